@@ -1,0 +1,65 @@
+/**
+ * Every error cliphook throws to library users is one of these classes, each with a stable `code`.
+ * They live together so a reader sees the whole set.
+ */
+export class CliphookError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Codes a webhook request can be refused with; each maps to an HTTP status in `protocol/problem.ts`. */
+export type WebhookVerificationCode =
+  | 'missing_signature'
+  | 'malformed_signature'
+  | 'invalid_signature'
+  | 'missing_delivery_id'
+  | 'invalid_json'
+  | 'invalid_payload'
+  | 'stale_delivery'
+  | 'body_too_large'
+  | 'body_already_parsed';
+
+/** A webhook request that must not be processed: bad signature, malformed body, replay, too large. */
+export class WebhookVerificationError extends CliphookError {
+  declare readonly code: WebhookVerificationCode;
+  /** The HTTP status the receiver answers with. */
+  readonly status: number;
+  constructor(code: WebhookVerificationCode, status: number, message: string) {
+    super(code, message);
+    this.status = status;
+  }
+}
+
+/** A payload that does not have the shape of spec 2.12. */
+export class InvalidPayloadError extends CliphookError {
+  /** Dotted path of the first offending field, e.g. `credits_used`. */
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('invalid_payload', message);
+    this.field = field;
+  }
+}
+
+/** A handler registered on a receiver threw; the claim was released so the sender's retry runs it again. */
+export class WebhookHandlerError extends CliphookError {
+  readonly deliveryId: string;
+  constructor(deliveryId: string, cause: unknown) {
+    super('handler_failed', `A handler failed for delivery ${deliveryId}: ${describe(cause)}`, { cause });
+    this.deliveryId = deliveryId;
+  }
+}
+
+/** A callback URL the emitter refuses to call (scheme, length, credentials, or a private address). */
+export class InvalidCallbackUrlError extends CliphookError {
+  constructor(message: string) {
+    super('invalid_callback_url', message);
+  }
+}
+
+function describe(value: unknown): string {
+  return value instanceof Error ? value.message : String(value);
+}

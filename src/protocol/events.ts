@@ -1,0 +1,139 @@
+import { InvalidPayloadError } from './errors.js';
+
+/** Why a clip failed (spec 2.9). Build on this, not on the `error` sentence, whose text may change. */
+export type VideoErrorCode =
+  | 'image_fetch_failed'
+  | 'content_rejected'
+  | 'copyright_rejected'
+  | 'output_rejected'
+  | 'real_person_rejected'
+  | 'task_config_error'
+  | 'upstream_busy'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'upstream_auth_failed'
+  | 'upstream_bad_request'
+  | 'upstream_error'
+  | 'cancelled';
+
+/** Every value of spec 2.9, in the spec's order. */
+export const VIDEO_ERROR_CODES: readonly VideoErrorCode[] = Object.freeze([
+  'image_fetch_failed', 'content_rejected', 'copyright_rejected', 'output_rejected', 'real_person_rejected',
+  'task_config_error', 'upstream_busy', 'upstream_unavailable', 'upstream_timeout', 'upstream_auth_failed',
+  'upstream_bad_request', 'upstream_error', 'cancelled',
+]);
+
+/** Fields every clip webhook carries (spec 2.12). */
+interface VideoEventBase {
+  /** The clip's id, as in GET /videos/{id}. */
+  id: number;
+  prompt: string | null;
+  credits_used: number;
+  duration: number | null;
+  model: string | null;
+  created_at: string | null;
+  completed_at: string | null;
+  /** When this attempt was sent; differs between attempts of one delivery. */
+  delivered_at: string;
+}
+
+/** A clip finished: `video_url` is set. */
+export interface VideoCompletedEvent extends VideoEventBase {
+  event: 'video.completed';
+  status: 'done';
+  video_url: string;
+  error: null;
+  error_code: null;
+}
+
+/** A clip failed: `error_code` says why; credits were refunded. */
+export interface VideoFailedEvent extends VideoEventBase {
+  event: 'video.failed';
+  status: 'error';
+  video_url: null;
+  error: string | null;
+  error_code: VideoErrorCode;
+}
+
+/** The webhook body of spec 2.12, discriminated on `event`. */
+export type WebhookEvent = VideoCompletedEvent | VideoFailedEvent;
+export type WebhookEventName = WebhookEvent['event'];
+/** The event type for one event name. */
+export type EventOf<N extends WebhookEventName> = Extract<WebhookEvent, { event: N }>;
+
+/** The names of the events the service sends. */
+export const WEBHOOK_EVENTS: readonly WebhookEventName[] = Object.freeze(['video.completed', 'video.failed']);
+
+type Json = Record<string, unknown>;
+type Check = (value: unknown) => boolean;
+
+const isString: Check = (v) => typeof v === 'string';
+const isStringOrNull: Check = (v) => v === null || typeof v === 'string';
+const isIntOrNull: Check = (v) => v === null || Number.isSafeInteger(v);
+const isNonNegativeInt: Check = (v) => Number.isSafeInteger(v) && (v as number) >= 0;
+const isPositiveInt: Check = (v) => Number.isSafeInteger(v) && (v as number) >= 1;
+const isDate: Check = (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v));
+const isDateOrNull: Check = (v) => v === null || isDate(v);
+
+const BASE: Record<string, [Check, string]> = {
+  id: [isPositiveInt, 'a positive integer'],
+  prompt: [isStringOrNull, 'a string or null'],
+  credits_used: [isNonNegativeInt, 'a non-negative integer'],
+  duration: [isIntOrNull, 'an integer or null'],
+  model: [isStringOrNull, 'a string or null'],
+  created_at: [isDateOrNull, 'an ISO 8601 date-time or null'],
+  completed_at: [isDateOrNull, 'an ISO 8601 date-time or null'],
+  delivered_at: [isDate, 'an ISO 8601 date-time'],
+};
+
+const BY_EVENT: Record<WebhookEventName, Record<string, [Check, string]>> = {
+  'video.completed': {
+    status: [(v) => v === 'done', '"done"'],
+    video_url: [isString, 'a string'],
+    error: [(v) => v === null || v === undefined, 'null'],
+    error_code: [(v) => v === null || v === undefined, 'null'],
+  },
+  'video.failed': {
+    status: [(v) => v === 'error', '"error"'],
+    video_url: [(v) => v === null || v === undefined, 'null'],
+    error: [(v) => v === undefined || isStringOrNull(v), 'a string or null'],
+    // Unknown codes pass, so a code the service adds later is not refused forever (a 4xx is permanent).
+    error_code: [isString, 'one of the error codes of spec 2.9'],
+  },
+};
+
+/** True when `name` is an event this version knows. */
+export function isWebhookEventName(name: unknown): name is WebhookEventName {
+  return name === 'video.completed' || name === 'video.failed';
+}
+
+/**
+ * Checks that a parsed JSON value has the shape of spec 2.12 and returns it typed. Unknown members are
+ * kept (forward compatibility). Throws `InvalidPayloadError` naming the first bad field; never anything else.
+ */
+export function parseEvent(value: unknown): WebhookEvent {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidPayloadError('', 'The webhook body must be a JSON object.');
+  }
+  const body = value as Json;
+  if (!isWebhookEventName(body.event)) {
+    throw new InvalidPayloadError('event', `\`event\` must be one of ${WEBHOOK_EVENTS.join(', ')}, got ${show(body.event)}.`);
+  }
+  check(body, BASE);
+  check(body, BY_EVENT[body.event]);
+  return body as unknown as WebhookEvent;
+}
+
+function check(body: Json, rules: Record<string, [Check, string]>): void {
+  for (const [field, [ok, expected]] of Object.entries(rules)) {
+    if (!ok(body[field])) {
+      throw new InvalidPayloadError(field, `\`${field}\` must be ${expected}, got ${show(body[field])}.`);
+    }
+  }
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}

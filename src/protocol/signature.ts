@@ -1,0 +1,98 @@
+import { createHash, createHmac, timingSafeEqual, type Hash } from 'node:crypto';
+import { SIGNATURE_PREFIX } from './headers.js';
+
+/** A request body as bytes, or as a string (encoded as UTF-8). */
+export type Body = Uint8Array | string;
+
+const BLOCK = 64; // SHA-256 block size in bytes
+const DIGEST = 32;
+const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
+
+interface Pads {
+  inner: Hash;
+  outer: Hash;
+}
+
+// HMAC = H((K ^ opad) || H((K ^ ipad) || m)). Hashing the two key blocks once per secret and cloning the
+// hash state with `copy()` skips the key schedule that `createHmac` redoes on every call (RFC 2104 §4).
+const padCache = new Map<string, Pads>();
+const PAD_CACHE_MAX = 64;
+
+function padsFor(secret: string): Pads {
+  let pads = padCache.get(secret);
+  if (pads) return pads;
+  let key: Buffer = Buffer.from(secret, 'utf8');
+  if (key.length > BLOCK) key = createHash('sha256').update(key).digest();
+  const ipad = Buffer.alloc(BLOCK, 0x36);
+  const opad = Buffer.alloc(BLOCK, 0x5c);
+  for (let i = 0; i < key.length; i++) {
+    ipad[i]! ^= key[i]!;
+    opad[i]! ^= key[i]!;
+  }
+  pads = { inner: createHash('sha256').update(ipad), outer: createHash('sha256').update(opad) };
+  if (padCache.size >= PAD_CACHE_MAX) padCache.delete(padCache.keys().next().value!);
+  padCache.set(secret, pads);
+  return pads;
+}
+
+// Above this size the per-call setup no longer matters and OpenSSL's one-shot HMAC is as fast.
+const PAD_THRESHOLD = 4096;
+
+/** The raw 32-byte HMAC-SHA256 of `body` keyed with the UTF-8 bytes of `secret`. */
+export function hmac(body: Body, secret: string): Buffer {
+  const size = typeof body === 'string' ? body.length : body.byteLength;
+  if (size > PAD_THRESHOLD) return createHmac('sha256', secret).update(body).digest();
+  const pads = padsFor(secret);
+  const inner = pads.inner.copy().update(body).digest();
+  return pads.outer.copy().update(inner).digest();
+}
+
+/**
+ * Signs a body the way the service does: `sha256=` and the lowercase hex HMAC-SHA256 of the exact bytes.
+ * @example sign('{"event":"video.completed"}', 'whsec_test') // 'sha256=5f…'
+ */
+export function sign(body: Body, secret: string): string {
+  assertSecret(secret);
+  return SIGNATURE_PREFIX + hmac(body, secret).toString('hex');
+}
+
+/**
+ * Parses an `X-Service-Signature` value into its 32 digest bytes, or `null` when it is malformed:
+ * not a single string, no `sha256=` prefix, not hex, or not 64 hex digits.
+ */
+export function parseSignatureHeader(header: unknown): Buffer | null {
+  if (typeof header !== 'string') return null;
+  if (!header.startsWith(SIGNATURE_PREFIX)) return null;
+  const hex = header.slice(SIGNATURE_PREFIX.length);
+  if (!HEX_DIGEST.test(hex)) return null;
+  return Buffer.from(hex, 'hex');
+}
+
+/**
+ * Checks `header` against the HMAC of `body` under each secret, in constant time per secret.
+ * Several secrets allow rotation: pass `[newSecret, oldSecret]` while the old one is phased out.
+ * Never throws for a malformed header; it is simply not valid.
+ * @example verifySignature(rawBody, req.headers['x-service-signature'], ['whsec_new', 'whsec_old'])
+ */
+export function verifySignature(body: Body, header: unknown, secrets: string | readonly string[]): boolean {
+  const given = parseSignatureHeader(header);
+  return given !== null && matchesAny(body, given, secrets);
+}
+
+/** True when the parsed digest `given` is the HMAC of `body` under one of `secrets`. */
+export function matchesAny(body: Body, given: Buffer, secrets: string | readonly string[]): boolean {
+  if (given.length !== DIGEST) return false;
+  let ok = false;
+  // Every secret is tried, so the time taken does not tell which one matched.
+  for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
+    if (timingSafeEqual(hmac(body, secret), given)) ok = true;
+  }
+  return ok;
+}
+
+/** Throws a TypeError unless `secret` is a non-empty string. */
+export function assertSecret(secret: unknown, name = 'secret'): asserts secret is string {
+  if (typeof secret !== 'string' || secret.length === 0) {
+    throw new TypeError(`Expected \`${name}\` to be a non-empty string, got ${JSON.stringify(secret) ?? String(secret)}.`);
+  }
+}

@@ -1,0 +1,75 @@
+import type { IncomingMessage } from 'node:http';
+import getRawBody from 'raw-body';
+import { WebhookVerificationError } from '../protocol/errors.js';
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/**
+ * Turns a size limit (`262144`, `'256kb'`, `'1mb'`) into bytes; throws a TypeError naming the option.
+ */
+export function parseLimit(limit: unknown, name = 'limit'): number {
+  if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0) return limit;
+  const match = typeof limit === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(limit) : null;
+  if (match) {
+    const bytes = Math.floor(Number(match[1]) * UNITS[(match[2] ?? 'b').toLowerCase()]!);
+    if (bytes > 0) return bytes;
+  }
+  throw new TypeError(`Expected \`${name}\` to be a positive number of bytes or a size like '256kb', got ${JSON.stringify(limit)}.`);
+}
+
+export function tooLarge(limit: number): WebhookVerificationError {
+  return new WebhookVerificationError('body_too_large', 413, `The body is larger than the receiver's limit of ${limit} bytes.`);
+}
+
+export const PARSED_BODY_HINT =
+  'The request body was already consumed by a body parser, so the signature cannot be checked over the raw bytes. ' +
+  "Mount the webhook route before express.json(), or use express.raw({ type: 'application/json' }) on it.";
+
+/** A Node request as Express leaves it: maybe with a body a parser already set. */
+export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
+
+/**
+ * The raw body of a Node request, capped at `limit` before anything is hashed. Takes a Buffer that
+ * `express.raw()` left in `req.body` or a framework left in `req.rawBody`; fails at once, never hangs,
+ * when a JSON parser already consumed the stream.
+ */
+export async function readNodeBody(req: NodeRequest, limit: number): Promise<Buffer> {
+  const left = Buffer.isBuffer(req.body) ? req.body : Buffer.isBuffer(req.rawBody) ? req.rawBody : null;
+  if (left) {
+    if (left.length > limit) throw tooLarge(limit);
+    return left;
+  }
+  if (typeof req.rawBody === 'string') return Buffer.from(req.rawBody, 'utf8');
+  if ((req.body !== undefined && req.body !== null) || req.readableEnded || (req as { _body?: boolean })._body === true) {
+    throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
+  }
+  try {
+    return await getRawBody(req, { limit });
+  } catch (error) {
+    const type = (error as { type?: string }).type;
+    if (type === 'entity.too.large') throw tooLarge(limit);
+    throw new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
+  }
+}
+
+/** The raw body of a Fetch API request, read chunk by chunk and abandoned as soon as it passes `limit`. */
+export async function readFetchBody(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
+  if (!req.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}

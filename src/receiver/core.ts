@@ -1,0 +1,226 @@
+import { WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
+import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
+import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
+import { parseLimit } from './body.js';
+import { expressAdapter, type NodeMiddleware } from './express.js';
+import { fetchAdapter } from './fetch.js';
+import type { DeliveryStore } from './delivery-store.js';
+import { FileDeliveryStore } from './file-delivery-store.js';
+import { checkTolerance, normaliseSecrets, verifyWith, type HeaderSource } from './verify.js';
+
+export interface ReceiverOptions {
+  /** The signing secret shown when the key was created, or `[new, old]` during a rotation. */
+  secret: string | readonly string[];
+  /**
+   * Where processed deliveries are remembered.
+   * @default new FileDeliveryStore({ file: '.cliphook/deliveries.json' })
+   */
+  store?: DeliveryStore;
+  /**
+   * Replay window: how far the signed `delivered_at` may be from now, in seconds, either way; `false` disables.
+   * @default 300
+   */
+  tolerance?: number | false;
+  /** Largest body accepted, checked before hashing. @default '256kb' */
+  limit?: number | string;
+  /**
+   * How long a claim holds before another request may take it over, in milliseconds: a process that
+   * died mid-handler blocks its delivery no longer than this. Keep it above your slowest handler.
+   * @default 60_000
+   */
+  leaseMs?: number;
+  /** Milliseconds since the epoch. @default Date.now */
+  clock?: () => number;
+}
+
+/** What a handler learns about the delivery besides the event. */
+export interface WebhookContext {
+  /** `X-Service-Delivery`: the same on every retry and redelivery. */
+  deliveryId: string;
+  /** The exact bytes that were signed. */
+  rawBody: Uint8Array;
+  /** When this receiver took the request. */
+  receivedAt: Date;
+}
+
+export type WebhookHandler<E extends WebhookEvent = WebhookEvent> = (event: E, context: WebhookContext) => unknown;
+export type ErrorListener = (error: WebhookVerificationError | WebhookHandlerError, context: Partial<WebhookContext>) => void;
+
+/** A framework-free reply: the adapters copy it onto their response type. */
+export interface ReceiverReply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
+const ACK: ReceiverReply = { status: 200, headers: JSON_HEADERS, body: '{"received":true}' };
+const DUPLICATE: ReceiverReply = { status: 200, headers: JSON_HEADERS, body: '{"received":true,"duplicate":true}' };
+// The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
+const IN_PROGRESS_RETRY_AFTER_S = 5;
+
+/**
+ * The receiver: verification, dedupe and dispatch, independent of any framework. `express()` and
+ * `fetch()` only read the body and headers and write the reply.
+ */
+export class Receiver {
+  readonly store: DeliveryStore;
+  readonly limit: number;
+  readonly #secrets: readonly string[];
+  readonly #tolerance: number | false;
+  readonly #leaseMs: number;
+  readonly #clock: () => number;
+  readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
+  readonly #any: WebhookHandler[] = [];
+  readonly #errorListeners: ErrorListener[] = [];
+
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now }: ReceiverOptions) {
+    this.#secrets = normaliseSecrets(secret);
+    this.#tolerance = checkTolerance(tolerance);
+    this.limit = parseLimit(limit);
+    if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
+    this.#leaseMs = leaseMs;
+    this.#clock = clock;
+    this.store = store ?? new FileDeliveryStore({ clock });
+  }
+
+  /** Runs `handler` for every verified, first-time delivery of the named event. */
+  on<N extends WebhookEventName>(name: N, handler: WebhookHandler<EventOf<N>>): this {
+    if (typeof handler !== 'function') throw new TypeError(`Expected a handler function for ${name}.`);
+    const list = this.#handlers.get(name) ?? [];
+    list.push(handler as WebhookHandler<never>);
+    this.#handlers.set(name, list);
+    return this;
+  }
+
+  /** Runs `handler` for every verified, first-time delivery, whatever the event. */
+  onAny(handler: WebhookHandler): this {
+    if (typeof handler !== 'function') throw new TypeError('Expected a handler function.');
+    this.#any.push(handler);
+    return this;
+  }
+
+  /** Hears every refused request and every handler failure: for logs and alerts. */
+  onError(listener: ErrorListener): this {
+    if (typeof listener !== 'function') throw new TypeError('Expected an error listener function.');
+    this.#errorListeners.push(listener);
+    return this;
+  }
+
+  /**
+   * The core: answers one request given its raw body and headers. Never throws; every outcome is a reply.
+   */
+  async receive(rawBody: Uint8Array, headers: HeaderSource): Promise<ReceiverReply> {
+    const receivedAt = this.#clock();
+    let verified;
+    try {
+      if (rawBody.byteLength > this.limit) throw new WebhookVerificationError('body_too_large', 413, `The body is larger than ${this.limit} bytes.`);
+      verified = verifyWith(rawBody, headers, this.#secrets, this.#tolerance, receivedAt);
+    } catch (error) {
+      return this.refuse(error);
+    }
+    const { deliveryId, event } = verified;
+    // X-Service-Delivery is not signed, so the signed event and id are claimed too: a captured request
+    // replayed under a forged delivery id finds its event already processed.
+    const keys = [`d:${deliveryId}`, `e:${event.event}:${event.id}`];
+    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
+    let outcome;
+    try {
+      outcome = await this.store.claim(keys, this.#leaseMs);
+    } catch (error) {
+      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+    }
+    if (outcome === 'processed') return DUPLICATE;
+    if (outcome === 'in_progress') {
+      return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
+    }
+    try {
+      await this.#dispatch(event, context);
+    } catch (error) {
+      await this.store.release(keys).catch(() => undefined);
+      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+    }
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      await this.store.release(keys).catch(() => undefined);
+      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+    }
+    return ACK;
+  }
+
+  /** The reply for an error thrown while reading or verifying a request. */
+  refuse(error: unknown, context: Partial<WebhookContext> = {}): ReceiverReply {
+    if (!(error instanceof WebhookVerificationError)) throw error;
+    this.#emitError(error, context);
+    const detail = error.message;
+    return reply(error.code, detail, { status: error.status });
+  }
+
+  /** Flushes the store. */
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  async #dispatch(event: WebhookEvent, context: WebhookContext): Promise<void> {
+    const named = this.#handlers.get(event.event) ?? [];
+    if (named.length + this.#any.length === 0) return; // acknowledged and recorded, so it is not retried forever
+    const runs = [...named, ...this.#any].map(async (handler) => (handler as WebhookHandler)(event, context));
+    const results = await Promise.allSettled(runs);
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  #fail(error: WebhookHandlerError, context: Partial<WebhookContext>): ReceiverReply {
+    this.#emitError(error, context);
+    // Spec section 7: a 5xx body carries no internal detail; the error goes to onError listeners.
+    return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
+  }
+
+  #emitError(error: WebhookVerificationError | WebhookHandlerError, context: Partial<WebhookContext>): void {
+    for (const listener of this.#errorListeners) {
+      try {
+        listener(error, context);
+      } catch {
+        // A throwing listener must not change the reply the sender gets.
+      }
+    }
+  }
+}
+
+function reply(code: ProblemCode, detail: string, options: { status?: number; retryAfter?: number } = {}): ReceiverReply {
+  const body = problem(code, { detail, ...options });
+  return { status: body.status, headers: problemHeaders(body), body: JSON.stringify(body) };
+}
+
+/** A receiver with its framework adapters. */
+export class WebhookReceiver extends Receiver {
+  /**
+   * Express (or Connect, or `node:http`) middleware.
+   * @example app.post('/webhooks', receiver.express());
+   */
+  express(): NodeMiddleware {
+    return expressAdapter(this);
+  }
+
+  /**
+   * Fetch API handler.
+   * @example export const POST = (req: Request) => receiver.fetch(req);
+   */
+  fetch(req: Request): Promise<Response> {
+    return fetchAdapter(this, req);
+  }
+}
+
+/**
+ * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by
+ * `X-Service-Delivery`, and calls typed handlers.
+ * @example
+ * const receiver = createReceiver({ secret: process.env.SIGNING_SECRET! });
+ * receiver.on('video.completed', async (event) => console.log(event.video_url));
+ * app.post('/webhooks', receiver.express());
+ */
+export function createReceiver(options: ReceiverOptions): WebhookReceiver {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected an options object with a `secret`.');
+  return new WebhookReceiver(options);
+}

@@ -1,0 +1,30 @@
+import type { ServerResponse } from 'node:http';
+import { readNodeBody, type NodeRequest } from './body.js';
+import type { Receiver, ReceiverReply } from './core.js';
+
+/** The middleware signature Express, Connect and plain `node:http` share. */
+export type NodeMiddleware = (req: NodeRequest, res: ServerResponse, next?: (error?: unknown) => void) => Promise<void>;
+
+/**
+ * Adapts a receiver to Express: reads the raw body (or the Buffer `express.raw()` left), writes the reply.
+ * It answers every request it is given, so mount it on the webhook route only.
+ */
+export function expressAdapter(receiver: Receiver): NodeMiddleware {
+  return async function cliphookReceiver(req, res, next) {
+    let result: ReceiverReply;
+    try {
+      const body = await readNodeBody(req, receiver.limit);
+      result = await receiver.receive(body, req.headers);
+    } catch (error) {
+      try {
+        result = receiver.refuse(error);
+      } catch (unexpected) {
+        if (next) return next(unexpected);
+        throw unexpected;
+      }
+    }
+    if (res.headersSent) return;
+    res.writeHead(result.status, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
+    res.end(result.body);
+  };
+}

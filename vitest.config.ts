@@ -1,0 +1,15 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  resolve: {
+    // Examples import the package by name, as a user would; tests run them against the source.
+    alias: { cliphook: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    pool: 'forks',
+  },
+});
