@@ -1,0 +1,81 @@
+import { createHmac } from 'node:crypto';
+import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
+import { describe, expect, it } from 'vitest';
+import { sign, verifySignature } from '../../src/index.js';
+import { parseSignatureHeader } from '../../src/protocol/signature.js';
+
+const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const reference = (body: string | Buffer, key = secret) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+
+describe('sign', () => {
+  it('is the lowercase hex HMAC-SHA256 of the raw bytes, prefixed sha256=', () => {
+    const body = '{"event":"video.completed","id":1}';
+    expect(sign(body, secret)).toBe(reference(body));
+    expect(sign(body, secret)).toMatch(/^sha256=[0-9a-f]{64}$/);
+  });
+
+  it('treats strings as UTF-8 and bytes as they are', () => {
+    const body = '{"prompt":"renard roux ❄️ 雪"}';
+    expect(sign(body, secret)).toBe(sign(Buffer.from(body, 'utf8'), secret));
+    expect(sign(new Uint8Array(Buffer.from(body)), secret)).toBe(reference(body));
+  });
+
+  it('matches node for small, block-sized, large and long-key inputs', () => {
+    for (const size of [0, 1, 55, 63, 64, 65, 4095, 4096, 4097, 65_536]) {
+      const body = Buffer.alloc(size, 0x61 + (size % 26));
+      expect(sign(body, secret)).toBe(reference(body));
+    }
+    const longKey = 'k'.repeat(200);
+    expect(sign('body', longKey)).toBe(reference('body', longKey));
+    expect(sign('body', 'ключ-🔑')).toBe(reference('body', 'ключ-🔑'));
+  });
+
+  it('agrees with @octokit/webhooks-methods, an independent implementation of the scheme', async () => {
+    const body = JSON.stringify({ event: 'video.failed', id: 7, error: 'busy' });
+    expect(sign(body, secret)).toBe(await octokitSign(secret, body));
+    expect(await octokitVerify(secret, body, sign(body, secret))).toBe(true);
+  });
+
+  it('refuses an empty secret with a TypeError naming it', () => {
+    expect(() => sign('x', '')).toThrow(/`secret`/);
+  });
+});
+
+describe('verifySignature', () => {
+  const body = '{"event":"video.completed","id":42}';
+  const header = sign(body, secret);
+
+  it('accepts the right signature and refuses a changed body or secret', () => {
+    expect(verifySignature(body, header, secret)).toBe(true);
+    expect(verifySignature(`${body} `, header, secret)).toBe(false);
+    expect(verifySignature(body, header, 'whsec_other')).toBe(false);
+  });
+
+  it('accepts any secret of a rotation list', () => {
+    expect(verifySignature(body, sign(body, 'whsec_old'), ['whsec_new', 'whsec_old'])).toBe(true);
+    expect(verifySignature(body, sign(body, 'whsec_new'), ['whsec_new', 'whsec_old'])).toBe(true);
+    expect(verifySignature(body, sign(body, 'whsec_gone'), ['whsec_new', 'whsec_old'])).toBe(false);
+  });
+
+  it('accepts upper-case hex', () => {
+    expect(verifySignature(body, `sha256=${header.slice(7).toUpperCase()}`, secret)).toBe(true);
+  });
+
+  it.each([
+    ['no prefix', header.slice(7)],
+    ['another algorithm', header.replace('sha256=', 'sha1=')],
+    ['non-hex', `sha256=${'g'.repeat(64)}`],
+    ['too short', header.slice(0, -2)],
+    ['too long', `${header}00`],
+    ['odd length', `${header}0`],
+    ['several values as an array', [header, header]],
+    ['several values joined', `${header}, ${header}`],
+    ['empty', ''],
+    ['not a string', 42],
+    ['undefined', undefined],
+  ])('rejects a malformed header (%s) without throwing', (_name, value) => {
+    expect(() => verifySignature(body, value, secret)).not.toThrow();
+    expect(verifySignature(body, value, secret)).toBe(false);
+    expect(parseSignatureHeader(value)).toBeNull();
+  });
+});

@@ -1,0 +1,77 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FileDeliveryStore, MemoryDeliveryStore, type DeliveryStore, type DeliveryStoreOptions } from '../../src/index.js';
+import { tempDir } from '../helpers/webhooks.js';
+
+/**
+ * One contract for every DeliveryStore. A store joins by adding a factory here (the Redis store will).
+ */
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+const factories: Record<string, (options: DeliveryStoreOptions) => Promise<DeliveryStore>> = {
+  memory: async (options) => new MemoryDeliveryStore(options),
+  file: async (options) => {
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    return new FileDeliveryStore({ file: tmp.file('deliveries.json'), ...options });
+  },
+};
+
+describe.each(Object.entries(factories))('DeliveryStore contract: %s', (_name, make) => {
+  const clock = () => now;
+  let now = 1_700_000_000_000;
+
+  it('claims once: a second claim sees in_progress, a completed one sees processed', async () => {
+    const store = await make({ clock });
+    expect(await store.claim(['a', 'b'], 1000)).toBe('claimed');
+    expect(await store.claim(['a', 'b'], 1000)).toBe('in_progress');
+    await store.complete(['a', 'b']);
+    expect(await store.claim(['a', 'b'], 1000)).toBe('processed');
+    await store.close();
+  });
+
+  it('treats the keys together: any processed key makes the claim processed', async () => {
+    const store = await make({ clock });
+    await store.claim(['d:1', 'e:1'], 1000);
+    await store.complete(['d:1', 'e:1']);
+    expect(await store.claim(['d:forged', 'e:1'], 1000)).toBe('processed');
+    expect(await store.claim(['d:other', 'e:2'], 1000)).toBe('claimed');
+    expect(await store.claim(['d:third', 'e:2'], 1000)).toBe('in_progress');
+  });
+
+  it('release frees a claim, and does not forget a processed key', async () => {
+    const store = await make({ clock });
+    await store.claim(['x'], 1000);
+    await store.release(['x']);
+    expect(await store.claim(['x'], 1000)).toBe('claimed');
+    await store.complete(['x']);
+    await store.release(['x']);
+    expect(await store.claim(['x'], 1000)).toBe('processed');
+  });
+
+  it('lets a claim be taken over once its lease expired', async () => {
+    const store = await make({ clock });
+    expect(await store.claim(['lease'], 5000)).toBe('claimed');
+    now += 4999;
+    expect(await store.claim(['lease'], 5000)).toBe('in_progress');
+    now += 2;
+    expect(await store.claim(['lease'], 5000)).toBe('claimed');
+  });
+
+  it('forgets processed keys after the retention time', async () => {
+    const store = await make({ clock, retentionMs: 10_000 });
+    await store.claim(['old'], 1000);
+    await store.complete(['old']);
+    now += 10_001;
+    expect(await store.claim(['old'], 1000)).toBe('claimed');
+  });
+
+  it('gives exactly one claim among many concurrent ones', async () => {
+    const store = await make({ clock });
+    const outcomes = await Promise.all(Array.from({ length: 100 }, () => store.claim(['race'], 1000)));
+    expect(outcomes.filter((o) => o === 'claimed')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'in_progress')).toHaveLength(99);
+  });
+});
