@@ -159,6 +159,17 @@ describe('receiver.express()', () => {
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
+  it("takes req.rawBody left by express.json({ verify }) even though req.body is parsed", async () => {
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore() });
+    const handler = vi.fn();
+    receiver.onAny(handler);
+    const app = express();
+    app.use(express.json({ verify: (req, _res, buf) => void ((req as unknown as { rawBody: Buffer }).rawBody = buf) }));
+    app.post('/webhooks', receiver.express());
+    expect((await post(app, signedRequest(completedEvent()))).status).toBe(200);
+    expect(handler).toHaveBeenCalledTimes(1);
+  });
+
   it('handler throws -> 500 without detail, claim released -> the retry runs it and gets 200', async () => {
     const { receiver, app } = setup();
     const errors: unknown[] = [];
