@@ -8,7 +8,7 @@ export function buildProgram(): Command {
   const program = new Command('cliphook')
     .description('Webhook toolkit for the Clip and Image Generation Service')
     .version(version, '-v, --version')
-    .showHelpAfterError()
+    .showHelpAfterError('(cliphook --help lists the commands and flags)')
     .exitOverride();
   for (const register of commands) register(program);
   return program;
