@@ -40,3 +40,4 @@ export type {
   ReplyClass,
 } from './protocol/index.js';
 export * from './receiver/index.js';
+export * from './relay/index.js';

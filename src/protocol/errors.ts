@@ -63,3 +63,17 @@ export class InvalidCallbackUrlError extends CliphookError {
 function describe(value: unknown): string {
   return value instanceof Error ? value.message : String(value);
 }
+
+/** Why a relay refused or ended a listener: these cannot heal by reconnecting, so `listen` stops. */
+export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused';
+
+/** The relay refused a listener or a channel request (issue 4): a bad token, an unknown or deleted channel. */
+export class RelayError extends CliphookError {
+  declare readonly code: RelayErrorCode;
+  /** The HTTP status of the refusal, when it came over HTTP. */
+  readonly status: number | undefined;
+  constructor(code: RelayErrorCode, message: string, status?: number) {
+    super(code, message);
+    this.status = status;
+  }
+}

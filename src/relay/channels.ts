@@ -1,0 +1,193 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { JsonFile } from '../store/json-file.js';
+import type { RawHeaders } from './frames.js';
+
+/** One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out. */
+export interface StoredEvent {
+  seq: number;
+  receivedAt: number;
+  method: string;
+  path: string;
+  query: string;
+  headers: RawHeaders;
+  /** Body bytes, base64: the form frames carry, so a buffered event is sent without re-encoding. */
+  body: string;
+  /** `X-Service-Event`, for `--events` filters. */
+  eventName: string | null;
+  /** `X-Service-Delivery`, for `--replay <delivery id>`. */
+  deliveryId: string | null;
+}
+
+export interface Channel {
+  readonly id: string;
+  readonly tokenHash: string;
+  readonly createdAt: number;
+  nextSeq: number;
+  /** Oldest first; acknowledged ones stay (for `--replay`) until the count or age bound drops them. */
+  events: StoredEvent[];
+  acked: Set<number>;
+}
+
+interface ChannelDocument {
+  version: 1;
+  channels: Array<Omit<Channel, 'acked'> & { acked: number[] }>;
+}
+
+export interface ChannelStoreOptions {
+  /** JSON file to persist to, or `false` for memory only. */
+  file: string | false;
+  clock: () => number;
+  maxEvents: number;
+  maxAgeMs: number;
+}
+
+/** The outcome of checking a listening token. */
+export type TokenCheck = 'ok' | 'not_found' | 'invalid_token';
+
+/**
+ * The relay's channels and their event buffers, in memory, with every change written to one JSON file
+ * by group commit. Events are immutable once appended, so their JSON is cached and a write only joins
+ * strings: a busy channel does not re-serialise its whole buffer on every event.
+ */
+export class ChannelStore {
+  readonly #channels = new Map<string, Channel>();
+  readonly #file: JsonFile<ChannelDocument> | null;
+  readonly #clock: () => number;
+  readonly #maxEvents: number;
+  readonly #maxAgeMs: number;
+  readonly #json = new WeakMap<StoredEvent, string>();
+
+  constructor({ file, clock, maxEvents, maxAgeMs }: ChannelStoreOptions) {
+    this.#clock = clock;
+    this.#maxEvents = maxEvents;
+    this.#maxAgeMs = maxAgeMs;
+    this.#file = file === false ? null : new JsonFile({ file, snapshot: () => this.#snapshot(), stringify: (doc) => this.#stringify(doc) });
+  }
+
+  /** Loads the file, if any. */
+  async open(): Promise<void> {
+    const doc = this.#file ? await this.#file.read() : null;
+    if (!doc) return;
+    if (doc.version !== 1 || !Array.isArray(doc.channels)) throw new Error(`${this.#file!.file} is not a cliphook relay file.`);
+    for (const saved of doc.channels) this.#channels.set(saved.id, { ...saved, acked: new Set(saved.acked) });
+  }
+
+  get size(): number {
+    return this.#channels.size;
+  }
+
+  /** Creates a channel; the token is returned once and only its hash is kept. */
+  create(): { channel: Channel; token: string } {
+    // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
+    const id = randomBytes(18).toString('base64url');
+    const token = `clt_${randomBytes(32).toString('base64url')}`;
+    const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, events: [], acked: new Set() };
+    this.#channels.set(id, channel);
+    return { channel, token };
+  }
+
+  get(id: string): Channel | undefined {
+    return this.#channels.get(id);
+  }
+
+  delete(id: string): boolean {
+    return this.#channels.delete(id);
+  }
+
+  /** Checks `token` against the channel's stored hash in constant time. */
+  check(id: string, token: string | undefined): TokenCheck {
+    const channel = this.#channels.get(id);
+    if (!channel) return 'not_found';
+    if (token === undefined) return 'invalid_token';
+    const given = Buffer.from(hashToken(token), 'hex');
+    return timingSafeEqual(given, Buffer.from(channel.tokenHash, 'hex')) ? 'ok' : 'invalid_token';
+  }
+
+  /**
+   * Appends an event with the channel's next sequence number, after dropping what the bounds allow.
+   * Returns `null` when the buffer is full of unacknowledged events: the sender is told to retry later
+   * rather than an older undelivered event being dropped in silence.
+   */
+  append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
+    this.prune(channel);
+    if (channel.events.length >= this.#maxEvents) return null;
+    const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
+    channel.events.push(stored);
+    return stored;
+  }
+
+  /** Marks `seq` acknowledged; true when it was not before. */
+  ack(channel: Channel, seq: number): boolean {
+    if (channel.acked.has(seq) || !channel.events.some((event) => event.seq === seq)) return false;
+    channel.acked.add(seq);
+    return true;
+  }
+
+  /** Drops events older than the age bound, then acknowledged ones over the count bound, oldest first. */
+  prune(channel: Channel): void {
+    const cutoff = this.#clock() - this.#maxAgeMs;
+    if (channel.events.length < this.#maxEvents && (channel.events[0]?.receivedAt ?? Infinity) >= cutoff) return;
+    let over = channel.events.length - this.#maxEvents + 1;
+    const kept: StoredEvent[] = [];
+    for (const event of channel.events) {
+      const acked = channel.acked.has(event.seq);
+      if (event.receivedAt < cutoff || (acked && over > 0)) {
+        if (acked) over--;
+        channel.acked.delete(event.seq);
+        continue;
+      }
+      kept.push(event);
+    }
+    if (kept.length !== channel.events.length) channel.events = kept;
+  }
+
+  /** Unacknowledged events, oldest first, that pass `wants`. */
+  unacked(channel: Channel, wants: (event: StoredEvent) => boolean): StoredEvent[] {
+    this.prune(channel);
+    return channel.events.filter((event) => !channel.acked.has(event.seq) && wants(event));
+  }
+
+  /** The buffered event named by a sequence number or by its delivery id (the latest such). */
+  find(channel: Channel, ref: string): StoredEvent | undefined {
+    const bySeq = /^\d+$/.test(ref) ? Number(ref) : NaN;
+    for (let i = channel.events.length - 1; i >= 0; i--) {
+      const event = channel.events[i]!;
+      if (event.seq === bySeq || event.deliveryId === ref) return event;
+    }
+    return undefined;
+  }
+
+  /** Resolves once the current state is on disk (immediately without a file). */
+  commit(): Promise<void> {
+    return this.#file ? this.#file.commit() : Promise.resolve();
+  }
+
+  #snapshot(): ChannelDocument {
+    return {
+      version: 1,
+      channels: [...this.#channels.values()].map((channel) => ({ ...channel, events: [...channel.events], acked: [...channel.acked] })),
+    };
+  }
+
+  #stringify(doc: ChannelDocument): string {
+    const channels = doc.channels.map((channel) => {
+      const events = channel.events.map((event) => this.#eventJson(event)).join(',');
+      const { events: _events, ...head } = channel;
+      return `${JSON.stringify(head).slice(0, -1)},"events":[${events}]}`;
+    });
+    return `{"version":1,"channels":[${channels.join(',')}]}`;
+  }
+
+  #eventJson(event: StoredEvent): string {
+    let json = this.#json.get(event);
+    if (json === undefined) {
+      json = JSON.stringify(event);
+      this.#json.set(event, json);
+    }
+    return json;
+  }
+}
+
+function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}

@@ -1,0 +1,303 @@
+import { EventEmitter } from 'node:events';
+import pRetry from 'p-retry';
+import WebSocket from 'ws';
+import { RelayError } from '../protocol/errors.js';
+import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
+import { verifySignature } from '../protocol/signature.js';
+import { CLOSE, decodeBody, encodeBody, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
+import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
+import { rawHeader } from './headers.js';
+import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
+import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
+
+/** How `listen` backs off between reconnects (p-retry's options); jitter is on unless `randomize: false`. */
+export interface ReconnectOptions {
+  /** @default 500 */
+  minTimeout?: number;
+  /** @default 30_000 */
+  maxTimeout?: number;
+  /** @default 2 */
+  factor?: number;
+  /** Multiplies each delay by a random 1-2, so many listeners do not reconnect in step. @default true */
+  randomize?: boolean;
+}
+
+export interface ListenerOptions {
+  /** The relay's base URL. @example 'https://relay.example.com' */
+  relayUrl: string;
+  /** The channel id from `createChannel`. */
+  channel: string;
+  /** The channel's listening token. */
+  token: string;
+  /** The local URL events are POSTed to; an event's extra path and query are appended. @example 'http://localhost:3000/webhooks' */
+  forwardTo: string;
+  /** Signing secret(s): when set, each event says whether its `X-Service-Signature` is valid. */
+  secret?: string | readonly string[];
+  /** Only these `X-Service-Event` names are sent to this listener (the relay filters). @default all */
+  events?: readonly string[];
+  /** How long the local app may take; below the relay's reply timeout so the sender learns why. @default 8_500 */
+  localTimeoutMs?: number;
+  /** Largest local reply carried back. @default 1048576 */
+  maxReplyBytes?: number;
+  /** Backoff between reconnects. */
+  reconnect?: ReconnectOptions;
+  /** How often the listener pings the relay. @default 10_000 */
+  pingIntervalMs?: number;
+  /** A relay silent for longer is taken for dead and the listener reconnects. @default 20_000 */
+  readDeadlineMs?: number;
+  /** @default Date.now */
+  clock?: () => number;
+  /** @default real, unref'd timers */
+  scheduler?: Scheduler;
+}
+
+/** One event as it arrives from the relay, before it is forwarded. */
+export interface ListenerEvent {
+  seq: number;
+  method: string;
+  /** The local URL it goes to. */
+  url: string;
+  /** `X-Service-Event`, or `null`. */
+  eventName: string | null;
+  /** `X-Service-Delivery`, or `null`. */
+  deliveryId: string | null;
+  /** With `secret`: whether `X-Service-Signature` matches the body; otherwise `null`. */
+  signatureValid: boolean | null;
+  /** Caught up from the buffer after (re)connecting. */
+  backlog: boolean;
+  /** Resent on request (`replay()`). */
+  replay: boolean;
+  body: Buffer;
+}
+
+/** What the local app answered, or why it did not. */
+export interface ListenerReply {
+  event: ListenerEvent;
+  /** The local status, or `null` when the app was unreachable or too slow. */
+  status: number | null;
+  error: { code: 'local_unreachable' | 'local_timeout'; detail: string } | null;
+  durationMs: number;
+}
+
+export interface ListenerEvents {
+  connected: [info: { channel: string; listener: string }];
+  event: [event: ListenerEvent];
+  reply: [reply: ListenerReply];
+  reconnecting: [info: { attempt: number; error: Error }];
+  close: [error: RelayError | null];
+}
+
+/** Defaults for the local hop. */
+const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
+
+/**
+ * A connected `listen`: forwards the relay's events to the local app and carries each reply back.
+ * Reconnects by itself; stops for good only on `close()` or on what reconnecting cannot heal.
+ */
+export class Listener extends EventEmitter<ListenerEvents> {
+  /** Resolves when the listener stops: `null` after `close()`, the `RelayError` when the relay refused it. */
+  readonly closed: Promise<RelayError | null>;
+  readonly #options: Required<Omit<ListenerOptions, 'secret' | 'events' | 'reconnect'>> & Pick<ListenerOptions, 'secret' | 'events'>;
+  readonly #reconnect: Required<ReconnectOptions>;
+  readonly #forwardTo: URL;
+  readonly #forwarder: Forwarder;
+  readonly #heartbeat: Heartbeat;
+  readonly #abort = new AbortController();
+  readonly #replays: Array<(reply: ListenerReply | null) => void> = [];
+  #socket: WebSocket | null = null;
+  #backlog: Promise<void> = Promise.resolve();
+  #stopped = false;
+  #finish!: (error: RelayError | null) => void;
+
+  constructor(options: ListenerOptions) {
+    super();
+    const {
+      relayUrl, channel, token, forwardTo, secret, events, reconnect = {},
+      localTimeoutMs = DEFAULT_LOCAL_TIMEOUT_MS, maxReplyBytes = 1024 * 1024,
+      pingIntervalMs = 10_000, readDeadlineMs = 20_000, clock = Date.now, scheduler = realScheduler,
+    } = options;
+    httpUrl('relayUrl', relayUrl, true);
+    nonEmptyString('channel', channel);
+    nonEmptyString('token', token);
+    this.#forwardTo = httpUrl('forwardTo', forwardTo);
+    if (secret !== undefined && (typeof secret === 'string' ? secret === '' : !Array.isArray(secret) || secret.length === 0)) {
+      throw new TypeError(`Expected \`secret\` to be a non-empty string or array, got ${JSON.stringify(secret)}.`);
+    }
+    if (events !== undefined && (!Array.isArray(events) || events.some((name) => typeof name !== 'string' || !/^[\w.-]+$/.test(name)))) {
+      throw new TypeError(`Expected \`events\` to be an array of event names, got ${JSON.stringify(events)}.`);
+    }
+    positiveInteger('localTimeoutMs', localTimeoutMs);
+    positiveInteger('maxReplyBytes', maxReplyBytes);
+    positiveInteger('pingIntervalMs', pingIntervalMs);
+    positiveInteger('readDeadlineMs', readDeadlineMs);
+    if (readDeadlineMs <= pingIntervalMs) throw new TypeError(`Expected \`readDeadlineMs\` (${readDeadlineMs}) to be above \`pingIntervalMs\` (${pingIntervalMs}).`);
+    fn('clock', clock);
+    const { minTimeout = 500, maxTimeout = 30_000, factor = 2, randomize = true } = reconnect;
+    if (!(minTimeout >= 0 && maxTimeout >= minTimeout && factor >= 1)) {
+      throw new TypeError(`Expected \`reconnect\` to have 0 <= minTimeout <= maxTimeout and factor >= 1, got ${JSON.stringify(reconnect)}.`);
+    }
+    this.#reconnect = { minTimeout, maxTimeout, factor, randomize };
+    this.#options = { relayUrl, channel, token, forwardTo, secret, events, localTimeoutMs, maxReplyBytes, pingIntervalMs, readDeadlineMs, clock, scheduler };
+    this.#forwarder = createForwarder(this.#forwardTo, localTimeoutMs, maxReplyBytes);
+    this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
+    this.closed = new Promise((resolve) => (this.#finish = resolve));
+  }
+
+  /** The WebSocket URL of the channel. */
+  get endpoint(): string {
+    const url = new URL(`channels/${encodeURIComponent(this.#options.channel)}/listen`, this.#options.relayUrl.replace(/\/*$/, '/'));
+    url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
+    if (this.#options.events?.length) url.searchParams.set('events', this.#options.events.join(','));
+    return url.href;
+  }
+
+  /** Connects, and reconnects after every drop, until `close()` or a refusal. Resolves when it stops. */
+  async run(): Promise<void> {
+    while (!this.#stopped) {
+      let session: { closed: Promise<number> };
+      try {
+        session = await pRetry(() => this.#open(), {
+          retries: Number.POSITIVE_INFINITY,
+          ...this.#reconnect,
+          signal: this.#abort.signal,
+          unref: true,
+          shouldRetry: ({ error }) => !(error instanceof RelayError) && !this.#stopped,
+          onFailedAttempt: ({ error, attemptNumber }) => {
+            if (!(error instanceof RelayError) && !this.#stopped) this.emit('reconnecting', { attempt: attemptNumber, error });
+          },
+        });
+      } catch (error) {
+        return this.#stop(error instanceof RelayError ? error : null);
+      }
+      const code = await session.closed;
+      if (code === CLOSE.invalidToken) return this.#stop(new RelayError('invalid_token', 'The relay no longer accepts this token.'));
+      if (code === CLOSE.channelGone) return this.#stop(new RelayError('channel_not_found', 'The channel was deleted.'));
+      if (!this.#stopped) this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`) });
+    }
+  }
+
+  /**
+   * Asks the relay to resend a buffered event (by sequence number or delivery id) to the local URL.
+   * Resolves with its local reply, or `null` when the relay no longer has it.
+   */
+  replay(ref: string | number): Promise<ListenerReply | null> {
+    return new Promise((resolve) => {
+      this.#replays.push(resolve);
+      this.#send({ type: 'replay', ref: String(ref) });
+    });
+  }
+
+  /** Disconnects and stops reconnecting. */
+  async close(): Promise<void> {
+    if (!this.#stopped) {
+      this.#socket?.close(CLOSE.normal, 'listener closing');
+      this.#stop(null);
+    }
+    await this.closed;
+  }
+
+  #stop(error: RelayError | null): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#abort.abort();
+    this.#heartbeat.stop();
+    this.#forwarder.close();
+    this.#socket?.terminate();
+    for (const resolve of this.#replays.splice(0)) resolve(null);
+    this.emit('close', error);
+    this.#finish(error);
+  }
+
+  /** One connection attempt: resolves, once upgraded, with a promise of the close code. */
+  #open(): Promise<{ closed: Promise<number> }> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(this.endpoint, { headers: { authorization: `Bearer ${this.#options.token}` }, perMessageDeflate: false });
+      socket.once('unexpected-response', (_req, res) => {
+        res.resume();
+        const status = res.statusCode ?? 0;
+        if (status === 401) reject(new RelayError('invalid_token', 'The relay refused the listening token.', status));
+        else if (status === 404) reject(new RelayError('channel_not_found', `The relay has no channel ${this.#options.channel}.`, status));
+        else reject(new Error(`The relay answered the upgrade with HTTP ${status}.`));
+        socket.terminate();
+      });
+      socket.once('error', (error) => reject(error));
+      socket.once('open', () => {
+        if (this.#stopped) return socket.terminate();
+        this.#socket = socket;
+        socket.on('error', () => undefined); // the close that follows is what matters
+        this.#heartbeat.watch(socket);
+        socket.on('message', (data, isBinary) => this.#onMessage(socket, data, isBinary));
+        resolve({ closed: new Promise((closed) => socket.once('close', (code) => closed(code))) });
+      });
+    });
+  }
+
+  #onMessage(socket: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
+    let frame;
+    try {
+      frame = parseServerFrame(data, isBinary);
+    } catch (error) {
+      socket.close(error instanceof FrameError ? error.closeCode : CLOSE.policy, 'malformed frame');
+      return;
+    }
+    if (frame.type === 'hello') return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
+    if (frame.type === 'replay_missing') return void this.#replays.shift()?.(null);
+    // Caught-up events go to the local app one at a time, in sequence order; live ones go at once.
+    if (frame.backlog) this.#backlog = this.#backlog.then(() => this.#handle(frame));
+    else void this.#handle(frame);
+  }
+
+  async #handle(frame: EventFrame): Promise<void> {
+    const body = decodeBody(frame.body);
+    const { secret } = this.#options;
+    const event: ListenerEvent = {
+      seq: frame.seq,
+      method: frame.method,
+      url: targetUrl(this.#forwardTo, frame).href,
+      eventName: rawHeader(frame.headers, HEADER_EVENT) ?? null,
+      deliveryId: rawHeader(frame.headers, HEADER_DELIVERY) ?? null,
+      signatureValid: secret === undefined ? null : verifySignature(body, rawHeader(frame.headers, HEADER_SIGNATURE), secret),
+      backlog: frame.backlog,
+      replay: frame.replay,
+      body,
+    };
+    this.emit('event', event);
+    const started = performance.now();
+    let reply: ListenerReply;
+    try {
+      const local = await this.#forwarder.forward(frame);
+      if (local.status < 200 || local.status > 599) throw new ForwardError('local_unreachable', `the local app answered with status ${local.status}`);
+      reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
+      this.#send({ type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: encodeBody(local.body) });
+    } catch (error) {
+      const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
+      reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };
+      this.#send({ type: 'fail', seq: frame.seq, code, detail: message.slice(0, 1000) });
+    }
+    if (frame.replay) this.#replays.shift()?.(reply);
+    this.emit('reply', reply);
+  }
+
+  #send(frame: ClientFrame): void {
+    // A reply for a socket that closed is dropped: the event stays unacknowledged and comes back on reconnect.
+    if (this.#socket?.readyState === WebSocket.OPEN) this.#socket.send(encodeFrame(frame));
+  }
+}
+
+/**
+ * Connects a listener to a relay channel. Resolves once connected; rejects with a `RelayError` when the
+ * relay refuses the token (`invalid_token`) or does not know the channel (`channel_not_found`).
+ * Network failures are retried with backoff and reported as `reconnecting` events.
+ * @example
+ * const listener = await connectListener({ relayUrl, channel, token, forwardTo: 'http://localhost:3000/webhooks' });
+ * listener.on('reply', (r) => console.log(r.status));
+ */
+export async function connectListener(options: ListenerOptions): Promise<Listener> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected `options` to be an object.');
+  const listener = new Listener(options);
+  const connected = new Promise<void>((resolve) => listener.once('connected', () => resolve()));
+  void listener.run();
+  const outcome = await Promise.race([connected.then(() => null), listener.closed]);
+  if (outcome) throw outcome;
+  return listener;
+}

@@ -1,0 +1,81 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { EventFrame, FailCode, RawHeaders } from './frames.js';
+import { decodeBody } from './frames.js';
+import { endToEnd } from './headers.js';
+
+/** The local app's reply to one forwarded event. */
+export interface LocalReply {
+  status: number;
+  headers: RawHeaders;
+  body: Buffer;
+}
+
+/** The local app could not be reached or did not answer in time. */
+export class ForwardError extends Error {
+  readonly code: FailCode;
+  constructor(code: FailCode, message: string) {
+    super(message);
+    this.name = 'ForwardError';
+    this.code = code;
+  }
+}
+
+/** The local URL an event goes to: `forwardTo` plus the event's extra path and query. */
+export function targetUrl(forwardTo: URL, event: Pick<EventFrame, 'path' | 'query'>): URL {
+  const url = new URL(forwardTo.href);
+  if (event.path) url.pathname = url.pathname.replace(/\/+$/, '') + event.path;
+  if (event.query) url.search = url.search ? `${url.search}&${event.query.slice(1)}` : event.query;
+  return url;
+}
+
+export interface Forwarder {
+  forward(event: EventFrame): Promise<LocalReply>;
+  close(): void;
+}
+
+/**
+ * Sends events to the local app as the relay received them: same method, body bytes and end-to-end
+ * headers in order (raw header arrays keep repeats and case), with `Host` and `Content-Length` set
+ * for this hop. Keep-alive, so a burst does not open a connection per event.
+ */
+export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes: number): Forwarder {
+  const secure = forwardTo.protocol === 'https:';
+  const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const request = secure ? https.request : http.request;
+  return {
+    close: () => agent.destroy(),
+    forward(event) {
+      const url = targetUrl(forwardTo, event);
+      const body = decodeBody(event.body);
+      const headers = [...event.headers, 'Host', url.host];
+      // GET and HEAD without a body carry no Content-Length, as the sender sent them.
+      if (body.length > 0 || !['GET', 'HEAD'].includes(event.method)) headers.push('Content-Length', String(body.length));
+      return new Promise<LocalReply>((resolve, reject) => {
+        const req = request(url, { method: event.method, headers, agent, timeout: timeoutMs }, (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > maxReplyBytes) {
+              req.destroy(new ForwardError('local_unreachable', `the local reply is larger than ${maxReplyBytes} bytes`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.once('end', () => resolve({ status: res.statusCode ?? 502, headers: endToEnd(res.rawHeaders), body: Buffer.concat(chunks, size) }));
+          res.once('error', (error) => reject(asForwardError(error)));
+        });
+        req.once('timeout', () => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)));
+        req.once('error', (error) => reject(asForwardError(error)));
+        req.end(body);
+      });
+    },
+  };
+}
+
+function asForwardError(error: Error): ForwardError {
+  if (error instanceof ForwardError) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  return new ForwardError('local_unreachable', code ? `${code}: ${error.message}` : error.message);
+}

@@ -1,0 +1,233 @@
+/**
+ * The relay's WebSocket messages: their types, their encoding and the one parser that checks them.
+ * Every frame is a JSON text frame; bodies travel as base64 so the bytes the sender signed are the bytes
+ * the local app reads (smee re-serialised JSON and broke HMACs: smee-client#325, #454).
+ */
+
+/** Header lines as Node's `rawHeaders` gives them: `[name, value, name, value, …]`, repeats kept in order. */
+export type RawHeaders = string[];
+
+/** Relay → listener, once, right after the upgrade: the listener is connected. */
+export interface HelloFrame {
+  type: 'hello';
+  channel: string;
+  /** This connection's id, for logs. */
+  listener: string;
+  /** How often the relay pings; the listener's read deadline is derived from it. */
+  pingIntervalMs: number;
+}
+
+/** Relay → listener: one request that came in at `/in/<channel>`. */
+export interface EventFrame {
+  type: 'event';
+  /** Per-channel sequence number, from 1; the listener's reply acknowledges it. */
+  seq: number;
+  /** When the relay took the request, in milliseconds since the epoch. */
+  receivedAt: number;
+  method: string;
+  /** The path after `/in/<channel>`: `''` or starting with `/`. */
+  path: string;
+  /** The query string: `''` or starting with `?`. */
+  query: string;
+  /** End-to-end request headers; hop-by-hop ones and `content-length` are dropped. */
+  headers: RawHeaders;
+  /** The body bytes, base64. */
+  body: string;
+  /** True for an event caught up from the buffer after (re)connecting: nobody waits for its reply. */
+  backlog: boolean;
+  /** True when the listener asked for it with a `replay` frame. */
+  replay: boolean;
+}
+
+/** Relay → listener: the event a `replay` frame asked for is not in the buffer. */
+export interface ReplayMissingFrame {
+  type: 'replay_missing';
+  ref: string;
+}
+
+export type ServerFrame = HelloFrame | EventFrame | ReplayMissingFrame;
+
+/** Listener → relay: the local app's reply to event `seq`; it also acknowledges the event. */
+export interface ReplyFrame {
+  type: 'reply';
+  seq: number;
+  status: number;
+  headers: RawHeaders;
+  /** The reply body bytes, base64. */
+  body: string;
+}
+
+/** Why a listener could not get a reply from the local app. */
+export type FailCode = 'local_unreachable' | 'local_timeout';
+
+/** Listener → relay: the local app could not be reached or did not answer in time; not an ack. */
+export interface FailFrame {
+  type: 'fail';
+  seq: number;
+  code: FailCode;
+  detail: string;
+}
+
+/** Listener → relay: resend a buffered event, named by its sequence number or its `X-Service-Delivery`. */
+export interface ReplayFrame {
+  type: 'replay';
+  ref: string;
+}
+
+export type ClientFrame = ReplyFrame | FailFrame | ReplayFrame;
+
+/** WebSocket close codes the relay and the listener use. */
+export const CLOSE = Object.freeze({
+  normal: 1000,
+  goingAway: 1001,
+  /** RFC 6455 §7.4.1: a message that violates the policy (malformed frame). */
+  policy: 1008,
+  /** RFC 6455 §7.4.1: a message too big to process. */
+  tooBig: 1009,
+  /** The token no longer matches the channel: do not reconnect. */
+  invalidToken: 4001,
+  /** The channel was deleted: do not reconnect. */
+  channelGone: 4004,
+});
+
+/** A frame that breaks the protocol; `closeCode` is what the socket is closed with. */
+export class FrameError extends Error {
+  readonly closeCode: number;
+  constructor(message: string, closeCode: number = CLOSE.policy) {
+    super(message);
+    this.name = 'FrameError';
+    this.closeCode = closeCode;
+  }
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// What Node's http module accepts in a header value (it throws on anything else, so check first).
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const PATH = /^(?:\/[^\s\x00-\x1f\x7f]*)?$/;
+const QUERY = /^(?:\?[^\s\x00-\x1f\x7f]*)?$/;
+const MAX_HEADER_FIELDS = 500;
+const MAX_TEXT = 4096;
+const FAIL_CODES: readonly string[] = ['local_unreachable', 'local_timeout'];
+
+/** Encodes a frame for `ws.send`. */
+export function encodeFrame(frame: ServerFrame | ClientFrame): string {
+  return JSON.stringify(frame);
+}
+
+/** Bytes to the base64 a frame carries. */
+export function encodeBody(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+/** The base64 a frame carries back to bytes (already checked by the parser). */
+export function decodeBody(base64: string): Buffer {
+  return Buffer.from(base64, 'base64');
+}
+
+/**
+ * Parses and checks a frame a listener sent. Throws `FrameError` (never anything else) for a binary
+ * frame, bad JSON, an unknown type or a member of the wrong shape; a larger frame than `maxBytes` is 1009.
+ */
+export function parseClientFrame(data: unknown, isBinary: boolean, maxBytes = Infinity): ClientFrame {
+  const value = readJson(data, isBinary, maxBytes);
+  switch (value.type) {
+    case 'reply':
+      return { type: 'reply', seq: seq(value.seq), status: status(value.status), headers: headers(value.headers), body: base64(value.body) };
+    case 'fail': {
+      if (typeof value.code !== 'string' || !FAIL_CODES.includes(value.code)) throw new FrameError('fail.code is not a known code');
+      return { type: 'fail', seq: seq(value.seq), code: value.code as FailCode, detail: text(value.detail, 'fail.detail') };
+    }
+    case 'replay':
+      return { type: 'replay', ref: text(value.ref, 'replay.ref', 200) };
+    default:
+      throw new FrameError('unknown frame type');
+  }
+}
+
+/** Parses and checks a frame the relay sent; the listener closes with the error's code on failure. */
+export function parseServerFrame(data: unknown, isBinary: boolean, maxBytes = Infinity): ServerFrame {
+  const value = readJson(data, isBinary, maxBytes);
+  switch (value.type) {
+    case 'hello':
+      return {
+        type: 'hello',
+        channel: text(value.channel, 'hello.channel'),
+        listener: text(value.listener, 'hello.listener'),
+        pingIntervalMs: seq(value.pingIntervalMs),
+      };
+    case 'event': {
+      if (typeof value.method !== 'string' || !TOKEN.test(value.method)) throw new FrameError('event.method is not a token');
+      if (typeof value.path !== 'string' || !PATH.test(value.path)) throw new FrameError('event.path is not a path');
+      if (typeof value.query !== 'string' || !QUERY.test(value.query)) throw new FrameError('event.query is not a query');
+      if (typeof value.receivedAt !== 'number' || !Number.isFinite(value.receivedAt)) throw new FrameError('event.receivedAt is not a time');
+      return {
+        type: 'event',
+        seq: seq(value.seq),
+        receivedAt: value.receivedAt,
+        method: value.method,
+        path: value.path,
+        query: value.query,
+        headers: headers(value.headers),
+        body: base64(value.body),
+        backlog: value.backlog === true,
+        replay: value.replay === true,
+      };
+    }
+    case 'replay_missing':
+      return { type: 'replay_missing', ref: text(value.ref, 'replay_missing.ref') };
+    default:
+      throw new FrameError('unknown frame type');
+  }
+}
+
+function readJson(data: unknown, isBinary: boolean, maxBytes: number): Record<string, unknown> {
+  if (isBinary) throw new FrameError('binary frames are not part of the protocol');
+  let textData: string;
+  if (typeof data === 'string') textData = data;
+  else if (Buffer.isBuffer(data)) textData = data.toString('utf8');
+  else if (Array.isArray(data) && data.every((chunk) => Buffer.isBuffer(chunk))) textData = Buffer.concat(data).toString('utf8');
+  else if (data instanceof ArrayBuffer) textData = Buffer.from(data).toString('utf8');
+  else throw new FrameError('unreadable frame');
+  if (textData.length > maxBytes) throw new FrameError('frame too large', CLOSE.tooBig);
+  let value: unknown;
+  try {
+    value = JSON.parse(textData);
+  } catch {
+    throw new FrameError('frame is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FrameError('frame is not an object');
+  return value as Record<string, unknown>;
+}
+
+function seq(value: unknown): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw new FrameError('expected a positive integer');
+  return value as number;
+}
+
+function status(value: unknown): number {
+  // 1xx are interim responses; a final reply is 200-599 (RFC 9110 §15).
+  if (!Number.isInteger(value) || (value as number) < 200 || (value as number) > 599) throw new FrameError('reply.status out of range');
+  return value as number;
+}
+
+function text(value: unknown, name: string, max = MAX_TEXT): string {
+  if (typeof value !== 'string' || value.length > max) throw new FrameError(`${name} is not a short string`);
+  return value;
+}
+
+function headers(value: unknown): RawHeaders {
+  if (!Array.isArray(value) || value.length % 2 !== 0 || value.length > MAX_HEADER_FIELDS * 2) throw new FrameError('headers is not a list of pairs');
+  for (let i = 0; i < value.length; i += 2) {
+    const name: unknown = value[i];
+    const field: unknown = value[i + 1];
+    if (typeof name !== 'string' || !TOKEN.test(name)) throw new FrameError('header name is not a token');
+    if (typeof field !== 'string' || !HEADER_VALUE.test(field)) throw new FrameError('header value has forbidden characters');
+  }
+  return value as RawHeaders;
+}
+
+function base64(value: unknown): string {
+  if (typeof value !== 'string' || !BASE64.test(value)) throw new FrameError('body is not base64');
+  return value;
+}

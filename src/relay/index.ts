@@ -1,0 +1,10 @@
+export { createRelayServer, RelayServer } from './server.js';
+export type { RelayServerOptions, RelayLogger, ChannelInfo } from './server.js';
+export { createChannel } from './api.js';
+export type { CreateChannelOptions } from './api.js';
+export { connectListener, Listener } from './client.js';
+export type { ListenerOptions, ListenerEvent, ListenerReply, ListenerEvents, ReconnectOptions } from './client.js';
+export type { Scheduler } from './heartbeat.js';
+export { CLOSE as RELAY_CLOSE_CODES } from './frames.js';
+export { RelayError } from '../protocol/errors.js';
+export type { RelayErrorCode } from '../protocol/errors.js';

@@ -1,0 +1,109 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
+import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
+import type { ChannelStore } from './channels.js';
+import { decodeBody, encodeBody } from './frames.js';
+import { endToEnd, rawHeader } from './headers.js';
+import type { Hub } from './hub.js';
+
+export interface IngressOptions {
+  store: ChannelStore;
+  hub: Hub;
+  clock: () => number;
+  maxBodyBytes: number;
+  retryAfterSeconds: number;
+  log: (message: string) => void;
+}
+
+/** `/in/<channel>[/path]` split into its parts, or `null` for another path. */
+export function matchIngress(pathname: string): { channelId: string; path: string } | null {
+  const match = /^\/in\/([A-Za-z0-9_-]+)(\/.*)?$/.exec(pathname);
+  return match ? { channelId: match[1]!, path: match[2] ?? '' } : null;
+}
+
+/**
+ * Takes one request for a channel: any method, the raw body up to the cap. With a listener, answers with
+ * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
+ */
+export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, log }: IngressOptions) {
+  return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
+    const channel = store.get(target.channelId);
+    if (!channel) return sendProblem(res, 'not_found', { detail: 'No such channel.' });
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > maxBodyBytes) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
+    const body = await readCapped(req, maxBodyBytes);
+    if (body === null) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
+    const headers = endToEnd(req.rawHeaders);
+    const stored = store.append(channel, {
+      receivedAt: clock(),
+      method: req.method ?? 'GET',
+      path: target.path,
+      query,
+      headers,
+      body: encodeBody(body),
+      eventName: rawHeader(headers, HEADER_EVENT) ?? null,
+      deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
+    });
+    if (!stored) {
+      return sendProblem(res, 'no_listener', { detail: 'No listener is connected and the channel buffer is full.', retryAfter: retryAfterSeconds });
+    }
+    const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
+    if (outcome.kind !== 'reply') {
+      // The 503 promises the event is kept: it must be on disk before the sender reads it.
+      await store.commit().catch((error: Error) => log(`cannot save the buffer: ${error.message}`));
+    }
+    switch (outcome.kind) {
+      case 'reply': {
+        const { status, headers: replyHeaders, body: replyBody } = outcome.frame;
+        const bytes = decodeBody(replyBody);
+        const noBody = status === 204 || status === 304 || req.method === 'HEAD';
+        const out = endToEnd(replyHeaders);
+        if (!noBody) out.push('content-length', String(bytes.length));
+        res.writeHead(status, out);
+        if (noBody) res.end();
+        else res.end(bytes);
+        return;
+      }
+      case 'fail':
+        return sendProblem(res, outcome.frame.code, { detail: outcome.frame.detail });
+      case 'timeout':
+        return sendProblem(res, 'local_timeout', { detail: 'The local app did not answer in time.' });
+      case 'gone':
+        return sendProblem(res, 'no_listener', {
+          detail: 'No listener is connected; the event is buffered and will be delivered when one connects.',
+          retryAfter: retryAfterSeconds,
+        });
+    }
+  };
+}
+
+/** Writes an RFC 9457 problem; `close` ends the connection (the rest of a too-large body is not read). */
+export function sendProblem(res: ServerResponse, code: ProblemCode, options: ProblemOptions, close = false): void {
+  if (res.headersSent) return void res.end();
+  const body = problem(code, options);
+  const text = JSON.stringify(body);
+  const headers: Record<string, string | number> = { ...problemHeaders(body), 'content-length': Buffer.byteLength(text) };
+  if (close) headers.connection = 'close';
+  res.writeHead(body.status, headers);
+  res.end(text);
+}
+
+/** The request body, or `null` as soon as it passes `limit` bytes. */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.pause();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
+}

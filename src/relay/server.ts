@@ -1,0 +1,284 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
+import { ChannelStore } from './channels.js';
+import { CLOSE } from './frames.js';
+import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
+import { Hub } from './hub.js';
+import { createIngress, matchIngress, sendProblem } from './ingress.js';
+import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
+
+/** Where the relay reports what happens; `console` fits. */
+export interface RelayLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface RelayServerOptions {
+  /** JSON file keeping channels and buffered events across restarts; `false` keeps them in memory. @default '.cliphook/relay.json' */
+  file?: string | false;
+  /** The public base URL senders use, for the `url` of new channels; without it, the request's Host. @example 'https://relay.example.com' */
+  publicUrl?: string;
+  /** When set, `POST /channels` needs `Authorization: Bearer <adminToken>`: for a relay on a public address. */
+  adminToken?: string;
+  /** Largest request body taken at `/in/…`; larger ones get 413 `body_too_large`. @default 1048576 */
+  maxBodyBytes?: number;
+  /** How long a sender waits for the local reply before 504 `local_timeout`; below the sender's own 10 s. @default 9000 */
+  responseTimeoutMs?: number;
+  /** Events kept per channel (unacknowledged ones are never dropped for room; the sender gets 503 instead). @default 1000 */
+  maxBufferedEvents?: number;
+  /** Events older than this are dropped from the buffer; the sender's retries end after about 3 hours. @default 86_400_000 */
+  maxBufferAgeMs?: number;
+  /** `Retry-After` of a 503 `no_listener`, in seconds. @default 10 */
+  retryAfterSeconds?: number;
+  /** How often the relay pings each listener. @default 10_000 */
+  pingIntervalMs?: number;
+  /** A listener silent for longer is dropped; with the ping interval, a dead socket is noticed within 30 s. @default 20_000 */
+  readDeadlineMs?: number;
+  /** Milliseconds since the epoch. @default Date.now */
+  clock?: () => number;
+  /** Timers for pings and reply timeouts. @default real, unref'd timers */
+  scheduler?: Scheduler;
+  /** @default a logger that says nothing */
+  logger?: RelayLogger;
+}
+
+/** What `POST /channels` returns. */
+export interface ChannelInfo {
+  /** The channel id: 144 random bits, base64url. */
+  channel: string;
+  /** The URL to give the sender as `callback_url`. */
+  url: string;
+  /** The listening token; shown once, stored only as a hash. */
+  token: string;
+}
+
+const SILENT: RelayLogger = { info() {}, warn() {} };
+const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
+const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
+// Base64 grows bodies by 4/3; the rest of an event frame is headers and a few numbers.
+const FRAME_OVERHEAD = 256 * 1024;
+
+/**
+ * The relay: channels, the `/in/<channel>` ingress and the WebSocket endpoint `listen` connects to.
+ * @example
+ * const relay = createRelayServer({ file: '.cliphook/relay.json', publicUrl: 'https://relay.example.com' });
+ * const { url } = await relay.listen(8787, '0.0.0.0');
+ */
+export class RelayServer {
+  readonly store: ChannelStore;
+  readonly #hub: Hub;
+  readonly #heartbeat: Heartbeat;
+  readonly #wss: WebSocketServer;
+  readonly #ingress: ReturnType<typeof createIngress>;
+  readonly #publicUrl: string | null;
+  readonly #adminHash: Buffer | null;
+  readonly #logger: RelayLogger;
+  #opened: Promise<void> | null = null;
+  #server: Server | null = null;
+  #ownsServer = false;
+  #url: string | null = null;
+
+  constructor({
+    file = '.cliphook/relay.json',
+    publicUrl,
+    adminToken,
+    maxBodyBytes = 1024 * 1024,
+    responseTimeoutMs = 9_000,
+    maxBufferedEvents = 1_000,
+    maxBufferAgeMs = 86_400_000,
+    retryAfterSeconds = 10,
+    pingIntervalMs = 10_000,
+    readDeadlineMs = 20_000,
+    clock = Date.now,
+    scheduler = realScheduler,
+    logger = SILENT,
+  }: RelayServerOptions = {}) {
+    if (file !== false) nonEmptyString('file', file);
+    this.#publicUrl = publicUrl === undefined ? null : httpUrl('publicUrl', publicUrl).href.replace(/\/+$/, '');
+    this.#adminHash = adminToken === undefined ? null : sha256(nonEmptyString('adminToken', adminToken));
+    positiveInteger('maxBodyBytes', maxBodyBytes);
+    positiveInteger('responseTimeoutMs', responseTimeoutMs);
+    positiveInteger('maxBufferedEvents', maxBufferedEvents);
+    positiveInteger('maxBufferAgeMs', maxBufferAgeMs);
+    positiveInteger('retryAfterSeconds', retryAfterSeconds);
+    positiveInteger('pingIntervalMs', pingIntervalMs);
+    positiveInteger('readDeadlineMs', readDeadlineMs);
+    if (readDeadlineMs <= pingIntervalMs) {
+      throw new TypeError(`Expected \`readDeadlineMs\` (${readDeadlineMs}) to be above \`pingIntervalMs\` (${pingIntervalMs}), or every quiet listener is dropped.`);
+    }
+    fn('clock', clock);
+    if (typeof scheduler?.setInterval !== 'function' || typeof scheduler.setTimeout !== 'function') throw new TypeError('Expected `scheduler` to have setInterval and setTimeout.');
+    if (typeof logger?.info !== 'function' || typeof logger.warn !== 'function') throw new TypeError('Expected `logger` to have info and warn methods.');
+    this.#logger = logger;
+    const log = (message: string) => logger.warn(message);
+    const maxFrameBytes = Math.ceil((maxBodyBytes * 4) / 3) + FRAME_OVERHEAD;
+    this.store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxAgeMs: maxBufferAgeMs });
+    this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
+    this.#hub = new Hub({ store: this.store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
+    // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: false });
+    this.#ingress = createIngress({ store: this.store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, log });
+  }
+
+  /** The base URL once listening (`http://127.0.0.1:8787`), or `null`. */
+  get url(): string | null {
+    return this.#url;
+  }
+
+  /** Connected listeners, across channels. */
+  get listeners(): number {
+    return this.#hub.listeners;
+  }
+
+  /** Loads the data file (once). `listen` and `attach` call it. */
+  open(): Promise<void> {
+    this.#opened ??= this.store.open();
+    return this.#opened;
+  }
+
+  /** Starts an HTTP server of its own. @example const { url } = await relay.listen(0, '127.0.0.1'); */
+  async listen(port = 8787, host = '127.0.0.1'): Promise<{ url: string }> {
+    const server = createServer();
+    this.#ownsServer = true;
+    await this.attach(server);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    this.#url = `http://${shown}:${address.port}`;
+    return { url: this.#url };
+  }
+
+  /** Serves on an existing HTTP server: its requests and its WebSocket upgrades. */
+  async attach(server: Server): Promise<void> {
+    await this.open();
+    this.#server = server;
+    server.on('request', (req, res) => {
+      this.#route(req, res).catch((error: Error) => {
+        this.#logger.warn(`request failed: ${error.stack ?? error.message}`);
+        sendProblem(res, 'internal_error', {});
+      });
+    });
+    server.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
+  }
+
+  /** Closes the listeners (1001), saves the buffer and stops the server it started. */
+  async close(): Promise<void> {
+    this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down');
+    this.#heartbeat.stop();
+    await this.store.commit();
+    const server = this.#server;
+    if (server && this.#ownsServer) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    }
+  }
+
+  /** Creates a channel and saves it before answering. */
+  async createChannel(base: string): Promise<ChannelInfo> {
+    const { channel, token } = this.store.create();
+    await this.store.commit();
+    this.#logger.info(`channel ${channel.id} created`);
+    return { channel: channel.id, url: `${this.#publicUrl ?? base}/in/${channel.id}`, token };
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://relay.invalid');
+    const ingress = matchIngress(url.pathname);
+    if (ingress) return this.#ingress(req, res, ingress, url.search);
+    req.resume(); // no other route reads a body
+    if (url.pathname === '/healthz') {
+      return sendJson(res, 200, { status: 'ok', channels: this.store.size, listeners: this.#hub.listeners });
+    }
+    if (url.pathname === '/channels') {
+      if (req.method !== 'POST') return sendNotAllowed(res, 'POST');
+      if (this.#adminHash && !sameHash(this.#adminHash, bearer(req))) {
+        return sendProblem(res, 'invalid_token', { detail: 'Creating a channel on this relay needs its admin token.' });
+      }
+      const base = `http://${req.headers.host ?? 'localhost'}`;
+      return sendJson(res, 201, await this.createChannel(base));
+    }
+    const match = CHANNEL_PATH.exec(url.pathname);
+    if (match) {
+      if (req.method !== 'DELETE') return sendNotAllowed(res, 'DELETE');
+      const id = match[1]!;
+      const check = this.store.check(id, bearer(req));
+      if (check !== 'ok') return sendProblem(res, check, { detail: check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.' });
+      this.store.delete(id);
+      this.#hub.closeChannel(id, CLOSE.channelGone, 'channel deleted');
+      await this.store.commit();
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    sendProblem(res, 'not_found', { detail: `Nothing at ${url.pathname}.` });
+  }
+
+  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://relay.invalid');
+    const match = LISTEN_PATH.exec(url.pathname);
+    const channelId = match?.[1];
+    const check = channelId === undefined ? 'not_found' : this.store.check(channelId, bearer(req));
+    if (check !== 'ok') {
+      // Refused before the upgrade, as an HTTP status the listener can tell apart from a network failure.
+      return refuseUpgrade(socket, check, check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.');
+    }
+    const channel = this.store.get(channelId!)!;
+    const filter = url.searchParams.get('events');
+    const events = filter ? new Set(filter.split(',').map((name) => name.trim()).filter(Boolean)) : null;
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channel, ws, events));
+  }
+}
+
+/**
+ * Creates a relay server. Options are checked here; a bad one throws a TypeError naming it.
+ * @example
+ * const relay = createRelayServer({ file: false });
+ * const { url } = await relay.listen(0, '127.0.0.1');
+ */
+export function createRelayServer(options: RelayServerOptions = {}): RelayServer {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected `options` to be an object.');
+  return new RelayServer(options);
+}
+
+function bearer(req: IncomingMessage): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return match?.[1];
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function sameHash(expected: Buffer, given: string | undefined): boolean {
+  return given !== undefined && timingSafeEqual(expected, sha256(given));
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendNotAllowed(res: ServerResponse, allow: string): void {
+  res.setHeader('allow', allow);
+  sendProblem(res, 'method_not_allowed', { detail: `Use ${allow}.` });
+}
+
+function refuseUpgrade(socket: Duplex, code: ProblemCode, detail: string): void {
+  const body = problem(code, { detail });
+  const text = JSON.stringify(body);
+  const headers = Object.entries({ ...problemHeaders(body), 'content-length': String(Buffer.byteLength(text)), connection: 'close' })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${body.status} ${body.title}\r\n${headers}\r\n${text}`);
+}
