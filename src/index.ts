@@ -41,3 +41,4 @@ export type {
 } from './protocol/index.js';
 export * from './receiver/index.js';
 export * from './relay/index.js';
+export * from './emitter/index.js';

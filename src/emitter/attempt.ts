@@ -1,0 +1,96 @@
+import pRetry, { AbortError } from 'p-retry';
+import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
+import { classifyReply, type ReplyClass } from '../protocol/schedule.js';
+import { sign } from '../protocol/signature.js';
+import { InvalidCallbackUrlError } from '../protocol/errors.js';
+import type { Transport } from './transport.js';
+import type { DeliveryAttempt, DeliveryRecord, EmitterClock } from './types.js';
+
+export interface AttemptOptions {
+  transport: Transport;
+  clock: EmitterClock;
+  timeoutMs: number;
+  userAgent: string;
+}
+
+/** An attempt as recorded, and what the schedule makes of it. */
+export interface AttemptResult {
+  attempt: DeliveryAttempt;
+  outcome: ReplyClass;
+}
+
+// Errors that happen before any byte of a reply: a reused keep-alive socket the receiver had closed,
+// a DNS hiccup. Retrying them at once costs nothing; anything else waits for the schedule.
+const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
+const QUICK_RETRIES = 2;
+
+class AttemptTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`timeout after ${ms} ms`);
+    this.name = 'AttemptTimeoutError';
+  }
+}
+
+/**
+ * Builds the body for an attempt made at `at`: the stored payload with `delivered_at` set to that time.
+ * The payload was serialised once at `send()`, so this only appends one member.
+ */
+export function bodyAt(payload: string, at: number): string {
+  return `${payload.slice(0, -1)},"delivered_at":"${new Date(at).toISOString()}"}`;
+}
+
+/**
+ * Makes one attempt of a delivery: sets `delivered_at`, signs those exact bytes, POSTs them, and
+ * records the reply. Never throws: every failure is an attempt with an `error`.
+ */
+export async function attemptDelivery(record: DeliveryRecord, options: AttemptOptions): Promise<AttemptResult> {
+  const { transport, clock, timeoutMs, userAgent } = options;
+  const at = clock.now();
+  const body = Buffer.from(bodyAt(record.payload, at), 'utf8');
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': userAgent,
+    [HEADER_EVENT]: record.event,
+    [HEADER_SIGNATURE]: sign(body, record.secret),
+    [HEADER_DELIVERY]: record.id,
+  };
+  const controller = new AbortController();
+  const timer = clock.setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
+  const url = new URL(record.url);
+  try {
+    const reply = await pRetry(
+      async () => {
+        try {
+          return await transport({ url, headers, body, signal: controller.signal });
+        } catch (error) {
+          if (controller.signal.aborted) throw new AbortError(controller.signal.reason as Error);
+          if (!(error instanceof Error) || !QUICK_RETRY_CODES.has((error as NodeJS.ErrnoException).code ?? '')) {
+            throw new AbortError(error instanceof Error ? error : new Error(String(error)));
+          }
+          throw error;
+        }
+      },
+      { retries: QUICK_RETRIES, minTimeout: 20, factor: 4, randomize: false, signal: controller.signal },
+    );
+    const latencyMs = clock.now() - at;
+    const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: reply.body.toString('utf8') };
+    return { attempt, outcome: classifyReply(reply.status) };
+  } catch (caught) {
+    const error = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
+    const attempt: DeliveryAttempt = { at, status: null, error: describe(error), latencyMs: clock.now() - at, response: null };
+    // A refused address stays refused: retrying a rebinding name would only knock on the same door.
+    const outcome = error instanceof InvalidCallbackUrlError ? 'permanent' : classifyReply(error);
+    return { attempt, outcome };
+  } finally {
+    clock.clearTimeout(timer);
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof InvalidCallbackUrlError) return `${error.code}: ${error.message}`;
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}

@@ -1,0 +1,333 @@
+import { randomBytes } from 'node:crypto';
+import type { WebhookEventName } from '../protocol/events.js';
+import { assertSecret } from '../protocol/signature.js';
+import { version } from '../version.js';
+import { attemptDelivery, type AttemptOptions } from './attempt.js';
+import { DeliveryNotFoundError, EmitterStateError } from './errors.js';
+import { resolveEmitterOptions, type EmitterOptions, type ResolvedEmitterOptions } from './options.js';
+import { parsePayload, serialisePayload } from './payload.js';
+import { DeliveryQueue } from './queue.js';
+import { createFetchTransport, createHttpTransport, type Transport } from './transport.js';
+import type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState } from './types.js';
+import { checkCallbackUrl } from './url-guard.js';
+
+/** What `send()` takes. */
+export interface SendInput {
+  /** The callback URL: https, at most 2048 characters, no credentials, a public address. */
+  url: string;
+  /** The signing secret; `X-Service-Signature` is its HMAC-SHA256 of each attempt's body. */
+  secret: string;
+  event: WebhookEventName;
+  /** The event body of spec 2.12; `delivered_at` is set by each attempt and `event` from `event`. */
+  payload: Record<string, unknown>;
+  /** `false`: one attempt only, whatever its outcome. @default true */
+  retry?: boolean;
+}
+
+/** What `list()` takes. */
+export interface ListOptions {
+  /** Only deliveries in this state. */
+  state?: DeliveryState;
+  /** At most this many, newest first. @default 50 */
+  limit?: number;
+}
+
+/** The emitter's events, for the CLI and the inspector. */
+export interface EmitterEvents {
+  /** An attempt ended; `delivery` shows the state it left (with `nextAttemptAt` when a retry is due). */
+  attempt: (delivery: Delivery, attempt: DeliveryAttempt) => void;
+  /** A 2xx came back. */
+  delivered: (delivery: Delivery) => void;
+  /** A 4xx came back, the address was refused, or the last attempt of the schedule failed. */
+  failed: (delivery: Delivery) => void;
+}
+
+type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * Signs and POSTs webhooks from a durable outbox, retrying on the spec's schedule with one timer for all
+ * scheduled deliveries. Create it with `createEmitter`.
+ */
+export class WebhookEmitter {
+  readonly #options: ResolvedEmitterOptions;
+  readonly #records = new Map<string, DeliveryRecord>();
+  /** Finished delivery ids, oldest first, for retention. */
+  readonly #finished = new Set<string>();
+  readonly #queue: DeliveryQueue;
+  readonly #transport: Transport & { close?(): void };
+  readonly #attempt: AttemptOptions;
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #writes = new Set<Promise<void>>();
+  readonly #listeners: { [K in keyof EmitterEvents]: Set<EmitterEvents[K]> } = { attempt: new Set(), delivered: new Set(), failed: new Set() };
+  #status: Status = 'new';
+  #started: Promise<void> | null = null;
+  #stopped: Promise<void> | null = null;
+
+  constructor(options?: EmitterOptions) {
+    const resolved = resolveEmitterOptions(options);
+    this.#options = resolved;
+    this.#queue = new DeliveryQueue(resolved.clock, () => this.#pump());
+    this.#transport = resolved.fetch
+      ? createFetchTransport(resolved.fetch)
+      : createHttpTransport({ allowPrivateNetworks: resolved.allowPrivateNetworks, maxSockets: resolved.concurrency, lookup: resolved.lookup });
+    this.#attempt = { transport: this.#transport, clock: resolved.clock, timeoutMs: resolved.timeoutMs, userAgent: `cliphook/${version}` };
+  }
+
+  /**
+   * Loads the outbox and resumes it: due deliveries go out at once, scheduled ones wait for their slot,
+   * and an attempt that was in flight when the process died is made again (at-least-once).
+   */
+  start(): Promise<void> {
+    if (this.#status === 'stopping' || this.#status === 'stopped') {
+      return Promise.reject(new EmitterStateError('emitter_stopped', 'This emitter was stopped; create a new one.'));
+    }
+    this.#started ??= this.#load();
+    return this.#started;
+  }
+
+  /** Persists a delivery, then makes its first attempt at once. Resolves once it is on disk, not delivered. */
+  async send(input: SendInput): Promise<Delivery> {
+    this.#assertRunning();
+    if (typeof input !== 'object' || input === null) throw new TypeError('Expected `send()` to get { url, secret, event, payload }.');
+    const { url, secret, event, payload, retry = true } = input;
+    checkCallbackUrl(url, { allowPrivateNetworks: this.#options.allowPrivateNetworks });
+    assertSecret(secret);
+    if (typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
+    const now = this.#options.clock.now();
+    const record: DeliveryRecord = {
+      id: `dlv_${randomBytes(12).toString('hex')}`,
+      url, secret, event, state: 'pending', retry, createdAt: now, nextAttemptAt: now, round: 0, attempts: [],
+      payload: serialisePayload(event, payload, now),
+    };
+    this.#records.set(record.id, record);
+    try {
+      await this.#options.store.save(record);
+    } catch (error) {
+      this.#records.delete(record.id);
+      throw error;
+    }
+    this.#enqueue(record);
+    return toDelivery(record);
+  }
+
+  /** The delivery with this id, or `undefined`. */
+  get(id: string): Delivery | undefined {
+    const record = this.#records.get(id);
+    return record && toDelivery(record);
+  }
+
+  /** Deliveries, newest first. */
+  list({ state, limit = 50 }: ListOptions = {}): Delivery[] {
+    if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new TypeError(`Expected \`limit\` to be a non-negative integer, got ${limit}.`);
+    const found: Delivery[] = [];
+    const records = [...this.#records.values()];
+    for (let i = records.length - 1; i >= 0 && found.length < limit; i--) {
+      const record = records[i]!;
+      if (state === undefined || record.state === state) found.push(toDelivery(record));
+    }
+    return found;
+  }
+
+  /**
+   * Sends a delivery again with the same id (and a fresh `delivered_at`): at once, and on a fresh
+   * schedule unless `retry` is false. A pending one is moved to now; one in flight is left alone.
+   */
+  async redeliver(id: string, { retry }: { retry?: boolean } = {}): Promise<Delivery> {
+    this.#assertRunning();
+    const record = this.#records.get(id);
+    if (!record) throw new DeliveryNotFoundError(id);
+    if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
+    if (record.state === 'delivering') return toDelivery(record);
+    if (record.state !== 'pending') {
+      this.#finished.delete(id);
+      record.round = record.attempts.length;
+      record.state = 'pending';
+    }
+    if (retry !== undefined) record.retry = retry;
+    record.nextAttemptAt = this.#options.clock.now();
+    await this.#options.store.save(record);
+    this.#enqueue(record);
+    return toDelivery(record);
+  }
+
+  /** Listens to `attempt`, `delivered` or `failed`. A throwing listener is logged, never fatal. */
+  on<K extends keyof EmitterEvents>(name: K, listener: EmitterEvents[K]): this {
+    if (!(name in this.#listeners)) throw new TypeError(`Unknown emitter event ${JSON.stringify(name)}; expected attempt, delivered or failed.`);
+    if (typeof listener !== 'function') throw new TypeError(`Expected a listener function for ${name}.`);
+    this.#listeners[name].add(listener);
+    return this;
+  }
+
+  off<K extends keyof EmitterEvents>(name: K, listener: EmitterEvents[K]): this {
+    this.#listeners[name]?.delete(listener);
+    return this;
+  }
+
+  /** Counts for dashboards and benchmarks: deliveries waiting, attempts in flight. */
+  get stats(): { pending: number; inFlight: number; total: number } {
+    return { pending: this.#queue.size, inFlight: this.#inFlight.size, total: this.#records.size };
+  }
+
+  /** Stops taking due deliveries, lets attempts in flight finish, persists, and frees the timer and sockets. */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async #load(): Promise<void> {
+    this.#status = 'starting';
+    const records = await this.#options.store.load();
+    const now = this.#options.clock.now();
+    const finished: DeliveryRecord[] = [];
+    for (const record of records) {
+      this.#records.set(record.id, record);
+      // In flight when the process died: the receiver may or may not have it, so it goes again.
+      if (record.state === 'delivering') Object.assign(record, { state: 'pending', nextAttemptAt: now });
+      if (record.state === 'pending') this.#queue.push(Object.assign(record, { nextAttemptAt: record.nextAttemptAt ?? now }));
+      else finished.push(record);
+    }
+    finished.sort((a, b) => lastActivity(a) - lastActivity(b));
+    for (const record of finished) this.#finished.add(record.id);
+    if (this.#status !== 'starting') return; // stopped while loading
+    this.#status = 'running';
+    this.#pump();
+  }
+
+  #assertRunning(): void {
+    if (this.#status === 'running') return;
+    if (this.#status === 'stopping' || this.#status === 'stopped') throw new EmitterStateError('emitter_stopped', 'This emitter was stopped.');
+    throw new EmitterStateError('emitter_not_started', 'Call `await emitter.start()` before sending.');
+  }
+
+  #enqueue(record: DeliveryRecord): void {
+    if (this.#status !== 'running') return; // stored: the next start() sends it
+    this.#queue.push(record);
+    this.#pump();
+  }
+
+  /** Starts every due delivery there is room for, then arms the one timer for the next. */
+  #pump(): void {
+    if (this.#status !== 'running') return;
+    const now = this.#options.clock.now();
+    while (this.#inFlight.size < this.#options.concurrency) {
+      const record = this.#queue.popDue(now);
+      if (!record) break;
+      const run = this.#run(record).finally(() => {
+        this.#inFlight.delete(run);
+        this.#pump();
+      });
+      this.#inFlight.add(run);
+    }
+    // When every slot is busy the next finished attempt pumps again; no timer is needed meanwhile.
+    if (this.#inFlight.size < this.#options.concurrency) this.#queue.arm();
+    else this.#queue.disarm();
+  }
+
+  async #run(record: DeliveryRecord): Promise<void> {
+    record.state = 'delivering';
+    record.nextAttemptAt = null;
+    const { attempt, outcome } = await attemptDelivery(record, this.#attempt);
+    record.attempts.push(attempt);
+    const delay = outcome === 'retry' && record.retry ? this.#options.retrySchedule[record.attempts.length - record.round - 1] : undefined;
+    if (outcome === 'delivered') this.#finish(record, 'delivered');
+    else if (delay === undefined) this.#finish(record, 'failed');
+    else {
+      record.state = 'pending';
+      record.nextAttemptAt = this.#options.clock.now() + delay;
+      this.#queue.push(record);
+    }
+    this.#persist(this.#options.store.save(record));
+    this.#emit('attempt', record, attempt);
+    if (record.state !== 'pending') this.#emit(record.state as 'delivered' | 'failed', record);
+  }
+
+  #finish(record: DeliveryRecord, state: 'delivered' | 'failed'): void {
+    record.state = state;
+    record.nextAttemptAt = null;
+    this.#finished.add(record.id);
+    const excess = this.#finished.size - this.#options.retainFinished;
+    if (excess <= 0) return;
+    const forgotten: string[] = [];
+    for (const id of this.#finished) {
+      if (forgotten.length >= excess) break;
+      forgotten.push(id);
+    }
+    for (const id of forgotten) {
+      this.#finished.delete(id);
+      this.#records.delete(id);
+    }
+    this.#persist(this.#options.store.delete(forgotten));
+  }
+
+  /** Tracks a write nobody awaits, so `stop()` can, and a failure is logged rather than lost. */
+  #persist(write: Promise<void>): void {
+    const tracked = write
+      .catch((error: unknown) => this.#options.logger.error('could not write the outbox', { error: (error as Error)?.message ?? String(error) }))
+      .finally(() => this.#writes.delete(tracked));
+    this.#writes.add(tracked);
+  }
+
+  #emit(name: keyof EmitterEvents, record: DeliveryRecord, attempt?: DeliveryAttempt): void {
+    const listeners = this.#listeners[name];
+    if (listeners.size === 0) return;
+    const delivery = toDelivery(record);
+    for (const listener of listeners) {
+      try {
+        const result = (listener as (d: Delivery, a?: DeliveryAttempt) => unknown)(delivery, attempt);
+        if (result instanceof Promise) result.catch((error: unknown) => this.#listenerFailed(name, error));
+      } catch (error) {
+        this.#listenerFailed(name, error);
+      }
+    }
+  }
+
+  #listenerFailed(name: string, error: unknown): void {
+    this.#options.logger.warn(`a ${name} listener threw`, { error: (error as Error)?.message ?? String(error) });
+  }
+
+  async #stop(): Promise<void> {
+    const wasStarted = this.#status !== 'new';
+    this.#status = 'stopping';
+    this.#queue.disarm();
+    if (wasStarted) await this.#started?.catch(() => undefined);
+    this.#queue.disarm();
+    await Promise.all(this.#inFlight);
+    await Promise.all(this.#writes);
+    try {
+      if (wasStarted) await this.#options.store.close();
+    } finally {
+      this.#transport.close?.();
+      this.#status = 'stopped';
+    }
+  }
+}
+
+function lastActivity(record: DeliveryRecord): number {
+  return record.attempts.at(-1)?.at ?? record.createdAt;
+}
+
+function toDelivery(record: DeliveryRecord): Delivery {
+  return {
+    id: record.id,
+    url: record.url,
+    event: record.event,
+    state: record.state,
+    payload: parsePayload(record.payload),
+    attempts: record.attempts.map((attempt) => ({ ...attempt })),
+    nextAttemptAt: record.nextAttemptAt,
+    createdAt: record.createdAt,
+    retry: record.retry,
+  };
+}
+
+/**
+ * Creates a durable webhook emitter: signs every attempt, retries after 30 s, 2 min, 10 min, 30 min and
+ * 2 h, treats 4xx as permanent, and refuses callback URLs that point inside your network.
+ * @example
+ * const emitter = createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) });
+ * await emitter.start();
+ * await emitter.send({ url: 'https://example.com/webhooks', secret, event: 'video.completed', payload });
+ */
+export function createEmitter(options?: EmitterOptions): WebhookEmitter {
+  return new WebhookEmitter(options);
+}

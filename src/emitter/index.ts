@@ -1,0 +1,15 @@
+export { createEmitter, WebhookEmitter } from './emitter.js';
+export type { SendInput, ListOptions, EmitterEvents } from './emitter.js';
+export type { EmitterOptions } from './options.js';
+export { MemoryOutbox } from './outbox.js';
+export type { Outbox } from './outbox.js';
+export { FileOutbox, DEFAULT_OUTBOX_FILE } from './file-outbox.js';
+export type { FileOutboxOptions } from './file-outbox.js';
+export { DeliveryNotFoundError, EmitterStateError } from './errors.js';
+export { classifyAddress } from './address.js';
+export type { AddressClass } from './address.js';
+export { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from './url-guard.js';
+export type { LookupFunction } from './url-guard.js';
+export type { FetchFunction } from './transport.js';
+export { systemClock } from './types.js';
+export type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState, EmitterClock, EmitterLogger } from './types.js';

@@ -1,0 +1,107 @@
+import { RETRY_SCHEDULE_MS } from '../protocol/schedule.js';
+import { FileOutbox } from './file-outbox.js';
+import type { Outbox } from './outbox.js';
+import type { FetchFunction } from './transport.js';
+import { consoleLogger, systemClock, type EmitterClock, type EmitterLogger } from './types.js';
+import type { LookupFunction } from './url-guard.js';
+
+export interface EmitterOptions {
+  /**
+   * Where deliveries are kept. The file outbox survives restarts; `new MemoryOutbox()` is for tests.
+   * @default new FileOutbox({ file: '.cliphook/outbox.json' })
+   */
+  store?: Outbox;
+  /**
+   * Milliseconds one attempt may take, from connect to the end of the response, before it counts as a
+   * timeout (retried on the schedule).
+   * @default 10_000
+   */
+  timeoutMs?: number;
+  /**
+   * Attempts in flight at once, across all URLs; further due deliveries wait their turn.
+   * @default 16
+   */
+  concurrency?: number;
+  /**
+   * Allows plain http and callback URLs that are or resolve to loopback, private, link-local, CGNAT,
+   * multicast, unspecified or cloud metadata addresses. For local development and tests only.
+   * @default false
+   */
+  allowPrivateNetworks?: boolean;
+  /**
+   * Milliseconds to wait after each failed attempt; one attempt more than there are slots. Spec 6.4 fixes
+   * 30 s, 2 min, 10 min, 30 min, 2 h; change it only for tests of your own.
+   * @default RETRY_SCHEDULE_MS
+   */
+  retrySchedule?: readonly number[];
+  /**
+   * Delivered and failed deliveries kept for `get`, `list` and `redeliver`; the oldest are forgotten first.
+   * @default 1000
+   */
+  retainFinished?: number;
+  /** The time source and timers. Tests pass a fake to walk the schedule. @default the system clock */
+  clock?: EmitterClock;
+  /** Where failed writes of the outbox and throwing listeners are reported. @default console (warn, error) */
+  logger?: EmitterLogger;
+  /**
+   * Sends the requests through this `fetch` instead of the built-in `node:http` client. The URL checks
+   * still apply, but the connect-time address check is then the fetch's own business.
+   * @default undefined (the built-in client, which checks every resolved address)
+   */
+  fetch?: FetchFunction;
+  /** The DNS lookup behind the built-in client's connect-time check. @default dns.lookup */
+  lookup?: LookupFunction;
+}
+
+export interface ResolvedEmitterOptions {
+  store: Outbox;
+  timeoutMs: number;
+  concurrency: number;
+  allowPrivateNetworks: boolean;
+  retrySchedule: readonly number[];
+  retainFinished: number;
+  clock: EmitterClock;
+  logger: EmitterLogger;
+  fetch: FetchFunction | undefined;
+  lookup: LookupFunction | undefined;
+}
+
+/** Applies the defaults and checks every option, so a misconfiguration fails at start-up. */
+export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmitterOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`Expected an options object, got ${String(options)}.`);
+  const {
+    store = new FileOutbox(),
+    timeoutMs = 10_000,
+    concurrency = 16,
+    allowPrivateNetworks = false,
+    retrySchedule = RETRY_SCHEDULE_MS,
+    retainFinished = 1000,
+    clock = systemClock,
+    logger = consoleLogger,
+    fetch,
+    lookup,
+  } = options;
+  for (const method of ['load', 'save', 'delete', 'close'] as const) {
+    if (typeof (store as Partial<Outbox>)?.[method] !== 'function') {
+      throw new TypeError(`Expected \`store\` to be an outbox with a \`${method}()\` method.`);
+    }
+  }
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new TypeError(`Expected \`timeoutMs\` to be a positive number, got ${timeoutMs}.`);
+  if (!(Number.isSafeInteger(concurrency) && concurrency >= 1)) throw new TypeError(`Expected \`concurrency\` to be a positive integer, got ${concurrency}.`);
+  if (typeof allowPrivateNetworks !== 'boolean') throw new TypeError(`Expected \`allowPrivateNetworks\` to be a boolean, got ${JSON.stringify(allowPrivateNetworks)}.`);
+  if (!Array.isArray(retrySchedule) || !retrySchedule.every((ms) => Number.isFinite(ms) && ms >= 0)) {
+    throw new TypeError(`Expected \`retrySchedule\` to be an array of non-negative milliseconds, got ${JSON.stringify(retrySchedule)}.`);
+  }
+  if (!(Number.isSafeInteger(retainFinished) && retainFinished >= 0)) {
+    throw new TypeError(`Expected \`retainFinished\` to be a non-negative integer, got ${retainFinished}.`);
+  }
+  for (const method of ['now', 'setTimeout', 'clearTimeout'] as const) {
+    if (typeof (clock as Partial<EmitterClock>)?.[method] !== 'function') throw new TypeError(`Expected \`clock\` to have a \`${method}()\` function.`);
+  }
+  for (const method of ['info', 'warn', 'error'] as const) {
+    if (typeof (logger as Partial<EmitterLogger>)?.[method] !== 'function') throw new TypeError(`Expected \`logger\` to have a \`${method}()\` function.`);
+  }
+  if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
+  if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
+  return { store, timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
+}

@@ -1,0 +1,353 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { verify as octokitVerify } from '@octokit/webhooks-methods';
+import {
+  createEmitter, MemoryOutbox, RETRY_SCHEDULE_MS, verifySignature, InvalidCallbackUrlError, DeliveryNotFoundError,
+  EmitterStateError, type WebhookEmitter, type EmitterOptions,
+} from 'cliphook';
+import { version } from '../../src/version.js';
+import { answering, completedPayload, FakeClock, nextAttempt, settled, startReceiver, startServer, type TestServer } from './helpers.js';
+
+const secret = 'whsec_test_emitter';
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function emitterFor(options: EmitterOptions = {}): WebhookEmitter {
+  const emitter = createEmitter({ store: new MemoryOutbox(), allowPrivateNetworks: true, ...options });
+  cleanups.push(() => emitter.stop());
+  return emitter;
+}
+function track<T extends TestServer>(server: T): T {
+  cleanups.push(() => server.close());
+  return server;
+}
+
+describe('the retry schedule', () => {
+  it('walks every slot at its exact time and fails after the 6th attempt, with one id and a valid signature each time', async () => {
+    const clock = new FakeClock();
+    const server = track(await answering(503));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const failed: string[] = [];
+    emitter.on('failed', (d) => void failed.push(d.id));
+
+    const first = nextAttempt(emitter);
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    const t0 = clock.now();
+    const times = [(await first)[1].at];
+    let expected = t0;
+    for (const delay of RETRY_SCHEDULE_MS) {
+      const [delivery] = [emitter.get(sent.id)!];
+      expect(delivery.state).toBe('pending');
+      expected += delay;
+      expect(delivery.nextAttemptAt).toBe(expected);
+      const next = nextAttempt(emitter);
+      clock.advance(delay - 1);
+      expect(server.received).toHaveLength(times.length); // not a millisecond early
+      clock.advance(1);
+      times.push((await next)[1].at);
+    }
+    expect(times).toEqual([t0, t0 + 30_000, t0 + 150_000, t0 + 750_000, t0 + 2_550_000, t0 + 9_750_000]);
+    const final = emitter.get(sent.id)!;
+    expect(final.state).toBe('failed');
+    expect(final.nextAttemptAt).toBeNull();
+    expect(final.attempts.map((a) => a.status)).toEqual([503, 503, 503, 503, 503, 503]);
+    expect(failed).toEqual([sent.id]);
+    expect(clock.timerCount).toBe(0);
+
+    expect(server.received).toHaveLength(6);
+    const bodies = new Set<string>();
+    for (const [i, request] of server.received.entries()) {
+      expect(request.headers['x-service-delivery']).toBe(sent.id);
+      expect(request.headers['x-service-event']).toBe('video.completed');
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(request.headers['user-agent']).toBe(`cliphook/${version}`);
+      expect(JSON.parse(request.body).delivered_at).toBe(new Date(times[i]!).toISOString());
+      expect(verifySignature(request.body, request.headers['x-service-signature'], secret)).toBe(true);
+      expect(await octokitVerify(secret, request.body, request.headers['x-service-signature'] as string)).toBe(true);
+      bodies.add(request.body);
+    }
+    expect(bodies.size).toBe(6); // each attempt has its own delivered_at, so its own body and signature
+  });
+
+  it('delivers through our receiver after failures, and every attempt verifies there', async () => {
+    const clock = new FakeClock();
+    const receiver = track(await startReceiver(secret, () => clock.now(), (n) => (n < 2 ? 500 : null)));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const sent = await emitter.send({ url: receiver.url, secret, event: 'video.completed', payload: completedPayload() });
+    await nextAttempt(emitter);
+    let next = nextAttempt(emitter);
+    clock.advance(30_000);
+    await next;
+    next = nextAttempt(emitter);
+    clock.advance(120_000);
+    const [delivery, attempt] = await next;
+    expect(attempt.status).toBe(200);
+    expect(delivery.state).toBe('delivered');
+    expect(receiver.handled).toHaveLength(1);
+    expect(delivery.attempts.map((a) => a.status)).toEqual([500, 500, 200]);
+    expect(attempt.response).toBe('{"received":true}');
+  });
+
+  it('treats a 4xx as permanent: one attempt, no timer', async () => {
+    const clock = new FakeClock();
+    const server = track(await answering(410, '{"gone":true}'));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    const done = await settled(emitter, sent.id);
+    expect(done.state).toBe('failed');
+    expect(done.attempts).toHaveLength(1);
+    expect(done.attempts[0]).toMatchObject({ status: 410, error: null, response: '{"gone":true}' });
+    clock.advance(10 * 3_600_000);
+    expect(server.received).toHaveLength(1);
+    expect(clock.timerCount).toBe(0);
+  });
+
+  it('never follows a redirect and retries it', async () => {
+    const clock = new FakeClock();
+    const target = track(await answering(200));
+    const server = track(await answering(302, '', { location: target.url }));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    const [delivery, attempt] = await nextAttempt(emitter);
+    expect(attempt.status).toBe(302);
+    expect(delivery.state).toBe('pending');
+    expect(delivery.nextAttemptAt).toBe(clock.now() + 30_000);
+    const next = nextAttempt(emitter);
+    clock.advance(30_000);
+    expect((await next)[1].status).toBe(302);
+    expect(target.received).toHaveLength(0);
+    expect(emitter.get(sent.id)!.attempts).toHaveLength(2);
+  });
+
+  it('counts a receiver that does not answer within timeoutMs as a timeout, and retries it', async () => {
+    const clock = new FakeClock();
+    let hang = true;
+    const server = track(await startServer((_req, res) => {
+      if (!hang) res.end('ok');
+    }));
+    const emitter = emitterFor({ clock, timeoutMs: 5_000 });
+    await emitter.start();
+    const attempted = nextAttempt(emitter);
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    await expect.poll(() => server.received.length).toBe(1);
+    clock.advance(5_000);
+    const [delivery, attempt] = await attempted;
+    expect(attempt).toMatchObject({ status: null, error: 'timeout after 5000 ms', latencyMs: 5_000 });
+    expect(delivery.state).toBe('pending');
+    hang = false;
+    const next = nextAttempt(emitter);
+    clock.advance(30_000);
+    expect((await next)[1].status).toBe(200);
+    expect(emitter.get(sent.id)!.state).toBe('delivered');
+  });
+
+  it('retries a connection error on the schedule', async () => {
+    const clock = new FakeClock();
+    const closed = await answering(200);
+    await closed.close();
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const attempted = nextAttempt(emitter);
+    await emitter.send({ url: closed.url, secret, event: 'video.completed', payload: completedPayload() });
+    const [delivery, attempt] = await attempted;
+    expect(attempt.status).toBeNull();
+    expect(attempt.error).toMatch(/ECONNREFUSED/);
+    expect(delivery.state).toBe('pending');
+  });
+});
+
+describe('one timer for every scheduled delivery', () => {
+  it('keeps a single timer for 200 deliveries waiting for their retries, and fires them in order', async () => {
+    const clock = new FakeClock();
+    const server = track(await answering(500));
+    const emitter = emitterFor({ clock, concurrency: 8 });
+    await emitter.start();
+    let attempts = 0;
+    emitter.on('attempt', () => void attempts++);
+    const sendBatch = (from: number) => Promise.all(Array.from({ length: 100 }, (_, i) =>
+      emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(from + i) })));
+    await sendBatch(1); // fails at t0: due at t0 + 30 s
+    await expect.poll(() => attempts, { timeout: 15_000 }).toBe(100);
+    clock.advance(1_000);
+    await sendBatch(101); // fails at t0 + 1 s: due at t0 + 31 s
+    await expect.poll(() => attempts, { timeout: 15_000 }).toBe(200);
+    expect(emitter.stats.pending).toBe(200);
+    expect(clock.timerCount).toBe(1);
+    clock.advance(29_000); // the first batch is due, the second is not
+    await expect.poll(() => attempts, { timeout: 15_000 }).toBe(300);
+    expect(clock.timerCount).toBe(1);
+    const seen = server.received.slice(200).map((r) => JSON.parse(r.body).id as number);
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    clock.advance(1_000);
+    await expect.poll(() => attempts, { timeout: 15_000 }).toBe(400);
+  });
+
+  it('never has more than `concurrency` attempts in flight', async () => {
+    let open = 0;
+    let most = 0;
+    const held: (() => void)[] = [];
+    const server = track(await startServer((_req, res) => {
+      open++;
+      most = Math.max(most, open);
+      held.push(() => {
+        open--;
+        res.end();
+      });
+    }));
+    const emitter = emitterFor({ concurrency: 3 });
+    await emitter.start();
+    const sent = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) })));
+    let delivered = 0;
+    emitter.on('delivered', () => void delivered++);
+    while (delivered < 10) {
+      await expect.poll(() => held.length + delivered >= Math.min(10, delivered + 1)).toBe(true);
+      held.shift()?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(most).toBe(3);
+    expect(sent.map((d) => emitter.get(d.id)!.state)).toEqual(new Array(10).fill('delivered'));
+  });
+});
+
+describe('redelivery and recovery', () => {
+  it('redelivers with the same id and a fresh delivered_at, on a fresh schedule', async () => {
+    const clock = new FakeClock();
+    const server = track(await answering(400));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    await settled(emitter, sent.id);
+    clock.advance(60_000);
+    const again = nextAttempt(emitter);
+    await emitter.redeliver(sent.id);
+    const [delivery] = await again;
+    expect(delivery.attempts).toHaveLength(2);
+    expect(server.received.map((r) => r.headers['x-service-delivery'])).toEqual([sent.id, sent.id]);
+    const [a, b] = server.received.map((r) => JSON.parse(r.body).delivered_at as string);
+    expect(Date.parse(b!) - Date.parse(a!)).toBe(60_000);
+    await expect(emitter.redeliver('dlv_nope')).rejects.toBeInstanceOf(DeliveryNotFoundError);
+  });
+
+  it('resumes, on start, an attempt that was in flight when the process died', async () => {
+    const store = new MemoryOutbox();
+    const server = track(await answering(200));
+    const crashed = {
+      id: 'dlv_inflight', url: server.url, secret, event: 'video.completed' as const, state: 'delivering' as const, retry: true,
+      createdAt: Date.now(), nextAttemptAt: null, round: 0, attempts: [],
+      payload: JSON.stringify({ event: 'video.completed', ...completedPayload() }),
+    };
+    await store.save(crashed);
+    const emitter = emitterFor({ store });
+    const delivered = new Promise((resolve) => emitter.on('delivered', resolve));
+    await emitter.start();
+    await delivered;
+    expect(server.received[0]!.headers['x-service-delivery']).toBe('dlv_inflight');
+    expect(emitter.get('dlv_inflight')!.state).toBe('delivered');
+  });
+
+  it('lets attempts in flight finish on stop, and keeps scheduled ones for the next start', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryOutbox();
+    const failing = track(await answering(503));
+    const first = emitterFor({ clock, store });
+    await first.start();
+    const attempted = nextAttempt(first);
+    const sent = await first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() });
+    await attempted;
+    await first.stop();
+    expect(clock.timerCount).toBe(0);
+    await expect(first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() })).rejects.toBeInstanceOf(EmitterStateError);
+
+    const second = emitterFor({ clock, store });
+    await second.start();
+    expect(second.get(sent.id)).toMatchObject({ state: 'pending', nextAttemptAt: clock.now() + 30_000 });
+    const next = nextAttempt(second);
+    clock.advance(30_000);
+    expect((await next)[0].attempts).toHaveLength(2);
+  });
+
+  it('forgets the oldest finished deliveries past retainFinished', async () => {
+    const server = track(await answering(200));
+    const store = new MemoryOutbox();
+    const emitter = emitterFor({ store, retainFinished: 2 });
+    await emitter.start();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) });
+      await settled(emitter, sent.id);
+      ids.push(sent.id);
+    }
+    await expect.poll(() => store.size).toBe(2);
+    expect(emitter.list().map((d) => d.id)).toEqual([ids[3], ids[2]]);
+    expect(emitter.get(ids[0]!)).toBeUndefined();
+  });
+});
+
+describe('send() and options', () => {
+  it('refuses a bad URL with a typed error and stores nothing', async () => {
+    const store = new MemoryOutbox();
+    const emitter = emitterFor({ store, allowPrivateNetworks: false });
+    await emitter.start();
+    const base = { secret, event: 'video.completed' as const, payload: completedPayload() };
+    for (const url of ['http://example.com/hook', 'https://user:pw@example.com/', 'https://127.0.0.1/', 'https://[::1]/', `https://example.com/${'a'.repeat(2048)}`, 'not a url']) {
+      const error = await emitter.send({ ...base, url }).catch((e: unknown) => e);
+      expect(error, url).toBeInstanceOf(InvalidCallbackUrlError);
+      expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
+    }
+    expect(store.size).toBe(0);
+  });
+
+  it('checks the payload against spec 2.12 when it is sent', async () => {
+    const emitter = emitterFor();
+    await emitter.start();
+    const url = 'http://127.0.0.1:9/';
+    await expect(emitter.send({ url, secret, event: 'video.completed', payload: { ...completedPayload(), credits_used: 'many' } }))
+      .rejects.toMatchObject({ code: 'invalid_payload', field: 'credits_used' });
+    await expect(emitter.send({ url, secret: '', event: 'video.completed', payload: completedPayload() })).rejects.toThrow(/`secret`/);
+    await expect(emitter.send({ url, secret, event: 'video.failed', payload: { event: 'video.completed' } })).rejects.toThrow(/payload.event/);
+  });
+
+  it('needs start() before send()', async () => {
+    const emitter = emitterFor();
+    expect(() => emitter.list()).not.toThrow();
+    await expect(emitter.send({ url: 'http://127.0.0.1:9/', secret, event: 'video.completed', payload: completedPayload() }))
+      .rejects.toMatchObject({ code: 'emitter_not_started' });
+  });
+
+  it.each([
+    [{ timeoutMs: 0 }, /`timeoutMs`/],
+    [{ concurrency: 1.5 }, /`concurrency`/],
+    [{ allowPrivateNetworks: 'yes' }, /`allowPrivateNetworks`/],
+    [{ retrySchedule: [-1] }, /`retrySchedule`/],
+    [{ retainFinished: -1 }, /`retainFinished`/],
+    [{ clock: { now: () => 0 } }, /`clock`/],
+    [{ logger: {} }, /`logger`/],
+    [{ store: {} }, /`store`/],
+    [{ fetch: 'no' }, /`fetch`/],
+  ])('throws a TypeError naming the option for %o', (options, message) => {
+    expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(TypeError);
+    expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(message);
+  });
+
+  it('sends through an injected fetch, with redirect: manual', async () => {
+    const calls: RequestInit[] = [];
+    const emitter = emitterFor({
+      fetch: async (_url, init) => {
+        calls.push(init);
+        return new Response('x'.repeat(5000), { status: 201 });
+      },
+    });
+    await emitter.start();
+    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+    const done = await settled(emitter, sent.id);
+    expect(done.state).toBe('delivered');
+    expect(done.attempts[0]!.response).toHaveLength(1024);
+    expect(calls[0]!.redirect).toBe('manual');
+  });
+});
