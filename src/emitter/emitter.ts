@@ -8,6 +8,7 @@ import { resolveEmitterOptions, type EmitterOptions, type ResolvedEmitterOptions
 import { parsePayload, serialisePayload } from './payload.js';
 import { DeliveryQueue } from './queue.js';
 import { createFetchTransport, createHttpTransport, type Transport } from './transport.js';
+import { Listeners, type EmitterEvents } from './listeners.js';
 import type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState } from './types.js';
 import { checkCallbackUrl } from './url-guard.js';
 
@@ -32,16 +33,6 @@ export interface ListOptions {
   limit?: number;
 }
 
-/** The emitter's events, for the CLI and the inspector. */
-export interface EmitterEvents {
-  /** An attempt ended; `delivery` shows the state it left (with `nextAttemptAt` when a retry is due). */
-  attempt: (delivery: Delivery, attempt: DeliveryAttempt) => void;
-  /** A 2xx came back. */
-  delivered: (delivery: Delivery) => void;
-  /** A 4xx came back, the address was refused, or the last attempt of the schedule failed. */
-  failed: (delivery: Delivery) => void;
-}
-
 type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 /**
@@ -58,7 +49,7 @@ export class WebhookEmitter {
   readonly #attempt: AttemptOptions;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #writes = new Set<Promise<void>>();
-  readonly #listeners: { [K in keyof EmitterEvents]: Set<EmitterEvents[K]> } = { attempt: new Set(), delivered: new Set(), failed: new Set() };
+  readonly #listeners: Listeners;
   #status: Status = 'new';
   #started: Promise<void> | null = null;
   #stopped: Promise<void> | null = null;
@@ -66,6 +57,7 @@ export class WebhookEmitter {
   constructor(options?: EmitterOptions) {
     const resolved = resolveEmitterOptions(options);
     this.#options = resolved;
+    this.#listeners = new Listeners(resolved.logger);
     this.#queue = new DeliveryQueue(resolved.clock, () => this.#pump());
     this.#transport = resolved.fetch
       ? createFetchTransport(resolved.fetch)
@@ -152,14 +144,12 @@ export class WebhookEmitter {
 
   /** Listens to `attempt`, `delivered` or `failed`. A throwing listener is logged, never fatal. */
   on<K extends keyof EmitterEvents>(name: K, listener: EmitterEvents[K]): this {
-    if (!(name in this.#listeners)) throw new TypeError(`Unknown emitter event ${JSON.stringify(name)}; expected attempt, delivered or failed.`);
-    if (typeof listener !== 'function') throw new TypeError(`Expected a listener function for ${name}.`);
-    this.#listeners[name].add(listener);
+    this.#listeners.add(name, listener);
     return this;
   }
 
   off<K extends keyof EmitterEvents>(name: K, listener: EmitterEvents[K]): this {
-    this.#listeners[name]?.delete(listener);
+    this.#listeners.delete(name, listener);
     return this;
   }
 
@@ -268,21 +258,7 @@ export class WebhookEmitter {
   }
 
   #emit(name: keyof EmitterEvents, record: DeliveryRecord, attempt?: DeliveryAttempt): void {
-    const listeners = this.#listeners[name];
-    if (listeners.size === 0) return;
-    const delivery = toDelivery(record);
-    for (const listener of listeners) {
-      try {
-        const result = (listener as (d: Delivery, a?: DeliveryAttempt) => unknown)(delivery, attempt);
-        if (result instanceof Promise) result.catch((error: unknown) => this.#listenerFailed(name, error));
-      } catch (error) {
-        this.#listenerFailed(name, error);
-      }
-    }
-  }
-
-  #listenerFailed(name: string, error: unknown): void {
-    this.#options.logger.warn(`a ${name} listener threw`, { error: (error as Error)?.message ?? String(error) });
+    if (this.#listeners.has(name)) this.#listeners.emit(name, toDelivery(record), attempt);
   }
 
   async #stop(): Promise<void> {

@@ -36,7 +36,7 @@ export class FileOutbox implements Outbox {
       throw new TypeError(`Expected \`file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
     }
     this.file = file;
-    this.#json = new JsonFile<unknown>({ file, snapshot: () => null, stringify: () => this.#serialise() });
+    this.#json = new JsonFile<unknown>({ file, snapshot: () => ({}), stringify: () => this.#serialise() });
   }
 
   /** Writes that reached the disk so far (group commit keeps this far below the number of saves). */

@@ -1,5 +1,6 @@
 export { createEmitter, WebhookEmitter } from './emitter.js';
-export type { SendInput, ListOptions, EmitterEvents } from './emitter.js';
+export type { SendInput, ListOptions } from './emitter.js';
+export type { EmitterEvents, EmitterEventName } from './listeners.js';
 export type { EmitterOptions } from './options.js';
 export { MemoryOutbox } from './outbox.js';
 export type { Outbox } from './outbox.js';

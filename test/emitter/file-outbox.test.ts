@@ -1,0 +1,85 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmitter, FileOutbox } from 'cliphook';
+import { answering, completedPayload, settled, startServer, type TestServer } from './helpers.js';
+
+const dirs: string[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+async function tempFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'cliphook-outbox-'));
+  dirs.push(dir);
+  return join(dir, 'nested', 'outbox.json');
+}
+const secret = 'whsec_file';
+
+describe('FileOutbox', () => {
+  it('has the delivery on disk before its first attempt reaches the receiver', async () => {
+    const file = await tempFile();
+    let onDisk: unknown = null;
+    const server: TestServer = await startServer((req, res) => {
+      void readFile(file, 'utf8').then((text) => {
+        onDisk = JSON.parse(text);
+        res.end();
+      });
+    });
+    cleanups.push(() => server.close());
+    const emitter = createEmitter({ store: new FileOutbox({ file }), allowPrivateNetworks: true });
+    cleanups.push(() => emitter.stop());
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    await settled(emitter, sent.id);
+    expect(onDisk).toMatchObject({ version: 1, deliveries: [{ id: sent.id, secret, url: server.url, payload: { event: 'video.completed', id: 48213 } }] });
+  });
+
+  it('keeps state across restarts, and a second emitter resumes a scheduled retry', async () => {
+    const file = await tempFile();
+    const server = await answering(503);
+    cleanups.push(() => server.close());
+    const first = createEmitter({ store: new FileOutbox({ file }), allowPrivateNetworks: true, retrySchedule: [0] });
+    await first.start();
+    const sent = await first.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    await settled(first, sent.id);
+    await first.stop();
+    const stored = JSON.parse(await readFile(file, 'utf8'));
+    expect(stored.deliveries[0]).toMatchObject({ id: sent.id, state: 'failed', attempts: [{ status: 503 }, { status: 503 }] });
+    expect(stored.deliveries[0].payload.delivered_at).toBeUndefined();
+
+    const second = createEmitter({ store: new FileOutbox({ file }), allowPrivateNetworks: true });
+    await second.start();
+    expect(second.get(sent.id)).toMatchObject({ state: 'failed', payload: completedPayload() && { id: 48213 } });
+    await second.stop();
+  });
+
+  it('group-commits a burst of sends into a few writes', async () => {
+    const file = await tempFile();
+    const store = new FileOutbox({ file });
+    const server = await answering(200);
+    cleanups.push(() => server.close());
+    const emitter = createEmitter({ store, allowPrivateNetworks: true });
+    await emitter.start();
+    let delivered = 0;
+    emitter.on('delivered', () => void delivered++);
+    await Promise.all(Array.from({ length: 100 }, (_, i) =>
+      emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) })));
+    expect(store.writes).toBeLessThanOrEqual(3);
+    await expect.poll(() => delivered).toBe(100);
+    await emitter.stop();
+    const stored = JSON.parse(await readFile(file, 'utf8'));
+    expect(stored.deliveries).toHaveLength(100);
+    expect(stored.deliveries.every((d: { state: string }) => d.state === 'delivered')).toBe(true);
+  });
+
+  it('refuses a file that is not an outbox, naming it', async () => {
+    const file = await tempFile();
+    await new FileOutbox({ file }).load(); // creates the folder
+    await writeFile(file, '{"something":"else"}');
+    await expect(new FileOutbox({ file }).load()).rejects.toThrow(/not a cliphook outbox file/);
+    expect(() => new FileOutbox({ file: '' })).toThrow(/`file`/);
+  });
+});
