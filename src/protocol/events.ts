@@ -134,6 +134,8 @@ function check(body: Json, rules: Record<string, [Check, string]>): void {
 
 function show(value: unknown): string {
   if (value === undefined) return 'nothing';
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
+  // Only scalars are printed, so a hostile, deeply nested body cannot overflow the stack here.
   const text = JSON.stringify(value);
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }

@@ -58,6 +58,7 @@ export function hmac(body: Body, secret: string): Buffer {
  * @example sign('{"event":"video.completed"}', 'whsec_test') // 'sha256=5f…'
  */
 export function sign(body: Body, secret: string): string {
+  assertBody(body);
   assertSecret(secret);
   return SIGNATURE_PREFIX + hmac(body, secret).toString('hex');
 }
@@ -81,6 +82,11 @@ export function parseSignatureHeader(header: unknown): Buffer | null {
  * @example verifySignature(rawBody, req.headers['x-service-signature'], ['whsec_new', 'whsec_old'])
  */
 export function verifySignature(body: Body, header: unknown, secrets: string | readonly string[]): boolean {
+  assertBody(body);
+  // An empty secret would make a signature anyone can compute valid: refuse it loudly.
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
+  if (!Array.isArray(list) || list.length === 0) throw new TypeError('Expected `secrets` to be a non-empty string or a non-empty array of them.');
+  list.forEach((secret) => assertSecret(secret, 'secrets'));
   const given = parseSignatureHeader(header);
   return given !== null && matchesAny(body, given, secrets);
 }
@@ -94,6 +100,15 @@ export function matchesAny(body: Body, given: Buffer, secrets: string | readonly
     if (timingSafeEqual(hmac(body, secret), given)) ok = true;
   }
   return ok;
+}
+
+/** Throws a TypeError unless `body` is the raw body: a string or bytes, not a parsed object. */
+export function assertBody(body: unknown): asserts body is Body {
+  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
+    throw new TypeError(
+      `Expected \`body\` to be the raw request body (Buffer, Uint8Array or string), got ${body === null ? 'null' : typeof body}: sign and verify the bytes before any JSON parsing.`,
+    );
+  }
 }
 
 /** Throws a TypeError unless `secret` is a non-empty string. */

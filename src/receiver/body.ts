@@ -21,6 +21,10 @@ export function tooLarge(limit: number): WebhookVerificationError {
   return new WebhookVerificationError('body_too_large', 413, `The body is larger than the receiver's limit of ${limit} bytes.`);
 }
 
+export const FETCH_PARSED_HINT =
+  'The Request body was already read (request.json(), text() or a framework parser), so the signature cannot be checked over the raw bytes. ' +
+  'Pass the untouched Request to receiver.fetch() (in Hono: c.req.raw, before any c.req.json()).';
+
 export const PARSED_BODY_HINT =
   'The request body was already consumed by a body parser, so the signature cannot be checked over the raw bytes. ' +
   "Mount the webhook route before express.json(), or use express.raw({ type: 'application/json' }) on it.";
@@ -40,7 +44,9 @@ export async function readNodeBody(req: NodeRequest, limit: number): Promise<Buf
     return left;
   }
   if (typeof req.rawBody === 'string') return Buffer.from(req.rawBody, 'utf8');
-  if ((req.body !== undefined && req.body !== null) || req.readableEnded || (req as { _body?: boolean })._body === true) {
+  // body-parser marks a body it consumed with `_body`; Express 4's parsers also set `req.body = {}` on
+  // requests they skip, with the stream untouched, so an empty object alone does not mean consumed.
+  if (req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
   }
   try {
@@ -56,20 +62,26 @@ export async function readNodeBody(req: NodeRequest, limit: number): Promise<Buf
 export async function readFetchBody(req: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(req.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
+  if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, FETCH_PARSED_HINT);
   if (!req.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = req.body.getReader();
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
+    let step: ReadableStreamReadResult<Uint8Array>;
+    try {
+      step = await reader.read();
+    } catch {
+      // The client went away mid-body: a bad request, not a server error.
+      throw new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
+    }
+    if (step.done) break;
+    size += step.value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
       throw tooLarge(limit);
     }
-    chunks.push(value);
+    chunks.push(step.value);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }

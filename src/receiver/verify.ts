@@ -121,7 +121,9 @@ function parseBody(rawBody: Uint8Array | string): WebhookEvent {
   try {
     return parseEvent(value);
   } catch (error) {
-    if (error instanceof InvalidPayloadError) throw new WebhookVerificationError('invalid_payload', 400, error.message);
-    throw error;
+    // parseEvent throws only InvalidPayloadError; anything else (a stack overflow on a hostile body) is
+    // still a bad payload, never a 500.
+    const detail = error instanceof InvalidPayloadError ? error.message : 'The body does not have the shape of a webhook.';
+    throw new WebhookVerificationError('invalid_payload', 400, detail);
   }
 }

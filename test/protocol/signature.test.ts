@@ -57,6 +57,18 @@ describe('verifySignature', () => {
     expect(verifySignature(body, sign(body, 'whsec_gone'), ['whsec_new', 'whsec_old'])).toBe(false);
   });
 
+  it('refuses an empty secret or an empty rotation list instead of accepting a forgeable signature', () => {
+    const forged = reference(body, '');
+    expect(() => verifySignature(body, forged, '')).toThrow(TypeError);
+    expect(() => verifySignature(body, forged, ['whsec_new', ''])).toThrow(/`secrets`/);
+    expect(() => verifySignature(body, forged, [])).toThrow(/`secrets`/);
+  });
+
+  it('refuses a parsed object as the body, pointing at the raw bytes', () => {
+    expect(() => verifySignature(JSON.parse(body) as unknown as string, header, secret)).toThrow(/raw request body/);
+    expect(() => sign({ a: 1 } as unknown as string, secret)).toThrow(/raw request body/);
+  });
+
   it('accepts upper-case hex', () => {
     expect(verifySignature(body, `sha256=${header.slice(7).toUpperCase()}`, secret)).toBe(true);
   });

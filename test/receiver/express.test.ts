@@ -170,6 +170,21 @@ describe('receiver.express()', () => {
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
+  it('reads the stream when an Express 4 style parser skipped the request but left req.body = {}', async () => {
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore() });
+    const handler = vi.fn();
+    receiver.onAny(handler);
+    const app = express();
+    // body-parser 1.x sets req.body = req.body || {} before its content-type check.
+    app.use((req, _res, next) => {
+      req.body = req.body || {};
+      next();
+    });
+    app.post('/webhooks', receiver.express());
+    expect((await post(app, signedRequest(completedEvent()))).status).toBe(200);
+    expect(handler).toHaveBeenCalledTimes(1);
+  });
+
   it('handler throws -> 500 without detail, claim released -> the retry runs it and gets 200', async () => {
     const { receiver, app } = setup();
     const errors: unknown[] = [];

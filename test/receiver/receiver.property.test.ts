@@ -58,4 +58,47 @@ describe('receiver under malformed input (property)', () => {
       { numRuns: 200 },
     );
   });
+
+  it('answers 400, not 500, for a signed body nested 20,000 levels deep', async () => {
+    const roomy = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), limit: '1mb' });
+    const roomyApp = express().post('/webhooks', roomy.express());
+    const body = `{"event":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const res = await request(roomyApp).post('/webhooks').set('x-service-signature', sign(body, SECRET)).set('x-service-delivery', 'dlv_deep').send(body);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_payload');
+    const nested = `{"event":"video.completed","id":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const direct = await roomy.receive(Buffer.from(nested), { 'x-service-signature': sign(nested, SECRET), 'x-service-delivery': 'd' });
+    expect(direct.status).toBe(400);
+  });
+
+  it('the Fetch adapter never rejects and never answers 5xx either', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(jsonish, fc.string({ maxLength: 6000 })),
+        fc.option(headerValue, { nil: undefined }),
+        fc.option(headerValue, { nil: undefined }),
+        fc.boolean(),
+        async (body, signature, delivery, signIt) => {
+          const headers = new Headers({ 'content-type': 'application/json' });
+          const sig = signIt ? sign(body, SECRET) : signature;
+          if (sig !== undefined) headers.set('x-service-signature', sig);
+          if (delivery !== undefined) headers.set('x-service-delivery', delivery);
+          const res = await receiver.fetch(new Request('http://127.0.0.1/webhooks', { method: 'POST', headers, body }));
+          expect(res.status).toBeLessThan(500);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the Fetch adapter answers 400 when the client aborts mid-body', async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"event":'));
+        controller.error(new Error('client aborted'));
+      },
+    });
+    const res = await receiver.fetch(new Request('http://127.0.0.1/webhooks', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(400);
+  });
 });
