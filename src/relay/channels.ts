@@ -123,11 +123,14 @@ export class ChannelStore {
     return true;
   }
 
-  /** Drops events older than the age bound, then acknowledged ones over the count bound, oldest first. */
+  /**
+   * Drops events older than the age bound and, at the count bound, acknowledged ones oldest first. It
+   * makes a tenth of the bound free at once, so a full busy channel does not rescan its buffer per event.
+   */
   prune(channel: Channel): void {
     const cutoff = this.#clock() - this.#maxAgeMs;
     if (channel.events.length < this.#maxEvents && (channel.events[0]?.receivedAt ?? Infinity) >= cutoff) return;
-    let over = channel.events.length - this.#maxEvents + 1;
+    let over = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
     const kept: StoredEvent[] = [];
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
