@@ -24,7 +24,7 @@ async function listenTo(relayUrl: string, channel: { channel: string; token: str
   return listener;
 }
 
-function post(url: string, body: string | Buffer, headers: Record<string, string> = {}) {
+function post(url: string, body: string, headers: Record<string, string> = {}) {
   return fetch(url, { method: 'POST', body, headers });
 }
 
