@@ -1,0 +1,66 @@
+import { readFile } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ChannelStore, type StoredEvent } from '../../src/relay/channels.js';
+import { testdir } from './fixtures.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+function event(receivedAt: number, deliveryId: string | null = null): Omit<StoredEvent, 'seq'> {
+  return { receivedAt, method: 'POST', path: '', query: '', headers: [], body: '', eventName: 'video.completed', deliveryId };
+}
+
+describe('ChannelStore', () => {
+  it('makes unguessable ids, keeps only a sha256 of the token, and checks it', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxAgeMs: 1000 });
+    await store.open();
+    const { channel, token } = store.create();
+    await store.commit();
+    expect(Buffer.from(channel.id, 'base64url').length * 8).toBeGreaterThanOrEqual(128);
+    const text = await readFile(`${dir}/relay.json`, 'utf8');
+    expect(text).not.toContain(token);
+    expect(text).toContain(channel.tokenHash);
+    expect(store.check(channel.id, token)).toBe('ok');
+    expect(store.check(channel.id, `${token}x`)).toBe('invalid_token');
+    expect(store.check(channel.id, undefined)).toBe('invalid_token');
+    expect(store.check('missing', token)).toBe('not_found');
+  });
+
+  it('numbers events, bounds them by count (refusing rather than dropping unacknowledged ones) and by age', () => {
+    let now = 0;
+    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxAgeMs: 1000 });
+    const { channel } = store.create();
+    expect([1, 2, 3].map(() => store.append(channel, event(now))?.seq)).toEqual([1, 2, 3]);
+    expect(store.append(channel, event(now))).toBeNull();
+    store.ack(channel, 1);
+    expect(store.append(channel, event(now))?.seq).toBe(4);
+    expect(store.unacked(channel, () => true).map((e) => e.seq)).toEqual([2, 3, 4]);
+    now = 5000;
+    expect(store.unacked(channel, () => true)).toEqual([]);
+  });
+
+  it('finds an event by sequence number or delivery id, and survives a reopen', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxAgeMs: 1000 };
+    const store = new ChannelStore(options);
+    await store.open();
+    const { channel, token } = store.create();
+    store.append(channel, event(0, 'dlv_a'));
+    store.append(channel, event(0, 'dlv_b'));
+    store.ack(channel, 1);
+    await store.commit();
+    const reopened = new ChannelStore(options);
+    await reopened.open();
+    const again = reopened.get(channel.id)!;
+    expect(reopened.check(channel.id, token)).toBe('ok');
+    expect(reopened.find(again, '2')?.deliveryId).toBe('dlv_b');
+    expect(reopened.find(again, 'dlv_a')?.seq).toBe(1);
+    expect(reopened.unacked(again, () => true).map((e) => e.seq)).toEqual([2]);
+    expect(reopened.append(again, event(0))?.seq).toBe(3);
+  });
+});
