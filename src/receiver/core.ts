@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
@@ -124,9 +125,11 @@ export class Receiver {
     // replayed under a forged delivery id finds its event already processed.
     const keys = [`d:${deliveryId}`, `e:${event.event}:${event.id}`];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
+    // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
+    const owner = randomUUID();
     let outcome;
     try {
-      outcome = await this.store.claim(keys, this.#leaseMs);
+      outcome = await this.store.claim(keys, this.#leaseMs, owner);
     } catch (error) {
       return this.#fail(new WebhookHandlerError(deliveryId, error), context);
     }
@@ -137,13 +140,14 @@ export class Receiver {
     try {
       await this.#dispatch(event, context);
     } catch (error) {
-      await this.store.release(keys).catch(() => undefined);
+      await this.store.release(keys, owner).catch(() => undefined);
       return this.#fail(new WebhookHandlerError(deliveryId, error), context);
     }
     try {
       await this.store.complete(keys);
     } catch (error) {
-      await this.store.release(keys).catch(() => undefined);
+      // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
+      // runs them again depends on what the store kept (at-least-once either way).
       return this.#fail(new WebhookHandlerError(deliveryId, error), context);
     }
     return ACK;

@@ -7,14 +7,18 @@ export type ClaimOutcome = 'claimed' | 'processed' | 'in_progress';
  */
 export interface DeliveryStore {
   /**
-   * Claims every key for `leaseMs`. `processed` when any key was completed within the retention time,
-   * `in_progress` when any key is held by an unexpired claim, else `claimed` (and all keys are held).
+   * Claims every key for `leaseMs` on behalf of `owner` (a value unique to this request). `processed`
+   * when any key was completed within the retention time, `in_progress` when any key is held by an
+   * unexpired claim, else `claimed` (and all keys are held by `owner`).
    */
-  claim(keys: readonly string[], leaseMs: number): Promise<ClaimOutcome>;
+  claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome>;
   /** Marks the keys processed; resolves only once that mark is durable. */
   complete(keys: readonly string[]): Promise<void>;
-  /** Drops a claim, so the sender's retry runs the handlers again. */
-  release(keys: readonly string[]): Promise<void>;
+  /**
+   * Drops `owner`'s claim, so the sender's retry runs the handlers again. A claim another request took
+   * over after this one's lease expired is left alone.
+   */
+  release(keys: readonly string[], owner: string): Promise<void>;
   /** Flushes and frees resources. */
   close(): Promise<void>;
 }
@@ -32,7 +36,7 @@ export interface DeliveryStoreOptions {
 
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-type Entry = { processing: true; until: number } | { processing: false; at: number };
+type Entry = { processing: true; until: number; owner: string } | { processing: false; at: number };
 
 /**
  * The in-memory bookkeeping shared by the memory and file stores. A Map keeps insertion order and
@@ -51,7 +55,7 @@ export class DeliveryLedger {
     this.clock = clock;
   }
 
-  claim(keys: readonly string[], leaseMs: number): ClaimOutcome {
+  claim(keys: readonly string[], leaseMs: number, owner = ''): ClaimOutcome {
     const now = this.clock();
     this.prune(now);
     let busy = false;
@@ -64,7 +68,7 @@ export class DeliveryLedger {
     if (busy) return 'in_progress';
     for (const key of keys) {
       this.entries.delete(key);
-      this.entries.set(key, { processing: true, until: now + leaseMs });
+      this.entries.set(key, { processing: true, until: now + leaseMs, owner });
     }
     return 'claimed';
   }
@@ -76,9 +80,11 @@ export class DeliveryLedger {
     }
   }
 
-  release(keys: readonly string[]): void {
+  /** Drops the claims `owner` holds; without an owner, any claim. */
+  release(keys: readonly string[], owner?: string): void {
     for (const key of keys) {
-      if (this.entries.get(key)?.processing) this.entries.delete(key);
+      const entry = this.entries.get(key);
+      if (entry?.processing && (owner === undefined || entry.owner === owner)) this.entries.delete(key);
     }
   }
 
@@ -112,16 +118,16 @@ export class MemoryDeliveryStore implements DeliveryStore {
     this.#ledger = new DeliveryLedger(options);
   }
 
-  async claim(keys: readonly string[], leaseMs: number): Promise<ClaimOutcome> {
-    return this.#ledger.claim(keys, leaseMs);
+  async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
+    return this.#ledger.claim(keys, leaseMs, owner);
   }
 
   async complete(keys: readonly string[]): Promise<void> {
     this.#ledger.complete(keys);
   }
 
-  async release(keys: readonly string[]): Promise<void> {
-    this.#ledger.release(keys);
+  async release(keys: readonly string[], owner: string): Promise<void> {
+    this.#ledger.release(keys, owner);
   }
 
   async close(): Promise<void> {}

@@ -50,9 +50,9 @@ export class FileDeliveryStore implements DeliveryStore {
     return this.#json.writes;
   }
 
-  async claim(keys: readonly string[], leaseMs: number): Promise<ClaimOutcome> {
+  async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
     await this.#ready;
-    return this.#ledger.claim(keys, leaseMs);
+    return this.#ledger.claim(keys, leaseMs, owner);
   }
 
   async complete(keys: readonly string[]): Promise<void> {
@@ -61,9 +61,9 @@ export class FileDeliveryStore implements DeliveryStore {
     await this.#json.commit();
   }
 
-  async release(keys: readonly string[]): Promise<void> {
+  async release(keys: readonly string[], owner: string): Promise<void> {
     await this.#ready;
-    this.#ledger.release(keys);
+    this.#ledger.release(keys, owner);
   }
 
   async close(): Promise<void> {

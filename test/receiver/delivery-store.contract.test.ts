@@ -25,52 +25,63 @@ describe.each(Object.entries(factories))('DeliveryStore contract: %s', (_name, m
 
   it('claims once: a second claim sees in_progress, a completed one sees processed', async () => {
     const store = await make({ clock });
-    expect(await store.claim(['a', 'b'], 1000)).toBe('claimed');
-    expect(await store.claim(['a', 'b'], 1000)).toBe('in_progress');
+    expect(await store.claim(['a', 'b'], 1000, 'me')).toBe('claimed');
+    expect(await store.claim(['a', 'b'], 1000, 'me')).toBe('in_progress');
     await store.complete(['a', 'b']);
-    expect(await store.claim(['a', 'b'], 1000)).toBe('processed');
+    expect(await store.claim(['a', 'b'], 1000, 'me')).toBe('processed');
     await store.close();
   });
 
   it('treats the keys together: any processed key makes the claim processed', async () => {
     const store = await make({ clock });
-    await store.claim(['d:1', 'e:1'], 1000);
+    await store.claim(['d:1', 'e:1'], 1000, 'me');
     await store.complete(['d:1', 'e:1']);
-    expect(await store.claim(['d:forged', 'e:1'], 1000)).toBe('processed');
-    expect(await store.claim(['d:other', 'e:2'], 1000)).toBe('claimed');
-    expect(await store.claim(['d:third', 'e:2'], 1000)).toBe('in_progress');
+    expect(await store.claim(['d:forged', 'e:1'], 1000, 'me')).toBe('processed');
+    expect(await store.claim(['d:other', 'e:2'], 1000, 'me')).toBe('claimed');
+    expect(await store.claim(['d:third', 'e:2'], 1000, 'me')).toBe('in_progress');
   });
 
   it('release frees a claim, and does not forget a processed key', async () => {
     const store = await make({ clock });
-    await store.claim(['x'], 1000);
-    await store.release(['x']);
-    expect(await store.claim(['x'], 1000)).toBe('claimed');
+    await store.claim(['x'], 1000, 'me');
+    await store.release(['x'], 'me');
+    expect(await store.claim(['x'], 1000, 'me')).toBe('claimed');
     await store.complete(['x']);
-    await store.release(['x']);
-    expect(await store.claim(['x'], 1000)).toBe('processed');
+    await store.release(['x'], 'me');
+    expect(await store.claim(['x'], 1000, 'me')).toBe('processed');
+  });
+
+  it('release leaves alone a claim another owner took over after the lease expired', async () => {
+    const store = await make({ clock });
+    expect(await store.claim(['slow'], 1000, 'A')).toBe('claimed');
+    now += 1001;
+    expect(await store.claim(['slow'], 1000, 'B')).toBe('claimed');
+    await store.release(['slow'], 'A');
+    expect(await store.claim(['slow'], 1000, 'C')).toBe('in_progress');
+    await store.release(['slow'], 'B');
+    expect(await store.claim(['slow'], 1000, 'C')).toBe('claimed');
   });
 
   it('lets a claim be taken over once its lease expired', async () => {
     const store = await make({ clock });
-    expect(await store.claim(['lease'], 5000)).toBe('claimed');
+    expect(await store.claim(['lease'], 5000, 'me')).toBe('claimed');
     now += 4999;
-    expect(await store.claim(['lease'], 5000)).toBe('in_progress');
+    expect(await store.claim(['lease'], 5000, 'me')).toBe('in_progress');
     now += 2;
-    expect(await store.claim(['lease'], 5000)).toBe('claimed');
+    expect(await store.claim(['lease'], 5000, 'me')).toBe('claimed');
   });
 
   it('forgets processed keys after the retention time', async () => {
     const store = await make({ clock, retentionMs: 10_000 });
-    await store.claim(['old'], 1000);
+    await store.claim(['old'], 1000, 'me');
     await store.complete(['old']);
     now += 10_001;
-    expect(await store.claim(['old'], 1000)).toBe('claimed');
+    expect(await store.claim(['old'], 1000, 'me')).toBe('claimed');
   });
 
   it('gives exactly one claim among many concurrent ones', async () => {
     const store = await make({ clock });
-    const outcomes = await Promise.all(Array.from({ length: 100 }, () => store.claim(['race'], 1000)));
+    const outcomes = await Promise.all(Array.from({ length: 100 }, () => store.claim(['race'], 1000, 'me')));
     expect(outcomes.filter((o) => o === 'claimed')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'in_progress')).toHaveLength(99);
   });

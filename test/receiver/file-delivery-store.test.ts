@@ -17,20 +17,20 @@ describe('FileDeliveryStore', () => {
     const file = await fileIn();
     const first = new FileDeliveryStore({ file });
     for (let i = 0; i < 50; i++) {
-      await first.claim([`d:${i}`, `e:${i}`], 1000);
+      await first.claim([`d:${i}`, `e:${i}`], 1000, 'me');
       await first.complete([`d:${i}`, `e:${i}`]);
     }
     // No close(): each completion must already be on disk, as after a crash.
     const second = new FileDeliveryStore({ file });
-    expect(await second.claim(['d:7', 'e:other'], 1000)).toBe('processed');
-    expect(await second.claim(['d:new', 'e:49'], 1000)).toBe('processed');
-    expect(await second.claim(['d:50', 'e:50'], 1000)).toBe('claimed');
+    expect(await second.claim(['d:7', 'e:other'], 1000, 'me')).toBe('processed');
+    expect(await second.claim(['d:new', 'e:49'], 1000, 'me')).toBe('processed');
+    expect(await second.claim(['d:50', 'e:50'], 1000, 'me')).toBe('claimed');
   });
 
   it('group commit: 500 concurrent completions share a handful of writes, each answered after its mark is on disk', async () => {
     const file = await fileIn();
     const store = new FileDeliveryStore({ file });
-    await Promise.all(Array.from({ length: 500 }, (_, i) => store.claim([`k${i}`], 1000)));
+    await Promise.all(Array.from({ length: 500 }, (_, i) => store.claim([`k${i}`], 1000, 'me')));
     await Promise.all(
       Array.from({ length: 500 }, async (_, i) => {
         await store.complete([`k${i}`]);
@@ -46,29 +46,29 @@ describe('FileDeliveryStore', () => {
     const file = await fileIn();
     let now = 1_000_000;
     const store = new FileDeliveryStore({ file, retentionMs: 60_000, clock: () => now });
-    await store.claim(['early'], 1000);
+    await store.claim(['early'], 1000, 'me');
     await store.complete(['early']);
     now += 30_000;
-    await store.claim(['late'], 1000);
+    await store.claim(['late'], 1000, 'me');
     await store.complete(['late']);
     now += 40_000;
-    await store.claim(['trigger'], 1000);
+    await store.claim(['trigger'], 1000, 'me');
     await store.complete(['trigger']);
     const keys = (JSON.parse(await readFile(file, 'utf8')) as { processed: [string, number][] }).processed.map(([k]) => k);
     expect(keys).toEqual(['late', 'trigger']);
     now += 1_000_000;
     const reopened = new FileDeliveryStore({ file, retentionMs: 60_000, clock: () => now });
-    expect(await reopened.claim(['late'], 1000)).toBe('claimed');
+    expect(await reopened.claim(['late'], 1000, 'me')).toBe('claimed');
   });
 
   it('does not persist claims that were never completed', async () => {
     const file = await fileIn();
     const store = new FileDeliveryStore({ file });
-    await store.claim(['done'], 1000);
+    await store.claim(['done'], 1000, 'me');
     await store.complete(['done']);
-    await store.claim(['crashed-mid-handler'], 1000);
+    await store.claim(['crashed-mid-handler'], 1000, 'me');
     await store.close();
-    expect(await new FileDeliveryStore({ file }).claim(['crashed-mid-handler'], 1000)).toBe('claimed');
+    expect(await new FileDeliveryStore({ file }).claim(['crashed-mid-handler'], 1000, 'me')).toBe('claimed');
   });
 
   it('reports a file that is not a deliveries file on first use', async () => {
@@ -77,7 +77,7 @@ describe('FileDeliveryStore', () => {
     await store0.close();
     await writeFile(file, '{"hello":"world"}');
     const store = new FileDeliveryStore({ file });
-    await expect(store.claim(['x'], 1000)).rejects.toThrow(/not a cliphook deliveries file/);
+    await expect(store.claim(['x'], 1000, 'me')).rejects.toThrow(/not a cliphook deliveries file/);
   });
 
   it('validates its options', () => {
