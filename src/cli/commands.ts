@@ -1,7 +1,57 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 
 /**
  * The command table. Each entry registers one command whose action lazily imports its module from
  * `commands/<name>.ts`, so `cliphook --help` loads nothing heavy.
  */
-export const commands: ReadonlyArray<(program: Command) => void> = [];
+export const commands: ReadonlyArray<(program: Command) => void> = [
+  registerTrigger,
+  registerDeliveries,
+];
+
+const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+function registerTrigger(program: Command): void {
+  program
+    .command('trigger')
+    .description('send a signed test event to a URL, as the service would (private addresses allowed)')
+    .argument('<event>', 'video.completed or video.failed')
+    .requiredOption('--url <url>', 'where to POST the event')
+    .addOption(new Option('--secret <secret>', 'the signing secret').env('CLIPHOOK_SECRET').makeOptionMandatory())
+    .option('--error-code <code>', 'video.failed only: an error_code of spec 2.9, with its error sentence')
+    .option('--set <key=value>', 'override a field of the body (repeatable; JSON values are parsed)', collect, [])
+    .option('--json', 'print the delivery as JSON instead of lines')
+    .option('--retry', 'follow the retry schedule (30 s, 2 min, 10 min, 30 min, 2 h) instead of one attempt')
+    .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .option('--timeout <ms>', 'time allowed per attempt', '10000')
+    .action(async (event: string, options) => (await import('./commands/trigger.js')).trigger(event, options));
+}
+
+function registerDeliveries(program: Command): void {
+  const deliveries = program.command('deliveries').description('list, show and redeliver the deliveries in the outbox');
+  deliveries
+    .command('list')
+    .description('list deliveries, newest first')
+    .option('--state <state>', 'only pending, delivering, delivered or failed')
+    .option('--limit <n>', 'at most this many', '20')
+    .option('--json', 'print JSON')
+    .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .action(async (options) => (await import('./commands/deliveries.js')).list(options));
+  deliveries
+    .command('show')
+    .description('show one delivery with every attempt and its payload')
+    .argument('<id>', 'the delivery id (dlv_…)')
+    .option('--json', 'print JSON')
+    .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .action(async (id: string, options) => (await import('./commands/deliveries.js')).show(id, options));
+  deliveries
+    .command('redeliver')
+    .description('send a delivery again now, with the same id and a fresh delivered_at')
+    .argument('<id>', 'the delivery id (dlv_…)')
+    .option('--retry', 'follow the retry schedule instead of one attempt')
+    .option('--json', 'print the delivery as JSON instead of lines')
+    .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .option('--timeout <ms>', 'time allowed per attempt', '10000')
+    .action(async (id: string, options) => (await import('./commands/deliveries.js')).redeliver(id, options));
+}

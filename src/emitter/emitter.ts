@@ -282,7 +282,8 @@ function lastActivity(record: DeliveryRecord): number {
   return record.attempts.at(-1)?.at ?? record.createdAt;
 }
 
-function toDelivery(record: DeliveryRecord): Delivery {
+/** The public view of a record: a copy, without the secret. */
+export function toDelivery(record: DeliveryRecord): Delivery {
   return {
     id: record.id,
     url: record.url,

@@ -1,0 +1,94 @@
+import { createEmitter, toDelivery } from '../../emitter/emitter.js';
+import { FileOutbox } from '../../emitter/file-outbox.js';
+import type { Delivery, DeliveryState } from '../../emitter/types.js';
+import { ExitError } from '../errors.js';
+import { follower } from '../follow.js';
+import { quietLogger } from '../logger.js';
+import { asJson, failureReason, palette, print, sentLine, type Palette } from '../output.js';
+import { parseTimeout } from './trigger.js';
+
+export interface DeliveriesOptions {
+  outbox: string;
+  json?: boolean;
+}
+
+const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];
+
+/** Reads the outbox file without starting an emitter, so looking never sends anything. */
+async function readOutbox(file: string): Promise<Delivery[]> {
+  const records = await new FileOutbox({ file }).load();
+  return records.map(toDelivery);
+}
+
+/** `cliphook deliveries list`: newest first. */
+export async function list(options: DeliveriesOptions & { state?: string; limit: string }): Promise<void> {
+  if (options.state !== undefined && !STATES.includes(options.state as DeliveryState)) {
+    throw new ExitError(`--state expects one of ${STATES.join(', ')}, got ${JSON.stringify(options.state)}`, 2);
+  }
+  const limit = Number(options.limit);
+  if (!(Number.isSafeInteger(limit) && limit > 0)) throw new ExitError(`--limit expects a positive integer, got ${JSON.stringify(options.limit)}`, 2);
+  const all = await readOutbox(options.outbox);
+  const shown = all.reverse().filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
+  if (options.json) return print(JSON.stringify(shown, null, 2));
+  if (shown.length === 0) return print(`No deliveries in ${options.outbox}${options.state ? ` with state ${options.state}` : ''}.`);
+  const p = palette();
+  for (const d of shown) {
+    const last = d.attempts.at(-1);
+    const status = last ? `[${last.status ?? 'ERR'}]` : '[—]';
+    const count = `${d.attempts.length} attempt${d.attempts.length === 1 ? '' : 's'}`;
+    print(`${d.id}  ${d.event.padEnd(15)}  ${paintState(d.state, p).padEnd(10 + (paintState(d.state, p).length - d.state.length))}  ${status.padEnd(5)}  ${count.padEnd(10)}  ${iso(d.createdAt)}  ${d.url}`);
+  }
+}
+
+/** `cliphook deliveries show <id>`: one delivery with every attempt and its payload. */
+export async function show(id: string, options: DeliveriesOptions): Promise<void> {
+  const delivery = (await readOutbox(options.outbox)).find((d) => d.id === id);
+  if (!delivery) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
+  if (options.json) return print(asJson(delivery));
+  const p = palette();
+  print(`${p.bold(delivery.id)}  ${p.cyan(delivery.event)}  ${paintState(delivery.state, p)}`);
+  print(`  url       ${delivery.url}`);
+  print(`  created   ${iso(delivery.createdAt)}`);
+  if (delivery.nextAttemptAt !== null) print(`  next      ${iso(delivery.nextAttemptAt)}`);
+  print(`  retry     ${delivery.retry ? 'on the schedule' : 'one attempt only'}`);
+  print(`  attempts  ${delivery.attempts.length}`);
+  for (const [i, a] of delivery.attempts.entries()) {
+    const outcome = a.status !== null ? `[${a.status}]` : `[ERR] ${a.error ?? ''}`;
+    const body = a.response ? `  ${p.dim(oneLine(a.response))}` : '';
+    print(`    ${String(i + 1).padStart(2)}. ${iso(a.at)}  ${outcome}  ${a.latencyMs} ms${body}`);
+  }
+  print('  payload');
+  for (const line of JSON.stringify(delivery.payload, null, 2).split('\n')) print(`    ${line}`);
+}
+
+/** `cliphook deliveries redeliver <id>`: the same delivery id, a fresh `delivered_at` and signature. */
+export async function redeliver(id: string, options: DeliveriesOptions & { retry?: boolean; timeout: string }): Promise<void> {
+  const timeoutMs = parseTimeout(options.timeout);
+  const p = palette();
+  const emitter = createEmitter({ store: new FileOutbox({ file: options.outbox }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  const follow = follower(emitter, p, { quiet: Boolean(options.json) });
+  try {
+    await emitter.start();
+    if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
+    const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
+    if (!options.json) print(sentLine(again, p));
+    const done = await follow.follow(id);
+    if (options.json) print(asJson(done));
+    if (done.state !== 'delivered') throw new ExitError(failureReason(done), 1);
+  } finally {
+    await emitter.stop();
+  }
+}
+
+function paintState(state: DeliveryState, p: Palette): string {
+  return state === 'delivered' ? p.green(state) : state === 'failed' ? p.red(state) : p.yellow(state);
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 80 ? `${flat.slice(0, 80)}…` : flat;
+}

@@ -1,0 +1,66 @@
+import { createEmitter } from '../../emitter/emitter.js';
+import { FileOutbox } from '../../emitter/file-outbox.js';
+import { CliphookError } from '../../protocol/errors.js';
+import { ExitError } from '../errors.js';
+import { buildEvent } from '../event-template.js';
+import { follower } from '../follow.js';
+import { asJson, failureReason, palette, print, sentLine } from '../output.js';
+import { quietLogger } from '../logger.js';
+
+export interface TriggerOptions {
+  url: string;
+  secret: string;
+  errorCode?: string;
+  set?: string[];
+  json?: boolean;
+  retry?: boolean;
+  /** The outbox file the delivery is recorded in. */
+  outbox: string;
+  /** Per-attempt timeout in milliseconds, as given on the command line. */
+  timeout: string;
+}
+
+/**
+ * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
+ * Private addresses are allowed (it is a development tool). Exit 0 when delivered, 1 when not, 2 for
+ * usage errors.
+ */
+export async function trigger(event: string, options: TriggerOptions): Promise<void> {
+  const timeoutMs = parseTimeout(options.timeout);
+  const payload = await buildEvent(event, { errorCode: options.errorCode, set: options.set ?? [] });
+  const p = palette();
+  const emitter = createEmitter({ store: new FileOutbox({ file: options.outbox }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  const follow = follower(emitter, p, { quiet: Boolean(options.json) });
+  try {
+    await emitter.start();
+    let sent;
+    try {
+      sent = await emitter.send({ url: options.url, secret: options.secret, event: event as never, payload, retry: Boolean(options.retry) });
+    } catch (error) {
+      // A refused URL or a payload that --set broke: the user's input, so a usage error.
+      if (error instanceof CliphookError || error instanceof TypeError) throw new ExitError(error.message, 2);
+      throw error;
+    }
+    if (!options.json) print(sentLine(sent, p));
+    const done = await follow.follow(sent.id);
+    if (options.json) print(asJson(done));
+    if (done.state !== 'delivered') {
+      const hint = !options.retry && retryable(done) ? ' (add --retry to follow the retry schedule)' : '';
+      throw new ExitError(failureReason(done) + hint, 1);
+    }
+  } finally {
+    await emitter.stop();
+  }
+}
+
+function retryable(delivery: { attempts: { status: number | null }[] }): boolean {
+  const status = delivery.attempts.at(-1)?.status;
+  return status === null || status === undefined || status < 200 || status >= 500 || (status >= 300 && status < 400);
+}
+
+/** Parses `--timeout`. */
+export function parseTimeout(text: string): number {
+  const ms = Number(text);
+  if (!(Number.isFinite(ms) && ms > 0)) throw new ExitError(`--timeout expects milliseconds > 0, got ${JSON.stringify(text)}`, 2);
+  return ms;
+}

@@ -1,0 +1,84 @@
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { answering, startReceiver, startServer } from '../emitter/helpers.js';
+import { cli, tempDir } from './helpers.js';
+
+const secret = 'whsec_cli_deliveries';
+const cleanups: (() => Promise<void>)[] = [];
+let outbox = '';
+beforeEach(async () => {
+  process.env.NO_COLOR = '1';
+  const [dir, remove] = await tempDir();
+  cleanups.push(remove);
+  outbox = join(dir, 'outbox.json');
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function triggered(url: string): Promise<string> {
+  const result = await cli('trigger', 'video.completed', '--url', url, '--secret', secret, '--outbox', outbox);
+  return /\[(dlv_\w+)\]/.exec(result.stdout)![1]!;
+}
+
+describe('cliphook deliveries', () => {
+  it('lists newest first, filters by state, and says so when empty', async () => {
+    expect((await cli('deliveries', 'list', '--outbox', outbox)).stdout).toMatch(/^No deliveries in /);
+    const ok = await answering(200);
+    const bad = await answering(500);
+    cleanups.push(() => ok.close(), () => bad.close());
+    const first = await triggered(ok.url);
+    const second = await triggered(bad.url);
+    const listed = await cli('deliveries', 'list', '--outbox', outbox);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^${second}\\s+video\\.completed\\s+failed\\s+\\[500\\]\\s+1 attempt `));
+    expect(lines[1]).toMatch(new RegExp(`^${first}\\s+video\\.completed\\s+delivered\\s+\\[200\\]`));
+    const failed = JSON.parse((await cli('deliveries', 'list', '--state', 'failed', '--json', '--outbox', outbox)).stdout);
+    expect(failed.map((d: { id: string }) => d.id)).toEqual([second]);
+    expect((await cli('deliveries', 'list', '--state', 'odd', '--outbox', outbox)).code).toBe(2);
+  });
+
+  it('shows one delivery with its attempts and payload, never its secret', async () => {
+    const server = await answering(503, '{"busy":true}');
+    cleanups.push(() => server.close());
+    const id = await triggered(server.url);
+    const shown = await cli('deliveries', 'show', id, '--outbox', outbox);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`${id}  video.completed  failed`);
+    expect(shown.stdout).toMatch(/1\. \S+Z {2}\[503\] {2}\d+ ms {2}\{"busy":true\}/);
+    expect(shown.stdout).toContain('"event": "video.completed"');
+    expect(shown.stdout).not.toContain(secret);
+    const missing = await cli('deliveries', 'show', 'dlv_missing', '--outbox', outbox);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no delivery dlv_missing/);
+  });
+
+  it('redelivers with the same delivery id and a fresh signature, and exits like trigger', async () => {
+    let fail = true;
+    const receiver = await startReceiver(secret, Date.now, () => (fail ? 500 : null));
+    cleanups.push(() => receiver.close());
+    const id = await triggered(receiver.url);
+    fail = false;
+    const again = await cli('deliveries', 'redeliver', id, '--outbox', outbox);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`^--> video\\.completed \\[${id}\\]\\n<-- \\[200\\] POST `));
+    expect(receiver.received.map((r) => r.headers['x-service-delivery'])).toEqual([id, id]);
+    expect(receiver.received[0]!.headers['x-service-signature']).not.toBe(receiver.received[1]!.headers['x-service-signature']);
+    const shown = JSON.parse((await cli('deliveries', 'show', id, '--json', '--outbox', outbox)).stdout);
+    expect(shown.attempts.map((a: { status: number }) => a.status)).toEqual([500, 200]);
+    expect((await cli('deliveries', 'redeliver', 'dlv_missing', '--outbox', outbox)).code).toBe(1);
+  });
+
+  it('exits 1 when a redelivery fails', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(404);
+      res.end();
+    });
+    cleanups.push(() => server.close());
+    const id = await triggered(server.url);
+    const again = await cli('deliveries', 'redeliver', id, '--outbox', outbox);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/answered 404/);
+  });
+});

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { verify as octokitVerify } from '@octokit/webhooks-methods';
+import { VIDEO_ERROR_CODES } from 'cliphook';
+import { ERROR_SENTENCES } from '../../src/cli/event-template.js';
+import { answering, startReceiver } from '../emitter/helpers.js';
+import { cli, tempDir } from './helpers.js';
+
+const secret = 'whsec_cli_test';
+const cleanups: (() => Promise<void>)[] = [];
+let outbox = '';
+beforeEach(async () => {
+  process.env.NO_COLOR = '1';
+  const [dir, remove] = await tempDir();
+  cleanups.push(remove);
+  outbox = join(dir, 'outbox.json');
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('cliphook trigger', () => {
+  it('delivers to a real receiver, prints Stripe-like lines and exits 0', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^--> video\.completed \[dlv_[0-9a-f]{24}\]$/);
+    expect(lines[1]).toMatch(new RegExp(`^<-- \\[200\\] POST ${receiver.url.replace(/[.]/g, '\\.')} \\(\\d+ ms\\)$`));
+    expect(lines).toHaveLength(2);
+    expect(receiver.handled).toHaveLength(1);
+    const request = receiver.received[0]!;
+    expect(await octokitVerify(secret, request.body, request.headers['x-service-signature'] as string)).toBe(true);
+    expect(lines[0]).toContain(request.headers['x-service-delivery'] as string);
+    const stored = JSON.parse(await readFile(outbox, 'utf8'));
+    expect(stored.deliveries[0].state).toBe('delivered');
+  });
+
+  it('gives each send a fresh video id and delivery id', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    for (let i = 0; i < 2; i++) expect((await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox)).code).toBe(0);
+    const bodies = receiver.received.map((r) => JSON.parse(r.body));
+    expect(bodies[0].id).not.toBe(bodies[1].id);
+    expect(receiver.received[0]!.headers['x-service-delivery']).not.toBe(receiver.received[1]!.headers['x-service-delivery']);
+    expect(receiver.handled).toHaveLength(2); // not deduplicated by the receiver
+  });
+
+  it('sets --error-code with its sentence and applies --set', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const result = await cli('trigger', 'video.failed', '--error-code', 'content_rejected', '--set', 'prompt=a red fox', '--set', 'credits_used=0',
+      '--set', 'model=null', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(0);
+    const body = JSON.parse(receiver.received[0]!.body);
+    expect(body).toMatchObject({ event: 'video.failed', status: 'error', error_code: 'content_rejected', error: ERROR_SENTENCES.content_rejected, prompt: 'a red fox', model: null });
+  });
+
+  it('has a sentence for every error code of spec 2.9', () => {
+    for (const code of VIDEO_ERROR_CODES) expect(ERROR_SENTENCES[code], code).toMatch(/\.$/);
+  });
+
+  it('exits 1 with a one-line reason when the receiver refuses the signature', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', 'whsec_wrong', '--outbox', outbox);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/<-- \[401\] POST/);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^cliphook: delivery dlv_\w+ failed after 1 attempt: the receiver answered 401; a 4xx is permanent/);
+    expect(receiver.handled).toHaveLength(0);
+  });
+
+  it('exits 1 on a 500 and suggests --retry', async () => {
+    const server = await answering(500);
+    cleanups.push(() => server.close());
+    const result = await cli('trigger', 'video.completed', '--url', server.url, '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/answered 500 \(add --retry to follow the retry schedule\)/);
+  });
+
+  it('prints the delivery as JSON with --json', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const result = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(0);
+    const delivery = JSON.parse(result.stdout);
+    expect(delivery).toMatchObject({ event: 'video.completed', state: 'delivered', attempts: [{ status: 200 }] });
+    expect(result.stdout).not.toContain(secret);
+  });
+
+  it.each([
+    [['video.nope'], /unknown event "video.nope"/],
+    [['video.completed', '--error-code', 'upstream_busy'], /--error-code goes with video.failed only/],
+    [['video.failed', '--error-code', 'nope'], /unknown --error-code "nope"/],
+    [['video.completed', '--set', 'credits_used=lots'], /credits_used/],
+    [['video.completed', '--set', 'novalue'], /--set expects key=value/],
+    [['video.completed', '--timeout', '0'], /--timeout/],
+  ])('exits 2 for a usage error: %j', async (args, message) => {
+    const result = await cli('trigger', ...args, '--url', 'http://127.0.0.1:9/', '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('runs as a real process: the bin exits 0 when delivered and 1 when not', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+    const run = (url: string) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', bin, 'trigger', 'video.failed', '--url', url, '--outbox', outbox], {
+        env: { ...process.env, CLIPHOOK_SECRET: secret, NO_COLOR: '1' },
+        cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    const ok = await run(receiver.url);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^--> video\.failed \[dlv_\w+\]\n<-- \[200\] POST /);
+    const refused = await run('http://127.0.0.1:9/webhooks');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^cliphook: delivery dlv_\w+ failed after 1 attempt: .*ECONNREFUSED/);
+  }, 30_000);
+});
