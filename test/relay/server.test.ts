@@ -1,0 +1,188 @@
+import fc from 'fast-check';
+import WebSocket from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectListener, createChannel, createRelayServer, type ChannelInfo, type Listener, type RelayServer } from 'cliphook';
+import { eventText, manualScheduler, signedHeaders, startLocalApp } from './fixtures.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startRelay(options: Parameters<typeof createRelayServer>[0] = {}): Promise<{ relay: RelayServer; url: string }> {
+  const relay = createRelayServer({ file: false, ...options });
+  const { url } = await relay.listen(0, '127.0.0.1');
+  cleanups.push(() => relay.close());
+  return { relay, url };
+}
+
+/** A bare WebSocket to a channel, as a hand-written or hostile listener would open it. */
+function rawSocket(url: string, channel: ChannelInfo, options: WebSocket.ClientOptions = {}): Promise<WebSocket> {
+  const socket = new WebSocket(`${url.replace('http', 'ws')}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` }, ...options });
+  socket.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    socket.once('message', () => resolve(socket)); // the hello frame
+    socket.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+  });
+}
+
+function closeCode(socket: WebSocket): Promise<number> {
+  return new Promise((resolve) => socket.once('close', (code) => resolve(code)));
+}
+
+describe('createRelayServer options', () => {
+  it('throws a TypeError naming the bad option', () => {
+    expect(() => createRelayServer({ maxBodyBytes: -1 })).toThrow(/`maxBodyBytes`/);
+    expect(() => createRelayServer({ publicUrl: 'ftp://x' })).toThrow(/`publicUrl`/);
+    expect(() => createRelayServer({ responseTimeoutMs: 1.5 })).toThrow(/`responseTimeoutMs`/);
+    expect(() => createRelayServer({ pingIntervalMs: 10_000, readDeadlineMs: 5_000 })).toThrow(/`readDeadlineMs`/);
+    expect(() => createRelayServer({ adminToken: '' })).toThrow(/`adminToken`/);
+    expect(() => createRelayServer({ file: '' })).toThrow(/`file`/);
+    expect(() => createRelayServer({ clock: 5 as never })).toThrow(/`clock`/);
+  });
+});
+
+describe('relay server', () => {
+  it('answers 405 for a wrong method on /channels and 404 elsewhere', async () => {
+    const { url } = await startRelay();
+    const res = await fetch(`${url}/channels`);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect((await fetch(`${url}/nothing`)).status).toBe(404);
+  });
+
+  it('closes a malformed frame with 1008 and an oversized one with 1009, leaving other channels alone', async () => {
+    const { url } = await startRelay({ maxBodyBytes: 1000 });
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const [bad, good] = [await createChannel(url), await createChannel(url)];
+    const listener = await connectListener({ relayUrl: url, channel: good.channel, token: good.token, forwardTo: `${app.url}/webhooks` });
+    cleanups.push(() => listener.close());
+
+    const malformed = await rawSocket(url, bad);
+    const malformedClosed = closeCode(malformed);
+    malformed.send('{"type":"reply","seq":"one"}');
+    expect(await malformedClosed).toBe(1008);
+
+    const oversized = await rawSocket(url, bad);
+    const oversizedClosed = closeCode(oversized);
+    oversized.send(JSON.stringify({ type: 'replay', ref: 'x'.repeat(400 * 1024) }));
+    expect(await oversizedClosed).toBe(1009);
+
+    const body = eventText(1);
+    expect((await fetch(good.url, { method: 'POST', body, headers: signedHeaders(body, 'dlv_1') })).status).toBe(200);
+  });
+
+  it('survives fuzzed frames: each bad one closes only its own socket', async () => {
+    const { relay, url } = await startRelay();
+    const target = await createChannel(url);
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const other = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: other.channel, token: other.token, forwardTo: `${app.url}/webhooks` });
+    cleanups.push(() => listener.close());
+    const frame = fc.oneof(
+      fc.string(),
+      fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+      fc.json(),
+      fc
+        .record(
+          {
+            type: fc.constantFrom('reply', 'fail', 'replay', 'hello', 'event', '__proto__', 'constructor'),
+            seq: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null)),
+            status: fc.oneof(fc.integer({ min: -10, max: 1000 }), fc.string()),
+            headers: fc.oneof(fc.array(fc.string(), { maxLength: 6 }), fc.string(), fc.anything()),
+            body: fc.oneof(fc.base64String(), fc.string(), fc.anything()),
+            code: fc.oneof(fc.constantFrom('local_unreachable', 'local_timeout'), fc.string()),
+            ref: fc.oneof(fc.string(), fc.integer(), fc.anything()),
+          },
+          { requiredKeys: ['type'] },
+        )
+        .map((value) => JSON.stringify(value) ?? '{}'),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(frame, { minLength: 1, maxLength: 4 }), async (frames) => {
+        const socket = await rawSocket(url, target);
+        for (const data of frames) socket.send(data);
+        // Whatever the relay made of them, it still answers this socket or has closed it, and serves others.
+        const closed = closeCode(socket);
+        socket.send('{"type":"replay","ref":"fuzz-end"}');
+        await Promise.race([closed, new Promise((resolve) => socket.on('message', resolve))]);
+        socket.terminate();
+      }),
+      { numRuns: 60 },
+    );
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const body = eventText(2);
+    expect((await fetch(other.url, { method: 'POST', body, headers: signedHeaders(body, 'dlv_2') })).status).toBe(200);
+    expect(relay.listeners).toBeGreaterThanOrEqual(1);
+  });
+
+  it('drops a listener that stays silent past the read deadline and keeps one that talks', async () => {
+    let now = 0;
+    const scheduler = manualScheduler();
+    const { url } = await startRelay({ clock: () => now, scheduler, pingIntervalMs: 10_000, readDeadlineMs: 20_000 });
+    const channel = await createChannel(url);
+    const silent = await rawSocket(url, channel, { autoPong: false });
+    const talking = await rawSocket(url, channel, { autoPong: false });
+    const silentClosed = closeCode(silent);
+    let talkingClosed = false;
+    talking.once('close', () => (talkingClosed = true));
+
+    now = 19_999;
+    scheduler.tick(); // within the deadline: pings only
+    talking.send('{"type":"replay","ref":"42"}');
+    await new Promise((resolve) => talking.once('message', resolve)); // relay heard it at t=19,999
+    now = 20_001; // the silent one was last heard at t=0: noticed on this tick, within 30 s of going quiet
+    scheduler.tick();
+    expect(await silentClosed).toBe(1006);
+    expect(talkingClosed).toBe(false);
+    talking.terminate();
+  });
+
+  it('replays a buffered event by sequence number or delivery id', async () => {
+    const { url } = await startRelay();
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/echo` });
+    cleanups.push(() => listener.close());
+    const body = eventText(5);
+    expect((await fetch(`${channel.url}?n=1`, { method: 'POST', body, headers: signedHeaders(body, 'dlv_5') })).status).toBe(200);
+    const bySeq = await listener.replay(1);
+    expect(bySeq).toMatchObject({ status: 200, event: { replay: true, deliveryId: 'dlv_5', seq: 1 } });
+    const byDelivery = await listener.replay('dlv_5');
+    expect(byDelivery?.event.seq).toBe(1);
+    expect(await listener.replay('dlv_missing')).toBeNull();
+    expect(app.echoes.map((echo) => echo.body.toString())).toEqual([body, body, body]);
+    expect(app.echoes[2]!.url).toBe('/echo?n=1');
+  });
+
+  it('sends a listener only the events it asked for; the others wait in the buffer', async () => {
+    const { url } = await startRelay();
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/echo`, events: ['video.failed'] });
+    cleanups.push(() => listener.close());
+    const completed = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.completed' } });
+    expect(completed.status).toBe(503);
+    const failed = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.failed' } });
+    expect(failed.status).toBe(200);
+    expect(app.echoes).toHaveLength(1);
+  });
+
+  it('closes listeners of a deleted channel so `listen` stops with channel_not_found', async () => {
+    const { url } = await startRelay();
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener: Listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: app.url });
+    const wrong = await fetch(`${url}/channels/${channel.channel}`, { method: 'DELETE', headers: { authorization: 'Bearer nope' } });
+    expect(wrong.status).toBe(401);
+    const res = await fetch(`${url}/channels/${channel.channel}`, { method: 'DELETE', headers: { authorization: `Bearer ${channel.token}` } });
+    expect(res.status).toBe(204);
+    expect(await listener.closed).toMatchObject({ code: 'channel_not_found' });
+    expect((await fetch(channel.url, { method: 'POST', body: '{}' })).status).toBe(404);
+  });
+});
