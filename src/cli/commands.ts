@@ -7,6 +7,8 @@ import { Option, type Command } from 'commander';
 export const commands: ReadonlyArray<(program: Command) => void> = [
   registerTrigger,
   registerDeliveries,
+  registerRelay,
+  registerListen,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -54,4 +56,33 @@ function registerDeliveries(program: Command): void {
     .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
     .option('--timeout <ms>', 'time allowed per attempt', '10000')
     .action(async (id: string, options) => (await import('./commands/deliveries.js')).redeliver(id, options));
+}
+
+function registerRelay(program: Command): void {
+  program
+    .command('relay')
+    .description('run a relay: takes webhooks at /in/<channel> and forwards them to `cliphook listen` over WebSocket')
+    .option('--port <port>', 'port to listen on', '8787')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--public-url <url>', 'the base URL senders reach this relay at, used in channel URLs')
+    .option('--data <file>', 'JSON file keeping channels and buffered events across restarts', '.cliphook/relay.json')
+    .addOption(new Option('--admin-token <token>', 'require this bearer token to create channels').env('CLIPHOOK_ADMIN_TOKEN'))
+    .action(async (options) => (await import('./commands/relay.js')).relay(options));
+}
+
+function registerListen(program: Command): void {
+  program
+    .command('listen')
+    .description('forward the webhooks of a relay channel to a local URL, and carry the replies back')
+    .requiredOption('--forward-to <url>', 'the local URL, e.g. http://localhost:3000/webhooks')
+    .addOption(new Option('--relay <url>', 'the relay').env('CLIPHOOK_RELAY').default('http://127.0.0.1:8787'))
+    .addOption(new Option('--secret <secret>', 'check each signature and show sig ✓ / ✗').env('CLIPHOOK_SECRET'))
+    .option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)', collect, [])
+    .option('--replay <ref>', 'resend a buffered event (sequence number or delivery id) to the local URL, then go on listening')
+    .option('--json', 'print one JSON object per line instead of text')
+    .option('--channel <id>', 'use this channel instead of the one kept in --state (needs --token)')
+    .addOption(new Option('--token <token>', 'the listening token of --channel').env('CLIPHOOK_LISTEN_TOKEN'))
+    .addOption(new Option('--admin-token <token>', "the relay's admin token, to create the channel").env('CLIPHOOK_ADMIN_TOKEN'))
+    .option('--state <file>', 'where the channel made by listen is kept, so its URL stays the same', '.cliphook/listen.json')
+    .action(async (options) => (await import('./commands/listen.js')).listen(options));
 }

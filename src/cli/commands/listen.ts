@@ -1,0 +1,167 @@
+import { RelayError } from '../../protocol/errors.js';
+import { createChannel } from '../../relay/api.js';
+import { connectListener, type Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
+import { JsonFile } from '../../store/json-file.js';
+import { ExitError } from '../errors.js';
+import { palette, type Palette } from '../output.js';
+
+export interface ListenCommandOptions {
+  forwardTo: string;
+  relay: string;
+  secret?: string;
+  /** Comma-separated `X-Service-Event` names, or several flags. */
+  events?: string[];
+  replay?: string;
+  json?: boolean;
+  channel?: string;
+  token?: string;
+  adminToken?: string;
+  /** Where the channel made by `listen` is kept, so its URL stays the same across restarts. */
+  state: string;
+}
+
+/** Where the command writes, and what stops it: injectable for tests. */
+export interface ListenIo {
+  out(line: string): void;
+  err(line: string): void;
+  signal: AbortSignal;
+  now(): Date;
+  palette: Palette;
+}
+
+interface SavedChannel {
+  channel: string;
+  token: string;
+  url: string;
+}
+
+interface ListenState {
+  /** One channel per relay URL, so switching relays does not lose the other's URL. */
+  relays: Record<string, SavedChannel>;
+}
+
+/**
+ * `cliphook listen`: forwards a relay channel's events to a local URL until stopped. Exits non-zero on
+ * what reconnecting cannot heal (a refused token, a deleted or unknown channel) so a supervisor can act.
+ */
+export async function listen(options: ListenCommandOptions, io: ListenIo = processIo()): Promise<void> {
+  const relayUrl = options.relay.replace(/\/+$/, '');
+  const saved = await resolveChannel(options, relayUrl);
+  const events = options.events?.flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
+  const p = io.palette;
+  const stamp = () => p.dim(io.now().toTimeString().slice(0, 8));
+  const emit = (record: object, line: string) => io.out(options.json ? JSON.stringify({ time: io.now().toISOString(), ...record }) : `${stamp()}  ${line}`);
+
+  let listener: Listener;
+  try {
+    listener = await connectListener({
+      relayUrl,
+      channel: saved.channel,
+      token: saved.token,
+      forwardTo: options.forwardTo,
+      ...(options.secret ? { secret: options.secret } : {}),
+      ...(events?.length ? { events } : {}),
+    });
+  } catch (error) {
+    throw asExit(error, options);
+  }
+  if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo: options.forwardTo }, '');
+  else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${options.forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
+
+  let reconnecting = false;
+  listener.on('event', (event) => emit({ type: 'event', ...eventRecord(event) }, eventLine(event, p)));
+  listener.on('reply', (reply) => emit({ type: 'reply', ...replyRecord(reply) }, replyLine(reply, p)));
+  listener.on('reconnecting', ({ attempt, error }) => {
+    reconnecting = true;
+    const what = attempt === 0 ? 'connection lost' : `attempt ${attempt} failed`;
+    emit({ type: 'reconnecting', attempt, error: error.message }, p.yellow(`reconnecting to ${relayUrl} (${what}: ${error.message})`));
+  });
+  listener.on('connected', () => {
+    if (!reconnecting) return;
+    reconnecting = false;
+    emit({ type: 'connected' }, p.green('reconnected'));
+  });
+
+  if (options.replay !== undefined) {
+    const ref = options.replay;
+    void listener.replay(ref).then((reply) => {
+      if (reply === null) emit({ type: 'replay_missing', ref }, p.yellow(`the relay has no buffered event ${ref}`));
+    });
+  }
+
+  const stopped = new Promise<'signal'>((resolve) => {
+    if (io.signal.aborted) resolve('signal');
+    io.signal.addEventListener('abort', () => resolve('signal'), { once: true });
+  });
+  const outcome = await Promise.race([stopped, listener.closed]);
+  if (outcome === 'signal') return listener.close();
+  if (outcome instanceof RelayError) throw asExit(outcome, options);
+}
+
+/** The channel from the flags, from the state file, or a new one saved there. */
+async function resolveChannel(options: ListenCommandOptions, relayUrl: string): Promise<SavedChannel> {
+  if (options.channel !== undefined || options.token !== undefined) {
+    if (!options.channel || !options.token) throw new ExitError('--channel and --token go together.', 2);
+    return { channel: options.channel, token: options.token, url: `${relayUrl}/in/${options.channel}` };
+  }
+  let state: ListenState = { relays: {} };
+  const file = new JsonFile<ListenState>({ file: options.state, snapshot: () => state });
+  const read = await file.read();
+  if (read && typeof read.relays === 'object' && read.relays !== null) state = read;
+  const known = state.relays[relayUrl];
+  if (known) return known;
+  let created;
+  try {
+    created = await createChannel(relayUrl, options.adminToken ? { adminToken: options.adminToken } : {});
+  } catch (error) {
+    if (error instanceof RelayError) throw new ExitError(`${relayUrl}: ${error.message}${error.code === 'admin_token_required' ? ' (pass --admin-token)' : ''}`, 1);
+    throw new ExitError(`cannot reach the relay at ${relayUrl}: ${(error as Error).message}`, 1);
+  }
+  state.relays[relayUrl] = { channel: created.channel, token: created.token, url: created.url };
+  await file.commit();
+  return state.relays[relayUrl];
+}
+
+function asExit(error: unknown, options: ListenCommandOptions): unknown {
+  if (!(error instanceof RelayError)) return error;
+  const hint = options.channel ? '' : ` (remove its entry from ${options.state} to make a new channel)`;
+  return new ExitError(`${error.message}${error.code === 'invalid_token' || error.code === 'channel_not_found' ? hint : ''}`, 1);
+}
+
+/** `--> video.completed [dlv_…]  sig ✓`, as Stripe CLI shows an incoming event. */
+export function eventLine(event: ListenerEvent, p: Palette): string {
+  const name = event.eventName ?? `${event.method} ${event.url}`;
+  const id = event.deliveryId ? ` [${event.deliveryId}]` : '';
+  const tags = [event.backlog ? p.dim('(buffered)') : '', event.replay ? p.dim('(replay)') : ''].filter(Boolean).join(' ');
+  const sig = event.signatureValid === null ? '' : event.signatureValid ? `  sig ${p.green('✓')}` : `  sig ${p.red('✗')}`;
+  return `${p.bold('-->')} ${p.cyan(name)}${id}${sig}${tags ? ` ${tags}` : ''}`;
+}
+
+/** `<-- [200] POST http://localhost:3000/webhooks (12 ms)`, or the reason no status came back. */
+export function replyLine(reply: ListenerReply, p: Palette): string {
+  const { status } = reply;
+  const paint = status === null ? p.red : status < 300 ? p.green : status < 400 ? p.yellow : p.red;
+  const why = reply.error ? ` ${p.dim(`${reply.error.code}: ${reply.error.detail}`)}` : '';
+  return `${p.bold('<--')} ${paint(`[${status ?? 'ERR'}]`)} ${reply.event.method} ${reply.event.url} (${Math.round(reply.durationMs)} ms)${why}`;
+}
+
+function eventRecord(event: ListenerEvent) {
+  const { body: _body, ...rest } = event;
+  return rest;
+}
+
+function replyRecord(reply: ListenerReply) {
+  return { seq: reply.event.seq, status: reply.status, error: reply.error, durationMs: Math.round(reply.durationMs), url: reply.event.url };
+}
+
+function processIo(): ListenIo {
+  const controller = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+  return {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    signal: controller.signal,
+    now: () => new Date(),
+    palette: palette(process.stdout),
+  };
+}
