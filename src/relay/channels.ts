@@ -38,6 +38,8 @@ export interface ChannelStoreOptions {
   file: string | false;
   clock: () => number;
   maxEvents: number;
+  /** Base64 body bytes kept per channel. */
+  maxBytes: number;
   maxAgeMs: number;
 }
 
@@ -55,11 +57,15 @@ export class ChannelStore {
   readonly #clock: () => number;
   readonly #maxEvents: number;
   readonly #maxAgeMs: number;
+  readonly #maxBytes: number;
+  /** Base64 body bytes per channel; derived, so not persisted. */
+  readonly #bytes = new WeakMap<Channel, number>();
   readonly #json = new WeakMap<StoredEvent, string>();
 
-  constructor({ file, clock, maxEvents, maxAgeMs }: ChannelStoreOptions) {
+  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs }: ChannelStoreOptions) {
     this.#clock = clock;
     this.#maxEvents = maxEvents;
+    this.#maxBytes = maxBytes;
     this.#maxAgeMs = maxAgeMs;
     this.#file = file === false ? null : new JsonFile({ file, snapshot: () => this.#snapshot(), stringify: (doc) => this.#stringify(doc) });
   }
@@ -109,10 +115,12 @@ export class ChannelStore {
    * rather than an older undelivered event being dropped in silence.
    */
   append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
-    this.prune(channel);
-    if (channel.events.length >= this.#maxEvents) return null;
+    const size = event.body.length;
+    this.prune(channel, size);
+    if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
     channel.events.push(stored);
+    this.#bytes.set(channel, this.#size(channel) + size);
     return stored;
   }
 
@@ -124,24 +132,32 @@ export class ChannelStore {
   }
 
   /**
-   * Drops events older than the age bound and, at the count bound, acknowledged ones oldest first. It
-   * makes a tenth of the bound free at once, so a full busy channel does not rescan its buffer per event.
+   * Drops events older than the age bound and, to make room for `incoming` more bytes within the count
+   * and byte bounds, acknowledged ones oldest first. It frees a tenth of each bound at once, so a full
+   * busy channel does not rescan its buffer on every event.
    */
-  prune(channel: Channel): void {
+  prune(channel: Channel, incoming = 0): void {
     const cutoff = this.#clock() - this.#maxAgeMs;
-    if (channel.events.length < this.#maxEvents && (channel.events[0]?.receivedAt ?? Infinity) >= cutoff) return;
-    let over = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
+    const bytes = this.#size(channel);
+    const fits = channel.events.length < this.#maxEvents && bytes + incoming <= this.#maxBytes;
+    if (fits && (channel.events[0]?.receivedAt ?? Infinity) >= cutoff) return;
+    let extraCount = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
+    let extraBytes = bytes + incoming - this.#maxBytes + Math.floor(this.#maxBytes / 10);
     const kept: StoredEvent[] = [];
+    let keptBytes = 0;
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
-      if (event.receivedAt < cutoff || (acked && over > 0)) {
-        if (acked) over--;
+      if (event.receivedAt < cutoff || (acked && (extraCount > 0 || extraBytes > 0))) {
+        extraCount--;
+        extraBytes -= event.body.length;
         channel.acked.delete(event.seq);
         continue;
       }
       kept.push(event);
+      keptBytes += event.body.length;
     }
-    if (kept.length !== channel.events.length) channel.events = kept;
+    channel.events = kept;
+    this.#bytes.set(channel, keptBytes);
   }
 
   /** Unacknowledged events, oldest first, that pass `wants`. */
@@ -158,6 +174,15 @@ export class ChannelStore {
       if (event.seq === bySeq || event.deliveryId === ref) return event;
     }
     return undefined;
+  }
+
+  #size(channel: Channel): number {
+    let bytes = this.#bytes.get(channel);
+    if (bytes === undefined) {
+      bytes = channel.events.reduce((sum, event) => sum + event.body.length, 0);
+      this.#bytes.set(channel, bytes);
+    }
+    return bytes;
   }
 
   /** Resolves once the current state is on disk (immediately without a file). */

@@ -30,6 +30,8 @@ export interface RelayServerOptions {
   responseTimeoutMs?: number;
   /** Events kept per channel (unacknowledged ones are never dropped for room; the sender gets 503 instead). @default 1000 */
   maxBufferedEvents?: number;
+  /** Body bytes (as base64) kept per channel, so large bodies cannot fill memory and the data file. @default 67_108_864 */
+  maxBufferedBytes?: number;
   /** Events older than this are dropped from the buffer; the sender's retries end after about 3 hours. @default 86_400_000 */
   maxBufferAgeMs?: number;
   /** `Retry-After` of a 503 `no_listener`, in seconds. @default 10 */
@@ -89,6 +91,7 @@ export class RelayServer {
     maxBodyBytes = 1024 * 1024,
     responseTimeoutMs = 9_000,
     maxBufferedEvents = 1_000,
+    maxBufferedBytes = 64 * 1024 * 1024,
     maxBufferAgeMs = 86_400_000,
     retryAfterSeconds = 10,
     pingIntervalMs = 10_000,
@@ -103,6 +106,7 @@ export class RelayServer {
     positiveInteger('maxBodyBytes', maxBodyBytes);
     positiveInteger('responseTimeoutMs', responseTimeoutMs);
     positiveInteger('maxBufferedEvents', maxBufferedEvents);
+    positiveInteger('maxBufferedBytes', maxBufferedBytes);
     positiveInteger('maxBufferAgeMs', maxBufferAgeMs);
     positiveInteger('retryAfterSeconds', retryAfterSeconds);
     positiveInteger('pingIntervalMs', pingIntervalMs);
@@ -116,7 +120,7 @@ export class RelayServer {
     this.#logger = logger;
     const log = (message: string) => logger.warn(message);
     const maxFrameBytes = Math.ceil((maxBodyBytes * 4) / 3) + FRAME_OVERHEAD;
-    this.store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxAgeMs: maxBufferAgeMs });
+    this.store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.

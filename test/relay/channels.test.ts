@@ -16,7 +16,7 @@ describe('ChannelStore', () => {
   it('makes unguessable ids, keeps only a sha256 of the token, and checks it', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
-    const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxAgeMs: 1000 });
+    const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000 });
     await store.open();
     const { channel, token } = store.create();
     await store.commit();
@@ -32,7 +32,7 @@ describe('ChannelStore', () => {
 
   it('numbers events, bounds them by count (refusing rather than dropping unacknowledged ones) and by age', () => {
     let now = 0;
-    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxAgeMs: 1000 });
+    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000 });
     const { channel } = store.create();
     expect([1, 2, 3].map(() => store.append(channel, event(now))?.seq)).toEqual([1, 2, 3]);
     expect(store.append(channel, event(now))).toBeNull();
@@ -43,10 +43,21 @@ describe('ChannelStore', () => {
     expect(store.unacked(channel, () => true)).toEqual([]);
   });
 
+  it('bounds the buffered body bytes too, dropping acknowledged events first', () => {
+    const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 100, maxBytes: 100, maxAgeMs: 1000 });
+    const { channel } = store.create();
+    const sized = (n: number) => ({ ...event(0), body: 'A'.repeat(n) });
+    expect(store.append(channel, sized(60))?.seq).toBe(1);
+    expect(store.append(channel, sized(60))).toBeNull();
+    store.ack(channel, 1);
+    expect(store.append(channel, sized(60))?.seq).toBe(2);
+    expect(channel.events.map((e) => e.seq)).toEqual([2]);
+  });
+
   it('finds an event by sequence number or delivery id, and survives a reopen', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
-    const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxAgeMs: 1000 };
+    const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000 };
     const store = new ChannelStore(options);
     await store.open();
     const { channel, token } = store.create();
