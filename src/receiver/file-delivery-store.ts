@@ -14,6 +14,21 @@ interface DeliveriesFile {
 
 export const DEFAULT_DELIVERIES_FILE = '.cliphook/deliveries.json';
 
+/** One processed record as written to the file; `dead` once the key was completed again later. */
+interface Row {
+  key: string;
+  at: number;
+  line: string;
+  /** Position in completion order since this store opened; its chunk is `index / CHUNK`. */
+  index: number;
+  dead: boolean;
+}
+
+// Rows are joined per chunk once and the chunk string is reused by every later write, so a write costs
+// O(chunks + CHUNK), not O(retained rows): with 100k deliveries retained, serialising every row on each
+// group commit capped the store near 500 claims/s (bench/file-store.ts).
+const CHUNK = 1024;
+
 /**
  * The default delivery store: a lowdb JSON file that survives restarts. Claims live in memory (a claim
  * lost in a crash only means the sender's retry runs the handler, which is what a lease expiry would
@@ -25,8 +40,17 @@ export class FileDeliveryStore implements DeliveryStore {
   readonly file: string;
   readonly #ledger: DeliveryLedger;
   readonly #json: JsonFile<DeliveriesFile>;
-  // Processed records never change, so each is serialised once and the file is a join of cached lines.
-  #lines = new Map<string, string>();
+  // Processed records never change, so each is serialised once, in the ledger's completion order.
+  #rows: Row[] = [];
+  /** Rows before this position were pruned. */
+  #head = 0;
+  /** The `index` of `#rows[0]`. */
+  #base = 0;
+  #next = 0;
+  /** The live row of each key. */
+  readonly #byKey = new Map<string, Row>();
+  /** Joined lines of full chunks, by chunk number. */
+  readonly #chunks = new Map<number, string>();
   readonly #ready: Promise<void>;
 
   constructor({ file = DEFAULT_DELIVERIES_FILE, ...options }: FileDeliveryStoreOptions = {}) {
@@ -57,7 +81,9 @@ export class FileDeliveryStore implements DeliveryStore {
 
   async complete(keys: readonly string[]): Promise<void> {
     await this.#ready;
-    this.#ledger.complete(keys);
+    const at = this.#ledger.clock();
+    this.#ledger.complete(keys, at);
+    for (const key of keys) this.#append(key, at);
     await this.#json.commit();
   }
 
@@ -81,21 +107,65 @@ export class FileDeliveryStore implements DeliveryStore {
       (row): row is [string, number] => Array.isArray(row) && typeof row[0] === 'string' && Number.isFinite(row[1]),
     );
     sorted.sort((a, b) => a[1] - b[1]);
-    for (const [key, at] of sorted) this.#ledger.complete([key], at);
+    for (const [key, at] of sorted) {
+      this.#ledger.complete([key], at);
+      this.#append(key, at);
+    }
     this.#ledger.prune();
+  }
+
+  /** Mirrors `ledger.complete(key, at)`: the ledger moves the key to the end, so its old row dies. */
+  #append(key: string, at: number): void {
+    const old = this.#byKey.get(key);
+    if (old) {
+      old.dead = true;
+      this.#chunks.delete(Math.floor(old.index / CHUNK));
+    }
+    const row: Row = { key, at, line: `[${JSON.stringify(key)},${at}]`, index: this.#next++, dead: false };
+    this.#rows.push(row);
+    this.#byKey.set(key, row);
   }
 
   #serialise(): string {
     this.#ledger.prune();
-    const rows: string[] = [];
-    const lines = new Map<string, string>();
-    for (const [key, at] of this.#ledger.processed()) {
-      let line = this.#lines.get(key);
-      if (line === undefined || !line.endsWith(`,${at}]`)) line = `[${JSON.stringify(key)},${at}]`;
-      lines.set(key, line);
-      rows.push(line);
+    // The ledger forgets processed keys only from the front of its completion order (retention), so
+    // the rows it dropped are a prefix of ours.
+    const rows = this.#rows;
+    while (this.#head < rows.length) {
+      const row = rows[this.#head]!;
+      if (!row.dead) {
+        const entry = this.#ledger.entries.get(row.key);
+        if (entry && !entry.processing && entry.at === row.at) break;
+        this.#byKey.delete(row.key);
+      }
+      this.#head++;
     }
-    this.#lines = lines; // pruned keys drop out here
-    return `{"version":1,"processed":[${rows.join(',')}]}`;
+    if (this.#head > 4 * CHUNK && this.#head * 2 > rows.length) {
+      this.#rows = rows.slice(this.#head);
+      this.#base += this.#head;
+      this.#head = 0;
+    }
+    const first = this.#base + this.#head;
+    const end = this.#base + this.#rows.length;
+    const parts: string[] = [];
+    for (let chunk = Math.floor(first / CHUNK); chunk * CHUNK < end; chunk++) {
+      const from = Math.max(chunk * CHUNK, first);
+      const to = Math.min((chunk + 1) * CHUNK, end);
+      // Only a chunk that is complete and untouched by pruning is cached; the ends are joined afresh.
+      const whole = from === chunk * CHUNK && to === (chunk + 1) * CHUNK;
+      let text = whole ? this.#chunks.get(chunk) : undefined;
+      if (text === undefined) {
+        const lines: string[] = [];
+        for (let i = from; i < to; i++) {
+          const row = this.#rows[i - this.#base]!;
+          if (!row.dead) lines.push(row.line);
+        }
+        text = lines.join(',');
+        if (whole) this.#chunks.set(chunk, text);
+      }
+      if (text !== '') parts.push(text);
+    }
+    for (const chunk of this.#chunks.keys()) if ((chunk + 1) * CHUNK <= first) this.#chunks.delete(chunk);
+    return `{"version":1,"processed":[${parts.join(',')}]}`;
   }
 }
