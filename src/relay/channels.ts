@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { JsonFile } from '../store/json-file.js';
 import type { RawHeaders } from './frames.js';
+import type { Scheduler } from './heartbeat.js';
 
 /** One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out. */
 export interface StoredEvent {
@@ -41,6 +42,9 @@ export interface ChannelStoreOptions {
   /** Base64 body bytes kept per channel. */
   maxBytes: number;
   maxAgeMs: number;
+  scheduler: Scheduler;
+  /** How long acknowledgements may wait before they are written: losing them only means a redelivery. */
+  lazyCommitMs: number;
 }
 
 /** The outcome of checking a listening token. */
@@ -61,9 +65,14 @@ export class ChannelStore {
   /** Base64 body bytes per channel; derived, so not persisted. */
   readonly #bytes = new WeakMap<Channel, number>();
   readonly #json = new WeakMap<StoredEvent, string>();
+  readonly #scheduler: Scheduler;
+  readonly #lazyCommitMs: number;
+  #lazyTimer: unknown = null;
 
-  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs }: ChannelStoreOptions) {
+  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs }: ChannelStoreOptions) {
     this.#clock = clock;
+    this.#scheduler = scheduler;
+    this.#lazyCommitMs = lazyCommitMs;
     this.#maxEvents = maxEvents;
     this.#maxBytes = maxBytes;
     this.#maxAgeMs = maxAgeMs;
@@ -187,7 +196,22 @@ export class ChannelStore {
 
   /** Resolves once the current state is on disk (immediately without a file). */
   commit(): Promise<void> {
-    return this.#file ? this.#file.commit() : Promise.resolve();
+    if (!this.#file) return Promise.resolve();
+    this.#scheduler.clearTimeout(this.#lazyTimer);
+    this.#lazyTimer = null;
+    return this.#file.commit();
+  }
+
+  /**
+   * Writes within `lazyCommitMs`, for changes whose loss costs only a redelivery (acks, live events): a
+   * busy channel writes its file a few times a second instead of once per event.
+   */
+  commitSoon(onError: (error: Error) => void): void {
+    if (!this.#file || this.#lazyTimer !== null) return;
+    this.#lazyTimer = this.#scheduler.setTimeout(() => {
+      this.#lazyTimer = null;
+      this.#file!.commit().catch(onError);
+    }, this.#lazyCommitMs);
   }
 
   #snapshot(): ChannelDocument {

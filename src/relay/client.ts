@@ -253,7 +253,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     const event: ListenerEvent = {
       seq: frame.seq,
       method: frame.method,
-      url: targetUrl(this.#forwardTo, frame).href,
+      url: frame.path || frame.query ? targetUrl(this.#forwardTo, frame).href : this.#forwardTo.href,
       eventName: rawHeader(frame.headers, HEADER_EVENT) ?? null,
       deliveryId: rawHeader(frame.headers, HEADER_DELIVERY) ?? null,
       signatureValid: secret === undefined ? null : verifySignature(body, rawHeader(frame.headers, HEADER_SIGNATURE), secret),

@@ -43,16 +43,20 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
   const secure = forwardTo.protocol === 'https:';
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const request = secure ? https.request : http.request;
+  // Most events have no extra path or query: their target is parsed once, not per event.
+  const plain = { hostname: forwardTo.hostname.replace(/^\[|\]$/g, ''), port: forwardTo.port, path: forwardTo.pathname + forwardTo.search, host: forwardTo.host };
   return {
     close: () => agent.destroy(),
     forward(event) {
-      const url = targetUrl(forwardTo, event);
+      const url = event.path || event.query ? targetUrl(forwardTo, event) : null;
+      const where = url ? { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname + url.search, host: url.host } : plain;
       const body = decodeBody(event.body);
-      const headers = [...event.headers, 'Host', url.host];
+      const headers = [...event.headers, 'Host', where.host];
       // GET and HEAD without a body carry no Content-Length, as the sender sent them.
       if (body.length > 0 || !['GET', 'HEAD'].includes(event.method)) headers.push('Content-Length', String(body.length));
       return new Promise<LocalReply>((resolve, reject) => {
-        const req = request(url, { method: event.method, headers, agent, timeout: timeoutMs }, (res) => {
+        const { hostname, port, path } = where;
+        const req = request({ hostname, port, path, method: event.method, headers, agent, timeout: timeoutMs }, (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (chunk: Buffer) => {

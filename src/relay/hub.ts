@@ -128,7 +128,7 @@ export class Hub {
     const pending = frame.type === 'replay' ? undefined : this.#pending.get(pendingKey(channel.id, frame.seq));
     switch (frame.type) {
       case 'reply':
-        if (this.#options.store.ack(channel, frame.seq)) void this.#options.store.commit().catch((error: Error) => this.#options.log(`cannot save acks: ${error.message}`));
+        if (this.#options.store.ack(channel, frame.seq)) this.#options.store.commitSoon((error) => this.#options.log(`cannot save acks: ${error.message}`));
         pending?.resolve({ kind: 'reply', frame });
         return;
       case 'fail':

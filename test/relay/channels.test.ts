@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChannelStore, type StoredEvent } from '../../src/relay/channels.js';
+import { realScheduler } from '../../src/relay/heartbeat.js';
 import { testdir } from './fixtures.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -16,7 +17,7 @@ describe('ChannelStore', () => {
   it('makes unguessable ids, keeps only a sha256 of the token, and checks it', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
-    const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000 });
+    const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
     await store.open();
     const { channel, token } = store.create();
     await store.commit();
@@ -32,7 +33,7 @@ describe('ChannelStore', () => {
 
   it('numbers events, bounds them by count (refusing rather than dropping unacknowledged ones) and by age', () => {
     let now = 0;
-    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000 });
+    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
     const { channel } = store.create();
     expect([1, 2, 3].map(() => store.append(channel, event(now))?.seq)).toEqual([1, 2, 3]);
     expect(store.append(channel, event(now))).toBeNull();
@@ -44,7 +45,7 @@ describe('ChannelStore', () => {
   });
 
   it('bounds the buffered body bytes too, dropping acknowledged events first', () => {
-    const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 100, maxBytes: 100, maxAgeMs: 1000 });
+    const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 100, maxBytes: 100, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
     const { channel } = store.create();
     const sized = (n: number) => ({ ...event(0), body: 'A'.repeat(n) });
     expect(store.append(channel, sized(60))?.seq).toBe(1);
@@ -57,7 +58,7 @@ describe('ChannelStore', () => {
   it('finds an event by sequence number or delivery id, and survives a reopen', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
-    const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000 };
+    const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 };
     const store = new ChannelStore(options);
     await store.open();
     const { channel, token } = store.create();

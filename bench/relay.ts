@@ -1,0 +1,217 @@
+/**
+ * Relay benchmarks (issue 4). Run: `node --import tsx bench/relay.ts [--quick]`; prints a markdown table.
+ *
+ * Baseline: a direct POST to the same local app. Each part runs in its own process, as it would in use
+ * (relay on a server, `listen` and the app on a laptop), all on 127.0.0.1:
+ *   1. added latency, sender -> relay -> listen -> app vs sender -> app, sequential, interleaved;
+ *   2. events/s through one relay and one listener, with a persisted buffer;
+ *   3. relay memory for 10,000 idle connected listeners, one channel each.
+ * Figures from one run on a shared 2-core machine are noisy: read the ratios, not the last digit.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { connectListener, createChannel, createRelayServer, sign } from '../src/index.js';
+
+const QUICK = process.argv.includes('--quick');
+const LATENCY_SAMPLES = QUICK ? 500 : 3_000;
+const THROUGHPUT_EVENTS = QUICK ? 5_000 : 30_000;
+const THROUGHPUT_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const IDLE_LISTENERS = QUICK ? 1_000 : 10_000;
+const BODY = JSON.stringify({ event: 'video.completed', id: 48213, status: 'done', prompt: 'A red fox trotting through fresh snow'.repeat(12) });
+const HEADERS = {
+  'content-type': 'application/json',
+  'x-service-event': 'video.completed',
+  'x-service-delivery': 'dlv_bench',
+  'x-service-signature': sign(BODY, 'whsec_bench'),
+};
+
+type Message = { url?: string; memory?: NodeJS.MemoryUsage; ready?: boolean };
+
+// ---- child roles ---------------------------------------------------------------------------------
+
+async function role(name: string, args: string[]): Promise<void> {
+  // Exit normally when the bench is done, so profilers and exit hooks get to write.
+  process.on('SIGTERM', () => process.exit(0));
+  const send = (message: Message) => process.send!(message);
+  if (name === 'app') {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': 17 }).end('{"received":true}'));
+    });
+    server.listen(0, '127.0.0.1', () => send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  } else if (name === 'relay') {
+    const relay = createRelayServer({ file: args[0] === 'memory' ? false : args[0]! });
+    const { url } = await relay.listen(0, '127.0.0.1');
+    process.on('message', () => {
+      globalThis.gc?.();
+      send({ memory: process.memoryUsage() });
+    });
+    send({ url });
+  } else if (name === 'listener') {
+    const [relayUrl, channel, token, forwardTo] = args as [string, string, string, string];
+    await connectListener({ relayUrl, channel, token, forwardTo });
+    send({ ready: true });
+  }
+}
+
+function spawn(name: string, ...args: string[]): Promise<{ child: ChildProcess; first: Message }> {
+  // BENCH_NODE_FLAGS passes e.g. `--cpu-prof` to the parts, to see where their time goes.
+  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = fork(fileURLToPath(import.meta.url), ['--role', name, ...args], { execArgv: ['--import', 'tsx', '--expose-gc', ...extra], stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('message', (first: Message) => resolve({ child, first }));
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
+  });
+}
+
+function ask(child: ChildProcess): Promise<NodeJS.MemoryUsage> {
+  return new Promise((resolve) => {
+    child.once('message', (message: Message) => resolve(message.memory!));
+    child.send('memory');
+  });
+}
+
+// ---- load ----------------------------------------------------------------------------------------
+
+const agent = new Agent({ keepAlive: true, maxSockets: THROUGHPUT_CONCURRENCY });
+
+function post(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { ...HEADERS, 'content-length': Buffer.byteLength(BODY) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(BODY);
+  });
+}
+
+async function timed(url: string): Promise<number> {
+  const started = process.hrtime.bigint();
+  const status = await post(url);
+  if (status !== 200) throw new Error(`POST ${url} answered ${status}`);
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function latency(direct: string, relayed: string) {
+  for (let i = 0; i < 300; i++) {
+    await timed(direct);
+    await timed(relayed);
+  }
+  const a: number[] = [];
+  const b: number[] = [];
+  // Interleaved, so a noisy neighbour slows both series alike.
+  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+    a.push(await timed(direct));
+    b.push(await timed(relayed));
+  }
+  a.sort((x, y) => x - y);
+  b.sort((x, y) => x - y);
+  return { direct: { p50: percentile(a, 50), p99: percentile(a, 99) }, relay: { p50: percentile(b, 50), p99: percentile(b, 99) } };
+}
+
+async function throughput(url: string, total: number): Promise<number> {
+  let next = 0;
+  let failed = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: THROUGHPUT_CONCURRENCY }, async () => {
+      while (next++ < total) if ((await post(url)) !== 200) failed++;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  if (failed) throw new Error(`${failed} of ${total} requests to ${url} did not get 200`);
+  return total / seconds;
+}
+
+async function idleListeners(file: string) {
+  const { child, first } = await spawn('relay', file);
+  const relayUrl = first.url!;
+  const channels = [];
+  for (let i = 0; i < IDLE_LISTENERS; i += 50) {
+    channels.push(...(await Promise.all(Array.from({ length: Math.min(50, IDLE_LISTENERS - i) }, () => createChannel(relayUrl)))));
+  }
+  const before = await ask(child);
+  const sockets: WebSocket[] = [];
+  const wsBase = relayUrl.replace('http', 'ws');
+  for (let i = 0; i < channels.length; i += 200) {
+    await Promise.all(
+      channels.slice(i, i + 200).map(
+        (channel) =>
+          new Promise<void>((resolve, reject) => {
+            const socket = new WebSocket(`${wsBase}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` }, perMessageDeflate: false });
+            socket.once('message', () => resolve()); // hello: connected
+            socket.once('error', reject);
+            sockets.push(socket);
+          }),
+      ),
+    );
+  }
+  const after = await ask(child);
+  for (const socket of sockets) socket.terminate();
+  child.kill();
+  return { before, after };
+}
+
+// ---- main ----------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'cliphook-bench-relay-'));
+  const children: ChildProcess[] = [];
+  try {
+    const app = await spawn('app');
+    const relay = await spawn('relay', join(dir, 'relay.json'));
+    children.push(app.child, relay.child);
+    const appUrl = app.first.url!;
+    const channel = await createChannel(relay.first.url!);
+    const listener = await spawn('listener', relay.first.url!, channel.channel, channel.token, appUrl);
+    children.push(listener.child);
+
+    const lat = await latency(appUrl, channel.url);
+    const directRate = await throughput(appUrl, THROUGHPUT_EVENTS);
+    const relayRate = await throughput(channel.url, THROUGHPUT_EVENTS);
+    for (const child of children.splice(0)) child.kill();
+    const memory = await idleListeners(join(dir, 'idle.json'));
+
+    const ms = (value: number) => `${value.toFixed(2)} ms`;
+    const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
+    const rssDelta = memory.after.rss - memory.before.rss;
+    const heapDelta = memory.after.heapUsed - memory.before.heapUsed;
+    const rows = [
+      ['added latency p50 (relay vs direct)', `+${ms(lat.relay.p50 - lat.direct.p50)}`, `${ms(lat.relay.p50)} vs ${ms(lat.direct.p50)}`, '+<= 1 ms'],
+      ['added latency p99 (relay vs direct)', `+${ms(lat.relay.p99 - lat.direct.p99)}`, `${ms(lat.relay.p99)} vs ${ms(lat.direct.p99)}`, '+<= 5 ms'],
+      [
+        'events/s, one relay + one listener',
+        `${relayRate.toFixed(0)}/s`,
+        `direct to the app: ${directRate.toFixed(0)}/s (${((relayRate / directRate) * 100).toFixed(0)}%), ${THROUGHPUT_EVENTS} events, ${THROUGHPUT_CONCURRENCY} in flight, buffer persisted`,
+        '>= 5,000/s',
+      ],
+      [
+        `relay memory, ${IDLE_LISTENERS.toLocaleString('en')} idle listeners`,
+        `${mib(memory.after.rss)} RSS`,
+        `+${mib(rssDelta)} RSS, +${mib(heapDelta)} heap over the same relay with the channels and no listeners (${((rssDelta / IDLE_LISTENERS) / 1024).toFixed(1)} KiB each)`,
+        '<= 1 GB',
+      ],
+    ];
+    const lines = ['| measure | result | detail | target |', '|---|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)];
+    process.stdout.write(`\n${lines.join('\n')}\n\nnode ${process.version}, ${LATENCY_SAMPLES} latency samples each way${QUICK ? ' (--quick)' : ''}\n`);
+  } finally {
+    for (const child of children) child.kill();
+    agent.destroy();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const at = process.argv.indexOf('--role');
+if (at >= 0) await role(process.argv[at + 1]!, process.argv.slice(at + 2));
+else await main();
