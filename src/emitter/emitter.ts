@@ -130,7 +130,8 @@ export class WebhookEmitter {
     if (!record) throw new DeliveryNotFoundError(id);
     if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
     if (record.state === 'delivering') return toDelivery(record);
-    if (record.state !== 'pending') {
+    const queued = record.state === 'pending';
+    if (!queued) {
       this.#finished.delete(id);
       record.round = record.attempts.length;
       record.state = 'pending';
@@ -138,7 +139,7 @@ export class WebhookEmitter {
     if (retry !== undefined) record.retry = retry;
     record.nextAttemptAt = this.#options.clock.now();
     await this.#options.store.save(record);
-    this.#enqueue(record);
+    this.#enqueue(record, queued);
     return toDelivery(record);
   }
 
@@ -173,7 +174,7 @@ export class WebhookEmitter {
       this.#records.set(record.id, record);
       // In flight when the process died: the receiver may or may not have it, so it goes again.
       if (record.state === 'delivering') Object.assign(record, { state: 'pending', nextAttemptAt: now });
-      if (record.state === 'pending') this.#queue.push(Object.assign(record, { nextAttemptAt: record.nextAttemptAt ?? now }));
+      if (record.state === 'pending') this.#queue.add(Object.assign(record, { nextAttemptAt: record.nextAttemptAt ?? now }));
       else finished.push(record);
     }
     finished.sort((a, b) => lastActivity(a) - lastActivity(b));
@@ -189,9 +190,10 @@ export class WebhookEmitter {
     throw new EmitterStateError('emitter_not_started', 'Call `await emitter.start()` before sending.');
   }
 
-  #enqueue(record: DeliveryRecord): void {
+  #enqueue(record: DeliveryRecord, queued = false): void {
     if (this.#status !== 'running') return; // stored: the next start() sends it
-    this.#queue.push(record);
+    if (queued) this.#queue.push(record);
+    else this.#queue.add(record);
     this.#pump();
   }
 
@@ -217,14 +219,16 @@ export class WebhookEmitter {
     record.state = 'delivering';
     record.nextAttemptAt = null;
     const { attempt, outcome } = await attemptDelivery(record, this.#attempt);
-    record.attempts.push(attempt);
+    // A new exact-size array, not push(): V8 grows a pushed-to array to 17 slots, ~130 B more on each of
+    // 100,000 waiting deliveries.
+    record.attempts = record.attempts.concat([attempt]);
     const delay = outcome === 'retry' && record.retry ? this.#options.retrySchedule[record.attempts.length - record.round - 1] : undefined;
     if (outcome === 'delivered') this.#finish(record, 'delivered');
     else if (delay === undefined) this.#finish(record, 'failed');
     else {
       record.state = 'pending';
       record.nextAttemptAt = this.#options.clock.now() + delay;
-      this.#queue.push(record);
+      this.#queue.add(record);
     }
     this.#persist(this.#options.store.save(record));
     this.#emit('attempt', record, attempt);

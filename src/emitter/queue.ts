@@ -1,8 +1,6 @@
 import type { DeliveryRecord, EmitterClock } from './types.js';
 
-// The heap slot of a queued record. A symbol keeps it out of JSON and structured clones of the record.
-const SLOT = Symbol('queueSlot');
-type Queued = DeliveryRecord & { [SLOT]?: number };
+type Queued = DeliveryRecord;
 
 // Node's timers overflow above 2^31-1 ms (about 24.8 days) and fire at once; longer waits re-arm.
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -10,7 +8,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * The pending deliveries, ordered by `nextAttemptAt` in a binary min-heap, with one timer armed for the
  * earliest: 100,000 scheduled retries cost one timer and one array slot each, not a sleeping promise each.
- * Ties go to the older delivery.
+ * Ties go to the older delivery. Records carry no heap index (it would cost ~35 B each); the rare move or
+ * removal of a queued record finds it by a linear scan instead.
  */
 export class DeliveryQueue {
   readonly #heap: Queued[] = [];
@@ -29,17 +28,20 @@ export class DeliveryQueue {
     return this.#heap.length;
   }
 
-  /** Adds a pending delivery, or moves it when it is already queued. */
+  /** Adds a pending delivery, or moves it when it is already queued (its `nextAttemptAt` changed). */
   push(record: DeliveryRecord): void {
-    const queued = record as Queued;
-    const slot = queued[SLOT];
-    if (slot !== undefined && this.#heap[slot] === queued) {
-      this.#up(slot);
-      this.#down(queued[SLOT]!);
+    const slot = this.#heap.indexOf(record);
+    if (slot >= 0) {
+      this.#down(this.#up(slot));
       return;
     }
-    queued[SLOT] = this.#heap.length;
-    this.#heap.push(queued);
+    this.#heap.push(record);
+    this.#up(this.#heap.length - 1);
+  }
+
+  /** Adds a delivery known not to be queued: no scan. */
+  add(record: DeliveryRecord): void {
+    this.#heap.push(record);
     this.#up(this.#heap.length - 1);
   }
 
@@ -53,8 +55,8 @@ export class DeliveryQueue {
 
   /** Removes a delivery if it is queued. */
   remove(record: DeliveryRecord): void {
-    const slot = (record as Queued)[SLOT];
-    if (slot !== undefined && this.#heap[slot] === record) this.#removeAt(slot);
+    const slot = this.#heap.indexOf(record);
+    if (slot >= 0) this.#removeAt(slot);
   }
 
   /** Arms the one timer for the earliest delivery, or clears it when there is nothing to wait for. */
@@ -81,14 +83,10 @@ export class DeliveryQueue {
 
   #removeAt(slot: number): void {
     const heap = this.#heap;
-    const removed = heap[slot]!;
     const last = heap.pop()!;
-    removed[SLOT] = undefined; // not `delete`: that would turn the record into a slow dictionary object
     if (slot < heap.length) {
       heap[slot] = last;
-      last[SLOT] = slot;
-      this.#up(slot);
-      this.#down(last[SLOT]!);
+      this.#down(this.#up(slot));
     }
   }
 
@@ -98,7 +96,8 @@ export class DeliveryQueue {
     return ta < tb || (ta === tb && a.createdAt < b.createdAt);
   }
 
-  #up(slot: number): void {
+  /** Moves the item at `slot` towards the root; returns where it ended. */
+  #up(slot: number): number {
     const heap = this.#heap;
     const item = heap[slot]!;
     while (slot > 0) {
@@ -106,11 +105,10 @@ export class DeliveryQueue {
       const parent = heap[parentSlot]!;
       if (!this.#less(item, parent)) break;
       heap[slot] = parent;
-      parent[SLOT] = slot;
       slot = parentSlot;
     }
     heap[slot] = item;
-    item[SLOT] = slot;
+    return slot;
   }
 
   #down(slot: number): void {
@@ -123,10 +121,8 @@ export class DeliveryQueue {
       if (right < heap.length && this.#less(heap[right]!, heap[child]!)) child = right;
       if (!this.#less(heap[child]!, item)) break;
       heap[slot] = heap[child]!;
-      heap[slot]![SLOT] = slot;
       slot = child;
     }
     heap[slot] = item;
-    item[SLOT] = slot;
   }
 }
