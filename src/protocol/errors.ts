@@ -67,7 +67,11 @@ function describe(value: unknown): string {
 /** Why a relay refused or ended a listener: these cannot heal by reconnecting, so `listen` stops. */
 export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused';
 
-/** The relay refused a listener or a channel request (issue 4): a bad token, an unknown or deleted channel. */
+/**
+ * The relay refused a listener or a channel request (issue 4): a bad token, an unknown or deleted channel.
+ * @example
+ * try { await connectListener(options); } catch (error) { if (error instanceof RelayError && error.code === 'invalid_token') … }
+ */
 export class RelayError extends CliphookError {
   declare readonly code: RelayErrorCode;
   /** The HTTP status of the refusal, when it came over HTTP. */

@@ -93,6 +93,9 @@ const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
 /**
  * A connected `listen`: forwards the relay's events to the local app and carries each reply back.
  * Reconnects by itself; stops for good only on `close()` or on what reconnecting cannot heal.
+ * @example
+ * listener.on('reply', ({ event, status, durationMs }) => console.log(event.deliveryId, status, durationMs));
+ * const refusal = await listener.closed; // null after close(), a RelayError when the relay refused it
  */
 export class Listener extends EventEmitter<ListenerEvents> {
   /** Resolves when the listener stops: `null` after `close()`, the `RelayError` when the relay refused it. */
