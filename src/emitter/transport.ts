@@ -78,7 +78,7 @@ export function createHttpTransport({ allowPrivateNetworks, maxSockets, lookup }
         });
         response.once('end', done);
         response.once('error', done);
-        response.once('aborted', done);
+        response.once('close', done); // cut short (timeout, reset): the status is in, the body is what came
       });
       request.end(body);
     });

@@ -161,6 +161,35 @@ describe('the retry schedule', () => {
   });
 });
 
+describe('p-retry inside one attempt', () => {
+  it('retries a connection reset before any response at once, inside the same attempt', async () => {
+    let n = 0;
+    const server = track(await startServer((req, res) => {
+      if (n++ === 0) return void req.socket.destroy(); // reset before any status
+      res.end('ok');
+    }));
+    const emitter = emitterFor({ clock: new FakeClock() });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    const done = await settled(emitter, sent.id);
+    expect(done.state).toBe('delivered');
+    expect(done.attempts).toHaveLength(1);
+    expect(server.received).toHaveLength(2);
+    // The quick retry re-sends the same signed bytes: it is the same attempt.
+    expect(server.received[1]!.body).toBe(server.received[0]!.body);
+  });
+
+  it('never retries inside an attempt once a status came back', async () => {
+    const server = track(await answering(502));
+    const emitter = emitterFor({ clock: new FakeClock() });
+    await emitter.start();
+    const attempted = nextAttempt(emitter);
+    await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    expect((await attempted)[1].status).toBe(502);
+    expect(server.received).toHaveLength(1);
+  });
+});
+
 describe('one timer for every scheduled delivery', () => {
   it('keeps a single timer for 200 deliveries waiting for their retries, and fires them in order', async () => {
     const clock = new FakeClock();
