@@ -38,6 +38,10 @@ type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 /**
  * Signs and POSTs webhooks from a durable outbox, retrying on the spec's schedule with one timer for all
  * scheduled deliveries. Create it with `createEmitter`.
+ * @example
+ * const emitter = createEmitter();
+ * emitter.on('failed', (delivery) => alert(`webhook ${delivery.id} to ${delivery.url} failed`));
+ * await emitter.start();
  */
 export class WebhookEmitter {
   readonly #options: ResolvedEmitterOptions;

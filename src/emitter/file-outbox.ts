@@ -12,6 +12,7 @@ export interface FileOutboxOptions {
   file?: string;
 }
 
+/** Where `FileOutbox` keeps deliveries unless told otherwise, relative to the working directory. */
 export const DEFAULT_OUTBOX_FILE = '.cliphook/outbox.json';
 
 const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];

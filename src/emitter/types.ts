@@ -78,7 +78,10 @@ export interface EmitterLogger {
   error(message: string, details?: Record<string, unknown>): void;
 }
 
-/** The real clock: `Date.now` and the global timers. */
+/**
+ * The real clock: `Date.now` and the global timers.
+ * @example createEmitter({ clock: systemClock }) // the default
+ */
 export const systemClock: EmitterClock = Object.freeze({
   now: () => Date.now(),
   setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms),

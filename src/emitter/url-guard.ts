@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
 import { classifyAddress } from './address.js';
 
-/** The longest callback URL accepted, in characters. */
+/** The longest callback URL accepted, in characters (spec section 8). */
 export const MAX_CALLBACK_URL_LENGTH = 2048;
 
 /** `dns.lookup`'s callback form, as `net.connect` calls it. */
