@@ -319,17 +319,20 @@ describe('redelivery and recovery', () => {
 });
 
 describe('send() and options', () => {
-  it('refuses a bad URL with a typed error and stores nothing', async () => {
+  it('refuses a bad URL with a typed error, stores nothing and loses nothing already stored', async () => {
     const store = new MemoryOutbox();
-    const emitter = emitterFor({ store, allowPrivateNetworks: false });
+    // No request leaves the machine: the one accepted delivery goes to this fetch.
+    const emitter = emitterFor({ store, allowPrivateNetworks: false, fetch: async () => new Response('ok') });
     await emitter.start();
     const base = { secret, event: 'video.completed' as const, payload: completedPayload() };
+    const kept = await emitter.send({ ...base, url: 'https://hooks.example.com/webhooks' });
     for (const url of ['http://example.com/hook', 'https://user:pw@example.com/', 'https://127.0.0.1/', 'https://[::1]/', `https://example.com/${'a'.repeat(2048)}`, 'not a url']) {
       const error = await emitter.send({ ...base, url }).catch((e: unknown) => e);
       expect(error, url).toBeInstanceOf(InvalidCallbackUrlError);
       expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
     }
-    expect(store.size).toBe(0);
+    expect(store.size).toBe(1);
+    expect((await settled(emitter, kept.id)).state).toBe('delivered');
   });
 
   it('checks the payload against spec 2.12 when it is sent', async () => {
