@@ -28,6 +28,9 @@ interface Row {
 // O(chunks + CHUNK), not O(retained rows): with 100k deliveries retained, serialising every row on each
 // group commit capped the store near 500 claims/s (bench/file-store.ts).
 const CHUNK = 1024;
+const FILE_HEAD = Buffer.from('{"version":1,"processed":[');
+const COMMA = Buffer.from(',');
+const FILE_TAIL = Buffer.from(']}');
 
 /**
  * The default delivery store: a lowdb JSON file that survives restarts. Claims live in memory (a claim
@@ -49,8 +52,8 @@ export class FileDeliveryStore implements DeliveryStore {
   #next = 0;
   /** The live row of each key. */
   readonly #byKey = new Map<string, Row>();
-  /** Joined lines of full chunks, by chunk number. */
-  readonly #chunks = new Map<number, string>();
+  /** Joined lines of full chunks as UTF-8, by chunk number. */
+  readonly #chunks = new Map<number, Buffer>();
   readonly #ready: Promise<void>;
 
   constructor({ file = DEFAULT_DELIVERIES_FILE, ...options }: FileDeliveryStoreOptions = {}) {
@@ -126,7 +129,7 @@ export class FileDeliveryStore implements DeliveryStore {
     this.#byKey.set(key, row);
   }
 
-  #serialise(): string {
+  #serialise(): Buffer[] {
     this.#ledger.prune();
     // The ledger forgets processed keys only from the front of its completion order (retention), so
     // the rows it dropped are a prefix of ours.
@@ -147,25 +150,28 @@ export class FileDeliveryStore implements DeliveryStore {
     }
     const first = this.#base + this.#head;
     const end = this.#base + this.#rows.length;
-    const parts: string[] = [];
+    const parts: Buffer[] = [FILE_HEAD];
     for (let chunk = Math.floor(first / CHUNK); chunk * CHUNK < end; chunk++) {
       const from = Math.max(chunk * CHUNK, first);
       const to = Math.min((chunk + 1) * CHUNK, end);
       // Only a chunk that is complete and untouched by pruning is cached; the ends are joined afresh.
       const whole = from === chunk * CHUNK && to === (chunk + 1) * CHUNK;
-      let text = whole ? this.#chunks.get(chunk) : undefined;
-      if (text === undefined) {
+      let bytes = whole ? this.#chunks.get(chunk) : undefined;
+      if (bytes === undefined) {
         const lines: string[] = [];
         for (let i = from; i < to; i++) {
           const row = this.#rows[i - this.#base]!;
           if (!row.dead) lines.push(row.line);
         }
-        text = lines.join(',');
-        if (whole) this.#chunks.set(chunk, text);
+        bytes = Buffer.from(lines.join(','), 'utf8');
+        if (whole) this.#chunks.set(chunk, bytes);
       }
-      if (text !== '') parts.push(text);
+      if (bytes.length === 0) continue;
+      if (parts.length > 1) parts.push(COMMA);
+      parts.push(bytes);
     }
     for (const chunk of this.#chunks.keys()) if ((chunk + 1) * CHUNK <= first) this.#chunks.delete(chunk);
-    return `{"version":1,"processed":[${parts.join(',')}]}`;
+    parts.push(FILE_TAIL);
+    return parts;
   }
 }

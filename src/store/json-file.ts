@@ -1,7 +1,6 @@
-import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { Low } from 'lowdb';
-import { DataFile } from 'lowdb/node';
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { Low, type Adapter } from 'lowdb';
 
 export interface JsonFileOptions<T> {
   /** Path of the JSON file; its folder is created on open. */
@@ -10,9 +9,10 @@ export interface JsonFileOptions<T> {
   snapshot: () => T;
   /**
    * Serialises the snapshot; defaults to `JSON.stringify`. Owners with many immutable records pass one
-   * that joins cached per-record strings.
+   * that joins cached per-record strings, or returns the document as UTF-8 pieces (cached Buffers), which
+   * are written as they are instead of being encoded again on every write.
    */
-  stringify?: (data: T) => string;
+  stringify?: (data: T) => string | readonly Uint8Array[];
 }
 
 /**
@@ -34,8 +34,7 @@ export class JsonFile<T> {
   constructor({ file, snapshot, stringify = (data) => JSON.stringify(data) }: JsonFileOptions<T>) {
     this.file = file;
     this.#snapshot = snapshot;
-    const adapter = new DataFile<T | null>(file, { parse: (text) => JSON.parse(text) as T, stringify: (data) => stringify(data as T) });
-    this.#db = new Low<T | null>(adapter, null);
+    this.#db = new Low<T | null>(new AtomicJsonFile<T>(file, stringify), null);
   }
 
   /** Creates the folder and reads the file; `null` when it does not exist yet. */
@@ -70,5 +69,69 @@ export class JsonFile<T> {
     this.#db.data = this.#snapshot();
     await this.#db.write();
     this.#writes++;
+  }
+}
+
+/**
+ * The lowdb adapter: like lowdb's own `DataFile` (JSON text, written to `.<name>.tmp` then renamed over
+ * the file, so a reader or a crash never sees half a document), but the document reaches the file
+ * system as bytes in one writev: fs.promises.writeFile of a 10 MB string encodes it and then writes it
+ * in 512 KiB pieces, each a round trip to the thread pool (66 ms against 28 ms for a Buffer, idle machine).
+ */
+class AtomicJsonFile<T> implements Adapter<T | null> {
+  readonly #file: string;
+  readonly #temp: string;
+  readonly #stringify: (data: T) => string | readonly Uint8Array[];
+
+  constructor(file: string, stringify: (data: T) => string | readonly Uint8Array[]) {
+    this.#file = file;
+    this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
+    this.#stringify = stringify;
+  }
+
+  async read(): Promise<T | null> {
+    let text: string;
+    try {
+      text = await readFile(this.#file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+    return JSON.parse(text) as T;
+  }
+
+  async write(data: T | null): Promise<void> {
+    const out = this.#stringify(data as T);
+    await writeAll(this.#temp, typeof out === 'string' ? [Buffer.from(out, 'utf8')] : out);
+    // Windows may refuse a rename while another process has the file open for a moment (as lowdb retries).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await rename(this.#temp, this.#file);
+        return;
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+}
+
+/** Creates or truncates `file` and writes every piece, in order, with as few system calls as the OS allows. */
+async function writeAll(file: string, pieces: readonly Uint8Array[]): Promise<void> {
+  const handle = await open(file, 'w');
+  try {
+    let rest = pieces.filter((piece) => piece.byteLength > 0);
+    while (rest.length > 0) {
+      const { bytesWritten } = await handle.writev(rest);
+      if (bytesWritten === 0) throw new Error(`Cannot write ${file}: no progress.`);
+      // A short write is legal: drop what was written and go on from there.
+      let skip = bytesWritten;
+      let i = 0;
+      while (i < rest.length && skip >= rest[i]!.byteLength) skip -= rest[i++]!.byteLength;
+      rest = rest.slice(i);
+      if (skip > 0) rest[0] = rest[0]!.subarray(skip);
+    }
+  } finally {
+    await handle.close();
   }
 }
