@@ -5,7 +5,8 @@ import { version } from '../version.js';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
 import { DeliveryNotFoundError, EmitterStateError } from './errors.js';
 import { resolveEmitterOptions, type EmitterOptions, type ResolvedEmitterOptions } from './options.js';
-import { parsePayload, serialisePayload } from './payload.js';
+import { serialisePayload } from './payload.js';
+import { lastActivity, toDelivery } from './view.js';
 import { DeliveryQueue } from './queue.js';
 import { createFetchTransport, createHttpTransport, type Transport } from './transport.js';
 import { Listeners, type EmitterEvents } from './listeners.js';
@@ -99,7 +100,9 @@ export class WebhookEmitter {
     try {
       await this.#options.store.save(record);
     } catch (error) {
+      // The caller is told it failed, so a later write must not persist it and send it after a restart.
       this.#records.delete(record.id);
+      await this.#options.store.delete([record.id]).catch(() => undefined);
       throw error;
     }
     this.#enqueue(record);
@@ -284,25 +287,6 @@ export class WebhookEmitter {
       this.#status = 'stopped';
     }
   }
-}
-
-function lastActivity(record: DeliveryRecord): number {
-  return record.attempts.at(-1)?.at ?? record.createdAt;
-}
-
-/** The public view of a record: a copy, without the secret. */
-export function toDelivery(record: DeliveryRecord): Delivery {
-  return {
-    id: record.id,
-    url: record.url,
-    event: record.event,
-    state: record.state,
-    payload: parsePayload(record.payload),
-    attempts: record.attempts.map((attempt) => ({ ...attempt })),
-    nextAttemptAt: record.nextAttemptAt,
-    createdAt: record.createdAt,
-    retry: record.retry,
-  };
 }
 
 /**

@@ -1,4 +1,5 @@
-import { createEmitter, toDelivery } from '../../emitter/emitter.js';
+import { createEmitter } from '../../emitter/emitter.js';
+import { toDelivery } from '../../emitter/view.js';
 import { FileOutbox } from '../../emitter/file-outbox.js';
 import type { Delivery, DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
