@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { VIDEO_ERROR_CODES } from 'cliphook';
 import { ERROR_SENTENCES } from '../../src/cli/event-template.js';
@@ -81,6 +81,30 @@ describe('cliphook trigger', () => {
     const result = await cli('trigger', 'video.completed', '--url', server.url, '--secret', secret, '--outbox', outbox);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/answered 500 \(add --retry to follow the retry schedule\)/);
+  });
+
+  it('follows the retry schedule with --retry, printing when the next attempt is due', async () => {
+    let fail = true;
+    const receiver = await startReceiver(secret, Date.now, () => (fail ? 503 : null));
+    cleanups.push(() => receiver.close());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const running = cli('trigger', 'video.completed', '--retry', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+      await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
+      fail = false;
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect(receiver.received).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      const result = await running;
+      expect(result.code).toBe(0);
+      const lines = result.stdout.trim().split('\n');
+      expect(lines[1]).toMatch(/^<-- \[503\] POST /);
+      expect(lines[2]).toMatch(/^ {4}next attempt in 30 s \(at \d\d:\d\d:\d\d UTC\)/);
+      expect(lines[3]).toMatch(/^<-- \[200\] POST /);
+      expect(receiver.received.map((r) => r.headers['x-service-delivery'])).toEqual(new Array(2).fill(receiver.received[0]!.headers['x-service-delivery']));
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('prints the delivery as JSON with --json', async () => {
