@@ -31,7 +31,7 @@ const HEADERS = {
   'x-service-signature': sign(BODY, 'whsec_bench'),
 };
 
-type Message = { url?: string; memory?: NodeJS.MemoryUsage; ready?: boolean };
+type Message = { url?: string; memory?: NodeJS.MemoryUsage; cpu?: NodeJS.CpuUsage; ready?: boolean };
 
 // ---- child roles ---------------------------------------------------------------------------------
 
@@ -44,20 +44,27 @@ async function role(name: string, args: string[]): Promise<void> {
       req.resume();
       req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': 17 }).end('{"received":true}'));
     });
+    answerStats(send);
     server.listen(0, '127.0.0.1', () => send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
   } else if (name === 'relay') {
     const relay = createRelayServer({ file: args[0] === 'memory' ? false : args[0]! });
     const { url } = await relay.listen(0, '127.0.0.1');
-    process.on('message', () => {
-      globalThis.gc?.();
-      send({ memory: process.memoryUsage() });
-    });
+    answerStats(send);
     send({ url });
   } else if (name === 'listener') {
     const [relayUrl, channel, token, forwardTo] = args as [string, string, string, string];
     await connectListener({ relayUrl, channel, token, forwardTo });
+    answerStats(send);
     send({ ready: true });
   }
+}
+
+/** Answers the parent's stats question with this process's memory (after a GC) and CPU time. */
+function answerStats(send: (message: Message) => void): void {
+  process.on('message', () => {
+    globalThis.gc?.();
+    send({ memory: process.memoryUsage(), cpu: process.cpuUsage() });
+  });
 }
 
 function spawn(name: string, ...args: string[]): Promise<{ child: ChildProcess; first: Message }> {
@@ -71,10 +78,20 @@ function spawn(name: string, ...args: string[]): Promise<{ child: ChildProcess; 
 }
 
 function ask(child: ChildProcess): Promise<NodeJS.MemoryUsage> {
+  return stats(child).then((message) => message.memory!);
+}
+
+function stats(child: ChildProcess): Promise<Message> {
   return new Promise((resolve) => {
-    child.once('message', (message: Message) => resolve(message.memory!));
-    child.send('memory');
+    child.once('message', (message: Message) => resolve(message));
+    child.send('stats');
   });
+}
+
+/** CPU microseconds (user + system) a process spent between two stats answers, per event. */
+function cpuPerEvent(before: Message, after: Message, events: number): number {
+  const used = (cpu: NodeJS.CpuUsage) => cpu.user + (process.env.BENCH_USER_ONLY ? 0 : cpu.system);
+  return (used(after.cpu!) - used(before.cpu!)) / events;
 }
 
 // ---- load ----------------------------------------------------------------------------------------
@@ -178,8 +195,14 @@ async function main(): Promise<void> {
     children.push(listener.child);
 
     const lat = await latency(appUrl, channel.url);
+    const appBefore = await stats(app.child);
     const directRate = await throughput(appUrl, THROUGHPUT_EVENTS);
+    const appCpu = cpuPerEvent(appBefore, await stats(app.child), THROUGHPUT_EVENTS);
+    const [relayBefore, listenerBefore] = await Promise.all([stats(relay.child), stats(listener.child)]);
     const relayRate = await throughput(channel.url, THROUGHPUT_EVENTS);
+    const [relayAfter, listenerAfter] = await Promise.all([stats(relay.child), stats(listener.child)]);
+    const relayCpu = cpuPerEvent(relayBefore, relayAfter, THROUGHPUT_EVENTS);
+    const listenerCpu = cpuPerEvent(listenerBefore, listenerAfter, THROUGHPUT_EVENTS);
     for (const child of children.splice(0)) child.kill();
     const memory = await idleListeners(join(dir, 'idle.json'));
 
@@ -195,6 +218,12 @@ async function main(): Promise<void> {
         `${relayRate.toFixed(0)}/s`,
         `direct to the app: ${directRate.toFixed(0)}/s (${((relayRate / directRate) * 100).toFixed(0)}%), ${THROUGHPUT_EVENTS} events, ${THROUGHPUT_CONCURRENCY} in flight, buffer persisted`,
         '>= 5,000/s',
+      ],
+      [
+        'CPU per event (user + system)',
+        `relay ${relayCpu.toFixed(0)} µs, listener ${listenerCpu.toFixed(0)} µs`,
+        `a bare Node HTTP app on this machine: ${appCpu.toFixed(0)} µs per request; at these costs one free core carries about ${(1e6 / relayCpu).toFixed(0)}/s through the relay and ${(1e6 / listenerCpu).toFixed(0)}/s through the listener`,
+        'explains the ratio',
       ],
       [
         `relay memory, ${IDLE_LISTENERS.toLocaleString('en')} idle listeners`,
