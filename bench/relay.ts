@@ -187,7 +187,8 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     const app = await spawn('app');
-    const relay = await spawn('relay', join(dir, 'relay.json'));
+    // BENCH_RELAY_FILE=memory runs the relay without its data file, to see what persistence costs.
+    const relay = await spawn('relay', process.env.BENCH_RELAY_FILE === 'memory' ? 'memory' : join(dir, 'relay.json'));
     children.push(app.child, relay.child);
     const appUrl = app.first.url!;
     const channel = await createChannel(relay.first.url!);
@@ -216,7 +217,7 @@ async function main(): Promise<void> {
       [
         'events/s, one relay + one listener',
         `${relayRate.toFixed(0)}/s`,
-        `direct to the app: ${directRate.toFixed(0)}/s (${((relayRate / directRate) * 100).toFixed(0)}%), ${THROUGHPUT_EVENTS} events, ${THROUGHPUT_CONCURRENCY} in flight, buffer persisted`,
+        `direct to the app: ${directRate.toFixed(0)}/s (${((relayRate / directRate) * 100).toFixed(0)}%), ${THROUGHPUT_EVENTS} events, ${THROUGHPUT_CONCURRENCY} in flight, ${process.env.BENCH_RELAY_FILE === 'memory' ? 'buffer in memory' : 'buffer persisted'}`,
         '>= 5,000/s',
       ],
       [
