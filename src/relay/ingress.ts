@@ -32,6 +32,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxBodyBytes) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
     const body = await readCapped(req, maxBodyBytes);
+    if (body === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
     if (body === null) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
     const headers = endToEnd(req.rawHeaders);
     const stored = store.append(channel, {
@@ -88,9 +89,9 @@ export function sendProblem(res: ServerResponse, code: ProblemCode, options: Pro
   res.end(text);
 }
 
-/** The request body, or `null` as soon as it passes `limit` bytes. */
-function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
+/** The request body, `null` as soon as it passes `limit` bytes, or `'aborted'` when the sender left. */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
@@ -104,6 +105,6 @@ function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | null>
       chunks.push(chunk);
     });
     req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('error', reject);
+    req.once('error', () => resolve('aborted'));
   });
 }

@@ -114,6 +114,7 @@ describe('cliphook listen', () => {
     const argv = ['node', 'cliphook', 'listen', '--forward-to', 'http://127.0.0.1:9/x', '--relay', relayUrl];
     expect(await main([...argv, '--channel', channel.channel, '--token', 'clt_wrong'])).toBe(1);
     expect(await main([...argv, '--channel', 'unknownchannel', '--token', channel.token])).toBe(1);
+    expect(await main(['node', 'cliphook', 'listen', '--forward-to', 'localhost:3000', '--relay', relayUrl])).toBe(2);
   });
 
   it('resends a buffered event with --replay', async () => {

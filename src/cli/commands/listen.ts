@@ -46,6 +46,9 @@ interface ListenState {
  */
 export async function listen(options: ListenCommandOptions, io: ListenIo = processIo()): Promise<void> {
   const relayUrl = options.relay.replace(/\/+$/, '');
+  for (const [flag, value] of [['--relay', relayUrl], ['--forward-to', options.forwardTo]] as const) {
+    if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new ExitError(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}.`, 2);
+  }
   const saved = await resolveChannel(options, relayUrl);
   const events = options.events?.flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
   const p = io.palette;
@@ -63,6 +66,7 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
       ...(events?.length ? { events } : {}),
     });
   } catch (error) {
+    if (error instanceof TypeError) throw new ExitError(error.message, 2);
     throw asExit(error, options);
   }
   if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo: options.forwardTo }, '');
