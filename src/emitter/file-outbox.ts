@@ -27,8 +27,9 @@ export class FileOutbox implements Outbox {
   readonly file: string;
   readonly #json: JsonFile<unknown>;
   readonly #records = new Map<string, DeliveryRecord>();
-  // Finished deliveries rarely change again, so their serialised form is kept and reused by every write;
-  // pending ones are serialised at write time (and cost no memory twice while they wait).
+  // Each record's serialised form is kept and reused by every write until its next save(), so a write
+  // re-serialises only what changed. Deliveries waiting for a retry are the exception: they can be
+  // 100,000 at a time for hours, so they are serialised at each write instead of costing memory twice.
   readonly #lines = new Map<string, string>();
   #loaded: Promise<void> | null = null;
 
@@ -96,7 +97,7 @@ export class FileOutbox implements Outbox {
       let line = this.#lines.get(record.id);
       if (line === undefined) {
         line = serialiseRecord(record);
-        if (record.state === 'delivered' || record.state === 'failed') this.#lines.set(record.id, line);
+        if (!(record.state === 'pending' && record.attempts.length > 0)) this.#lines.set(record.id, line);
       }
       rows.push(line);
     }
