@@ -58,20 +58,23 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
   const timer = clock.setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
   const url = new URL(record.url);
   try {
-    const reply = await pRetry(
-      async () => {
-        try {
-          return await transport({ url, headers, body, signal: controller.signal });
-        } catch (error) {
-          if (controller.signal.aborted) throw new AbortError(controller.signal.reason as Error);
-          if (!(error instanceof Error) || !QUICK_RETRY_CODES.has((error as NodeJS.ErrnoException).code ?? '')) {
-            throw new AbortError(error instanceof Error ? error : new Error(String(error)));
+    const once = () => transport({ url, headers, body, signal: controller.signal });
+    // Most attempts succeed or fail for good on the first try, so p-retry (and its per-call cost) only
+    // steps in once a quick-retryable error happened: at once, then after 20 ms.
+    const reply = await once().catch((error: unknown) => {
+      if (!isQuickRetryable(error, controller.signal)) throw error;
+      return pRetry(
+        async () => {
+          try {
+            return await once();
+          } catch (retryError) {
+            if (!isQuickRetryable(retryError, controller.signal)) throw new AbortError(toError(controller.signal.aborted ? controller.signal.reason : retryError));
+            throw retryError;
           }
-          throw error;
-        }
-      },
-      { retries: QUICK_RETRIES, minTimeout: 20, factor: 4, randomize: false, signal: controller.signal },
-    );
+        },
+        { retries: QUICK_RETRIES - 1, minTimeout: 20, factor: 1, randomize: false, signal: controller.signal },
+      );
+    });
     const latencyMs = clock.now() - at;
     const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: reply.body.toString('utf8') };
     return { attempt, outcome: classifyReply(reply.status) };
@@ -84,6 +87,15 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
   } finally {
     clock.clearTimeout(timer);
   }
+}
+
+/** A connection error before any response, while the attempt still has time. */
+function isQuickRetryable(error: unknown, signal: AbortSignal): boolean {
+  return !signal.aborted && error instanceof Error && QUICK_RETRY_CODES.has((error as NodeJS.ErrnoException).code ?? '');
+}
+
+function toError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
 }
 
 function describe(error: unknown): string {

@@ -179,6 +179,19 @@ describe('p-retry inside one attempt', () => {
     expect(server.received[1]!.body).toBe(server.received[0]!.body);
   });
 
+  it('gives up within the attempt after three tries, and leaves the rest to the schedule', async () => {
+    const server = track(await startServer((req) => void req.socket.destroy()));
+    const emitter = emitterFor({ clock: new FakeClock() });
+    await emitter.start();
+    const attempted = nextAttempt(emitter);
+    await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    const [delivery, attempt] = await attempted;
+    expect(attempt.status).toBeNull();
+    expect(attempt.error).toMatch(/ECONNRESET|socket hang up/);
+    expect(server.received).toHaveLength(3);
+    expect(delivery.state).toBe('pending');
+  });
+
   it('never retries inside an attempt once a status came back', async () => {
     const server = track(await answering(502));
     const emitter = emitterFor({ clock: new FakeClock() });
