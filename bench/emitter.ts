@@ -96,9 +96,10 @@ async function bareHttp(url: string, total: number): Promise<number> {
 }
 
 /** The emitter from a file outbox: every delivery persisted before its first attempt, outcome persisted after. */
-async function emitterFromFile(url: string, total: number): Promise<{ perSecond: number; writes: number; bytes: number }> {
+async function emitterFromFile(url: string, total: number, inMemory = false): Promise<{ perSecond: number; writes: number; bytes: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-'));
-  const store = new FileOutbox({ file: join(dir, 'outbox.json') });
+  const file = join(dir, 'outbox.json');
+  const store = inMemory ? new MemoryOutbox() : new FileOutbox({ file });
   const emitter = createEmitter({ store, concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: total });
   await emitter.start();
   let delivered = 0;
@@ -111,9 +112,9 @@ async function emitterFromFile(url: string, total: number): Promise<{ perSecond:
   await all;
   const perSecond = total / ((performance.now() - started) / 1000);
   await emitter.stop();
-  const bytes = statSync(store.file).size;
+  const bytes = store instanceof FileOutbox ? statSync(file).size : 0;
   rmSync(dir, { recursive: true, force: true });
-  return { perSecond, writes: store.writes, bytes };
+  return { perSecond, writes: store instanceof FileOutbox ? store.writes : 0, bytes };
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -126,6 +127,7 @@ async function throughput(): Promise<string[]> {
   const bare: number[] = [];
   const bareNode: number[] = [];
   const ours: number[] = [];
+  const memory: number[] = [];
   let last = { writes: 0, bytes: 0 };
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate the order, so neither side always runs on a warmer (or more fragmented) heap.
@@ -134,6 +136,7 @@ async function throughput(): Promise<string[]> {
     const result = await emitterFromFile(receiver.url, DELIVERIES);
     ours.push(result.perSecond);
     last = result;
+    memory.push((await emitterFromFile(receiver.url, DELIVERIES, true)).perSecond);
     if (round % 2 === 1) bare.push(await bareFetch(receiver.url, DELIVERIES));
   }
   await receiver.stop();
@@ -142,6 +145,7 @@ async function throughput(): Promise<string[]> {
     `| bare fetch loop, concurrency ${CONCURRENCY} | ${fmt(median(bare))} deliveries/s | baseline |`,
     `| bare node:http keep-alive loop, concurrency ${CONCURRENCY} | ${fmt(median(bareNode))} deliveries/s | second baseline: the emitter is at ${fmt(median(ours) / median(bareNode), 2)}x of it |`,
     `| emitter, file outbox, concurrency ${CONCURRENCY} | ${fmt(median(ours))} deliveries/s | ${fmt(ratio, 2)}x (target >= 0.7x) ${ratio >= 0.7 ? 'met' : 'NOT met'}; ${last.writes} file writes for ${fmt(DELIVERIES)} deliveries, file ${fmt(last.bytes / 1024)} KiB |`,
+    `| emitter, memory outbox (no disk), concurrency ${CONCURRENCY} | ${fmt(median(memory))} deliveries/s | for reference: what the file outbox costs |`,
   ];
 }
 
