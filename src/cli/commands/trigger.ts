@@ -1,6 +1,9 @@
 import { createEmitter } from '../../emitter/emitter.js';
 import { FileOutbox } from '../../emitter/file-outbox.js';
 import { CliphookError } from '../../protocol/errors.js';
+import type { WebhookEventName } from '../../protocol/events.js';
+import { classifyReply } from '../../protocol/schedule.js';
+import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
 import { follower } from '../follow.js';
@@ -35,9 +38,9 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
     await emitter.start();
     let sent;
     try {
-      sent = await emitter.send({ url: options.url, secret: options.secret, event: event as never, payload, retry: Boolean(options.retry) });
+      sent = await emitter.send({ url: options.url, secret: options.secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
     } catch (error) {
-      // A refused URL or a payload that --set broke: the user's input, so a usage error.
+      // A refused URL or a payload that --set broke: the user's input, hence a usage error.
       if (error instanceof CliphookError || error instanceof TypeError) throw new ExitError(error.message, 2);
       throw error;
     }
@@ -53,9 +56,10 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
   }
 }
 
-function retryable(delivery: { attempts: { status: number | null }[] }): boolean {
-  const status = delivery.attempts.at(-1)?.status;
-  return status === null || status === undefined || status < 200 || status >= 500 || (status >= 300 && status < 400);
+/** True when the schedule would have tried again: worth a hint about --retry. */
+function retryable(delivery: Delivery): boolean {
+  const last = delivery.attempts.at(-1);
+  return last !== undefined && classifyReply(last.status ?? new Error(last.error ?? '')) === 'retry';
 }
 
 /** Parses `--timeout`. */
