@@ -14,7 +14,7 @@ export interface ReceiverOptions {
   secret: string | readonly string[];
   /**
    * Where processed deliveries are remembered.
-   * @default new FileDeliveryStore({ file: '.cliphook/deliveries.json' })
+   * @default FileDeliveryStore.shared() — the process-wide store on '.cliphook/deliveries.json' 
    */
   store?: DeliveryStore;
   /**
@@ -82,7 +82,7 @@ export class Receiver {
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
     this.#leaseMs = leaseMs;
     this.#clock = clock;
-    this.store = store ?? new FileDeliveryStore({ clock });
+    this.store = store ?? FileDeliveryStore.shared({ clock });
   }
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */

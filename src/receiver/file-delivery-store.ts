@@ -1,3 +1,5 @@
+import { rename } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { DeliveryLedger, type ClaimOutcome, type DeliveryStore, type DeliveryStoreOptions } from './delivery-store.js';
 import { JsonFile } from '../store/json-file.js';
 
@@ -13,6 +15,9 @@ interface DeliveriesFile {
 }
 
 export const DEFAULT_DELIVERIES_FILE = '.cliphook/deliveries.json';
+
+/** Stores open in this process, by absolute path: two on one file would overwrite each other's marks. */
+const openStores = new Map<string, FileDeliveryStore>();
 
 /** One processed record as written to the file; `dead` once the key was completed again later. */
 interface Row {
@@ -60,6 +65,13 @@ export class FileDeliveryStore implements DeliveryStore {
     if (typeof file !== 'string' || file.length === 0) {
       throw new TypeError(`Expected \`file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
     }
+    const path = resolve(file);
+    if (openStores.has(path)) {
+      throw new TypeError(
+        `${file} is already open by another FileDeliveryStore in this process; share that instance ` +
+          '(FileDeliveryStore.shared) or close it first: two stores on one file overwrite each other.',
+      );
+    }
     this.file = file;
     this.#ledger = new DeliveryLedger(options);
     this.#json = new JsonFile<DeliveriesFile>({
@@ -67,9 +79,19 @@ export class FileDeliveryStore implements DeliveryStore {
       snapshot: () => ({ version: 1, processed: [] }),
       stringify: () => this.#serialise(),
     });
+    openStores.set(path, this);
     this.#ready = this.#load();
     // Surface a bad file on first use, not as an unhandled rejection now.
     this.#ready.catch(() => undefined);
+  }
+
+  /**
+   * The store this process has open on `file`, or a new one. Receivers created without a `store` share
+   * the default file this way, so two receivers in one app do not overwrite each other's marks.
+   * @example createReceiver({ secret, store: FileDeliveryStore.shared({ file: 'data/deliveries.json' }) })
+   */
+  static shared(options: FileDeliveryStoreOptions = {}): FileDeliveryStore {
+    return openStores.get(resolve(options.file ?? DEFAULT_DELIVERIES_FILE)) ?? new FileDeliveryStore(options);
   }
 
   /** Writes that reached the disk so far (for benchmarks and tests of group commit). */
@@ -95,13 +117,30 @@ export class FileDeliveryStore implements DeliveryStore {
     this.#ledger.release(keys, owner);
   }
 
+  /** Writes what is pending and lets another store open the file. */
   async close(): Promise<void> {
-    await this.#ready;
-    await this.#json.commit();
+    try {
+      await this.#ready;
+      await this.#json.commit();
+    } finally {
+      const path = resolve(this.file);
+      if (openStores.get(path) === this) openStores.delete(path);
+    }
   }
 
   async #load(): Promise<void> {
-    const data = await this.#json.read();
+    let data: DeliveriesFile | null;
+    try {
+      data = await this.#json.read();
+    } catch (error) {
+      if (!((error as Error).cause instanceof SyntaxError)) throw error;
+      // A torn or empty file (a crash between write and rename on some file systems) must not turn every
+      // webhook into a 500: keep it aside for inspection and start afresh; at worst a retry runs twice.
+      const aside = `${this.file}.corrupt-${Date.now()}`;
+      await rename(this.file, aside);
+      process.emitWarning(`${this.file} was not valid JSON; moved to ${aside} and started empty.`, { code: 'CLIPHOOK_STORE_RECOVERED' });
+      return;
+    }
     if (data === null) return;
     if (data.version !== 1 || !Array.isArray(data.processed)) {
       throw new Error(`${this.file} is not a cliphook deliveries file (expected version 1).`);

@@ -1,6 +1,7 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FileDeliveryStore } from '../../src/index.js';
+import { FileDeliveryStore, MemoryDeliveryStore, createReceiver } from '../../src/index.js';
 import { tempDir } from '../helpers/webhooks.js';
 
 let cleanup: () => Promise<void> = async () => {};
@@ -20,8 +21,11 @@ describe('FileDeliveryStore', () => {
       await first.claim([`d:${i}`, `e:${i}`], 1000, 'me');
       await first.complete([`d:${i}`, `e:${i}`]);
     }
-    // No close(): each completion must already be on disk, as after a crash.
-    const second = new FileDeliveryStore({ file });
+    // No close(): each completion must already be on disk, as after a crash. The copy is what a crashed
+    // process leaves behind; the new store opens it as the restarted process would.
+    const crashed = `${file}.after-crash`;
+    await copyFile(file, crashed);
+    const second = new FileDeliveryStore({ file: crashed });
     expect(await second.claim(['d:7', 'e:other'], 1000, 'me')).toBe('processed');
     expect(await second.claim(['d:new', 'e:49'], 1000, 'me')).toBe('processed');
     expect(await second.claim(['d:50', 'e:50'], 1000, 'me')).toBe('claimed');
@@ -57,6 +61,7 @@ describe('FileDeliveryStore', () => {
     const keys = (JSON.parse(await readFile(file, 'utf8')) as { processed: [string, number][] }).processed.map(([k]) => k);
     expect(keys).toEqual(['late', 'trigger']);
     now += 1_000_000;
+    await store.close();
     const reopened = new FileDeliveryStore({ file, retentionMs: 60_000, clock: () => now });
     expect(await reopened.claim(['late'], 1000, 'me')).toBe('claimed');
   });
@@ -83,5 +88,45 @@ describe('FileDeliveryStore', () => {
   it('validates its options', () => {
     expect(() => new FileDeliveryStore({ file: '' })).toThrow(/`file`/);
     expect(() => new FileDeliveryStore({ retentionMs: -5 })).toThrow(/`retentionMs`/);
+  });
+
+  it('refuses a second store on a file this process has open, and shares one through shared()', async () => {
+    const file = await fileIn();
+    const first = FileDeliveryStore.shared({ file });
+    expect(FileDeliveryStore.shared({ file })).toBe(first);
+    expect(() => new FileDeliveryStore({ file })).toThrow(/already open/);
+    await first.close();
+    const next = new FileDeliveryStore({ file });
+    expect(next).not.toBe(first);
+    await next.close();
+  });
+
+  it('receivers created without a store share the default file store', () => {
+    const a = createReceiver({ secret: 'whsec_a' });
+    const b = createReceiver({ secret: 'whsec_b' });
+    expect(a.store).toBe(b.store);
+    expect(a.store).toBeInstanceOf(FileDeliveryStore);
+    expect(createReceiver({ secret: 'whsec_c', store: new MemoryDeliveryStore() }).store).not.toBe(a.store);
+  });
+
+  it.each([['empty', ''], ['torn', '{"version":1,"processed":[["d:1",17']])('moves an %s file aside with a warning and starts afresh', async (_name, text) => {
+    const file = await fileIn();
+    await (await import('node:fs/promises')).mkdir(dirname(file), { recursive: true });
+    await writeFile(file, text);
+    const warnings: Error[] = [];
+    const listen = (w: Error) => warnings.push(w);
+    process.on('warning', listen);
+    try {
+      const store = new FileDeliveryStore({ file });
+      expect(await store.claim(['d:1'], 1000, 'me')).toBe('claimed');
+      await store.complete(['d:1']);
+      await store.close();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.some((w) => /moved to/.test(w.message))).toBe(true);
+      expect((await readdir(dirname(file))).some((name) => name.includes('.corrupt-'))).toBe(true);
+      expect(JSON.parse(await readFile(file, 'utf8')).processed.map(([k]: [string]) => k)).toEqual(['d:1']);
+    } finally {
+      process.off('warning', listen);
+    }
   });
 });
