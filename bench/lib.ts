@@ -4,9 +4,13 @@ import { fileURLToPath } from 'node:url';
 
 const TEMPLATES = fileURLToPath(new URL('../templates/events/', import.meta.url));
 
-/** A template event from `templates/events/<name>.json`, parsed. */
-export function template(name: 'video.completed' | 'video.failed'): Record<string, unknown> {
-  return JSON.parse(readFileSync(`${TEMPLATES}${name}.json`, 'utf8')) as Record<string, unknown>;
+const templates = new Map<string, Readonly<Record<string, unknown>>>();
+
+/** A template event from `templates/events/<name>.json`, parsed (read once). */
+export function template(name: 'video.completed' | 'video.failed'): Readonly<Record<string, unknown>> {
+  let event = templates.get(name);
+  if (!event) templates.set(name, (event = Object.freeze(JSON.parse(readFileSync(`${TEMPLATES}${name}.json`, 'utf8')) as Record<string, unknown>)));
+  return event;
 }
 
 /**

@@ -1,0 +1,282 @@
+// The receiver over HTTP: requests/s of Express 5 + receiver.express() (verify, file store, dispatch)
+// against a bare Express route that only reads the raw body, and against @octokit/webhooks'
+// createNodeMiddleware with the same body and the same sha256 scheme. Each server runs in its own child
+// process on 127.0.0.1:0; autocannon loads it from this process with a fresh signature and a unique
+// delivery id on every request.
+//   node --import tsx bench/middleware.ts [--rounds 4] [--bursts 3] [--seconds 2] [--connections 64]
+//     [--only receiver|bare|octokit] [--profile <dir>]  (--profile: --cpu-prof in the server processes)
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { eventBody, flags, intOption, median, num, ratio, table, target } from './lib.js';
+
+const SECRET = 'whsec_bench_middleware';
+const PATH = '/webhooks';
+const LIMIT = '256kb';
+const KINDS = ['receiver', 'bare', 'octokit', 'memory'] as const;
+type Kind = (typeof KINDS)[number];
+const LABELS: Record<Kind, string> = {
+  receiver: 'Express 5 + receiver.express() (verify, FileDeliveryStore, handler)',
+  bare: 'Express 5 route: raw-body, then 200',
+  octokit: '@octokit/webhooks createNodeMiddleware in Express 5',
+  memory: 'Express 5 + receiver.express() with MemoryDeliveryStore (no disk)',
+};
+/** The exact reply each server gives a first delivery; anything else (a duplicate, an error) is a mismatch. */
+const EXPECTED_BODY: Record<Kind, string> = { receiver: '{"received":true}', bare: '{"received":true}', octokit: 'ok\n', memory: '{"received":true}' };
+
+// ---------------------------------------------------------------------------------------------------
+// Server side: `--serve <kind>` prints {"port"}, answers each `stats` line on stdin with its counters
+// (handler runs, store writes, CPU time used), and exits when stdin closes.
+
+async function serve(kind: Kind): Promise<void> {
+  const { default: express } = await import('express');
+  const app = express();
+  let handled = 0;
+  let writes = () => 0;
+  let close = async () => {};
+
+  if (kind === 'receiver' || kind === 'memory') {
+    const { createReceiver, FileDeliveryStore, MemoryDeliveryStore } = await import('../src/index.js');
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-mw-'));
+    const store = kind === 'memory' ? new MemoryDeliveryStore() : new FileDeliveryStore({ file: join(dir, 'deliveries.json') });
+    const receiver = createReceiver({ secret: SECRET, store, tolerance: 300, limit: LIMIT });
+    receiver.on('video.completed', async () => {
+      handled++;
+    });
+    app.post(PATH, receiver.express());
+    if (store instanceof FileDeliveryStore) writes = () => store.writes;
+    close = async () => {
+      await receiver.close();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  } else if (kind === 'bare') {
+    const { default: getRawBody } = await import('raw-body');
+    app.post(PATH, async (req, res, next) => {
+      try {
+        await getRawBody(req, { limit: LIMIT });
+        handled++;
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': 17 });
+        res.end('{"received":true}');
+      } catch (error) {
+        next(error);
+      }
+    });
+  } else {
+    const { Webhooks, createNodeMiddleware } = await import('@octokit/webhooks');
+    const webhooks = new Webhooks({ secret: SECRET });
+    webhooks.on('ping', async () => {
+      handled++;
+    });
+    app.use(createNodeMiddleware(webhooks, { path: PATH }));
+  }
+
+  const server = app.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
+  });
+  const stats = (): Stats => {
+    const cpu = process.cpuUsage();
+    return { handled, writes: writes(), cpuUs: cpu.user + cpu.system };
+  };
+  const commands = createInterface({ input: process.stdin });
+  commands.on('line', (line) => {
+    if (line === 'stats') process.stdout.write(`${JSON.stringify(stats())}\n`);
+  });
+  commands.on('close', async () => {
+    server.close();
+    server.closeAllConnections();
+    await close();
+    process.exit(0);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load side.
+
+interface Stats {
+  handled: number;
+  writes: number;
+  /** CPU time (user + system) the server process used so far, in microseconds. */
+  cpuUs: number;
+}
+
+interface AutocannonResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  mismatches: number;
+  non2xx: number;
+  '2xx': number;
+  requests: { total: number };
+}
+interface AutocannonRequest {
+  method: string;
+  path: string;
+  setupRequest: (req: { headers: Record<string, string>; body?: string }) => object;
+}
+type Autocannon = (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  requests: AutocannonRequest[];
+  verifyBody: (body: string) => boolean;
+}) => Promise<AutocannonResult>;
+// autocannon ships no types; its programmatic API returns a promise when given no callback.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+let sequence = 0;
+
+/** One request as its sender would make it: a fresh body, a fresh signature, a delivery id never used before. */
+function signedRequest(kind: Kind, sign: (body: string, secret: string) => string) {
+  return (req: { headers: Record<string, string>; body?: string }) => {
+    const n = ++sequence;
+    const body = eventBody(n, 450);
+    const signature = sign(body, SECRET);
+    const delivery = `bench-${process.pid}-${n}`;
+    req.body = body;
+    req.headers =
+      kind === 'octokit'
+        ? { 'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': delivery, 'x-hub-signature-256': signature }
+        : { 'content-type': 'application/json', 'x-service-event': 'video.completed', 'x-service-delivery': delivery, 'x-service-signature': signature };
+    return req;
+  };
+}
+
+interface Server {
+  port: number;
+  child: ChildProcess;
+  lines: AsyncIterator<string>;
+}
+
+async function start(kind: Kind, profileDir?: string): Promise<Server> {
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', kind], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const first = await lines.next();
+  if (first.done) throw new Error(`The ${kind} server exited before listening.`);
+  return { port: (JSON.parse(first.value) as { port: number }).port, child, lines };
+}
+
+async function stats(server: Server): Promise<Stats> {
+  server.child.stdin!.write('stats\n');
+  const line = await server.lines.next();
+  if (line.done) throw new Error('The server exited.');
+  return JSON.parse(line.value) as Stats;
+}
+
+async function stop(server: Server): Promise<void> {
+  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+  server.child.stdin!.end();
+  await exited; // lets a --cpu-prof child write its profile
+}
+
+async function load(kind: Kind, port: number, seconds: number, connections: number): Promise<AutocannonResult> {
+  const { sign } = await import('../src/protocol/signature.js');
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections,
+    duration: seconds,
+    requests: [{ method: 'POST', path: PATH, setupRequest: signedRequest(kind, sign) }],
+    verifyBody: (body) => body === EXPECTED_BODY[kind],
+  });
+  const bad = result.errors + result.timeouts + result.mismatches + result.non2xx;
+  if (bad > 0) {
+    throw new Error(
+      `${kind}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx, ${result.mismatches} unexpected bodies (duplicates?)`,
+    );
+  }
+  return result;
+}
+
+async function main(): Promise<void> {
+  const rounds = intOption('rounds', 'BENCH_ROUNDS', 4);
+  const bursts = intOption('bursts', 'BENCH_BURSTS', 3);
+  const seconds = intOption('seconds', 'BENCH_SECONDS', 2);
+  const connections = intOption('connections', 'BENCH_CONNECTIONS', 64);
+  const only = flags().named.get('only');
+  const kinds = only ? KINDS.filter((kind) => kind === only) : KINDS;
+  const profileDir = flags().named.get('profile');
+
+  // Other work on the machine comes and goes, so the servers take turns in short bursts and each ratio
+  // is taken between bursts that ran next to each other.
+  const rps: Record<Kind, number[]> = { receiver: [], bare: [], octokit: [], memory: [] };
+  const cpu: Record<Kind, number[]> = { receiver: [], bare: [], octokit: [], memory: [] };
+  const perWrite: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    // Fresh servers (and a fresh, empty deliveries file) each round; bench/file-store.ts covers a full one.
+    const servers = new Map<Kind, Server>();
+    try {
+      for (const kind of kinds) {
+        const server = await start(kind, profileDir);
+        servers.set(kind, server);
+        await load(kind, server.port, 1, connections); // warm-up: JIT, sockets, the store's first write
+      }
+      for (let burst = 0; burst < bursts; burst++) {
+        for (let k = 0; k < kinds.length; k++) {
+          const kind = kinds[(k + burst + round) % kinds.length]!;
+          const server = servers.get(kind)!;
+          const before = await stats(server);
+          const result = await load(kind, server.port, seconds, connections);
+          const after = await stats(server);
+          const ok = result['2xx'];
+          // A 200 must mean the handler ran for that request. Up to `connections` requests are cut off in
+          // flight when a burst ends (handled, never answered), and may finish in the next burst.
+          if (Math.abs(after.handled - before.handled - ok) > connections) {
+            throw new Error(`${kind}: ${ok} replies of 200 but the handler ran ${after.handled - before.handled} times.`);
+          }
+          rps[kind].push(ok / result.duration);
+          cpu[kind].push((after.cpuUs - before.cpuUs) / ok);
+          if (kind === 'receiver') perWrite.push(ok / (after.writes - before.writes));
+        }
+      }
+    } finally {
+      for (const server of servers.values()) await stop(server).catch(() => server.child.kill());
+    }
+  }
+
+  const summary = (kind: Kind) => num(median(rps[kind]));
+  const paired = (kind: Kind) => median(rps.receiver.map((value, i) => value / rps[kind][i]!));
+  console.log(
+    `${rounds} rounds × ${bursts} interleaved bursts of ${seconds} s per server, ${connections} connections, autocannon in ` +
+      `another process. Medians; each ratio is taken between adjacent bursts.\n`,
+  );
+  console.log(
+    table(
+      ['server', 'requests/s', 'receiver ÷ this', 'server CPU µs/request'],
+      kinds.map((kind) => [
+        LABELS[kind],
+        summary(kind),
+        kind === 'receiver' || !rps.receiver.length ? '–' : ratio(paired(kind), 1),
+        num(median(cpu[kind])),
+      ]),
+    ),
+  );
+  console.log('');
+  console.log(
+    'Each request carried a new delivery id, event id and signature; each reply was checked to be a 200 first ' +
+      'delivery, and the handler count to match the 200s (no duplicates, no errors).' +
+      (perWrite.length ? ` The file store wrote once per ${num(median(perWrite))} requests (group commit).` : ''),
+  );
+  if (rps.receiver.length && rps.bare.length && rps.octokit.length) {
+    const vsBare = paired('bare');
+    const vsOctokit = paired('octokit');
+    console.log('');
+    console.log(target(`receiver ≥ 0.85× bare Express (${vsBare.toFixed(2)}×)`, vsBare >= 0.85));
+    console.log(target(`receiver ≥ 1.0× octokit (${vsOctokit.toFixed(2)}×)`, vsOctokit >= 1));
+  }
+}
+
+const serveKind = flags().named.get('serve');
+if (serveKind !== undefined) {
+  if (!(KINDS as readonly string[]).includes(serveKind)) throw new TypeError(`Unknown --serve ${serveKind}.`);
+  await serve(serveKind as Kind);
+} else {
+  await main();
+}
