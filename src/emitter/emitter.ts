@@ -281,7 +281,8 @@ export class WebhookEmitter {
     await Promise.all(this.#inFlight);
     await Promise.all(this.#writes);
     try {
-      if (wasStarted) await this.#options.store.close();
+      // Closed even if never started: a FileOutbox holds its file from construction.
+      await this.#options.store.close();
     } finally {
       this.#transport.close?.();
       this.#status = 'stopped';

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { JsonFile } from '../store/json-file.js';
 import { isWebhookEventName } from '../protocol/events.js';
 import type { Outbox } from './outbox.js';
@@ -17,10 +18,15 @@ export const DEFAULT_OUTBOX_FILE = '.cliphook/outbox.json';
 
 const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];
 
+// Files held by an open FileOutbox in this process: two outboxes on one file would overwrite each
+// other's writes and lose deliveries, so the second is refused when it is created.
+const openFiles = new Set<string>();
+
 /**
  * The embedded default outbox: a lowdb JSON file (atomic rename writes) with group commit, so a burst
  * of sends costs a couple of writes, not one each. A delivery is in the file before its first attempt.
- * One process per file.
+ * One outbox per file: a second one on a file that is open in this process is a TypeError until the
+ * first is closed (`emitter.stop()` closes it); several processes on one file are not detected.
  * @example createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) })
  */
 export class FileOutbox implements Outbox {
@@ -32,11 +38,17 @@ export class FileOutbox implements Outbox {
   // 100,000 at a time for hours, so they are serialised at each write instead of costing memory twice.
   readonly #lines = new Map<string, string>();
   #loaded: Promise<void> | null = null;
+  readonly #key: string;
 
   constructor({ file = DEFAULT_OUTBOX_FILE }: FileOutboxOptions = {}) {
     if (typeof file !== 'string' || file.length === 0) {
       throw new TypeError(`Expected \`file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
     }
+    this.#key = resolve(file);
+    if (openFiles.has(this.#key)) {
+      throw new TypeError(`Expected \`file\` to be free, but ${file} is already open by another FileOutbox in this process; close() it first.`);
+    }
+    openFiles.add(this.#key);
     this.file = file;
     this.#json = new JsonFile<unknown>({ file, snapshot: () => ({}), stringify: () => this.#serialise() });
   }
@@ -67,10 +79,15 @@ export class FileOutbox implements Outbox {
     await this.#json.commit();
   }
 
+  /** Writes what is not yet on disk and frees the file for another outbox. */
   async close(): Promise<void> {
-    if (this.#loaded === null) return;
-    await this.#loaded;
-    await this.#json.commit();
+    try {
+      // A file that failed to load was reported by load(), and must not be overwritten now.
+      const loaded = this.#loaded && (await this.#loaded.then(() => true, () => false));
+      if (loaded) await this.#json.commit();
+    } finally {
+      openFiles.delete(this.#key);
+    }
   }
 
   #ensureLoaded(): Promise<void> {

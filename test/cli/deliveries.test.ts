@@ -82,3 +82,20 @@ describe('cliphook deliveries', () => {
     expect(again.stderr).toMatch(/answered 404/);
   });
 });
+
+describe('an outbox that cannot be read', () => {
+  it('ends trigger, list and redeliver with exit 1 and the reason, and leaves the file alone', async () => {
+    const { writeFile, readFile } = await import('node:fs/promises');
+    await writeFile(outbox, '{"not":"an outbox"}');
+    for (const args of [
+      ['trigger', 'video.completed', '--url', 'http://127.0.0.1:9/', '--secret', secret],
+      ['deliveries', 'list'],
+      ['deliveries', 'redeliver', 'dlv_x'],
+    ]) {
+      const result = await cli(...args, '--outbox', outbox);
+      expect(result.code, args.join(' ')).toBe(1);
+      expect(result.stderr).toMatch(/^cliphook: cannot (use|read) the outbox: .*not a cliphook outbox file/);
+    }
+    expect(await readFile(outbox, 'utf8')).toBe('{"not":"an outbox"}');
+  });
+});

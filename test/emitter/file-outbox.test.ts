@@ -77,9 +77,25 @@ describe('FileOutbox', () => {
 
   it('refuses a file that is not an outbox, naming it', async () => {
     const file = await tempFile();
-    await new FileOutbox({ file }).load(); // creates the folder
+    const first = new FileOutbox({ file });
+    await first.load(); // creates the folder
+    await first.close();
     await writeFile(file, '{"something":"else"}');
-    await expect(new FileOutbox({ file }).load()).rejects.toThrow(/not a cliphook outbox file/);
+    const second = new FileOutbox({ file });
+    await expect(second.load()).rejects.toThrow(/not a cliphook outbox file/);
+    await second.close().catch(() => undefined);
     expect(() => new FileOutbox({ file: '' })).toThrow(/`file`/);
+  });
+
+  it('refuses a second outbox on a file that is open, until the first is closed', async () => {
+    const file = await tempFile();
+    const first = new FileOutbox({ file });
+    expect(() => new FileOutbox({ file })).toThrow(TypeError);
+    expect(() => new FileOutbox({ file: `${file}/../outbox.json` })).toThrow(/already open/);
+    const emitter = createEmitter({ store: first });
+    await emitter.start();
+    await emitter.stop();
+    const second = new FileOutbox({ file });
+    await second.close();
   });
 });

@@ -1,10 +1,7 @@
-import { createEmitter } from '../../emitter/emitter.js';
-import { toDelivery } from '../../emitter/view.js';
-import { FileOutbox } from '../../emitter/file-outbox.js';
-import type { Delivery, DeliveryState } from '../../emitter/types.js';
+import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { follower } from '../follow.js';
-import { quietLogger } from '../logger.js';
+import { readOutbox, startOutboxEmitter } from '../outbox-emitter.js';
 import { asJson, failureReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
 
@@ -14,12 +11,6 @@ export interface DeliveriesOptions {
 }
 
 const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];
-
-/** Reads the outbox file without starting an emitter, so looking never sends anything. */
-async function readOutbox(file: string): Promise<Delivery[]> {
-  const records = await new FileOutbox({ file }).load();
-  return records.map(toDelivery);
-}
 
 /** `cliphook deliveries list`: newest first. */
 export async function list(options: DeliveriesOptions & { state?: string; limit: string }): Promise<void> {
@@ -66,10 +57,9 @@ export async function show(id: string, options: DeliveriesOptions): Promise<void
 export async function redeliver(id: string, options: DeliveriesOptions & { retry?: boolean; timeout: string }): Promise<void> {
   const timeoutMs = parseTimeout(options.timeout);
   const p = palette();
-  const emitter = createEmitter({ store: new FileOutbox({ file: options.outbox }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  const emitter = await startOutboxEmitter(options.outbox, timeoutMs);
   const follow = follower(emitter, p, { quiet: Boolean(options.json) });
   try {
-    await emitter.start();
     if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
     if (!options.json) print(sentLine(again, p));

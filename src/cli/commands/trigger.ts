@@ -1,5 +1,3 @@
-import { createEmitter } from '../../emitter/emitter.js';
-import { FileOutbox } from '../../emitter/file-outbox.js';
 import { CliphookError } from '../../protocol/errors.js';
 import type { WebhookEventName } from '../../protocol/events.js';
 import { classifyReply } from '../../protocol/schedule.js';
@@ -8,7 +6,7 @@ import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
 import { follower } from '../follow.js';
 import { asJson, failureReason, palette, print, sentLine } from '../output.js';
-import { quietLogger } from '../logger.js';
+import { startOutboxEmitter } from '../outbox-emitter.js';
 
 export interface TriggerOptions {
   url: string;
@@ -32,10 +30,9 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
   const timeoutMs = parseTimeout(options.timeout);
   const payload = await buildEvent(event, { errorCode: options.errorCode, set: options.set ?? [] });
   const p = palette();
-  const emitter = createEmitter({ store: new FileOutbox({ file: options.outbox }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  const emitter = await startOutboxEmitter(options.outbox, timeoutMs);
   const follow = follower(emitter, p, { quiet: Boolean(options.json) });
   try {
-    await emitter.start();
     let sent;
     try {
       sent = await emitter.send({ url: options.url, secret: options.secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
