@@ -33,10 +33,10 @@ export class FileOutbox implements Outbox {
   readonly file: string;
   readonly #json: JsonFile<unknown>;
   readonly #records = new Map<string, DeliveryRecord>();
-  // Each record's serialised form is kept and reused by every write until its next save(), so a write
-  // re-serialises only what changed. Deliveries waiting for a retry are the exception: they can be
+  // Each record's serialised form is kept, as UTF-8 bytes, and reused by every write until its next
+  // save(), so a write re-serialises and re-encodes only what changed. Deliveries waiting for a retry are the exception: they can be
   // 100,000 at a time for hours, so they are serialised at each write instead of costing memory twice.
-  readonly #lines = new Map<string, string>();
+  readonly #lines = new Map<string, Buffer>();
   #loaded: Promise<void> | null = null;
   readonly #key: string;
 
@@ -108,18 +108,32 @@ export class FileOutbox implements Outbox {
     }
   }
 
-  #serialise(): string {
-    const rows: string[] = [];
+  /** The document as pieces the file is written from in one writev: no join, no re-encoding. */
+  #serialise(): Uint8Array[] {
+    const pieces: Uint8Array[] = [OPEN];
     for (const record of this.#records.values()) {
       let line = this.#lines.get(record.id);
       if (line === undefined) {
-        line = serialiseRecord(record);
+        line = utf8(serialiseRecord(record));
         if (!(record.state === 'pending' && record.attempts.length > 0)) this.#lines.set(record.id, line);
       }
-      rows.push(line);
+      if (pieces.length > 1) pieces.push(SEPARATOR);
+      pieces.push(line);
     }
-    return `{"version":1,"deliveries":[\n${rows.join(',\n')}\n]}\n`;
+    pieces.push(CLOSE);
+    return pieces;
   }
+}
+
+const OPEN = Buffer.from('{"version":1,"deliveries":[\n');
+const SEPARATOR = Buffer.from(',\n');
+const CLOSE = Buffer.from('\n]}\n');
+
+/** Bytes of their own: a pooled Buffer would keep an 8 KiB slab alive for as long as any line cut from it. */
+function utf8(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text, 'utf8');
+  return bytes;
 }
 
 function serialiseRecord(r: DeliveryRecord): string {
