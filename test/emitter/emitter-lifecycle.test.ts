@@ -1,0 +1,162 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createEmitter, MemoryOutbox, InvalidCallbackUrlError, DeliveryNotFoundError, EmitterStateError, type WebhookEmitter,
+  type EmitterOptions,
+} from 'cliphook';
+import { answering, completedPayload, FakeClock, nextAttempt, settled, type TestServer } from './helpers.js';
+
+const secret = 'whsec_test_emitter';
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function emitterFor(options: EmitterOptions = {}): WebhookEmitter {
+  const emitter = createEmitter({ store: new MemoryOutbox(), allowPrivateNetworks: true, ...options });
+  cleanups.push(() => emitter.stop());
+  return emitter;
+}
+function track<T extends TestServer>(server: T): T {
+  cleanups.push(() => server.close());
+  return server;
+}
+
+describe('redelivery and recovery', () => {
+  it('redelivers with the same id and a fresh delivered_at, on a fresh schedule', async () => {
+    const clock = new FakeClock();
+    const server = track(await answering(400));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    await settled(emitter, sent.id);
+    clock.advance(60_000);
+    const again = nextAttempt(emitter);
+    await emitter.redeliver(sent.id);
+    const [delivery] = await again;
+    expect(delivery.attempts).toHaveLength(2);
+    expect(server.received.map((r) => r.headers['x-service-delivery'])).toEqual([sent.id, sent.id]);
+    const [a, b] = server.received.map((r) => JSON.parse(r.body).delivered_at as string);
+    expect(Date.parse(b!) - Date.parse(a!)).toBe(60_000);
+    await expect(emitter.redeliver('dlv_nope')).rejects.toBeInstanceOf(DeliveryNotFoundError);
+  });
+
+  it('resumes, on start, an attempt that was in flight when the process died', async () => {
+    const store = new MemoryOutbox();
+    const server = track(await answering(200));
+    const crashed = {
+      id: 'dlv_inflight', url: server.url, secret, event: 'video.completed' as const, state: 'delivering' as const, retry: true,
+      createdAt: Date.now(), nextAttemptAt: null, round: 0, attempts: [],
+      payload: JSON.stringify({ event: 'video.completed', ...completedPayload() }),
+    };
+    await store.save(crashed);
+    const emitter = emitterFor({ store });
+    const delivered = new Promise((resolve) => emitter.on('delivered', resolve));
+    await emitter.start();
+    await delivered;
+    expect(server.received[0]!.headers['x-service-delivery']).toBe('dlv_inflight');
+    expect(emitter.get('dlv_inflight')!.state).toBe('delivered');
+  });
+
+  it('lets attempts in flight finish on stop, and keeps scheduled ones for the next start', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryOutbox();
+    const failing = track(await answering(503));
+    const first = emitterFor({ clock, store });
+    await first.start();
+    const attempted = nextAttempt(first);
+    const sent = await first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() });
+    await attempted;
+    await first.stop();
+    expect(clock.timerCount).toBe(0);
+    await expect(first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() })).rejects.toBeInstanceOf(EmitterStateError);
+
+    const second = emitterFor({ clock, store });
+    await second.start();
+    expect(second.get(sent.id)).toMatchObject({ state: 'pending', nextAttemptAt: clock.now() + 30_000 });
+    const next = nextAttempt(second);
+    clock.advance(30_000);
+    expect((await next)[0].attempts).toHaveLength(2);
+  });
+
+  it('forgets the oldest finished deliveries past retainFinished', async () => {
+    const server = track(await answering(200));
+    const store = new MemoryOutbox();
+    const emitter = emitterFor({ store, retainFinished: 2 });
+    await emitter.start();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) });
+      await settled(emitter, sent.id);
+      ids.push(sent.id);
+    }
+    await expect.poll(() => store.size).toBe(2);
+    expect(emitter.list().map((d) => d.id)).toEqual([ids[3], ids[2]]);
+    expect(emitter.get(ids[0]!)).toBeUndefined();
+  });
+});
+
+describe('send() and options', () => {
+  it('refuses a bad URL with a typed error, stores nothing and loses nothing already stored', async () => {
+    const store = new MemoryOutbox();
+    // No request leaves the machine: the one accepted delivery goes to this fetch.
+    const emitter = emitterFor({ store, allowPrivateNetworks: false, fetch: async () => new Response('ok') });
+    await emitter.start();
+    const base = { secret, event: 'video.completed' as const, payload: completedPayload() };
+    const kept = await emitter.send({ ...base, url: 'https://hooks.example.com/webhooks' });
+    for (const url of ['http://example.com/hook', 'https://user:pw@example.com/', 'https://127.0.0.1/', 'https://[::1]/', `https://example.com/${'a'.repeat(2048)}`, 'not a url']) {
+      const error = await emitter.send({ ...base, url }).catch((e: unknown) => e);
+      expect(error, url).toBeInstanceOf(InvalidCallbackUrlError);
+      expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
+    }
+    expect(store.size).toBe(1);
+    expect((await settled(emitter, kept.id)).state).toBe('delivered');
+  });
+
+  it('checks the payload against spec 2.12 when it is sent', async () => {
+    const emitter = emitterFor();
+    await emitter.start();
+    const url = 'http://127.0.0.1:9/';
+    await expect(emitter.send({ url, secret, event: 'video.completed', payload: { ...completedPayload(), credits_used: 'many' } }))
+      .rejects.toMatchObject({ code: 'invalid_payload', field: 'credits_used' });
+    await expect(emitter.send({ url, secret: '', event: 'video.completed', payload: completedPayload() })).rejects.toThrow(/`secret`/);
+    await expect(emitter.send({ url, secret, event: 'video.failed', payload: { event: 'video.completed' } })).rejects.toThrow(/payload.event/);
+  });
+
+  it('needs start() before send()', async () => {
+    const emitter = emitterFor();
+    expect(() => emitter.list()).not.toThrow();
+    await expect(emitter.send({ url: 'http://127.0.0.1:9/', secret, event: 'video.completed', payload: completedPayload() }))
+      .rejects.toMatchObject({ code: 'emitter_not_started' });
+  });
+
+  it.each([
+    [{ timeoutMs: 0 }, /`timeoutMs`/],
+    [{ concurrency: 1.5 }, /`concurrency`/],
+    [{ allowPrivateNetworks: 'yes' }, /`allowPrivateNetworks`/],
+    [{ retrySchedule: [-1] }, /`retrySchedule`/],
+    [{ retainFinished: -1 }, /`retainFinished`/],
+    [{ clock: { now: () => 0 } }, /`clock`/],
+    [{ logger: {} }, /`logger`/],
+    [{ store: {} }, /`store`/],
+    [{ fetch: 'no' }, /`fetch`/],
+  ])('throws a TypeError naming the option for %o', (options, message) => {
+    expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(TypeError);
+    expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(message);
+  });
+
+  it('sends through an injected fetch, with redirect: manual', async () => {
+    const calls: RequestInit[] = [];
+    const emitter = emitterFor({
+      fetch: async (_url, init) => {
+        calls.push(init);
+        return new Response('x'.repeat(5000), { status: 201 });
+      },
+    });
+    await emitter.start();
+    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+    const done = await settled(emitter, sent.id);
+    expect(done.state).toBe('delivered');
+    expect(done.attempts[0]!.response).toHaveLength(1024);
+    expect(calls[0]!.redirect).toBe('manual');
+  });
+});
