@@ -90,6 +90,9 @@ export interface ListenerEvents {
 /** Defaults for the local hop. */
 const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
 
+/** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
+const HOLD = Symbol('hold');
+
 /**
  * A connected `listen`: forwards the relay's events to the local app and carries each reply back.
  * Reconnects by itself; stops for good only on `close()` or on what reconnecting cannot heal.
@@ -109,6 +112,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
   readonly #replays: Array<(reply: ListenerReply | null) => void> = [];
   #socket: WebSocket | null = null;
   #backlog: Promise<void> = Promise.resolve();
+  #held: EventFrame[] | null = null;
   #stopped = false;
   #finish!: (error: RelayError | null) => void;
 
@@ -163,7 +167,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
           retries: Number.POSITIVE_INFINITY,
           ...this.#reconnect,
           signal: this.#abort.signal,
-          unref: true,
+          // Not unref'd: between attempts this timer is all that keeps `listen` alive.
           shouldRetry: ({ error }) => !(error instanceof RelayError) && !this.#stopped,
           onFailedAttempt: ({ error, attemptNumber }) => {
             if (!(error instanceof RelayError) && !this.#stopped) this.emit('reconnecting', { attempt: attemptNumber, error });
@@ -188,6 +192,16 @@ export class Listener extends EventEmitter<ListenerEvents> {
       this.#replays.push(resolve);
       this.#send({ type: 'replay', ref: String(ref) });
     });
+  }
+
+  /** Queues incoming events until the returned function is called. */
+  [HOLD](): () => void {
+    this.#held ??= [];
+    return () => {
+      const held = this.#held ?? [];
+      this.#held = null;
+      for (const frame of held) this.#dispatch(frame);
+    };
   }
 
   /** Disconnects and stops reconnecting. */
@@ -245,6 +259,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
     }
     if (frame.type === 'hello') return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
     if (frame.type === 'replay_missing') return void this.#replays.shift()?.(null);
+    if (this.#held) this.#held.push(frame);
+    else this.#dispatch(frame);
+  }
+
+  #dispatch(frame: EventFrame): void {
     // Caught-up events go to the local app one at a time, in sequence order; live ones go at once.
     if (frame.backlog) this.#backlog = this.#backlog.then(() => this.#handle(frame));
     else void this.#handle(frame);
@@ -298,9 +317,13 @@ export class Listener extends EventEmitter<ListenerEvents> {
 export async function connectListener(options: ListenerOptions): Promise<Listener> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected `options` to be an object.');
   const listener = new Listener(options);
+  // Events caught up right after the hello would otherwise be emitted before the caller, resuming after
+  // this promise, has attached its handlers; they are released on the next turn of the event loop.
+  const release = listener[HOLD]();
   const connected = new Promise<void>((resolve) => listener.once('connected', () => resolve()));
   void listener.run();
   const outcome = await Promise.race([connected.then(() => null), listener.closed]);
   if (outcome) throw outcome;
+  setImmediate(release);
   return listener;
 }

@@ -107,10 +107,28 @@ export class Hub {
     for (const connection of this.#byChannel.get(channelId) ?? []) connection.socket.close(code, reason);
   }
 
-  /** Closes every listener (relay shutting down); their waiting senders get `gone`. */
-  closeAll(code: number, reason: string): void {
-    for (const set of this.#byChannel.values()) for (const connection of set) connection.socket.close(code, reason);
+  /**
+   * Closes every listener (relay shutting down) and resolves once their sockets are gone; a peer that
+   * does not finish the closing handshake within `graceMs` is cut. Waiting senders get `gone`.
+   */
+  closeAll(code: number, reason: string, graceMs: number): Promise<void> {
+    const sockets = [...this.#byChannel.values()].flatMap((set) => [...set].map((connection) => connection.socket));
     for (const pending of [...this.#pending.values()]) pending.resolve({ kind: 'gone' });
+    if (sockets.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let open = sockets.length;
+      const timer = this.#options.scheduler.setTimeout(() => {
+        for (const socket of sockets) socket.terminate();
+      }, graceMs);
+      for (const socket of sockets) {
+        socket.once('close', () => {
+          if (--open > 0) return;
+          this.#options.scheduler.clearTimeout(timer);
+          resolve();
+        });
+        socket.close(code, reason);
+      }
+    });
   }
 
   #onMessage(connection: Connection, data: RawData, isBinary: boolean): void {

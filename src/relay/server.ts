@@ -63,6 +63,8 @@ const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
 // Base64 grows bodies by 4/3; the rest of an event frame is headers and a few numbers.
 const FRAME_OVERHEAD = 256 * 1024;
+// How long listeners get to answer the closing handshake when the relay stops.
+const CLOSE_GRACE_MS = 2_000;
 
 /**
  * The relay: channels, the `/in/<channel>` ingress and the WebSocket endpoint `listen` connects to.
@@ -82,6 +84,7 @@ export class RelayServer {
   #opened: Promise<void> | null = null;
   #server: Server | null = null;
   #ownsServer = false;
+  #closing = false;
   #url: string | null = null;
 
   constructor({
@@ -172,18 +175,17 @@ export class RelayServer {
     server.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
   }
 
-  /** Closes the listeners (1001), saves the buffer and stops the server it started. */
+  /** Stops taking listeners, closes the connected ones (1001), saves the buffer and stops the server it started. */
   async close(): Promise<void> {
-    this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down');
+    // Refuse new upgrades first: a listener told 1001 reconnects at once and must not land on this relay.
+    this.#closing = true;
+    const server = this.#server && this.#ownsServer ? this.#server : null;
+    const stopped = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+    await this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down', CLOSE_GRACE_MS);
     this.#heartbeat.stop();
     await this.store.commit();
-    const server = this.#server;
-    if (server && this.#ownsServer) {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    }
+    server?.closeAllConnections();
+    await stopped;
   }
 
   /** Creates a channel and saves it before answering. */
@@ -228,6 +230,7 @@ export class RelayServer {
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
+    if (this.#closing) return void socket.destroy();
     const url = new URL(req.url ?? '/', 'http://relay.invalid');
     const match = LISTEN_PATH.exec(url.pathname);
     const channelId = match?.[1];

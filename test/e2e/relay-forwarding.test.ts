@@ -137,8 +137,12 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
       expect((await res.json()).code).toBe('no_listener');
     }
     const listener = await listenTo(relayUrl, channel, `${app.url}/webhooks`);
+    // Handlers attached after connectListener resolves still see every caught-up event.
+    const seen: number[] = [];
+    listener.on('event', (event) => seen.push(event.seq));
     await new Promise<void>((resolve) => listener.on('reply', () => app.handled.length === 5 && resolve()));
     expect(app.handled.map(({ event }) => event.id)).toEqual([1, 2, 3, 4, 5]);
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('sends every event to every listener of a channel; the sender gets the first reply', async () => {

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChannel, createRelayServer } from 'cliphook';
 import { listen, type ListenIo } from '../../src/cli/commands/listen.js';
@@ -116,6 +118,31 @@ describe('cliphook listen', () => {
     expect(await main([...argv, '--channel', 'unknownchannel', '--token', channel.token])).toBe(1);
     expect(await main(['node', 'cliphook', 'listen', '--forward-to', 'localhost:3000', '--relay', relayUrl])).toBe(2);
   });
+
+  it('stays alive and says so while the relay is unreachable (a real process)', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+    const tsx = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href; // the cwd is a temp folder
+    const dead = 'http://127.0.0.1:9'; // discard port: nothing listens, connections are refused at once
+    const child = spawn(process.execPath, ['--import', tsx, bin, 'listen', '--relay', dead, '--forward-to', 'http://127.0.0.1:9/x', '--channel', 'c', '--token', 't'], {
+      cwd: dir,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    cleanups.push(async () => child.kill());
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if ((out.match(/connecting to/g) ?? []).length >= 2) resolve(); // so it lived through one backoff wait
+      });
+      child.once('exit', (code) => reject(new Error(`listen exited with ${code} while retrying:\n${out}${err}`)));
+    });
+    expect(child.exitCode).toBeNull();
+    expect(out).toMatch(/connecting to http:\/\/127\.0\.0\.1:9 \(attempt 1 failed: connect ECONNREFUSED/);
+  }, 30_000);
 
   it('resends a buffered event with --replay', async () => {
     const relayUrl = await startRelay();

@@ -172,6 +172,27 @@ describe('relay server', () => {
     expect(app.echoes).toHaveLength(1);
   });
 
+  it('closes with listeners connected: they are told 1001 and cannot reconnect to the stopping relay', async () => {
+    const relay = createRelayServer({ file: false });
+    const { url } = await relay.listen(0, '127.0.0.1');
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: app.url, reconnect: { minTimeout: 1, maxTimeout: 2 } });
+    cleanups.push(() => listener.close());
+    const reports: string[] = [];
+    const twice = new Promise<void>((resolve) =>
+      listener.on('reconnecting', ({ error }) => {
+        reports.push(error.message);
+        if (reports.length === 2) resolve();
+      }),
+    );
+    await relay.close();
+    await twice;
+    expect(reports[0]).toBe('connection closed (1001)');
+    expect(relay.listeners).toBe(0);
+  });
+
   it('closes listeners of a deleted channel so `listen` stops with channel_not_found', async () => {
     const { url } = await startRelay();
     const app = await startLocalApp();

@@ -1,6 +1,6 @@
 import { RelayError } from '../../protocol/errors.js';
 import { createChannel } from '../../relay/api.js';
-import { connectListener, type Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
+import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
 import { JsonFile } from '../../store/json-file.js';
 import { ExitError } from '../errors.js';
 import { palette, type Palette } from '../output.js';
@@ -57,7 +57,7 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
 
   let listener: Listener;
   try {
-    listener = await connectListener({
+    listener = new Listener({
       relayUrl,
       channel: saved.channel,
       token: saved.token,
@@ -67,31 +67,38 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
     });
   } catch (error) {
     if (error instanceof TypeError) throw new ExitError(error.message, 2);
-    throw asExit(error, options);
+    throw error;
   }
-  if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo: options.forwardTo }, '');
-  else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${options.forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
 
+  const replay = (target: Listener, ref: string) =>
+    void target.replay(ref).then((reply) => {
+      if (reply === null) emit({ type: 'replay_missing', ref }, p.yellow(`the relay has no buffered event ${ref}`));
+    });
+
+  // Handlers go on before the first connection, so a relay that is down at start shows its retries too.
+  let ready = false;
   let reconnecting = false;
   listener.on('event', (event) => emit({ type: 'event', ...eventRecord(event) }, eventLine(event, p)));
   listener.on('reply', (reply) => emit({ type: 'reply', ...replyRecord(reply) }, replyLine(reply, p)));
   listener.on('reconnecting', ({ attempt, error }) => {
     reconnecting = true;
     const what = attempt === 0 ? 'connection lost' : `attempt ${attempt} failed`;
-    emit({ type: 'reconnecting', attempt, error: error.message }, p.yellow(`reconnecting to ${relayUrl} (${what}: ${error.message})`));
+    emit({ type: 'reconnecting', attempt, error: error.message }, p.yellow(`${ready ? 'reconnecting' : 'connecting'} to ${relayUrl} (${what}: ${error.message})`));
   });
   listener.on('connected', () => {
+    if (!ready) {
+      ready = true;
+      reconnecting = false;
+      if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo: options.forwardTo }, '');
+      else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${options.forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
+      if (options.replay !== undefined) replay(listener, options.replay);
+      return;
+    }
     if (!reconnecting) return;
     reconnecting = false;
     emit({ type: 'connected' }, p.green('reconnected'));
   });
-
-  if (options.replay !== undefined) {
-    const ref = options.replay;
-    void listener.replay(ref).then((reply) => {
-      if (reply === null) emit({ type: 'replay_missing', ref }, p.yellow(`the relay has no buffered event ${ref}`));
-    });
-  }
+  void listener.run();
 
   const stopped = new Promise<'signal'>((resolve) => {
     if (io.signal.aborted) resolve('signal');
