@@ -4,10 +4,13 @@ import { classifyReply, type ReplyClass } from '../protocol/schedule.js';
 import { sign } from '../protocol/signature.js';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
 import type { Transport } from './transport.js';
+import { checkCallbackUrl } from './url-guard.js';
 import type { DeliveryAttempt, DeliveryRecord, EmitterClock } from './types.js';
 
 export interface AttemptOptions {
   transport: Transport;
+  /** Checked again on every attempt: a record stored under a laxer policy must not slip through. */
+  allowPrivateNetworks: boolean;
   clock: EmitterClock;
   timeoutMs: number;
   userAgent: string;
@@ -56,8 +59,8 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
   };
   const controller = new AbortController();
   const timer = clock.setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
-  const url = new URL(record.url);
   try {
+    const url = checkCallbackUrl(record.url, options);
     const once = () => transport({ url, headers, body, signal: controller.signal });
     // Most attempts succeed or fail for good on the first try, so p-retry (and its per-call cost) only
     // steps in once a quick-retryable error happened: at once, then after 20 ms.

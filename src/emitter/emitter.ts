@@ -67,7 +67,13 @@ export class WebhookEmitter {
     this.#transport = resolved.fetch
       ? createFetchTransport(resolved.fetch)
       : createHttpTransport({ allowPrivateNetworks: resolved.allowPrivateNetworks, maxSockets: resolved.concurrency, lookup: resolved.lookup });
-    this.#attempt = { transport: this.#transport, clock: resolved.clock, timeoutMs: resolved.timeoutMs, userAgent: `cliphook/${version}` };
+    this.#attempt = {
+      transport: this.#transport,
+      allowPrivateNetworks: resolved.allowPrivateNetworks,
+      clock: resolved.clock,
+      timeoutMs: resolved.timeoutMs,
+      userAgent: `cliphook/${version}`,
+    };
   }
 
   /**

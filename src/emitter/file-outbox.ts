@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { JsonFile } from '../store/json-file.js';
 import { isWebhookEventName } from '../protocol/events.js';
 import type { Outbox } from './outbox.js';
@@ -96,6 +97,8 @@ export class FileOutbox implements Outbox {
   }
 
   async #read(): Promise<void> {
+    // The file holds signing secrets: a folder this call creates is private to its owner (0700).
+    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
     const data = (await this.#json.read()) as { version?: unknown; deliveries?: unknown } | null;
     if (data === null) return;
     if (data.version !== 1 || !Array.isArray(data.deliveries)) {

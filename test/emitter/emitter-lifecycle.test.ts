@@ -57,6 +57,22 @@ describe('redelivery and recovery', () => {
     expect(emitter.get('dlv_inflight')!.state).toBe('delivered');
   });
 
+  it('checks a stored URL again on every attempt, so a laxer emitter\'s record cannot slip through', async () => {
+    const store = new MemoryOutbox();
+    const server = track(await answering(200));
+    await store.save({
+      id: 'dlv_lax', url: server.url, secret, event: 'video.completed', state: 'pending', retry: true,
+      createdAt: Date.now(), nextAttemptAt: Date.now(), round: 0, attempts: [],
+      payload: JSON.stringify({ event: 'video.completed', ...completedPayload() }),
+    });
+    const emitter = emitterFor({ store, allowPrivateNetworks: false });
+    const failed = new Promise((resolve) => emitter.on('failed', resolve));
+    await emitter.start();
+    await failed;
+    expect(emitter.get('dlv_lax')!.attempts[0]!.error).toMatch(/^invalid_callback_url: .*https/);
+    expect(server.received).toHaveLength(0);
+  });
+
   it('lets attempts in flight finish on stop, and keeps scheduled ones for the next start', async () => {
     const clock = new FakeClock();
     const store = new MemoryOutbox();

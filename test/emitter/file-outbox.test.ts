@@ -1,6 +1,6 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmitter, FileOutbox } from 'cliphook';
 import { answering, completedPayload, settled, startServer, type TestServer } from './helpers.js';
@@ -35,6 +35,14 @@ describe('FileOutbox', () => {
     const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
     await settled(emitter, sent.id);
     expect(onDisk).toMatchObject({ version: 1, deliveries: [{ id: sent.id, secret, url: server.url, payload: { event: 'video.completed', id: 48213 } }] });
+  });
+
+  it('creates its folder private to its owner, since the file holds signing secrets', async () => {
+    const file = await tempFile();
+    const store = new FileOutbox({ file });
+    await store.load();
+    await store.close();
+    expect((await stat(dirname(file))).mode & 0o777).toBe(0o700);
   });
 
   it('keeps state across restarts, and a second emitter resumes a scheduled retry', async () => {
