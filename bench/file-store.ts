@@ -92,7 +92,7 @@ const writes = median(rounds.map((r) => r.writes));
 const perWrite = median(rounds.map((r) => r.done / r.writes));
 const bytes = median(rounds.map((r) => r.bytes));
 
-console.log(`### file store (median of ${ROUNDS} rounds of ${num(DELIVERIES)} deliveries, ${CONCURRENCY} concurrent)\n`);
+console.log(`Median of ${ROUNDS} rounds, each on a fresh file: ${num(DELIVERIES)} new deliveries, ${CONCURRENCY} at a time.\n`);
 console.log(
   table(
     ['measure', 'value'],
