@@ -192,6 +192,7 @@ export class WebhookEmitter {
     }
     finished.sort((a, b) => lastActivity(a) - lastActivity(b));
     for (const record of finished) this.#finished.add(record.id);
+    this.#forgetPastRetention();
     if (this.#status !== 'starting') return; // stopped while loading
     this.#status = 'running';
     this.#pump();
@@ -244,6 +245,7 @@ export class WebhookEmitter {
       this.#queue.add(record);
     }
     this.#persist(this.#options.store.save(record));
+    this.#forgetPastRetention(); // after the save, or a forgotten record would be written back
     this.#emit('attempt', record, attempt);
     if (record.state !== 'pending') this.#emit(record.state as 'delivered' | 'failed', record);
   }
@@ -252,6 +254,10 @@ export class WebhookEmitter {
     record.state = state;
     record.nextAttemptAt = null;
     this.#finished.add(record.id);
+  }
+
+  /** Forgets the oldest finished deliveries beyond `retainFinished`, here and in the outbox. */
+  #forgetPastRetention(): void {
     const excess = this.#finished.size - this.#options.retainFinished;
     if (excess <= 0) return;
     const forgotten: string[] = [];

@@ -109,6 +109,18 @@ describe('redelivery and recovery', () => {
     expect(emitter.list().map((d) => d.id)).toEqual([ids[3], ids[2]]);
     expect(emitter.get(ids[0]!)).toBeUndefined();
   });
+
+  it('with retainFinished 0, forgets a delivery as it finishes, in the outbox too', async () => {
+    const server = track(await answering(200));
+    const store = new MemoryOutbox();
+    const emitter = emitterFor({ store, retainFinished: 0 });
+    await emitter.start();
+    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+    expect((await settled(emitter, sent.id)).state).toBe('delivered'); // listeners still hear it
+    await emitter.stop();
+    expect(store.size).toBe(0);
+    expect(emitter.get(sent.id)).toBeUndefined();
+  });
 });
 
 describe('send() and options', () => {
