@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChannel, createRelayServer } from 'cliphook';
@@ -68,6 +68,7 @@ describe('cliphook listen', () => {
     expect(urls[1]).toBe(urls[0]);
     const state = JSON.parse(await readFile(`${dir}/listen.json`, 'utf8'));
     expect(state.relays[relayUrl].url).toBe(urls[0]);
+    expect((await stat(`${dir}/listen.json`)).mode & 0o777).toBe(0o600);
   });
 
   it('prints an event line with the signature mark and a reply line with status, method, URL and time', async () => {

@@ -1,3 +1,4 @@
+import { chmod } from 'node:fs/promises';
 import { RelayError } from '../../protocol/errors.js';
 import { createChannel } from '../../relay/api.js';
 import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
@@ -130,6 +131,8 @@ async function resolveChannel(options: ListenCommandOptions, relayUrl: string): 
   }
   state.relays[relayUrl] = { channel: created.channel, token: created.token, url: created.url };
   await file.commit();
+  // The listening token is a secret: only this user may read it.
+  await chmod(options.state, 0o600).catch(() => undefined);
   return state.relays[relayUrl];
 }
 
