@@ -160,6 +160,37 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
     expect(other.handled).toHaveLength(1);
   });
 
+  it('answers with the first reply when another listener hangs or cannot reach its app', async () => {
+    const { app, relayUrl, channel } = await setup({ scheduler: manualScheduler() }); // reply timeouts never fire
+    const hanging = await listen((req) => req.resume()); // takes the request, never answers
+    cleanups.push(hanging.close);
+    const down = await listen(() => undefined);
+    await down.close();
+    await listenTo(relayUrl, channel, hanging.url);
+    await listenTo(relayUrl, channel, down.url);
+    await listenTo(relayUrl, channel, `${app.url}/status/201`);
+    const res = await post(channel.url, '{}');
+    expect(res.status).toBe(201);
+    expect(await res.text()).toBe('{"status":201}');
+  });
+
+  it('serves on an existing HTTP server with attach(), for any method', async () => {
+    const app = await startLocalApp();
+    cleanups.push(app.close);
+    const relay = createRelayServer({ file: false });
+    const server = await listen((_req, res) => res.writeHead(500).end()); // replaced by attach below
+    server.server.removeAllListeners('request');
+    cleanups.push(server.close);
+    cleanups.push(() => relay.close());
+    await relay.attach(server.server);
+    const channel = await createChannel(server.url);
+    await listenTo(server.url, channel, `${app.url}/echo`);
+    const res = await fetch(`${channel.url}/x?y=1`, { method: 'GET' });
+    expect(res.status).toBe(200);
+    expect(app.echoes[0]).toMatchObject({ method: 'GET', url: '/echo/x?y=1' });
+    expect(app.echoes[0]!.body.length).toBe(0);
+  });
+
   it('refuses a wrong token and an unknown channel with typed errors', async () => {
     const { app, relayUrl, channel } = await setup();
     const wrong = connectListener({ relayUrl, channel: channel.channel, token: 'clt_wrong', forwardTo: app.url });
