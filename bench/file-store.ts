@@ -100,7 +100,7 @@ console.log(
       ['retained deliveries before the run (2 keys each)', num(RETAINED)],
       ['load of the file at start-up', `${num(median(rounds.map((r) => r.loadMs)))} ms`],
       ['claims/s (claim + complete, mark on disk)', num(claims)],
-      ['file writes (group commit)', `${num(writes)} (${num(perWrite)} completions per write)`],
+      ['file writes (group commit)', `${Math.round(writes).toLocaleString('en-US')} (${num(perWrite)} completions per write)`],
       ['file size after the run', `${(bytes / 1024 / 1024).toFixed(1)} MiB`],
     ],
   ),
