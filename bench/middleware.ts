@@ -1,8 +1,9 @@
 // The receiver over HTTP: requests/s of Express 5 + receiver.express() (verify, file store, dispatch)
 // against a bare Express route that only reads the raw body, and against @octokit/webhooks'
-// createNodeMiddleware with the same body and the same sha256 scheme. Each server runs in its own child
-// process on 127.0.0.1:0; autocannon loads it from this process with a fresh signature and a unique
-// delivery id on every request.
+// createNodeMiddleware with the same body and the same sha256 scheme; a fourth server, the receiver with a
+// MemoryDeliveryStore, shows what the disk costs. Each server runs in its own child process on
+// 127.0.0.1:0; autocannon loads it from this process with a fresh signature and a unique delivery id on
+// every request, and reports the server's own CPU time per request, which busy neighbours disturb less.
 //   node --import tsx bench/middleware.ts [--rounds 4] [--bursts 3] [--seconds 2] [--connections 64]
 //     [--only receiver|bare|octokit] [--profile <dir>]  (--profile: --cpu-prof in the server processes)
 import { spawn, type ChildProcess } from 'node:child_process';
