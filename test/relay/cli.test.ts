@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChannel, createRelayServer } from 'cliphook';
@@ -185,5 +185,7 @@ describe('cliphook relay', () => {
     await running;
     expect(out.at(-1)).toBe('relay stopped');
     await expect(relay({ port: 'x', host: '127.0.0.1', data: `${dir}/r.json` })).rejects.toMatchObject({ exitCode: 2 });
+    await writeFile(`${dir}/broken.json`, '{"version":1,');
+    await expect(relay({ port: '0', host: '127.0.0.1', data: `${dir}/broken.json` })).rejects.toMatchObject({ exitCode: 1, message: expect.stringMatching(/^cannot load /) });
   });
 });

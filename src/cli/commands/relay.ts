@@ -35,6 +35,11 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
     if (error instanceof TypeError) throw new ExitError(error.message, 2);
     throw error;
   }
+  try {
+    await server.open();
+  } catch (error) {
+    throw new ExitError(`cannot load ${options.data}: ${(error as Error).message}`, 1);
+  }
   let url: string;
   try {
     ({ url } = await server.listen(port, options.host));
