@@ -76,7 +76,10 @@ export interface ReplayFrame {
 
 export type ClientFrame = ReplyFrame | FailFrame | ReplayFrame;
 
-/** WebSocket close codes the relay and the listener use. */
+/**
+ * WebSocket close codes the relay and the listener use.
+ * @example socket.on('close', (code) => { if (code === RELAY_CLOSE_CODES.channelGone) process.exitCode = 1; });
+ */
 export const CLOSE = Object.freeze({
   normal: 1000,
   goingAway: 1001,

@@ -52,7 +52,8 @@ describe('listener liveness and reconnects', () => {
     scheduler.tick();
     expect(await reconnecting).toMatchObject({ attempt: 0 });
     await reconnected;
-    expect(relay.listeners).toBe(1);
+    // The new connection carries events: the sender gets the local app's own answer, not 503.
+    expect((await fetch(channel.url, { method: 'POST', body: '{}' })).status).toBe(404);
   });
 
   it('keeps retrying while the relay is down, with one reconnecting report per attempt', async () => {
