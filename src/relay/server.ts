@@ -73,7 +73,7 @@ const CLOSE_GRACE_MS = 2_000;
  * const { url } = await relay.listen(8787, '0.0.0.0');
  */
 export class RelayServer {
-  readonly store: ChannelStore;
+  readonly #store: ChannelStore;
   readonly #hub: Hub;
   readonly #heartbeat: Heartbeat;
   readonly #wss: WebSocketServer;
@@ -123,12 +123,12 @@ export class RelayServer {
     this.#logger = logger;
     const log = (message: string) => logger.warn(message);
     const maxFrameBytes = Math.ceil((maxBodyBytes * 4) / 3) + FRAME_OVERHEAD;
-    this.store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
+    this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
-    this.#hub = new Hub({ store: this.store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
+    this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-    this.#ingress = createIngress({ store: this.store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, log });
+    this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, log });
   }
 
   /** The base URL once listening (`http://127.0.0.1:8787`), or `null`. */
@@ -143,7 +143,7 @@ export class RelayServer {
 
   /** Loads the data file (once). `listen` and `attach` call it. */
   open(): Promise<void> {
-    this.#opened ??= this.store.open();
+    this.#opened ??= this.#store.open();
     return this.#opened;
   }
 
@@ -183,15 +183,15 @@ export class RelayServer {
     const stopped = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
     await this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down', CLOSE_GRACE_MS);
     this.#heartbeat.stop();
-    await this.store.commit();
+    await this.#store.commit();
     server?.closeAllConnections();
     await stopped;
   }
 
   /** Creates a channel and saves it before answering. */
   async createChannel(base: string): Promise<ChannelInfo> {
-    const { channel, token } = this.store.create();
-    await this.store.commit();
+    const { channel, token } = this.#store.create();
+    await this.#store.commit();
     this.#logger.info(`channel ${channel.id} created`);
     return { channel: channel.id, url: `${this.#publicUrl ?? base}/in/${channel.id}`, token };
   }
@@ -202,7 +202,7 @@ export class RelayServer {
     if (ingress) return this.#ingress(req, res, ingress, url.search);
     req.resume(); // no other route reads a body
     if (url.pathname === '/healthz') {
-      return sendJson(res, 200, { status: 'ok', channels: this.store.size, listeners: this.#hub.listeners });
+      return sendJson(res, 200, { status: 'ok', channels: this.#store.size, listeners: this.#hub.listeners });
     }
     if (url.pathname === '/channels') {
       if (req.method !== 'POST') return sendNotAllowed(res, 'POST');
@@ -216,11 +216,11 @@ export class RelayServer {
     if (match) {
       if (req.method !== 'DELETE') return sendNotAllowed(res, 'DELETE');
       const id = match[1]!;
-      const check = this.store.check(id, bearer(req));
+      const check = this.#store.check(id, bearer(req));
       if (check !== 'ok') return sendProblem(res, check, { detail: check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.' });
-      this.store.delete(id);
+      this.#store.delete(id);
       this.#hub.closeChannel(id, CLOSE.channelGone, 'channel deleted');
-      await this.store.commit();
+      await this.#store.commit();
       res.writeHead(204);
       res.end();
       return;
@@ -234,12 +234,12 @@ export class RelayServer {
     const url = new URL(req.url ?? '/', 'http://relay.invalid');
     const match = LISTEN_PATH.exec(url.pathname);
     const channelId = match?.[1];
-    const check = channelId === undefined ? 'not_found' : this.store.check(channelId, bearer(req));
+    const check = channelId === undefined ? 'not_found' : this.#store.check(channelId, bearer(req));
     if (check !== 'ok') {
       // Refused before the upgrade, as an HTTP status the listener can tell apart from a network failure.
       return refuseUpgrade(socket, check, check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.');
     }
-    const channel = this.store.get(channelId!)!;
+    const channel = this.#store.get(channelId!)!;
     const filter = url.searchParams.get('events');
     const events = filter ? new Set(filter.split(',').map((name) => name.trim()).filter(Boolean)) : null;
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channel, ws, events));
