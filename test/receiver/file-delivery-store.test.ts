@@ -7,6 +7,26 @@ import { tempDir } from '../helpers/webhooks.js';
 let cleanup: () => Promise<void> = async () => {};
 afterEach(() => cleanup());
 
+/** Keys in the snapshot and the journal, as a restarted process would read them. */
+async function keysOnDisk(file: string): Promise<string[]> {
+  const read = (path: string) => readFile(path, 'utf8').catch(() => '');
+  const snapshot = await read(file);
+  const journal = await read(`${file}.journal`);
+  const rows: [string, number][] = [
+    ...(snapshot ? (JSON.parse(snapshot) as { processed: [string, number][] }).processed : []),
+    ...journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as [string, number]),
+  ];
+  return rows.map(([key]) => key);
+}
+
+/** What a crashed process leaves behind, copied to a new path for a "restarted" store to open. */
+async function copyAsCrashed(file: string): Promise<string> {
+  const crashed = `${file}.after-crash`;
+  await copyFile(file, crashed).catch(() => undefined);
+  await copyFile(`${file}.journal`, `${crashed}.journal`).catch(() => undefined);
+  return crashed;
+}
+
 async function fileIn() {
   const tmp = await tempDir();
   cleanup = tmp.cleanup;
@@ -23,8 +43,7 @@ describe('FileDeliveryStore', () => {
     }
     // No close(): each completion must already be on disk, as after a crash. The copy is what a crashed
     // process leaves behind; the new store opens it as the restarted process would.
-    const crashed = `${file}.after-crash`;
-    await copyFile(file, crashed);
+    const crashed = await copyAsCrashed(file);
     const second = new FileDeliveryStore({ file: crashed });
     expect(await second.claim(['d:7', 'e:other'], 1000, 'me')).toBe('processed');
     expect(await second.claim(['d:new', 'e:49'], 1000, 'me')).toBe('processed');
@@ -38,32 +57,73 @@ describe('FileDeliveryStore', () => {
     await Promise.all(
       Array.from({ length: 500 }, async (_, i) => {
         await store.complete([`k${i}`]);
-        const onDisk = JSON.parse(await readFile(file, 'utf8')) as { processed: [string, number][] };
-        expect(onDisk.processed.some(([key]) => key === `k${i}`)).toBe(true);
+        expect(await keysOnDisk(file)).toContain(`k${i}`);
       }),
     );
     expect(store.writes).toBeLessThanOrEqual(3);
     expect(store.writes).toBeGreaterThanOrEqual(1);
   });
 
-  it('prunes deliveries older than the retention on restart and on write', async () => {
+  it('forgets deliveries older than the retention, in memory and after a restart', async () => {
     const file = await fileIn();
     let now = 1_000_000;
     const store = new FileDeliveryStore({ file, retentionMs: 60_000, clock: () => now });
-    await store.claim(['early'], 1000, 'me');
-    await store.complete(['early']);
+    for (const key of ['early', 'late']) {
+      await store.claim([key], 1000, 'me');
+      await store.complete([key]);
+      now += 30_000;
+    }
+    now += 10_000; // early is 70 s old, late 40 s
+    expect(await store.claim(['early'], 1000, 'me')).toBe('claimed');
+    expect(await store.claim(['late'], 1000, 'me')).toBe('processed');
+    const restarted = new FileDeliveryStore({ file: await copyAsCrashed(file), retentionMs: 60_000, clock: () => now });
+    expect(await restarted.claim(['early'], 1000, 'me')).toBe('claimed');
+    expect(await restarted.claim(['late'], 1000, 'me')).toBe('processed');
     now += 30_000;
-    await store.claim(['late'], 1000, 'me');
-    await store.complete(['late']);
-    now += 40_000;
-    await store.claim(['trigger'], 1000, 'me');
-    await store.complete(['trigger']);
-    const keys = (JSON.parse(await readFile(file, 'utf8')) as { processed: [string, number][] }).processed.map(([k]) => k);
-    expect(keys).toEqual(['late', 'trigger']);
-    now += 1_000_000;
+    await store.close(); // compacts: the snapshot holds only what is retained
+    expect(await keysOnDisk(file)).toEqual([]);
+  });
+
+  it('appends to a journal and compacts it into the snapshot once it is as long as the snapshot', async () => {
+    const file = await fileIn();
+    const store = new FileDeliveryStore({ file });
+    for (let i = 0; i < 25_000; i += 500) {
+      await Promise.all(Array.from({ length: 500 }, async (_, j) => {
+        await store.claim([`k${i + j}`], 1000, 'me');
+        await store.complete([`k${i + j}`]);
+      }));
+    }
+    const journalLines = (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean).length;
+    const snapshotRows = (JSON.parse(await readFile(file, 'utf8')) as { processed: unknown[] }).processed.length;
+    // 25,000 completions: compacted at 10,000 and at 20,000 (journal >= snapshot), 5,000 lines since.
+    expect(snapshotRows).toBe(20_000);
+    expect(journalLines).toBe(5_000);
+    expect(new Set(await keysOnDisk(file)).size).toBe(25_000);
     await store.close();
-    const reopened = new FileDeliveryStore({ file, retentionMs: 60_000, clock: () => now });
-    expect(await reopened.claim(['late'], 1000, 'me')).toBe('claimed');
+    expect((await readFile(`${file}.journal`, 'utf8')).length).toBe(0);
+    expect((JSON.parse(await readFile(file, 'utf8')) as { processed: unknown[] }).processed.length).toBe(25_000);
+  });
+
+  it('tolerates a torn last journal line and a crash between a compaction and its truncation', async () => {
+    const file = await fileIn();
+    const store = new FileDeliveryStore({ file });
+    for (const key of ['a', 'b']) {
+      await store.claim([key], 1000, 'me');
+      await store.complete([key]);
+    }
+    await store.close(); // snapshot holds a, b; journal empty
+    // A crash after the snapshot's rename but before the truncation leaves its lines in the journal too;
+    // a crash mid-append leaves half a line.
+    const at = Date.now();
+    await writeFile(`${file}.journal`, `["a",${at}]\n["b",${at}]\n["c",${at}]\n["d",17`);
+    const restarted = new FileDeliveryStore({ file });
+    for (const key of ['a', 'b', 'c']) expect(await restarted.claim([key], 1000, 'me')).toBe('processed');
+    expect(await restarted.claim(['d'], 1000, 'me')).toBe('claimed');
+    await restarted.complete(['d']);
+    const lines = (await readFile(`${file}.journal`, 'utf8')).split('\n');
+    expect(lines.at(-2)).toMatch(/^\["d",\d+\]$/); // the torn line did not swallow the next entry
+    await restarted.close();
+    expect((await keysOnDisk(file)).sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('does not persist claims that were never completed', async () => {

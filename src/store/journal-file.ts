@@ -1,0 +1,165 @@
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { JsonFile } from './json-file.js';
+
+export interface JournalFileOptions<S> {
+  /** The snapshot, a lowdb JSON document; the journal is `<file>.journal` beside it. */
+  file: string;
+  /** The owner's whole current state, written at compaction. It must include every appended entry. */
+  snapshot: () => S;
+  /** How many entries a snapshot holds: compaction waits until the journal is at least this long. */
+  sizeOf: (snapshot: S) => number;
+  /** Journal lines appended since the last compaction before the next one, at least. @default 10_000 */
+  compactAfter?: number;
+  /** Called with each entry line that could not be parsed (a torn last line after a crash). */
+  onBadLine?: (line: string) => void;
+}
+
+/**
+ * A snapshot plus an append-only journal, with group commit. The owner keeps its state in memory,
+ * `append`s one small JSON entry per change and awaits `commit()`: every commit asked for while a write
+ * runs shares the next single append, so a write costs the size of the changes, not of the whole state
+ * (rewriting a 10 MB document per group commit capped the receiver's file store at a third of a bare
+ * Express route). When the journal has grown past `compactAfter` and past the snapshot's size, the next
+ * commit writes a fresh snapshot (atomic rename through lowdb) and empties the journal, so the cost of
+ * compaction is amortised over at least as many appends as the snapshot holds.
+ *
+ * On read, the owner gets the snapshot and then the journal's entries in order; replaying them must be
+ * idempotent, since a crash between a compaction's rename and its truncation leaves both.
+ */
+export class JournalFile<S, E> {
+  readonly file: string;
+  readonly journal: string;
+  readonly #json: JsonFile<S>;
+  readonly #compactAfter: number;
+  readonly #onBadLine: (line: string) => void;
+  #handle: FileHandle | null = null;
+  #queued: string[] = [];
+  #tail: Promise<void> = Promise.resolve();
+  #pending: Promise<void> | null = null;
+  #sinceCompaction = 0;
+  #snapshotSize = 0;
+  #compactNow = false;
+  #writes = 0;
+  #compactions = 0;
+
+  readonly #sizeOf: (snapshot: S) => number;
+
+  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined }: JournalFileOptions<S>) {
+    if (!(Number.isSafeInteger(compactAfter) && compactAfter > 0)) {
+      throw new TypeError(`Expected \`compactAfter\` to be a positive integer, got ${compactAfter}.`);
+    }
+    this.file = file;
+    this.journal = `${file}.journal`;
+    this.#sizeOf = sizeOf;
+    this.#json = new JsonFile<S>({
+      file,
+      snapshot: () => {
+        const state = snapshot();
+        this.#snapshotSize = sizeOf(state);
+        return state;
+      },
+    });
+    this.#compactAfter = compactAfter;
+    this.#onBadLine = onBadLine;
+  }
+
+  /** Appends of the journal plus snapshot writes so far: group commit keeps this far below the commits. */
+  get writes(): number {
+    return this.#writes;
+  }
+
+  get compactions(): number {
+    return this.#compactions;
+  }
+
+  /**
+   * Reads the snapshot (`null` when there is none; a JsonFile error when it is not JSON) and the journal's
+   * entries, and opens the journal for appending.
+   */
+  async read(): Promise<{ snapshot: S | null; entries: E[] }> {
+    const snapshot = await this.#json.read();
+    this.#snapshotSize = snapshot === null ? 0 : this.#sizeOf(snapshot);
+    let text = '';
+    try {
+      text = await readFile(this.journal, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    const entries: E[] = [];
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      try {
+        entries.push(JSON.parse(line) as E);
+      } catch {
+        this.#onBadLine(line);
+      }
+    }
+    this.#sinceCompaction = entries.length;
+    this.#handle = await open(this.journal, 'a');
+    // A torn last line (no newline) must not glue itself to the next entry.
+    if (text !== '' && !text.endsWith('\n')) await this.#handle.write('\n');
+    return { snapshot, entries };
+  }
+
+  /** Queues one entry; it reaches the file with the next commit. */
+  append(entry: E): void {
+    this.#queued.push(`${JSON.stringify(entry)}\n`);
+  }
+
+  /** Resolves once every entry appended before this call is in the file. */
+  commit(): Promise<void> {
+    if (this.#pending) return this.#pending;
+    const run = this.#tail.then(() => this.#flush());
+    this.#pending = run;
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Writes what is queued, compacts, and closes the journal. */
+  async close(): Promise<void> {
+    if (this.#handle === null) return;
+    if (this.#queued.length > 0 || this.#sinceCompaction > 0) {
+      // Leave a clean snapshot and an empty journal, so the next start reads one document.
+      this.#compactNow = true;
+      await this.commit();
+    }
+    await this.#tail;
+    await this.#handle?.close();
+    this.#handle = null;
+  }
+
+  async #flush(): Promise<void> {
+    // Yield once so callers in the same turn of the event loop join this write.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#pending = null;
+    const handle = this.#handle;
+    if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
+    const lines = this.#queued;
+    this.#queued = [];
+    try {
+      if (this.#compactNow || this.#sinceCompaction + lines.length >= Math.max(this.#compactAfter, this.#snapshotSize)) {
+        this.#compactNow = false;
+        // The snapshot is taken from the owner's state, which already holds `lines`.
+        await this.#compact(handle);
+        this.#writes++;
+      } else if (lines.length > 0) {
+        await handle.write(lines.join(''));
+        this.#sinceCompaction += lines.length;
+        this.#writes++;
+      }
+    } catch (error) {
+      // Keep the entries for the next commit; this one's callers learn that theirs may not be durable.
+      this.#queued = lines.concat(this.#queued);
+      throw error;
+    }
+  }
+
+  async #compact(handle: FileHandle): Promise<void> {
+    await this.#json.commit();
+    // Entries appended to the journal so far are all in the snapshot just written; later ones are
+    // still queued, so emptying the journal now loses nothing.
+    await handle.truncate(0);
+    this.#sinceCompaction = 0;
+    this.#compactions++;
+  }
+}
