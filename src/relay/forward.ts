@@ -41,7 +41,8 @@ export interface Forwarder {
  */
 export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes: number): Forwarder {
   const secure = forwardTo.protocol === 'https:';
-  const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  // No Nagle delay on the local hop: a reply waits on nothing but the app.
+  const agent = secure ? new https.Agent({ keepAlive: true, noDelay: true }) : new http.Agent({ keepAlive: true, noDelay: true });
   const request = secure ? https.request : http.request;
   // Most events have no extra path or query: their target is parsed once, not per event.
   const plain = { hostname: forwardTo.hostname.replace(/^\[|\]$/g, ''), port: forwardTo.port, path: forwardTo.pathname + forwardTo.search, host: forwardTo.host };
