@@ -95,7 +95,7 @@ export class JournalFile<S, E> {
       }
     }
     this.#sinceCompaction = entries.length;
-    this.#handle = await open(this.journal, 'a');
+    this.#handle = await open(this.journal, 'a', 0o600);
     // A torn last line (no newline) must not glue itself to the next entry.
     if (text !== '' && !text.endsWith('\n')) await this.#handle.write('\n');
     return { snapshot, entries };
@@ -138,9 +138,9 @@ export class JournalFile<S, E> {
     this.#queued = [];
     try {
       if (this.#compactNow || this.#sinceCompaction + lines.length >= Math.max(this.#compactAfter, this.#snapshotSize)) {
-        this.#compactNow = false;
         // The snapshot is taken from the owner's state, which already holds `lines`.
         await this.#compact(handle);
+        this.#compactNow = false;
         this.#writes++;
       } else if (lines.length > 0) {
         await handle.write(lines.join(''));

@@ -39,7 +39,8 @@ export class JsonFile<T> {
 
   /** Creates the folder and reads the file; `null` when it does not exist yet. */
   async read(): Promise<T | null> {
-    await mkdir(dirname(this.file), { recursive: true });
+    // Private to the owner: outboxes hold signing secrets, listen state a token (an existing folder keeps its mode).
+    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
     try {
       await this.#db.read();
     } catch (error) {
@@ -118,7 +119,8 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
 
 /** Creates or truncates `file` and writes every piece, in order, with as few system calls as the OS allows. */
 async function writeAll(file: string, pieces: readonly Uint8Array[]): Promise<void> {
-  const handle = await open(file, 'w');
+  // 0600: the document may hold secrets, and the rename carries this mode over to the real file.
+  const handle = await open(file, 'w', 0o600);
   try {
     let rest = pieces.filter((piece) => piece.byteLength > 0);
     while (rest.length > 0) {

@@ -1,0 +1,52 @@
+import { mkdir, rmdir, stat } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { JournalFile } from '../../src/store/journal-file.js';
+import { JsonFile } from '../../src/store/json-file.js';
+import { tempDir } from '../helpers/webhooks.js';
+
+let cleanup: () => Promise<void> = async () => {};
+afterEach(() => cleanup());
+
+describe('JsonFile and JournalFile', () => {
+  it('create their files readable by the owner only (they may hold secrets)', async () => {
+    const tmp = await tempDir();
+    cleanup = tmp.cleanup;
+    const file = tmp.file('private/state.json');
+    const json = new JsonFile({ file, snapshot: () => ({ secret: 'whsec_x' }) });
+    await json.read();
+    await json.commit();
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(tmp.file('private'))).mode & 0o777).toBe(0o700);
+    const journal = new JournalFile<{ n: number }, number>({ file: tmp.file('private/j.json'), snapshot: () => ({ n: 1 }), sizeOf: () => 1 });
+    await journal.read();
+    expect((await stat(journal.journal)).mode & 0o777).toBe(0o600);
+    await journal.close();
+  });
+
+  it('keeps the entries of a failed append for the next commit', async () => {
+    const tmp = await tempDir();
+    cleanup = tmp.cleanup;
+    const state: number[] = [];
+    const journal = new JournalFile<{ items: number[] }, number>({
+      file: tmp.file('j.json'),
+      snapshot: () => ({ items: [...state] }),
+      sizeOf: (s) => s.items.length,
+    });
+    await journal.read();
+    state.push(1);
+    journal.append(1);
+    await journal.commit();
+    // A directory where the snapshot's temporary file goes makes the compaction fail; then it succeeds.
+    await mkdir(tmp.file('.j.json.tmp'));
+    state.push(2);
+    journal.append(2);
+    const closing = journal.close();
+    await expect(closing).rejects.toThrow();
+    await rmdir(tmp.file('.j.json.tmp'));
+    await journal.close();
+    const reread = new JournalFile<{ items: number[] }, number>({ file: tmp.file('j.json'), snapshot: () => ({ items: [] }), sizeOf: (s) => s.items.length });
+    const { snapshot, entries } = await reread.read();
+    expect([...(snapshot?.items ?? []), ...entries].sort()).toEqual([1, 2]);
+    await reread.close();
+  });
+});
