@@ -54,6 +54,8 @@ export class WebhookEmitter {
   readonly #attempt: AttemptOptions;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #writes = new Set<Promise<void>>();
+  /** Redeliveries whose change is being saved, by delivery id. */
+  readonly #redelivering = new Map<string, Promise<Delivery>>();
   readonly #listeners: Listeners;
   #status: Status = 'new';
   #started: Promise<void> | null = null;
@@ -136,23 +138,55 @@ export class WebhookEmitter {
   /**
    * Sends a delivery again with the same id (and a fresh `delivered_at`): at once, and on a fresh
    * schedule unless `retry` is false. A pending one is moved to now; one in flight is left alone.
+   * Rejects, changing nothing, when the outbox cannot store the change.
    */
   async redeliver(id: string, { retry }: { retry?: boolean } = {}): Promise<Delivery> {
     this.#assertRunning();
+    if (!this.#records.has(id)) throw new DeliveryNotFoundError(id);
+    if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
+    // One redelivery of a delivery at a time: a second call waits for the first, then sees what it did,
+    // so two calls at once cannot queue the record twice and send every later slot twice.
+    for (let busy = this.#redelivering.get(id); busy; busy = this.#redelivering.get(id)) await busy.catch(() => undefined);
+    this.#assertRunning();
     const record = this.#records.get(id);
     if (!record) throw new DeliveryNotFoundError(id);
-    if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
     if (record.state === 'delivering') return toDelivery(record);
-    const queued = record.state === 'pending';
-    if (!queued) {
-      this.#finished.delete(id);
-      record.round = record.attempts.length;
-      record.state = 'pending';
+    const done = this.#redeliver(record, retry);
+    this.#redelivering.set(id, done);
+    try {
+      return await done;
+    } finally {
+      if (this.#redelivering.get(id) === done) this.#redelivering.delete(id);
     }
+  }
+
+  async #redeliver(record: DeliveryRecord, retry: boolean | undefined): Promise<Delivery> {
+    const before = { state: record.state, round: record.round, retry: record.retry, nextAttemptAt: record.nextAttemptAt };
+    const wasQueued = record.state === 'pending';
+    // Out of the queue and out of retention while the change is saved: no attempt can start from a
+    // half-made change, no heap entry changes its key in place, and nothing forgets the record meanwhile.
+    if (wasQueued) this.#queue.remove(record);
+    else this.#finished.delete(record.id);
+    if (!wasQueued) record.round = record.attempts.length;
+    record.state = 'pending';
     if (retry !== undefined) record.retry = retry;
     record.nextAttemptAt = this.#options.clock.now();
-    await this.#options.store.save(record);
-    this.#enqueue(record, queued);
+    try {
+      await this.#options.store.save(record);
+    } catch (error) {
+      // The caller is told it failed, so the delivery goes back to where it was, in memory and in the outbox.
+      Object.assign(record, before);
+      if (wasQueued) {
+        this.#queue.add(record);
+        this.#pump();
+      } else {
+        this.#finished.add(record.id);
+        this.#forgetPastRetention();
+      }
+      this.#persist(this.#options.store.save(record));
+      throw error;
+    }
+    this.#enqueue(record);
     return toDelivery(record);
   }
 
@@ -204,10 +238,9 @@ export class WebhookEmitter {
     throw new EmitterStateError('emitter_not_started', 'Call `await emitter.start()` before sending.');
   }
 
-  #enqueue(record: DeliveryRecord, queued = false): void {
+  #enqueue(record: DeliveryRecord): void {
     if (this.#status !== 'running') return; // stored: the next start() sends it
-    if (queued) this.#queue.push(record);
-    else this.#queue.add(record);
+    this.#queue.add(record);
     this.#pump();
   }
 
@@ -218,6 +251,8 @@ export class WebhookEmitter {
     while (this.#inFlight.size < this.#options.concurrency) {
       const record = this.#queue.popDue(now);
       if (!record) break;
+      // Only a pending record is sent: a stale entry must never start a second attempt of one in flight.
+      if (record.state !== 'pending') continue;
       const run = this.#run(record).finally(() => {
         this.#inFlight.delete(run);
         this.#pump();

@@ -40,6 +40,72 @@ describe('redelivery and recovery', () => {
     await expect(emitter.redeliver('dlv_nope')).rejects.toBeInstanceOf(DeliveryNotFoundError);
   });
 
+  it('sends once when redeliver() is called twice at once, and each later slot once', async () => {
+    const clock = new FakeClock();
+    const calls: number[] = [];
+    let status = 400;
+    const emitter = emitterFor({ clock, fetch: async () => (calls.push(clock.now()), new Response('', { status })) });
+    await emitter.start();
+    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+    await settled(emitter, sent.id);
+    status = 500;
+    calls.length = 0;
+    const attempted = nextAttempt(emitter);
+    await Promise.all([emitter.redeliver(sent.id, { retry: true }), emitter.redeliver(sent.id, { retry: true })]);
+    await attempted;
+    expect(calls).toHaveLength(1);
+    expect(emitter.stats.pending).toBe(1);
+    const start = calls[0]!;
+    for (const slot of [30_000, 120_000]) {
+      const next = nextAttempt(emitter);
+      clock.advance(slot);
+      await next;
+    }
+    expect(calls.map((at) => at - start)).toEqual([0, 30_000, 150_000]);
+    expect(emitter.get(sent.id)!.attempts).toHaveLength(4);
+    expect(emitter.stats.pending).toBe(1);
+  });
+
+  it('leaves a delivery as it was when the outbox cannot save its redelivery', async () => {
+    class FlakyOutbox extends MemoryOutbox {
+      failNext = false;
+      override async save(record: Parameters<MemoryOutbox['save']>[0]): Promise<void> {
+        if (this.failNext) {
+          this.failNext = false;
+          throw new Error('disk full');
+        }
+        return super.save(record);
+      }
+    }
+    const store = new FlakyOutbox();
+    const clock = new FakeClock();
+    let status = 400;
+    const emitter = emitterFor({ store, clock, fetch: async () => new Response('', { status }) });
+    await emitter.start();
+    const failed = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+    await settled(emitter, failed.id);
+    store.failNext = true;
+    await expect(emitter.redeliver(failed.id)).rejects.toThrow('disk full');
+    expect(emitter.get(failed.id)).toMatchObject({ state: 'failed', nextAttemptAt: null, attempts: [{ status: 400 }] });
+    expect(emitter.stats.pending).toBe(0);
+
+    // A scheduled one keeps its slot.
+    status = 503;
+    const scheduled = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload(2) });
+    await nextAttempt(emitter);
+    const slot = emitter.get(scheduled.id)!.nextAttemptAt;
+    store.failNext = true;
+    await expect(emitter.redeliver(scheduled.id, { retry: false })).rejects.toThrow('disk full');
+    expect(emitter.get(scheduled.id)).toMatchObject({ state: 'pending', nextAttemptAt: slot, retry: true });
+    expect(emitter.stats.pending).toBe(1);
+
+    status = 200;
+    const again = nextAttempt(emitter);
+    await emitter.redeliver(failed.id);
+    await again;
+    expect(emitter.get(failed.id)!.state).toBe('delivered');
+  });
+
   it('resumes, on start, an attempt that was in flight when the process died', async () => {
     const store = new MemoryOutbox();
     const server = track(await answering(200));
