@@ -1,3 +1,4 @@
+import { access } from 'node:fs/promises';
 import { createEmitter, type WebhookEmitter } from '../emitter/emitter.js';
 import { FileOutbox } from '../emitter/file-outbox.js';
 import { toDelivery } from '../emitter/view.js';
@@ -20,8 +21,13 @@ export async function startOutboxEmitter(file: string, timeoutMs: number): Promi
   return emitter;
 }
 
-/** Reads the outbox file without starting an emitter, so looking never sends anything. */
+/**
+ * Reads the outbox file without starting an emitter, so looking never sends anything, and never writes
+ * it: a `trigger --retry` in another process may be writing the same file.
+ */
 export async function readOutbox(file: string): Promise<Delivery[]> {
+  // No file, no deliveries; and no folder created just by looking.
+  if (!(await exists(file))) return [];
   const outbox = new FileOutbox({ file });
   try {
     return (await outbox.load()).map(toDelivery);
@@ -29,5 +35,15 @@ export async function readOutbox(file: string): Promise<Delivery[]> {
     throw new ExitError(`cannot read the outbox: ${(error as Error).message}`, 1);
   } finally {
     await outbox.close();
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new ExitError(`cannot read the outbox: ${(error as Error).message}`, 1);
   }
 }

@@ -39,6 +39,8 @@ export class FileOutbox implements Outbox {
   // 100,000 at a time for hours, so they are serialised at each write instead of costing memory twice.
   readonly #lines = new Map<string, Buffer>();
   #loaded: Promise<void> | null = null;
+  /** A save() or delete() whose change no write has taken yet (or whose write failed). */
+  #dirty = false;
   readonly #key: string;
 
   constructor({ file = DEFAULT_OUTBOX_FILE }: FileOutboxOptions = {}) {
@@ -68,7 +70,7 @@ export class FileOutbox implements Outbox {
     await this.#ensureLoaded();
     this.#records.set(record.id, record);
     this.#lines.delete(record.id);
-    await this.#json.commit();
+    await this.#commit();
   }
 
   async delete(ids: readonly string[]): Promise<void> {
@@ -77,17 +79,30 @@ export class FileOutbox implements Outbox {
       this.#records.delete(id);
       this.#lines.delete(id);
     }
-    await this.#json.commit();
+    await this.#commit();
   }
 
-  /** Writes what is not yet on disk and frees the file for another outbox. */
+  /**
+   * Writes what is not yet on disk, if anything, and frees the file for another outbox. An outbox that
+   * only loaded never writes: another process (`trigger --retry`) may have changed the file since.
+   */
   async close(): Promise<void> {
     try {
       // A file that failed to load was reported by load(), and must not be overwritten now.
       const loaded = this.#loaded && (await this.#loaded.then(() => true, () => false));
-      if (loaded) await this.#json.commit();
+      if (loaded && this.#dirty) await this.#commit();
     } finally {
       openFiles.delete(this.#key);
+    }
+  }
+
+  async #commit(): Promise<void> {
+    this.#dirty = true;
+    try {
+      await this.#json.commit();
+    } catch (error) {
+      this.#dirty = true; // the write that took the change failed: close() tries again
+      throw error;
     }
   }
 
@@ -113,6 +128,7 @@ export class FileOutbox implements Outbox {
 
   /** The document as pieces the file is written from in one writev: no join, no re-encoding. */
   #serialise(): Uint8Array[] {
+    this.#dirty = false; // this write takes every change made so far
     const pieces: Uint8Array[] = [OPEN];
     for (const record of this.#records.values()) {
       let line = this.#lines.get(record.id);

@@ -54,6 +54,25 @@ describe('cliphook deliveries', () => {
     expect(missing.stderr).toMatch(/no delivery dlv_missing/);
   });
 
+  it('never writes the outbox for list and show, and creates nothing when there is none', async () => {
+    const { readFile, stat, writeFile } = await import('node:fs/promises');
+    const { dirname } = await import('node:path');
+    const missing = join(dirname(outbox), 'nowhere', 'outbox.json');
+    expect((await cli('deliveries', 'list', '--outbox', missing)).code).toBe(0);
+    await expect(stat(dirname(missing))).rejects.toMatchObject({ code: 'ENOENT' });
+    const server = await answering(200);
+    cleanups.push(() => server.close());
+    const id = await triggered(server.url);
+    // Written as another process would leave it, so that any rewrite shows.
+    const text = JSON.stringify(JSON.parse(await readFile(outbox, 'utf8')), null, 4);
+    await writeFile(outbox, text);
+    const before = await stat(outbox);
+    expect((await cli('deliveries', 'list', '--outbox', outbox)).code).toBe(0);
+    expect((await cli('deliveries', 'show', id, '--outbox', outbox)).code).toBe(0);
+    expect(await readFile(outbox, 'utf8')).toBe(text);
+    expect((await stat(outbox)).ino).toBe(before.ino);
+  });
+
   it('redelivers with the same delivery id and a fresh signature, and exits like trigger', async () => {
     let fail = true;
     const receiver = await startReceiver(secret, Date.now, () => (fail ? 500 : null));

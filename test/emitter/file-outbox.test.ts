@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rmdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmitter, FileOutbox } from 'cliphook';
+import { createEmitter, FileOutbox, type DeliveryRecord } from 'cliphook';
 import { answering, completedPayload, settled, startServer, type TestServer } from './helpers.js';
 
 const dirs: string[] = [];
@@ -17,6 +17,12 @@ async function tempFile(): Promise<string> {
   return join(dir, 'nested', 'outbox.json');
 }
 const secret = 'whsec_file';
+function record(id: string): DeliveryRecord {
+  return {
+    id, url: 'https://example.com/hook', secret, event: 'video.completed', state: 'pending', retry: true, createdAt: 0,
+    nextAttemptAt: 0, round: 0, attempts: [], payload: JSON.stringify({ event: 'video.completed', ...completedPayload() }),
+  };
+}
 
 describe('FileOutbox', () => {
   it('has the delivery on disk before its first attempt reaches the receiver', async () => {
@@ -93,6 +99,35 @@ describe('FileOutbox', () => {
     await expect(second.load()).rejects.toThrow(/not a cliphook outbox file/);
     await second.close().catch(() => undefined);
     expect(() => new FileOutbox({ file: '' })).toThrow(/`file`/);
+  });
+
+  it('does not write the file on close when it only loaded it (another process may have written since)', async () => {
+    const file = await tempFile();
+    const writer = new FileOutbox({ file });
+    await writer.save(record('dlv_first'));
+    await writer.close();
+    const reader = new FileOutbox({ file });
+    expect((await reader.load()).map((r) => r.id)).toEqual(['dlv_first']);
+    // Meanwhile a `trigger --retry` in another process records a second delivery.
+    const other = JSON.parse(await readFile(file, 'utf8'));
+    other.deliveries.push({ ...other.deliveries[0], id: 'dlv_second' });
+    await writeFile(file, JSON.stringify(other));
+    await reader.close();
+    expect(reader.writes).toBe(0);
+    expect(JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_first', 'dlv_second']);
+  });
+
+  it('writes on close a change whose write failed', async () => {
+    const file = await tempFile();
+    const outbox = new FileOutbox({ file });
+    await outbox.load();
+    // A folder where the write's temporary file goes: the write fails (even for root).
+    const temp = join(dirname(file), '.outbox.json.tmp');
+    await mkdir(temp);
+    await expect(outbox.save(record('dlv_late'))).rejects.toThrow();
+    await rmdir(temp);
+    await outbox.close();
+    expect(JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_late']);
   });
 
   it('refuses a second outbox on a file that is open, until the first is closed', async () => {
