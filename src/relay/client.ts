@@ -154,7 +154,12 @@ export class Listener extends EventEmitter<ListenerEvents> {
   /** One connection attempt: resolves, once upgraded, with a promise of the close code. */
   #open(): Promise<{ closed: Promise<number> }> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.endpoint, { headers: { authorization: `Bearer ${this.#options.token}` }, perMessageDeflate: false });
+      const socket = new WebSocket(this.endpoint, {
+        headers: { authorization: `Bearer ${this.#options.token}` },
+        perMessageDeflate: false,
+        // A connect that never completes (packets dropped on a sleeping network) is another failed attempt.
+        handshakeTimeout: this.#options.readDeadlineMs,
+      });
       socket.once('unexpected-response', (_req, res) => {
         res.resume();
         const status = res.statusCode ?? 0;
