@@ -5,6 +5,12 @@ import type { FetchFunction } from './transport.js';
 import { consoleLogger, systemClock, type EmitterClock, type EmitterLogger } from './types.js';
 import type { LookupFunction } from './url-guard.js';
 
+/**
+ * The longest `timeoutMs`: Node's timers overflow above 2^31-1 ms and fire at once, which would time out
+ * every attempt as it starts.
+ */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 export interface EmitterOptions {
   /**
    * Where deliveries are kept. The file outbox survives restarts; `new MemoryOutbox()` is for tests.
@@ -13,7 +19,7 @@ export interface EmitterOptions {
   store?: Outbox;
   /**
    * Milliseconds one attempt may take, from connect to the end of the response, before it counts as a
-   * timeout (retried on the schedule).
+   * timeout (retried on the schedule). At most 2147483647 (about 24.8 days), the longest timer Node keeps.
    * @default 10_000
    */
   timeoutMs?: number;
@@ -86,7 +92,9 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
       throw new TypeError(`Expected \`store\` to be an outbox with a \`${method}()\` method.`);
     }
   }
-  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new TypeError(`Expected \`timeoutMs\` to be a positive number, got ${timeoutMs}.`);
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new TypeError(`Expected \`timeoutMs\` to be a positive number of milliseconds up to ${MAX_TIMEOUT_MS}, got ${timeoutMs}.`);
+  }
   if (!(Number.isSafeInteger(concurrency) && concurrency >= 1)) throw new TypeError(`Expected \`concurrency\` to be a positive integer, got ${concurrency}.`);
   if (typeof allowPrivateNetworks !== 'boolean') throw new TypeError(`Expected \`allowPrivateNetworks\` to be a boolean, got ${JSON.stringify(allowPrivateNetworks)}.`);
   if (!Array.isArray(retrySchedule) || !retrySchedule.every((ms) => Number.isFinite(ms) && ms >= 0)) {

@@ -124,10 +124,12 @@ describe('cliphook trigger', () => {
     [['video.completed', '--set', 'credits_used=lots'], /credits_used/],
     [['video.completed', '--set', 'novalue'], /--set expects key=value/],
     [['video.completed', '--timeout', '0'], /--timeout/],
+    [['video.completed', '--timeout', '3000000000'], /--timeout expects .*at most 2147483647/],
   ])('exits 2 for a usage error: %j', async (args, message) => {
     const result = await cli('trigger', ...args, '--url', 'http://127.0.0.1:9/', '--secret', secret, '--outbox', outbox);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   it('runs as a real process: the bin exits 0 when delivered and 1 when not', async () => {

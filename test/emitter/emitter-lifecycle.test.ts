@@ -225,6 +225,8 @@ describe('send() and options', () => {
 
   it.each([
     [{ timeoutMs: 0 }, /`timeoutMs`/],
+    [{ timeoutMs: 2 ** 31 }, /`timeoutMs`.*2147483647/], // a longer timer fires at once: every attempt would time out
+    [{ timeoutMs: 3e9 }, /`timeoutMs`/],
     [{ concurrency: 1.5 }, /`concurrency`/],
     [{ allowPrivateNetworks: 'yes' }, /`allowPrivateNetworks`/],
     [{ retrySchedule: [-1] }, /`retrySchedule`/],

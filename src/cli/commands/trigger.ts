@@ -1,6 +1,7 @@
 import { CliphookError } from '../../protocol/errors.js';
 import type { WebhookEventName } from '../../protocol/events.js';
 import { classifyReply } from '../../protocol/schedule.js';
+import { MAX_TIMEOUT_MS } from '../../emitter/options.js';
 import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
@@ -62,6 +63,8 @@ function retryable(delivery: Delivery): boolean {
 /** Parses `--timeout`. */
 export function parseTimeout(text: string): number {
   const ms = Number(text);
-  if (!(Number.isFinite(ms) && ms > 0)) throw new ExitError(`--timeout expects milliseconds > 0, got ${JSON.stringify(text)}`, 2);
+  if (!(Number.isFinite(ms) && ms > 0 && ms <= MAX_TIMEOUT_MS)) {
+    throw new ExitError(`--timeout expects milliseconds > 0 and at most ${MAX_TIMEOUT_MS}, got ${JSON.stringify(text)}`, 2);
+  }
   return ms;
 }
