@@ -9,9 +9,12 @@ import { quietLogger } from './logger.js';
 /**
  * The CLI's emitter: the file outbox, private addresses allowed (a development tool), warnings on
  * stderr. An outbox that cannot be read ends the command with exit 1 and the reason, not a stack.
+ * `prepare` runs before `start()`, which resumes the outbox's pending deliveries: listeners attached
+ * there see every attempt.
  */
-export async function startOutboxEmitter(file: string, timeoutMs: number): Promise<WebhookEmitter> {
+export async function startOutboxEmitter(file: string, timeoutMs: number, prepare?: (emitter: WebhookEmitter) => void): Promise<WebhookEmitter> {
   const emitter = createEmitter({ store: new FileOutbox({ file }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  prepare?.(emitter);
   try {
     await emitter.start();
   } catch (error) {

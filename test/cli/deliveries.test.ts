@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answering, startReceiver, startServer } from '../emitter/helpers.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, pendingOutbox, tempDir } from './helpers.js';
 
 const secret = 'whsec_cli_deliveries';
 const cleanups: (() => Promise<void>)[] = [];
@@ -87,6 +87,21 @@ describe('cliphook deliveries', () => {
     const shown = JSON.parse((await cli('deliveries', 'show', id, '--json', '--outbox', outbox)).stdout);
     expect(shown.attempts.map((a: { status: number }) => a.status)).toEqual([500, 200]);
     expect((await cli('deliveries', 'redeliver', 'dlv_missing', '--outbox', outbox)).code).toBe(1);
+  });
+
+  it('redeliver prints the other pending deliveries it resumes from the outbox', async () => {
+    const server = await answering(200);
+    cleanups.push(() => server.close());
+    await pendingOutbox(outbox, server.url, secret, ['dlv_target', 'dlv_other']);
+    const result = await cli('deliveries', 'redeliver', 'dlv_target', '--outbox', outbox);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toBe(`(resuming 1 pending delivery from ${outbox})`);
+    const sent = lines.indexOf('--> video.completed [dlv_other] (resumed from the outbox)');
+    expect(sent).toBeGreaterThan(0);
+    expect(lines[sent + 1]).toMatch(/^<-- \[200\] POST /);
+    expect(lines.filter((line) => line.includes('dlv_target'))).toEqual(['--> video.completed [dlv_target]']);
+    expect(server.received.map((r) => r.headers['x-service-delivery']).sort()).toEqual(['dlv_other', 'dlv_target']);
   });
 
   it('exits 1 when a redelivery fails', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vi } from 'vitest';
@@ -29,4 +29,21 @@ export async function cli(...args: string[]): Promise<CliResult> {
 export async function tempDir(): Promise<[string, () => Promise<void>]> {
   const dir = await mkdtemp(join(tmpdir(), 'cliphook-cli-'));
   return [dir, () => rm(dir, { recursive: true, force: true })];
+}
+
+/**
+ * An outbox file holding `ids` as pending deliveries to `url`, due at once, as a `trigger --retry` that
+ * was killed would leave it.
+ */
+export async function pendingOutbox(file: string, url: string, secret: string, ids: readonly string[]): Promise<void> {
+  const deliveries = ids.map((id, i) => ({
+    id, url, secret, event: 'video.completed', state: 'pending', retry: false, createdAt: Date.now() - 60_000 + i,
+    nextAttemptAt: Date.now() - 1000, round: 0, attempts: [],
+    payload: {
+      event: 'video.completed', id: 1000 + i, status: 'done', prompt: 'A red fox', video_url: `https://app.example.com/videos/${1000 + i}`,
+      error: null, error_code: null, credits_used: 18, duration: 10, model: 'standard',
+      created_at: '2026-11-21T23:57:12Z', completed_at: '2026-11-21T23:58:49Z',
+    },
+  }));
+  await writeFile(file, JSON.stringify({ version: 1, deliveries }));
 }

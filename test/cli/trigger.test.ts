@@ -7,7 +7,7 @@ import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { VIDEO_ERROR_CODES } from 'cliphook';
 import { ERROR_SENTENCES } from '../../src/cli/event-template.js';
 import { answering, startReceiver } from '../emitter/helpers.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, pendingOutbox, tempDir } from './helpers.js';
 
 const secret = 'whsec_cli_test';
 const cleanups: (() => Promise<void>)[] = [];
@@ -105,6 +105,31 @@ describe('cliphook trigger', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('prints the pending deliveries it resumes from the outbox, and sends none unseen', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    await pendingOutbox(outbox, receiver.url, secret, ['dlv_resumed_a', 'dlv_resumed_b']);
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toBe(`(resuming 2 pending deliveries from ${outbox})`);
+    for (const id of ['dlv_resumed_a', 'dlv_resumed_b']) {
+      const sent = lines.indexOf(`--> video.completed [${id}] (resumed from the outbox)`);
+      expect(sent, id).toBeGreaterThan(0);
+      expect(lines[sent + 1]).toMatch(/^<-- \[200\] POST /);
+    }
+    expect(lines).toHaveLength(7); // the resume line, 2 lines for each resumed delivery, 2 for its own
+    expect(receiver.received).toHaveLength(3);
+
+    // With --json the extra lines go to stderr; stdout stays one JSON document.
+    await pendingOutbox(outbox, receiver.url, secret, ['dlv_resumed_c']);
+    const json = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'delivered' });
+    expect(json.stderr).toContain(`(resuming 1 pending delivery from ${outbox})`);
+    expect(json.stderr).toContain('--> video.completed [dlv_resumed_c] (resumed from the outbox)');
   });
 
   it('prints the delivery as JSON with --json', async () => {

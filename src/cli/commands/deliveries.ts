@@ -1,6 +1,6 @@
 import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
-import { follower } from '../follow.js';
+import { follower, type Follower } from '../follow.js';
 import { readOutbox, startOutboxEmitter } from '../outbox-emitter.js';
 import { asJson, failureReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
@@ -57,9 +57,10 @@ export async function show(id: string, options: DeliveriesOptions): Promise<void
 export async function redeliver(id: string, options: DeliveriesOptions & { retry?: boolean; timeout: string }): Promise<void> {
   const timeoutMs = parseTimeout(options.timeout);
   const p = palette();
-  const emitter = await startOutboxEmitter(options.outbox, timeoutMs);
-  const follow = follower(emitter, p, { quiet: Boolean(options.json) });
+  let follow!: Follower;
+  const emitter = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
+    follow.announceResumed(options.outbox, id);
     if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
     if (!options.json) print(sentLine(again, p));
@@ -68,6 +69,7 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
     if (done.state !== 'delivered') throw new ExitError(failureReason(done), 1);
   } finally {
     await emitter.stop();
+    follow.close();
   }
 }
 

@@ -5,7 +5,7 @@ import { MAX_TIMEOUT_MS } from '../../emitter/options.js';
 import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
-import { follower } from '../follow.js';
+import { follower, type Follower } from '../follow.js';
 import { asJson, failureReason, palette, print, sentLine } from '../output.js';
 import { startOutboxEmitter } from '../outbox-emitter.js';
 
@@ -24,16 +24,17 @@ export interface TriggerOptions {
 
 /**
  * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
- * Private addresses are allowed (it is a development tool). Exit 0 when delivered, 1 when not, 2 for
- * usage errors.
+ * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held are
+ * resumed and printed too. Exit 0 when delivered, 1 when not, 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
   const timeoutMs = parseTimeout(options.timeout);
   const payload = await buildEvent(event, { errorCode: options.errorCode, set: options.set ?? [] });
   const p = palette();
-  const emitter = await startOutboxEmitter(options.outbox, timeoutMs);
-  const follow = follower(emitter, p, { quiet: Boolean(options.json) });
+  let follow!: Follower;
+  const emitter = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
+    follow.announceResumed(options.outbox);
     let sent;
     try {
       sent = await emitter.send({ url: options.url, secret: options.secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
@@ -51,6 +52,7 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
     }
   } finally {
     await emitter.stop();
+    follow.close();
   }
 }
 
