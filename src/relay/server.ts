@@ -63,6 +63,7 @@ const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
 // Base64 grows bodies by 4/3; the rest of an event frame is headers and a few numbers.
 const FRAME_OVERHEAD = 256 * 1024;
+const REPLY_BYTES = 1024 * 1024;
 // How long listeners get to answer the closing handshake when the relay stops.
 const CLOSE_GRACE_MS = 2_000;
 
@@ -122,7 +123,8 @@ export class RelayServer {
     if (typeof logger?.info !== 'function' || typeof logger.warn !== 'function') throw new TypeError('Expected `logger` to have info and warn methods.');
     this.#logger = logger;
     const log = (message: string) => logger.warn(message);
-    const maxFrameBytes = Math.ceil((maxBodyBytes * 4) / 3) + FRAME_OVERHEAD;
+    // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
+    const maxFrameBytes = Math.ceil((Math.max(maxBodyBytes, REPLY_BYTES) * 4) / 3) + FRAME_OVERHEAD;
     this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });

@@ -91,9 +91,13 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
     expect(pairs).toContain('Content-Length: 5');
   });
 
-  it('answers 413 above the body cap and 404 for an unknown channel', async () => {
-    const { relayUrl, channel } = await setup({ maxBodyBytes: 1000 });
+  it('answers 413 above the body cap and 404 for an unknown channel; replies may still be larger', async () => {
+    const { app, relayUrl, channel } = await setup({ maxBodyBytes: 1000 });
     expect((await post(channel.url, 'x'.repeat(1001))).status).toBe(413);
+    await listenTo(relayUrl, channel, `${app.url}/big`);
+    const big = await post(channel.url, 'small');
+    expect(big.status).toBe(200);
+    expect((await big.text()).length).toBe(100 * 1024);
     const res = await post(`${relayUrl}/in/AAAAAAAAAAAAAAAAAAAAAAAA`, '{}');
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toBe('application/problem+json');

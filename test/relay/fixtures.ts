@@ -70,6 +70,10 @@ export async function startLocalApp(onHandled?: (event: WebhookEvent) => void): 
     if (status === 204) res.end();
     else res.type('application/json').send(`{"status":${status}}`);
   });
+  app.all('/big', (req, res) => {
+    req.resume();
+    res.type('text/plain').send('r'.repeat(100 * 1024));
+  });
   app.all('/echo{/*rest}', express.raw({ type: () => true, limit: '2mb' }), (req, res) => {
     echoes.push({ method: req.method, url: req.originalUrl, rawHeaders: req.rawHeaders, body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0) });
     res.status(200).send('echoed');

@@ -66,7 +66,7 @@ describe('relay server', () => {
 
     const oversized = await rawSocket(url, bad);
     const oversizedClosed = closeCode(oversized);
-    oversized.send(JSON.stringify({ type: 'replay', ref: 'x'.repeat(400 * 1024) }));
+    oversized.send(JSON.stringify({ type: 'replay', ref: 'x'.repeat(2 * 1024 * 1024) }));
     expect(await oversizedClosed).toBe(1009);
 
     const body = eventText(1);
