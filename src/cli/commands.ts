@@ -19,8 +19,9 @@ function registerTrigger(program: Command): void {
     .command('trigger')
     .description('send a signed test event to a URL, as the service would (private addresses allowed)')
     .argument('<event>', 'video.completed or video.failed')
-    .requiredOption('--url <url>', 'where to POST the event')
-    .addOption(new Option('--secret <secret>', 'the signing secret').env('CLIPHOOK_SECRET').makeOptionMandatory())
+    // Required, but checked by the command: a missing one is a one-line usage error (exit 2) like the others.
+    .option('--url <url>', 'where to POST the event (required)')
+    .addOption(new Option('--secret <secret>', 'the signing secret (required)').env('CLIPHOOK_SECRET'))
     .option('--error-code <code>', 'video.failed only: an error_code of spec 2.9, with its error sentence')
     .option('--set <key=value>', 'override a field of the body (repeatable; JSON values are parsed)', collect, [])
     .option('--json', 'print the delivery as JSON instead of lines')

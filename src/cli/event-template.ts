@@ -65,6 +65,7 @@ export function parseSet(pairs: readonly string[]): [string, unknown][] {
     const at = pair.indexOf('=');
     if (at <= 0) throw new ExitError(`--set expects key=value, got ${JSON.stringify(pair)}`, 2);
     const key = pair.slice(0, at).trim();
+    if (key === '') throw new ExitError(`--set expects key=value with a key, got ${JSON.stringify(pair)}`, 2);
     const raw = pair.slice(at + 1);
     if (key === 'event' || key === 'delivered_at') throw new ExitError(`--set cannot change \`${key}\`; it is set by the command and each attempt`, 2);
     let value: unknown = raw;

@@ -148,6 +148,7 @@ describe('cliphook trigger', () => {
     [['video.failed', '--error-code', 'nope'], /unknown --error-code "nope"/],
     [['video.completed', '--set', 'credits_used=lots'], /credits_used/],
     [['video.completed', '--set', 'novalue'], /--set expects key=value/],
+    [['video.completed', '--set', ' =x'], /--set expects key=value with a key, got " =x"/],
     [['video.completed', '--timeout', '0'], /--timeout/],
     [['video.completed', '--timeout', '3000000000'], /--timeout expects .*at most 2147483647/],
   ])('exits 2 for a usage error: %j', async (args, message) => {
@@ -155,6 +156,22 @@ describe('cliphook trigger', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it.each([
+    [['--secret', secret], /^cliphook: trigger needs --url <url>/],
+    [['--url', 'http://127.0.0.1:9/'], /^cliphook: trigger needs --secret <secret> \(or CLIPHOOK_SECRET\)/],
+  ])('exits 2 with one line when a required option is missing: %j', async (args, message) => {
+    const saved = process.env.CLIPHOOK_SECRET;
+    delete process.env.CLIPHOOK_SECRET;
+    try {
+      const result = await cli('trigger', 'video.completed', ...args, '--outbox', outbox);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      if (saved !== undefined) process.env.CLIPHOOK_SECRET = saved;
+    }
   });
 
   it('runs as a real process: the bin exits 0 when delivered and 1 when not', async () => {

@@ -10,8 +10,10 @@ import { asJson, failureReason, palette, print, sentLine } from '../output.js';
 import { startOutboxEmitter } from '../outbox-emitter.js';
 
 export interface TriggerOptions {
-  url: string;
-  secret: string;
+  /** Required; checked here so a missing one is a usage error (exit 2). */
+  url?: string;
+  /** Required (or CLIPHOOK_SECRET); checked here. */
+  secret?: string;
   errorCode?: string;
   set?: string[];
   json?: boolean;
@@ -28,6 +30,9 @@ export interface TriggerOptions {
  * resumed and printed too. Exit 0 when delivered, 1 when not, 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
+  const { url, secret } = options;
+  if (!url) throw new ExitError('trigger needs --url <url>, where to POST the event', 2);
+  if (!secret) throw new ExitError('trigger needs --secret <secret> (or CLIPHOOK_SECRET), the signing secret', 2);
   const timeoutMs = parseTimeout(options.timeout);
   const payload = await buildEvent(event, { errorCode: options.errorCode, set: options.set ?? [] });
   const p = palette();
@@ -37,7 +42,7 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
     follow.announceResumed(options.outbox);
     let sent;
     try {
-      sent = await emitter.send({ url: options.url, secret: options.secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
+      sent = await emitter.send({ url, secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
     } catch (error) {
       // A refused URL or a payload that --set broke: the user's input, hence a usage error.
       if (error instanceof CliphookError || error instanceof TypeError) throw new ExitError(error.message, 2);
