@@ -75,7 +75,8 @@ function registerListen(program: Command): void {
   program
     .command('listen')
     .description('forward the webhooks of a relay channel to a local URL, and carry the replies back')
-    .requiredOption('--forward-to <url>', 'the local URL, e.g. http://localhost:3000/webhooks')
+    // Required, but checked by the command, so a missing one is a one-line usage error (exit 2).
+    .option('--forward-to <url>', 'the local URL, e.g. http://localhost:3000/webhooks (required)')
     .addOption(new Option('--relay <url>', 'the relay').env('CLIPHOOK_RELAY').default('http://127.0.0.1:8787'))
     .addOption(new Option('--secret <secret>', 'check each signature and show sig ✓ / ✗').env('CLIPHOOK_SECRET'))
     .option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)', collect, [])

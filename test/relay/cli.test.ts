@@ -123,6 +123,7 @@ describe('cliphook listen', () => {
     expect(await main([...argv, '--channel', channel.channel, '--token', 'clt_wrong'])).toBe(1);
     expect(await main([...argv, '--channel', 'unknownchannel', '--token', channel.token])).toBe(1);
     expect(await main(['node', 'cliphook', 'listen', '--forward-to', 'localhost:3000', '--relay', relayUrl])).toBe(2);
+    expect(await main(['node', 'cliphook', 'listen', '--relay', relayUrl])).toBe(2);
   });
 
   it('stays alive and says so while the relay is unreachable (a real process)', async () => {

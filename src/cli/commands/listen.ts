@@ -7,7 +7,7 @@ import { ExitError } from '../errors.js';
 import { palette, type Palette } from '../output.js';
 
 export interface ListenCommandOptions {
-  forwardTo: string;
+  forwardTo?: string;
   relay: string;
   secret?: string;
   /** Comma-separated `X-Service-Event` names, or several flags. */
@@ -47,7 +47,9 @@ interface ListenState {
  */
 export async function listen(options: ListenCommandOptions, io: ListenIo = processIo()): Promise<void> {
   const relayUrl = options.relay.replace(/\/+$/, '');
-  for (const [flag, value] of [['--relay', relayUrl], ['--forward-to', options.forwardTo]] as const) {
+  const forwardTo = options.forwardTo;
+  if (forwardTo === undefined) throw new ExitError('--forward-to <url> is required: the local URL to forward webhooks to.', 2);
+  for (const [flag, value] of [['--relay', relayUrl], ['--forward-to', forwardTo]] as const) {
     if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new ExitError(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}.`, 2);
   }
   const saved = await resolveChannel(options, relayUrl);
@@ -62,7 +64,7 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
       relayUrl,
       channel: saved.channel,
       token: saved.token,
-      forwardTo: options.forwardTo,
+      forwardTo,
       ...(options.secret ? { secret: options.secret } : {}),
       ...(events?.length ? { events } : {}),
     });
@@ -90,8 +92,8 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
     if (!ready) {
       ready = true;
       reconnecting = false;
-      if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo: options.forwardTo }, '');
-      else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${options.forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
+      if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo }, '');
+      else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
       if (options.replay !== undefined) replay(listener, options.replay);
       return;
     }
