@@ -45,9 +45,13 @@ const V6_RANGES: V6Range[] = [
 // Prefixes that carry an IPv4 address in their last 32 bits; that address decides.
 const EMBEDDED_V4: [hextets: number[], bits: number][] = [
   [v6('::ffff:0:0'), 96], // IPv4-mapped
+  [v6('::ffff:0:0:0'), 96], // IPv4-translated (SIIT, RFC 6145)
   [v6('64:ff9b::'), 96], // NAT64 well-known prefix (RFC 6052)
   [v6('64:ff9b:1::'), 48], // NAT64 local-use prefix (RFC 8215)
 ];
+
+const SIX_TO_FOUR = v6('2002::');
+const TEREDO = v6('2001::');
 
 /**
  * Classifies an IP address (v4, v6, or v4-mapped v6) for the callback URL guard.
@@ -63,6 +67,10 @@ export function classifyAddress(address: string): AddressClass | null {
   for (const [prefix, bits] of EMBEDDED_V4) {
     if (inV6(hextets, prefix, bits)) return classifyV4(((hextets[6]! << 16) | hextets[7]!) >>> 0);
   }
+  // 6to4 (RFC 3056) carries the IPv4 address of its relay in bits 16-47; a relay reaches that address.
+  if (inV6(hextets, SIX_TO_FOUR, 16)) return classifyV4(((hextets[1]! << 16) | hextets[2]!) >>> 0);
+  // Teredo (RFC 4380) carries the client's IPv4 address in the last 32 bits, inverted.
+  if (inV6(hextets, TEREDO, 32)) return classifyV4((((hextets[6]! << 16) | hextets[7]!) ^ 0xffffffff) >>> 0);
   for (const [prefix, bits, cls] of V6_RANGES) if (inV6(hextets, prefix, bits)) return cls;
   return null;
 }

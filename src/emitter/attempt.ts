@@ -79,7 +79,7 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
       );
     });
     const latencyMs = clock.now() - at;
-    const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: reply.body.toString('utf8') };
+    const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: keptText(reply.body) };
     return { attempt, outcome: classifyReply(reply.status) };
   } catch (caught) {
     const error = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
@@ -90,6 +90,14 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
   } finally {
     clock.clearTimeout(timer);
   }
+}
+
+/**
+ * The kept bytes of a response as text. They were cut at 1 KiB, perhaps inside a multi-byte character:
+ * a streaming decode holds back an incomplete last character instead of turning it into U+FFFD.
+ */
+export function keptText(body: Buffer): string {
+  return new TextDecoder('utf-8').decode(body, { stream: true });
 }
 
 /** A connection error before any response, while the attempt still has time. */

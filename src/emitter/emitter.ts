@@ -94,8 +94,10 @@ export class WebhookEmitter {
   async send(input: SendInput): Promise<Delivery> {
     this.#assertRunning();
     if (typeof input !== 'object' || input === null) throw new TypeError('Expected `send()` to get { url, secret, event, payload }.');
-    const { url, secret, event, payload, retry = true } = input;
-    checkCallbackUrl(url, { allowPrivateNetworks: this.#options.allowPrivateNetworks });
+    const { secret, event, payload, retry = true } = input;
+    // Stored as parsed: `https://@host` or `https://:@host` (empty credentials) is kept as `https://host/`,
+    // so what is shown and re-checked is what is connected to.
+    const url = checkCallbackUrl(input.url, { allowPrivateNetworks: this.#options.allowPrivateNetworks }).href;
     assertSecret(secret);
     if (typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
     const now = this.#options.clock.now();

@@ -38,6 +38,10 @@ export function checkCallbackUrl(url: unknown, { allowPrivateNetworks }: { allow
   if (parsed.username || parsed.password) {
     throw new InvalidCallbackUrlError('The callback URL must not carry credentials (user:password@).');
   }
+  // Parsing can lengthen it (percent-encoding, punycode), and the parsed form is what is stored.
+  if (parsed.href.length > MAX_CALLBACK_URL_LENGTH) {
+    throw new InvalidCallbackUrlError(`The callback URL is ${parsed.href.length} characters long once normalised; the limit is ${MAX_CALLBACK_URL_LENGTH}.`);
+  }
   if (!allowPrivateNetworks) checkHost(parsed.hostname);
   return parsed;
 }

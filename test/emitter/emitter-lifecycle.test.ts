@@ -240,6 +240,25 @@ describe('send() and options', () => {
     expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(message);
   });
 
+  it('keeps the first 1 KiB of a response without splitting a multi-byte character', async () => {
+    const emitter = emitterFor({ fetch: async () => new Response(`ab${'€'.repeat(400)}`, { status: 200 }) });
+    await emitter.start();
+    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+    const done = await settled(emitter, sent.id);
+    // 2 + 340 × 3 bytes = 1022: the 341st euro sign would need 1025.
+    expect(done.attempts[0]!.response).toBe(`ab${'€'.repeat(340)}`);
+  });
+
+  it.each(['https://@example.com/hook', 'https://:@example.com/hook'])('stores %s without its empty credentials', async (url) => {
+    const urls: string[] = [];
+    const emitter = emitterFor({ fetch: async (to) => (urls.push(to), new Response('', { status: 200 })) });
+    await emitter.start();
+    const sent = await emitter.send({ url, secret, event: 'video.completed', payload: completedPayload() });
+    expect(sent.url).toBe('https://example.com/hook');
+    await settled(emitter, sent.id);
+    expect(urls).toEqual(['https://example.com/hook']);
+  });
+
   it('sends through an injected fetch, with redirect: manual', async () => {
     const calls: RequestInit[] = [];
     const emitter = emitterFor({

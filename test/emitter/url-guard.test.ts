@@ -40,6 +40,9 @@ describe('checkCallbackUrl', () => {
     ['https://user@example.com/', /credentials/],
     ['https://:secret@example.com/', /credentials/],
     [`https://example.com/${'a'.repeat(2049 - 'https://example.com/'.length)}`, /2048/],
+    ['https://[2002:7f00:1::]/', /loopback/],
+    ['https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', /loopback/],
+    ['https://[::ffff:0:a9fe:a9fe]/', /metadata/],
     ['https://127.0.0.1/', /loopback/],
     ['https://[::ffff:127.0.0.1]/', /loopback/],
     ['https://169.254.169.254/latest/meta-data', /metadata/],
@@ -61,6 +64,11 @@ describe('checkCallbackUrl', () => {
     expect(error).toBeInstanceOf(InvalidCallbackUrlError);
     expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
     expect((error as Error).message).toMatch(reason);
+  });
+
+  it('refuses a URL that is longer than 2048 characters once normalised, the form that is stored', () => {
+    // 1,020 characters as typed, 6,020 once each é is percent-encoded
+    expect(() => checkCallbackUrl(`https://example.com/${'é'.repeat(1000)}`, strict)).toThrow(/once normalised; the limit is 2048/);
   });
 
   it('allows http and private addresses with allowPrivateNetworks', () => {
