@@ -1,4 +1,5 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { GroupCommit } from './group-commit.js';
 import { JsonFile } from './json-file.js';
 
 export interface JournalFileOptions<S> {
@@ -34,8 +35,7 @@ export class JournalFile<S, E> {
   readonly #onBadLine: (line: string) => void;
   #handle: FileHandle | null = null;
   #queued: string[] = [];
-  #tail: Promise<void> = Promise.resolve();
-  #pending: Promise<void> | null = null;
+  readonly #group = new GroupCommit(() => this.#flush());
   #sinceCompaction = 0;
   #snapshotSize = 0;
   #compactNow = false;
@@ -108,11 +108,7 @@ export class JournalFile<S, E> {
 
   /** Resolves once every entry appended before this call is in the file. */
   commit(): Promise<void> {
-    if (this.#pending) return this.#pending;
-    const run = this.#tail.then(() => this.#flush());
-    this.#pending = run;
-    this.#tail = run.catch(() => undefined);
-    return run;
+    return this.#group.commit();
   }
 
   /** Writes what is queued, compacts, and closes the journal. */
@@ -123,15 +119,12 @@ export class JournalFile<S, E> {
       this.#compactNow = true;
       await this.commit();
     }
-    await this.#tail;
+    await this.#group.settled();
     await this.#handle?.close();
     this.#handle = null;
   }
 
   async #flush(): Promise<void> {
-    // Yield once so callers in the same turn of the event loop join this write.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.#pending = null;
     const handle = this.#handle;
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const lines = this.#queued;

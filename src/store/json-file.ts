@@ -1,6 +1,7 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
+import { GroupCommit } from './group-commit.js';
 
 export interface JsonFileOptions<T> {
   /** Path of the JSON file; its folder is created on open. */
@@ -25,10 +26,7 @@ export class JsonFile<T> {
   readonly file: string;
   readonly #db: Low<T | null>;
   readonly #snapshot: () => T;
-  /** The last write queued; each write waits for the one before it. */
-  #tail: Promise<void> = Promise.resolve();
-  /** A queued write that has not taken its snapshot yet: new callers join it. */
-  #pending: Promise<void> | null = null;
+  readonly #group = new GroupCommit(() => this.#write());
   #writes = 0;
 
   constructor({ file, snapshot, stringify = (data) => JSON.stringify(data) }: JsonFileOptions<T>) {
@@ -56,17 +54,10 @@ export class JsonFile<T> {
 
   /** Resolves once a write that took its snapshot after this call has reached the file. */
   commit(): Promise<void> {
-    if (this.#pending) return this.#pending;
-    const run = this.#tail.then(() => this.#write());
-    this.#pending = run;
-    this.#tail = run.catch(() => undefined);
-    return run;
+    return this.#group.commit();
   }
 
   async #write(): Promise<void> {
-    // Yield once so callers in the same turn of the event loop join this write.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.#pending = null;
     this.#db.data = this.#snapshot();
     await this.#db.write();
     this.#writes++;
