@@ -3,7 +3,7 @@ import type { WebhookEventName } from '../protocol/events.js';
 import { assertSecret } from '../protocol/signature.js';
 import { version } from '../version.js';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
-import { DeliveryNotFoundError, EmitterStateError } from './errors.js';
+import { DeliveryNotFoundError, EmitterStateError } from '../protocol/errors.js';
 import { resolveEmitterOptions, type EmitterOptions, type ResolvedEmitterOptions } from './options.js';
 import { serialisePayload } from './payload.js';
 import { lastActivity, toDelivery } from './view.js';

@@ -6,7 +6,7 @@ export { MemoryOutbox } from './outbox.js';
 export type { Outbox } from './outbox.js';
 export { FileOutbox, DEFAULT_OUTBOX_FILE } from './file-outbox.js';
 export type { FileOutboxOptions } from './file-outbox.js';
-export { DeliveryNotFoundError, EmitterStateError } from './errors.js';
+export { DeliveryNotFoundError, EmitterStateError } from '../protocol/errors.js';
 export { classifyAddress } from './address.js';
 export type { AddressClass } from './address.js';
 export { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from './url-guard.js';
