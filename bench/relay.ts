@@ -20,7 +20,9 @@ import { connectListener, createChannel, createRelayServer, sign } from '../src/
 
 const QUICK = process.argv.includes('--quick');
 const LATENCY_SAMPLES = QUICK ? 500 : 3_000;
-const THROUGHPUT_EVENTS = QUICK ? 5_000 : 30_000;
+const THROUGHPUT_EVENTS = Number(process.env.BENCH_EVENTS ?? (QUICK ? 5_000 : 30_000));
+// BENCH_PARTS=throughput (or latency, memory, comma-separated) runs only those parts, for quick A/B runs.
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'latency,throughput,memory').split(','));
 const THROUGHPUT_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const IDLE_LISTENERS = QUICK ? 1_000 : 10_000;
 const BODY = JSON.stringify({ event: 'video.completed', id: 48213, status: 'done', prompt: 'A red fox trotting through fresh snow'.repeat(12) });
@@ -195,17 +197,20 @@ async function main(): Promise<void> {
     const listener = await spawn('listener', relay.first.url!, channel.channel, channel.token, appUrl);
     children.push(listener.child);
 
-    const lat = await latency(appUrl, channel.url);
+    const lat = PARTS.has('latency') ? await latency(appUrl, channel.url) : { direct: { p50: NaN, p99: NaN }, relay: { p50: NaN, p99: NaN } };
+    // Warm both paths up (JIT, keep-alive sockets) before counting CPU.
+    if (!PARTS.has('latency')) for (let i = 0; i < 500; i++) await Promise.all([timed(appUrl), timed(channel.url)]);
+    const runThroughput = PARTS.has('throughput');
     const appBefore = await stats(app.child);
-    const directRate = await throughput(appUrl, THROUGHPUT_EVENTS);
+    const directRate = runThroughput ? await throughput(appUrl, THROUGHPUT_EVENTS) : NaN;
     const appCpu = cpuPerEvent(appBefore, await stats(app.child), THROUGHPUT_EVENTS);
     const [relayBefore, listenerBefore] = await Promise.all([stats(relay.child), stats(listener.child)]);
-    const relayRate = await throughput(channel.url, THROUGHPUT_EVENTS);
+    const relayRate = runThroughput ? await throughput(channel.url, THROUGHPUT_EVENTS) : NaN;
     const [relayAfter, listenerAfter] = await Promise.all([stats(relay.child), stats(listener.child)]);
     const relayCpu = cpuPerEvent(relayBefore, relayAfter, THROUGHPUT_EVENTS);
     const listenerCpu = cpuPerEvent(listenerBefore, listenerAfter, THROUGHPUT_EVENTS);
     for (const child of children.splice(0)) child.kill();
-    const memory = await idleListeners(join(dir, 'idle.json'));
+    const memory = PARTS.has('memory') ? await idleListeners(join(dir, 'idle.json')) : { before: process.memoryUsage(), after: process.memoryUsage() };
 
     const ms = (value: number) => `${value.toFixed(2)} ms`;
     const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
