@@ -5,6 +5,7 @@ import { RelayError } from '../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { verifySignature } from '../protocol/signature.js';
 import { CLOSE, decodeBody, encodeBody, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
+import { corkPerTurn } from './cork.js';
 import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
 import { rawHeader } from './headers.js';
 import { Heartbeat, realScheduler } from './heartbeat.js';
@@ -37,6 +38,8 @@ export class Listener extends EventEmitter<ListenerEvents> {
   readonly #abort = new AbortController();
   readonly #replays: Array<(reply: ListenerReply | null) => void> = [];
   #socket: WebSocket | null = null;
+  /** Called before each send on `#socket`: replies finished in one event-loop turn leave in one write. */
+  #cork: () => void = () => undefined;
   #backlog: Promise<void> = Promise.resolve();
   #held: EventFrame[] | null = null;
   #stopped = false;
@@ -169,9 +172,12 @@ export class Listener extends EventEmitter<ListenerEvents> {
         socket.terminate();
       });
       socket.once('error', (error) => reject(error));
+      let cork: () => void = () => undefined;
+      socket.once('upgrade', (res) => (cork = corkPerTurn(res.socket)));
       socket.once('open', () => {
         if (this.#stopped) return socket.terminate();
         this.#socket = socket;
+        this.#cork = cork;
         socket.on('error', () => undefined); // the close that follows is what matters
         this.#heartbeat.watch(socket);
         socket.on('message', (data, isBinary) => this.#onMessage(socket, data, isBinary));
@@ -233,7 +239,9 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   #send(frame: ClientFrame): void {
     // A reply for a socket that closed is dropped: the event stays unacknowledged and comes back on reconnect.
-    if (this.#socket?.readyState === WebSocket.OPEN) this.#socket.send(encodeFrame(frame));
+    if (this.#socket?.readyState !== WebSocket.OPEN) return;
+    this.#cork();
+    this.#socket.send(encodeFrame(frame));
   }
 }
 

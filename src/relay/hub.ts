@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import type { Channel, ChannelStore, StoredEvent } from './channels.js';
+import { corkPerTurn } from './cork.js';
 import { CLOSE, encodeFrame, FrameError, parseClientFrame, type EventFrame, type FailFrame, type ReplyFrame } from './frames.js';
 import type { Heartbeat, Scheduler } from './heartbeat.js';
 
@@ -19,6 +21,8 @@ interface Connection {
   readonly channelId: string;
   /** `X-Service-Event` names it wants, or `null` for all. */
   readonly events: ReadonlySet<string> | null;
+  /** Called before each send: frames sent in one event-loop turn leave in one write. */
+  readonly cork: () => void;
 }
 
 interface Pending {
@@ -58,9 +62,12 @@ export class Hub {
     return count;
   }
 
-  /** Takes a freshly upgraded socket: says hello, then sends the channel's unacknowledged events in order. */
-  connect(channel: Channel, socket: WebSocket, events: ReadonlySet<string> | null): void {
-    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId: channel.id, events };
+  /**
+   * Takes a freshly upgraded socket (`transport` is the TCP socket under it): says hello, then sends the
+   * channel's unacknowledged events in order.
+   */
+  connect(channel: Channel, socket: WebSocket, events: ReadonlySet<string> | null, transport: Writable): void {
+    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId: channel.id, events, cork: corkPerTurn(transport) };
     let set = this.#byChannel.get(channel.id);
     if (!set) this.#byChannel.set(channel.id, (set = new Set()));
     set.add(connection);
@@ -174,7 +181,9 @@ export class Hub {
 
   #send(connection: Connection, frame: Parameters<typeof encodeFrame>[0]): void {
     // A socket that is closing drops the frame; its events stay unacknowledged and are caught up later.
-    if (connection.socket.readyState === connection.socket.OPEN) connection.socket.send(encodeFrame(frame));
+    if (connection.socket.readyState !== connection.socket.OPEN) return;
+    connection.cork();
+    connection.socket.send(encodeFrame(frame));
   }
 }
 

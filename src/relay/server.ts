@@ -244,7 +244,7 @@ export class RelayServer {
     const channel = this.#store.get(channelId!)!;
     const filter = url.searchParams.get('events');
     const events = filter ? new Set(filter.split(',').map((name) => name.trim()).filter(Boolean)) : null;
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channel, ws, events));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channel, ws, events, socket));
   }
 }
 
