@@ -135,7 +135,7 @@ export class ChannelStore {
 
   /** Marks `seq` acknowledged; true when it was not before. */
   ack(channel: Channel, seq: number): boolean {
-    if (channel.acked.has(seq) || !channel.events.some((event) => event.seq === seq)) return false;
+    if (channel.acked.has(seq) || !hasSeq(channel.events, seq)) return false;
     channel.acked.add(seq);
     return true;
   }
@@ -238,6 +238,20 @@ export class ChannelStore {
     }
     return json;
   }
+}
+
+/** Whether `events` (ascending by seq, as appended) holds `seq`: a binary search, as a full buffer holds 1,000. */
+function hasSeq(events: readonly StoredEvent[], seq: number): boolean {
+  let low = 0;
+  let high = events.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const found = events[middle]!.seq;
+    if (found === seq) return true;
+    if (found < seq) low = middle + 1;
+    else high = middle - 1;
+  }
+  return false;
 }
 
 function hashToken(token: string): string {

@@ -224,7 +224,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     const started = performance.now();
     let reply: ListenerReply;
     try {
-      const local = await this.#forwarder.forward(frame);
+      const local = await this.#forwarder.forward(frame, body);
       if (local.status < 200 || local.status > 599) throw new ForwardError('local_unreachable', `the local app answered with status ${local.status}`);
       reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
       this.#send({ type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: encodeBody(local.body) });

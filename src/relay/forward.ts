@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { EventFrame, FailCode, RawHeaders } from './frames.js';
-import { decodeBody } from './frames.js';
 import { endToEnd } from './headers.js';
 
 /** The local app's reply to one forwarded event. */
@@ -30,7 +29,8 @@ export function targetUrl(forwardTo: URL, event: Pick<EventFrame, 'path' | 'quer
 }
 
 export interface Forwarder {
-  forward(event: EventFrame): Promise<LocalReply>;
+  /** Sends `event` with `body`, its body bytes already decoded (the listener needs them for the signature check too). */
+  forward(event: EventFrame, body: Buffer): Promise<LocalReply>;
   close(): void;
 }
 
@@ -48,10 +48,9 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
   const plain = { hostname: forwardTo.hostname.replace(/^\[|\]$/g, ''), port: forwardTo.port, path: forwardTo.pathname + forwardTo.search, host: forwardTo.host };
   return {
     close: () => agent.destroy(),
-    forward(event) {
+    forward(event, body) {
       const url = event.path || event.query ? targetUrl(forwardTo, event) : null;
       const where = url ? { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname + url.search, host: url.host } : plain;
-      const body = decodeBody(event.body);
       const headers = [...event.headers, 'Host', where.host];
       // GET and HEAD without a body carry no Content-Length, as the sender sent them.
       if (body.length > 0 || !['GET', 'HEAD'].includes(event.method)) headers.push('Content-Length', String(body.length));

@@ -8,7 +8,7 @@ import { ChannelStore } from './channels.js';
 import { CLOSE } from './frames.js';
 import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
 import { Hub } from './hub.js';
-import { createIngress, matchIngress, sendProblem } from './ingress.js';
+import { createIngress, matchIngress, sendProblem, splitTarget } from './ingress.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
 
 /** Where the relay reports what happens; `console` fits. */
@@ -199,7 +199,7 @@ export class RelayServer {
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://relay.invalid');
+    const url = splitTarget(req.url ?? '/');
     const ingress = matchIngress(url.pathname);
     if (ingress) return this.#ingress(req, res, ingress, url.search);
     req.resume(); // no other route reads a body
