@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { JsonFile } from '../store/json-file.js';
-import type { RawHeaders } from './frames.js';
+import { decodeBody, encodeBody, type RawHeaders } from './frames.js';
 import type { Scheduler } from './heartbeat.js';
 
 /** One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out. */
@@ -11,8 +11,8 @@ export interface StoredEvent {
   path: string;
   query: string;
   headers: RawHeaders;
-  /** Body bytes, base64: the form frames carry, so a buffered event is sent without re-encoding. */
-  body: string;
+  /** Body bytes: the form frames carry. The data file keeps them as base64. */
+  body: Buffer;
   /** `X-Service-Event`, for `--events` filters. */
   eventName: string | null;
   /** `X-Service-Delivery`, for `--replay <delivery id>`. */
@@ -29,8 +29,12 @@ export interface Channel {
   acked: Set<number>;
 }
 
+/** An event as the data file keeps it: the body as base64. */
+type SavedEvent = Omit<StoredEvent, 'body'> & { body: string };
+
 interface ChannelDocument {
   version: 1;
+  /** Events are StoredEvents on the way out (#stringify writes their bodies as base64), SavedEvents read back. */
   channels: Array<Omit<Channel, 'acked'> & { acked: number[] }>;
 }
 
@@ -84,7 +88,10 @@ export class ChannelStore {
     const doc = this.#file ? await this.#file.read() : null;
     if (!doc) return;
     if (doc.version !== 1 || !Array.isArray(doc.channels)) throw new Error(`${this.#file!.file} is not a cliphook relay file.`);
-    for (const saved of doc.channels) this.#channels.set(saved.id, { ...saved, acked: new Set(saved.acked) });
+    for (const saved of doc.channels) {
+      const events = (saved.events as unknown as SavedEvent[]).map((event) => ({ ...event, body: decodeBody(event.body) }));
+      this.#channels.set(saved.id, { ...saved, events, acked: new Set(saved.acked) });
+    }
   }
 
   get size(): number {
@@ -124,7 +131,7 @@ export class ChannelStore {
    * rather than an older undelivered event being dropped in silence.
    */
   append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
-    const size = event.body.length;
+    const size = base64Length(event.body);
     this.prune(channel, size);
     if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
@@ -158,12 +165,12 @@ export class ChannelStore {
       const acked = channel.acked.has(event.seq);
       if (event.receivedAt < cutoff || (acked && (extraCount > 0 || extraBytes > 0))) {
         extraCount--;
-        extraBytes -= event.body.length;
+        extraBytes -= base64Length(event.body);
         channel.acked.delete(event.seq);
         continue;
       }
       kept.push(event);
-      keptBytes += event.body.length;
+      keptBytes += base64Length(event.body);
     }
     channel.events = kept;
     this.#bytes.set(channel, keptBytes);
@@ -188,7 +195,7 @@ export class ChannelStore {
   #size(channel: Channel): number {
     let bytes = this.#bytes.get(channel);
     if (bytes === undefined) {
-      bytes = channel.events.reduce((sum, event) => sum + event.body.length, 0);
+      bytes = channel.events.reduce((sum, event) => sum + base64Length(event.body), 0);
       this.#bytes.set(channel, bytes);
     }
     return bytes;
@@ -233,11 +240,16 @@ export class ChannelStore {
   #eventJson(event: StoredEvent): string {
     let json = this.#json.get(event);
     if (json === undefined) {
-      json = JSON.stringify(event);
+      json = JSON.stringify({ ...event, body: encodeBody(event.body) });
       this.#json.set(event, json);
     }
     return json;
   }
+}
+
+/** What `body` takes as base64: the bounds count bytes as the data file keeps them. */
+function base64Length(body: Uint8Array): number {
+  return Math.ceil(body.length / 3) * 4;
 }
 
 /** Whether `events` (ascending by seq, as appended) holds `seq`: a binary search, as a full buffer holds 1,000. */

@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { RelayError } from '../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { verifySignature } from '../protocol/signature.js';
-import { CLOSE, decodeBody, encodeBody, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
+import { CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
 import { corkPerTurn } from './cork.js';
 import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
 import { rawHeader } from './headers.js';
@@ -207,7 +207,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
   }
 
   async #handle(frame: EventFrame): Promise<void> {
-    const body = decodeBody(frame.body);
+    const { body } = frame;
     const { secret } = this.#options;
     const event: ListenerEvent = {
       seq: frame.seq,
@@ -224,10 +224,10 @@ export class Listener extends EventEmitter<ListenerEvents> {
     const started = performance.now();
     let reply: ListenerReply;
     try {
-      const local = await this.#forwarder.forward(frame, body);
+      const local = await this.#forwarder.forward(frame);
       if (local.status < 200 || local.status > 599) throw new ForwardError('local_unreachable', `the local app answered with status ${local.status}`);
       reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
-      this.#send({ type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: encodeBody(local.body) });
+      this.#send({ type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: local.body });
     } catch (error) {
       const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
       reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };

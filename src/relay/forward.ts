@@ -29,8 +29,7 @@ export function targetUrl(forwardTo: URL, event: Pick<EventFrame, 'path' | 'quer
 }
 
 export interface Forwarder {
-  /** Sends `event` with `body`, its body bytes already decoded (the listener needs them for the signature check too). */
-  forward(event: EventFrame, body: Buffer): Promise<LocalReply>;
+  forward(event: EventFrame): Promise<LocalReply>;
   close(): void;
 }
 
@@ -48,7 +47,8 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
   const plain = { hostname: forwardTo.hostname.replace(/^\[|\]$/g, ''), port: forwardTo.port, path: forwardTo.pathname + forwardTo.search, host: forwardTo.host };
   return {
     close: () => agent.destroy(),
-    forward(event, body) {
+    forward(event) {
+      const { body } = event;
       const url = event.path || event.query ? targetUrl(forwardTo, event) : null;
       const where = url ? { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname + url.search, host: url.host } : plain;
       const headers = [...event.headers, 'Host', where.host];

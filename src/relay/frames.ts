@@ -1,7 +1,9 @@
 /**
  * The relay's WebSocket messages: their types, their encoding and the one parser that checks them.
- * Every frame is a JSON text frame; bodies travel as base64 so the bytes the sender signed are the bytes
- * the local app reads (smee re-serialised JSON and broke HMACs: smee-client#325, #454).
+ * Frames that carry a body (`event`, `reply`) are binary: a 4-byte big-endian length, that many bytes
+ * of JSON head, then the body bytes untouched, so the bytes the sender signed are the bytes the local
+ * app reads (smee re-serialised JSON and broke HMACs: smee-client#325, #454) and no body is base64'd or
+ * JSON-escaped on its way. Every other frame is a JSON text frame.
  */
 
 /** Header lines as Node's `rawHeaders` gives them: `[name, value, name, value, …]`, repeats kept in order. */
@@ -31,8 +33,8 @@ export interface EventFrame {
   query: string;
   /** End-to-end request headers; hop-by-hop ones and `content-length` are dropped. */
   headers: RawHeaders;
-  /** The body bytes, base64. */
-  body: string;
+  /** The body bytes; on the wire, the tail of the binary frame. */
+  body: Buffer;
   /** True for an event caught up from the buffer after (re)connecting: nobody waits for its reply. */
   backlog: boolean;
   /** True when the listener asked for it with a `replay` frame. */
@@ -53,8 +55,8 @@ export interface ReplyFrame {
   seq: number;
   status: number;
   headers: RawHeaders;
-  /** The reply body bytes, base64. */
-  body: string;
+  /** The reply body bytes; on the wire, the tail of the binary frame. */
+  body: Buffer;
 }
 
 /** Why a listener could not get a reply from the local app. */
@@ -106,37 +108,49 @@ export class FrameError extends Error {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // What Node's http module accepts in a header value (it throws on anything else, so check first).
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const PATH = /^(?:\/[^\s\x00-\x1f\x7f]*)?$/;
 const QUERY = /^(?:\?[^\s\x00-\x1f\x7f]*)?$/;
 const MAX_HEADER_FIELDS = 500;
 const MAX_TEXT = 4096;
 const FAIL_CODES: readonly string[] = ['local_unreachable', 'local_timeout'];
 
-/** Encodes a frame for `ws.send`. */
-export function encodeFrame(frame: ServerFrame | ClientFrame): string {
-  return JSON.stringify(frame);
+/** Bytes of the head-length prefix of a binary frame. */
+const PREFIX = 4;
+
+/** Encodes a frame for `ws.send`: a Buffer (sent binary) for `event` and `reply`, JSON text for the rest. */
+export function encodeFrame(frame: ServerFrame | ClientFrame): string | Buffer {
+  if (frame.type !== 'event' && frame.type !== 'reply') return JSON.stringify(frame);
+  const { body, ...head } = frame;
+  const json = JSON.stringify(head);
+  const headBytes = Buffer.byteLength(json);
+  const out = Buffer.allocUnsafe(PREFIX + headBytes + body.length);
+  out.writeUInt32BE(headBytes, 0);
+  out.write(json, PREFIX, 'utf8');
+  out.set(body, PREFIX + headBytes);
+  return out;
 }
 
-/** Bytes to the base64 a frame carries. */
+/** Bytes to base64, the form the relay's data file keeps bodies in. */
 export function encodeBody(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
-/** The base64 a frame carries back to bytes (already checked by the parser). */
+/** Base64 from the data file back to bytes. */
 export function decodeBody(base64: string): Buffer {
   return Buffer.from(base64, 'base64');
 }
 
 /**
- * Parses and checks a frame a listener sent. Throws `FrameError` (never anything else) for a binary
- * frame, bad JSON, an unknown type or a member of the wrong shape; a larger frame than `maxBytes` is 1009.
+ * Parses and checks a frame a listener sent. Throws `FrameError` (never anything else) for bad JSON, an
+ * unknown type, a type in the wrong kind of frame (binary or text) or a member of the wrong shape; a
+ * larger frame than `maxBytes` is 1009.
  */
 export function parseClientFrame(data: unknown, isBinary: boolean, maxBytes = Infinity): ClientFrame {
-  const value = readJson(data, isBinary, maxBytes);
+  const { value, body } = read(data, isBinary, maxBytes);
+  if ((value.type === 'reply') !== (body !== null)) throw new FrameError('reply frames, and only they, are binary');
   switch (value.type) {
     case 'reply':
-      return { type: 'reply', seq: seq(value.seq), status: status(value.status), headers: headers(value.headers), body: base64(value.body) };
+      return { type: 'reply', seq: seq(value.seq), status: status(value.status), headers: headers(value.headers), body: body! };
     case 'fail': {
       if (typeof value.code !== 'string' || !FAIL_CODES.includes(value.code)) throw new FrameError('fail.code is not a known code');
       return { type: 'fail', seq: seq(value.seq), code: value.code as FailCode, detail: text(value.detail, 'fail.detail') };
@@ -150,7 +164,8 @@ export function parseClientFrame(data: unknown, isBinary: boolean, maxBytes = In
 
 /** Parses and checks a frame the relay sent; the listener closes with the error's code on failure. */
 export function parseServerFrame(data: unknown, isBinary: boolean, maxBytes = Infinity): ServerFrame {
-  const value = readJson(data, isBinary, maxBytes);
+  const { value, body } = read(data, isBinary, maxBytes);
+  if ((value.type === 'event') !== (body !== null)) throw new FrameError('event frames, and only they, are binary');
   switch (value.type) {
     case 'hello':
       return {
@@ -172,7 +187,7 @@ export function parseServerFrame(data: unknown, isBinary: boolean, maxBytes = In
         path: value.path,
         query: value.query,
         headers: headers(value.headers),
-        body: base64(value.body),
+        body: body!,
         backlog: value.backlog === true,
         replay: value.replay === true,
       };
@@ -184,15 +199,23 @@ export function parseServerFrame(data: unknown, isBinary: boolean, maxBytes = In
   }
 }
 
-function readJson(data: unknown, isBinary: boolean, maxBytes: number): Record<string, unknown> {
-  if (isBinary) throw new FrameError('binary frames are not part of the protocol');
-  let textData: string;
-  if (typeof data === 'string') textData = data;
-  else if (Buffer.isBuffer(data)) textData = data.toString('utf8');
-  else if (Array.isArray(data) && data.every((chunk) => Buffer.isBuffer(chunk))) textData = Buffer.concat(data).toString('utf8');
-  else if (data instanceof ArrayBuffer) textData = Buffer.from(data).toString('utf8');
+/** The JSON head of a frame and, for a binary frame, its body bytes (a view, not a copy). */
+function read(data: unknown, isBinary: boolean, maxBytes: number): { value: Record<string, unknown>; body: Buffer | null } {
+  let bytes: Buffer;
+  if (typeof data === 'string') bytes = Buffer.from(data, 'utf8');
+  else if (Buffer.isBuffer(data)) bytes = data;
+  else if (Array.isArray(data) && data.every((chunk) => Buffer.isBuffer(chunk))) bytes = Buffer.concat(data);
+  else if (data instanceof ArrayBuffer) bytes = Buffer.from(data);
   else throw new FrameError('unreadable frame');
-  if (textData.length > maxBytes) throw new FrameError('frame too large', CLOSE.tooBig);
+  if (bytes.length > maxBytes) throw new FrameError('frame too large', CLOSE.tooBig);
+  if (!isBinary) return { value: readJson(bytes.toString('utf8')), body: null };
+  if (bytes.length < PREFIX) throw new FrameError('binary frame shorter than its head length');
+  const headEnd = PREFIX + bytes.readUInt32BE(0);
+  if (headEnd > bytes.length) throw new FrameError('binary frame shorter than its head');
+  return { value: readJson(bytes.toString('utf8', PREFIX, headEnd)), body: bytes.subarray(headEnd) };
+}
+
+function readJson(textData: string): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(textData);
@@ -228,9 +251,4 @@ function headers(value: unknown): RawHeaders {
     if (typeof field !== 'string' || !HEADER_VALUE.test(field)) throw new FrameError('header value has forbidden characters');
   }
   return value as RawHeaders;
-}
-
-function base64(value: unknown): string {
-  if (typeof value !== 'string' || !BASE64.test(value)) throw new FrameError('body is not base64');
-  return value;
 }

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
 import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
 import type { ChannelStore } from './channels.js';
-import { decodeBody, encodeBody } from './frames.js';
 import { endToEnd, rawHeader } from './headers.js';
 import type { Hub } from './hub.js';
 
@@ -59,7 +58,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       path: target.path,
       query,
       headers,
-      body: encodeBody(body),
+      body,
       eventName: rawHeader(headers, HEADER_EVENT) ?? null,
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
     });
@@ -73,8 +72,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     }
     switch (outcome.kind) {
       case 'reply': {
-        const { status, headers: replyHeaders, body: replyBody } = outcome.frame;
-        const bytes = decodeBody(replyBody);
+        const { status, headers: replyHeaders, body: bytes } = outcome.frame;
         const noBody = status === 204 || status === 304 || req.method === 'HEAD';
         const out = endToEnd(replyHeaders);
         if (!noBody) out.push('content-length', String(bytes.length));

@@ -61,7 +61,7 @@ export interface ChannelInfo {
 const SILENT: RelayLogger = { info() {}, warn() {} };
 const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
-// Base64 grows bodies by 4/3; the rest of an event frame is headers and a few numbers.
+// Bodies travel as raw bytes in binary frames; the rest of a frame is its JSON head: headers and a few numbers.
 const FRAME_OVERHEAD = 256 * 1024;
 const REPLY_BYTES = 1024 * 1024;
 // How long listeners get to answer the closing handshake when the relay stops.
@@ -124,7 +124,7 @@ export class RelayServer {
     this.#logger = logger;
     const log = (message: string) => logger.warn(message);
     // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
-    const maxFrameBytes = Math.ceil((Math.max(maxBodyBytes, REPLY_BYTES) * 4) / 3) + FRAME_OVERHEAD;
+    const maxFrameBytes = Math.max(maxBodyBytes, REPLY_BYTES) + FRAME_OVERHEAD;
     this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });

@@ -10,7 +10,7 @@ afterEach(async () => {
 });
 
 function event(receivedAt: number, deliveryId: string | null = null): Omit<StoredEvent, 'seq'> {
-  return { receivedAt, method: 'POST', path: '', query: '', headers: [], body: '', eventName: 'video.completed', deliveryId };
+  return { receivedAt, method: 'POST', path: '', query: '', headers: [], body: Buffer.alloc(0), eventName: 'video.completed', deliveryId };
 }
 
 describe('ChannelStore', () => {
@@ -47,7 +47,8 @@ describe('ChannelStore', () => {
   it('bounds the buffered body bytes too, dropping acknowledged events first', () => {
     const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 100, maxBytes: 100, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
     const { channel } = store.create();
-    const sized = (n: number) => ({ ...event(0), body: 'A'.repeat(n) });
+    // Bounds count base64 bytes, as the data file keeps bodies: 45 bytes are 60.
+    const sized = (base64Bytes: number) => ({ ...event(0), body: Buffer.alloc((base64Bytes / 4) * 3) });
     expect(store.append(channel, sized(60))?.seq).toBe(1);
     expect(store.append(channel, sized(60))).toBeNull();
     store.ack(channel, 1);

@@ -81,25 +81,27 @@ describe('relay server', () => {
     const other = await createChannel(url);
     const listener = await connectListener({ relayUrl: url, channel: other.channel, token: other.token, forwardTo: `${app.url}/webhooks` });
     cleanups.push(() => listener.close());
-    const frame = fc.oneof(
-      fc.string(),
-      fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
-      fc.json(),
-      fc
-        .record(
-          {
-            type: fc.constantFrom('reply', 'fail', 'replay', 'hello', 'event', '__proto__', 'constructor'),
-            seq: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null)),
-            status: fc.oneof(fc.integer({ min: -10, max: 1000 }), fc.string()),
-            headers: fc.oneof(fc.array(fc.string(), { maxLength: 6 }), fc.string(), fc.anything()),
-            body: fc.oneof(fc.base64String(), fc.string(), fc.anything()),
-            code: fc.oneof(fc.constantFrom('local_unreachable', 'local_timeout'), fc.string()),
-            ref: fc.oneof(fc.string(), fc.integer(), fc.anything()),
-          },
-          { requiredKeys: ['type'] },
-        )
-        .map((value) => JSON.stringify(value) ?? '{}'),
-    );
+    const head = fc
+      .record(
+        {
+          type: fc.constantFrom('reply', 'fail', 'replay', 'hello', 'event', '__proto__', 'constructor'),
+          seq: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null)),
+          status: fc.oneof(fc.integer({ min: -10, max: 1000 }), fc.string()),
+          headers: fc.oneof(fc.array(fc.string(), { maxLength: 6 }), fc.string(), fc.anything()),
+          body: fc.oneof(fc.base64String(), fc.string(), fc.anything()),
+          code: fc.oneof(fc.constantFrom('local_unreachable', 'local_timeout'), fc.string()),
+          ref: fc.oneof(fc.string(), fc.integer(), fc.anything()),
+        },
+        { requiredKeys: ['type'] },
+      )
+      .map((value) => JSON.stringify(value) ?? '{}');
+    // Binary frames: a head length (true or not), a JSON head and any body bytes.
+    const binary = fc.tuple(head, fc.uint8Array({ maxLength: 64 }), fc.boolean()).map(([json, body, honest]) => {
+      const prefix = Buffer.alloc(4);
+      prefix.writeUInt32BE(honest ? Buffer.byteLength(json) : Buffer.byteLength(json) + body.length + 1);
+      return Buffer.concat([prefix, Buffer.from(json), body]);
+    });
+    const frame = fc.oneof(fc.string(), fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)), fc.json(), head, binary);
     await fc.assert(
       fc.asyncProperty(fc.array(frame, { minLength: 1, maxLength: 4 }), async (frames) => {
         const socket = await rawSocket(url, target);
