@@ -1,10 +1,9 @@
 import { EventEmitter } from 'node:events';
-import pRetry from 'p-retry';
 import WebSocket from 'ws';
 import { RelayError } from '../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { verifySignature } from '../protocol/signature.js';
-import { CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
+import { checkReply, CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame, type ReplyFrame } from './frames.js';
 import { corkPerTurn } from './cork.js';
 import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
 import { rawHeader } from './headers.js';
@@ -16,6 +15,21 @@ export type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply, Rec
 
 /** Defaults for the local hop. */
 const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
+
+/** A session up this long proves the connection healthy: the reconnect backoff starts over. */
+const STABLE_SESSION_MS = 30_000;
+
+/** Closes that reconnecting at once would only repeat: the relay refused what this listener sent, or failed on it. */
+const BACK_OFF_CODES: ReadonlySet<number> = new Set([CLOSE.policy, CLOSE.tooBig, CLOSE.internalError]);
+
+/**
+ * The wait before reconnecting after `failures` consecutive failures (from 1), as p-retry computes it:
+ * `minTimeout * factor^(failures - 1)`, times a random 1-2 with `randomize`, at most `maxTimeout`.
+ */
+export function reconnectDelay(failures: number, { minTimeout, maxTimeout, factor, randomize }: Required<ReconnectOptions>, random = Math.random): number {
+  const base = minTimeout * factor ** Math.max(0, failures - 1);
+  return Math.round(Math.min(maxTimeout, randomize ? base * (1 + random()) : base));
+}
 
 /** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
 const HOLD = Symbol('hold');
@@ -87,29 +101,58 @@ export class Listener extends EventEmitter<ListenerEvents> {
     return url.href;
   }
 
-  /** Connects, and reconnects after every drop, until `close()` or a refusal. Resolves when it stops. */
+  /**
+   * Connects, and reconnects after every drop, until `close()` or a refusal. Resolves when it stops.
+   * The backoff outlives a session: only one that stayed up `STABLE_SESSION_MS` starts it over, and a
+   * close for something this listener sent (1008/1009/1011) always waits first, so a relay that keeps
+   * refusing a reply is not hit in a loop.
+   */
   async run(): Promise<void> {
+    // Consecutive failed connects and short or refused sessions: what the next wait grows with.
+    let failures = 0;
+    // Failed connects since the last connection, for the reports.
+    let attempt = 0;
+    let delayMs = 0;
     while (!this.#stopped) {
+      if (delayMs > 0) await this.#pause(delayMs);
+      if (this.#stopped) break;
       let session: { closed: Promise<number> };
       try {
-        session = await pRetry(() => this.#open(), {
-          retries: Number.POSITIVE_INFINITY,
-          ...this.#reconnect,
-          signal: this.#abort.signal,
-          // Not unref'd: between attempts this timer is all that keeps `listen` alive.
-          shouldRetry: ({ error }) => !(error instanceof RelayError) && !this.#stopped,
-          onFailedAttempt: ({ error, attemptNumber }) => {
-            if (!(error instanceof RelayError) && !this.#stopped) this.emit('reconnecting', { attempt: attemptNumber, error });
-          },
-        });
+        session = await this.#open();
       } catch (error) {
-        return this.#stop(error instanceof RelayError ? error : null);
+        if (error instanceof RelayError) return this.#stop(error);
+        if (this.#stopped) break;
+        delayMs = reconnectDelay(++failures, this.#reconnect);
+        this.emit('reconnecting', { attempt: ++attempt, error: error as Error, delayMs });
+        continue;
       }
+      attempt = 0;
+      const openedAt = this.#options.clock();
       const code = await session.closed;
       if (code === CLOSE.invalidToken) return this.#stop(new RelayError('invalid_token', 'The relay no longer accepts this token.'));
       if (code === CLOSE.channelGone) return this.#stop(new RelayError('channel_not_found', 'The channel was deleted.'));
-      if (!this.#stopped) this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`) });
+      if (this.#stopped) break;
+      const stable = this.#options.clock() - openedAt >= STABLE_SESSION_MS;
+      if (stable) failures = 0;
+      delayMs = !stable || BACK_OFF_CODES.has(code) ? reconnectDelay(++failures, this.#reconnect) : 0;
+      this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`), delayMs });
     }
+    this.#stop(null);
+  }
+
+  /** Waits `ms`, or less when the listener stops. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = this.#abort.signal;
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      // Not unref'd: between attempts this timer is all that keeps `listen` alive.
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 
   /**
@@ -226,8 +269,16 @@ export class Listener extends EventEmitter<ListenerEvents> {
     try {
       const local = await this.#forwarder.forward(frame);
       if (local.status < 200 || local.status > 599) throw new ForwardError('local_unreachable', `the local app answered with status ${local.status}`);
+      const replyFrame: ReplyFrame = { type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: local.body };
+      const encoded = encodeFrame(replyFrame);
+      try {
+        checkReply(replyFrame, encoded.length);
+      } catch (invalid) {
+        // The relay would close the socket (1008/1009) and resend the event: a loop the sender never leaves.
+        throw new ForwardError('local_unreachable', `the local reply cannot be relayed: ${(invalid as Error).message}`);
+      }
       reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
-      this.#send({ type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: local.body });
+      this.#sendEncoded(encoded);
     } catch (error) {
       const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
       reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };
@@ -238,10 +289,14 @@ export class Listener extends EventEmitter<ListenerEvents> {
   }
 
   #send(frame: ClientFrame): void {
+    this.#sendEncoded(encodeFrame(frame));
+  }
+
+  #sendEncoded(data: string | Buffer): void {
     // A reply for a socket that closed is dropped: the event stays unacknowledged and comes back on reconnect.
     if (this.#socket?.readyState !== WebSocket.OPEN) return;
     this.#cork();
-    this.#socket.send(encodeFrame(frame));
+    this.#socket.send(data);
   }
 }
 

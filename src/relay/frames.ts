@@ -89,6 +89,8 @@ export const CLOSE = Object.freeze({
   policy: 1008,
   /** RFC 6455 §7.4.1: a message too big to process. */
   tooBig: 1009,
+  /** RFC 6455 §7.4.1: the peer met a condition it could not handle. */
+  internalError: 1011,
   /** The token no longer matches the channel: do not reconnect. */
   invalidToken: 4001,
   /** The channel was deleted: do not reconnect. */
@@ -116,6 +118,23 @@ const FAIL_CODES: readonly string[] = ['local_unreachable', 'local_timeout'];
 
 /** Bytes of the head-length prefix of a binary frame. */
 const PREFIX = 4;
+
+/** Room a frame has besides its body: its JSON head (headers and a few numbers). */
+export const MAX_HEAD_BYTES = 256 * 1024;
+/** Reply body bytes every relay takes, whatever its `maxBodyBytes`. */
+export const MAX_REPLY_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Checks a reply the way `parseClientFrame` will check it on the relay (status, header count, names and
+ * values, frame size), so a listener sends a `fail` instead of a reply that gets its socket closed 1008
+ * and its event resent in a loop. `frameBytes` is the encoded frame's length. Throws `FrameError`.
+ */
+export function checkReply(frame: ReplyFrame, frameBytes: number, maxBytes = MAX_REPLY_BODY_BYTES + MAX_HEAD_BYTES): void {
+  seq(frame.seq);
+  status(frame.status);
+  headers(frame.headers);
+  if (frameBytes > maxBytes) throw new FrameError('frame too large', CLOSE.tooBig);
+}
 
 /** Encodes a frame for `ws.send`: a Buffer (sent binary) for `event` and `reply`, JSON text for the rest. */
 export function encodeFrame(frame: ServerFrame | ClientFrame): string | Buffer {

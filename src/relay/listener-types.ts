@@ -3,7 +3,10 @@ import type { Scheduler } from './heartbeat.js';
 
 /** The public shapes of a listener: its options, what it emits. `client.ts` has the behaviour. */
 
-/** How `listen` backs off between reconnects (p-retry's options); jitter is on unless `randomize: false`. */
+/**
+ * How `listen` backs off between reconnects (p-retry's options); jitter is on unless `randomize: false`.
+ * The backoff carries over across connections and starts over only after one stayed up 30 s.
+ */
 export interface ReconnectOptions {
   /** @default 500 */
   minTimeout?: number;
@@ -76,6 +79,7 @@ export interface ListenerEvents {
   connected: [info: { channel: string; listener: string }];
   event: [event: ListenerEvent];
   reply: [reply: ListenerReply];
-  reconnecting: [info: { attempt: number; error: Error }];
+  /** `attempt` 0 when a connection closed, else the failed attempt's number; `delayMs` until the next try. */
+  reconnecting: [info: { attempt: number; error: Error; delayMs: number }];
   close: [error: RelayError | null];
 }

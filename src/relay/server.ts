@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
 import { ChannelStore } from './channels.js';
-import { CLOSE } from './frames.js';
+import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngress, sendProblem, splitTarget } from './ingress.js';
@@ -61,9 +61,6 @@ export interface ChannelInfo {
 const SILENT: RelayLogger = { info() {}, warn() {} };
 const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
-// Bodies travel as raw bytes in binary frames; the rest of a frame is its JSON head: headers and a few numbers.
-const FRAME_OVERHEAD = 256 * 1024;
-const REPLY_BYTES = 1024 * 1024;
 // How long listeners get to answer the closing handshake when the relay stops.
 const CLOSE_GRACE_MS = 2_000;
 
@@ -124,7 +121,7 @@ export class RelayServer {
     this.#logger = logger;
     const log = (message: string) => logger.warn(message);
     // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
-    const maxFrameBytes = Math.max(maxBodyBytes, REPLY_BYTES) + FRAME_OVERHEAD;
+    const maxFrameBytes = Math.max(maxBodyBytes, MAX_REPLY_BODY_BYTES) + MAX_HEAD_BYTES;
     this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });

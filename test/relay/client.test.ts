@@ -1,7 +1,10 @@
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { connectListener, createChannel, createRelayServer, Listener } from 'cliphook';
+import { reconnectDelay } from '../../src/relay/client.js';
 import { targetUrl } from '../../src/relay/forward.js';
-import { manualScheduler, startLocalApp } from './fixtures.js';
+import { listen, manualScheduler, startLocalApp } from './fixtures.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -74,5 +77,92 @@ describe('listener liveness and reconnects', () => {
     await running;
     expect(attempts.slice(0, 3)).toEqual([1, 2, 3]);
     expect(await listener.closed).toBeNull();
+  });
+});
+
+describe('replies the relay would refuse, and the backoff', () => {
+  it('sends a fail, not a reply the relay would close the socket over (600 Set-Cookie headers)', async () => {
+    const relay = createRelayServer({ file: false });
+    const { url } = await relay.listen(0, '127.0.0.1');
+    cleanups.push(() => relay.close());
+    let hits = 0;
+    const app = await listen((req, res) => {
+      hits++;
+      req.resume();
+      const headers: string[] = [];
+      for (let i = 0; i < 600; i++) headers.push('Set-Cookie', `c${i}=1`);
+      res.writeHead(200, headers);
+      res.end('x');
+    });
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: app.url });
+    cleanups.push(() => listener.close());
+    const reconnects: unknown[] = [];
+    listener.on('reconnecting', (info) => reconnects.push(info));
+    const replied = new Promise<{ status: number | null; error: { code: string; detail: string } | null }>((resolve) => listener.once('reply', resolve));
+    const res = await fetch(channel.url, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { code: string }).code).toBe('local_unreachable');
+    expect((await replied).error).toMatchObject({ code: 'local_unreachable', detail: expect.stringMatching(/cannot be relayed/) });
+    expect(hits).toBe(1);
+    expect(reconnects).toEqual([]);
+    expect(relay.listeners).toBe(1);
+  });
+
+  it('computes the wait as p-retry does: growing, capped, jittered 1-2x', () => {
+    const options = { minTimeout: 100, maxTimeout: 1000, factor: 2, randomize: false };
+    expect([1, 2, 3, 4, 5].map((n) => reconnectDelay(n, options))).toEqual([100, 200, 400, 800, 1000]);
+    expect(reconnectDelay(2, { ...options, randomize: true }, () => 0.5)).toBe(300);
+  });
+
+  it('backs off across sessions after 1008/1009/1011 and short sessions; a 30 s session starts it over', async () => {
+    // A relay that says hello, then closes each connection with the next code the test gives it.
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((resolve) => wss.once('listening', resolve));
+    cleanups.push(() => new Promise((resolve) => wss.close(resolve)));
+    const sockets: import('ws').WebSocket[] = [];
+    let connections = 0;
+    wss.on('connection', (socket) => {
+      connections++;
+      sockets.push(socket);
+      socket.send(JSON.stringify({ type: 'hello', channel: 'c', listener: `l${connections}`, pingIntervalMs: 10_000 }));
+    });
+    let now = 0;
+    const listener = new Listener({
+      ...base,
+      relayUrl: `http://127.0.0.1:${(wss.address() as AddressInfo).port}`,
+      clock: () => now,
+      scheduler: manualScheduler(),
+      reconnect: { minTimeout: 5, maxTimeout: 40, factor: 2, randomize: false },
+    });
+    const delays: number[] = [];
+    const connected = () => new Promise<void>((resolve) => listener.once('connected', () => resolve()));
+    const closedWith = async (code: number, upMs: number) => {
+      const reported = new Promise<void>((resolve) => listener.once('reconnecting', ({ delayMs }) => (delays.push(delayMs), resolve())));
+      now += upMs;
+      if (code === 1006) sockets.at(-1)!.terminate(); // a dropped connection
+      else sockets.at(-1)!.close(code);
+      await reported;
+    };
+    let next = connected();
+    const running = listener.run();
+    cleanups.push(async () => (await listener.close(), await running));
+    await next;
+    for (const [code, upMs] of [[1008, 60_000], [1009, 0], [1011, 0], [1000, 0], [1006, 10]] as const) {
+      next = connected();
+      await closedWith(code, upMs);
+      await next;
+    }
+    // A refused reply waits even after a long session; short sessions keep growing the wait.
+    expect(delays).toEqual([5, 10, 20, 40, 40]);
+    next = connected();
+    await closedWith(1000, 30_000); // a healthy session: the next reconnect is at once
+    await next;
+    next = connected();
+    await closedWith(1000, 0);
+    await next;
+    expect(delays.slice(5)).toEqual([0, 5]);
+    expect(connections).toBe(8);
   });
 });

@@ -83,10 +83,11 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   let reconnecting = false;
   listener.on('event', (event) => emit({ type: 'event', ...eventRecord(event) }, eventLine(event, p)));
   listener.on('reply', (reply) => emit({ type: 'reply', ...replyRecord(reply) }, replyLine(reply, p)));
-  listener.on('reconnecting', ({ attempt, error }) => {
+  listener.on('reconnecting', ({ attempt, error, delayMs }) => {
     reconnecting = true;
     const what = attempt === 0 ? 'connection lost' : `attempt ${attempt} failed`;
-    emit({ type: 'reconnecting', attempt, error: error.message }, p.yellow(`${ready ? 'reconnecting' : 'connecting'} to ${relayUrl} (${what}: ${error.message})`));
+    const wait = delayMs > 0 ? `; next try in ${(delayMs / 1000).toFixed(1)} s` : '';
+    emit({ type: 'reconnecting', attempt, error: error.message, delayMs }, p.yellow(`${ready ? 'reconnecting' : 'connecting'} to ${relayUrl} (${what}: ${error.message}${wait})`));
   });
   listener.on('connected', () => {
     if (!ready) {
