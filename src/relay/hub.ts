@@ -82,6 +82,17 @@ export class Hub {
   }
 
   /**
+   * Who would take an event named `eventName` now: `'none'` when no listener is connected, `'filtered'`
+   * when some are but their `--events` filters all leave it out, `'wanted'` otherwise.
+   */
+  audience(channelId: string, eventName: string | null): 'none' | 'filtered' | 'wanted' {
+    const set = this.#byChannel.get(channelId);
+    if (!set || set.size === 0) return 'none';
+    for (const connection of set) if (wantsName(connection, eventName)) return 'wanted';
+    return 'filtered';
+  }
+
+  /**
    * Sends a live event to every listener of the channel that wants it and resolves with the first
    * reply, or `null` at once when none does (the caller answers 503 and the event waits in the buffer).
    */
@@ -188,7 +199,11 @@ export class Hub {
 }
 
 function wants(connection: Connection, event: StoredEvent): boolean {
-  return connection.events === null || (event.eventName !== null && connection.events.has(event.eventName));
+  return wantsName(connection, event.eventName);
+}
+
+function wantsName(connection: Connection, eventName: string | null): boolean {
+  return connection.events === null || (eventName !== null && connection.events.has(eventName));
 }
 
 function pendingKey(channelId: string, seq: number): string {

@@ -40,6 +40,7 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
 /**
  * Takes one request for a channel: any method, the raw body up to the cap. With a listener, answers with
  * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
+ * When listeners are connected but their `--events` filters all leave the event out: 202, not kept.
  */
 export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, log }: IngressOptions) {
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
@@ -52,6 +53,12 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     if (body === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
     if (body === null) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
     const headers = endToEnd(req.rawHeaders);
+    const eventName = rawHeader(headers, HEADER_EVENT) ?? null;
+    if (hub.audience(channel.id, eventName) === 'filtered') {
+      // Listeners are connected and their --events filters leave this one out: keeping it unacknowledged
+      // would only fill the buffer, and a 503 would make the sender retry an event nobody asked for.
+      return sendFiltered(res);
+    }
     const stored = store.append(channel, {
       receivedAt: clock(),
       method: req.method ?? 'GET',
@@ -59,7 +66,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       query,
       headers,
       body,
-      eventName: rawHeader(headers, HEADER_EVENT) ?? null,
+      eventName,
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
     });
     if (!stored) {
@@ -92,6 +99,14 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
         });
     }
   };
+}
+
+const FILTERED = JSON.stringify({ relayed: false, reason: 'filtered_by_listener' });
+
+/** 202: taken, and not relayed because no connected listener wants this event name. */
+function sendFiltered(res: ServerResponse): void {
+  res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(FILTERED) });
+  res.end(FILTERED);
 }
 
 /** Writes an RFC 9457 problem; `close` ends the connection (the rest of a too-large body is not read). */

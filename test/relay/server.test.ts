@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import WebSocket from 'ws';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connectListener, createChannel, createRelayServer, type ChannelInfo, type Listener, type RelayServer } from 'cliphook';
 import { eventText, manualScheduler, signedHeaders, startLocalApp } from './fixtures.js';
 
@@ -160,18 +160,28 @@ describe('relay server', () => {
     expect(app.echoes[2]!.url).toBe('/echo?n=1');
   });
 
-  it('sends a listener only the events it asked for; the others wait in the buffer', async () => {
-    const { url } = await startRelay();
+  it('sends a listener only the events it asked for; the others are answered 202 filtered and not kept', async () => {
+    const { relay, url } = await startRelay({ maxBufferedEvents: 5 });
     const app = await startLocalApp();
     cleanups.push(app.close);
     const channel = await createChannel(url);
     const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/echo`, events: ['video.failed'] });
     cleanups.push(() => listener.close());
-    const completed = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.completed' } });
-    expect(completed.status).toBe(503);
+    // More unwanted events than the buffer holds: none is kept, so none crowds out a wanted one.
+    for (let i = 0; i < 8; i++) {
+      const completed = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.completed' } });
+      expect(completed.status).toBe(202);
+      expect(await completed.json()).toEqual({ relayed: false, reason: 'filtered_by_listener' });
+    }
     const failed = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.failed' } });
     expect(failed.status).toBe(200);
     expect(app.echoes).toHaveLength(1);
+    // With no listener connected, an event is kept and the sender told 503 no_listener, as before.
+    await listener.close();
+    await vi.waitFor(() => expect(relay.listeners).toBe(0));
+    const offline = await fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.completed' } });
+    expect(offline.status).toBe(503);
+    expect(((await offline.json()) as { code: string }).code).toBe('no_listener');
   });
 
   it('closes with listeners connected: they are told 1001 and cannot reconnect to the stopping relay', async () => {
