@@ -70,10 +70,17 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
     });
     if (!stored) {
-      return sendProblem(res, 'no_listener', { detail: 'No listener is connected and the channel buffer is full.', retryAfter: retryAfterSeconds });
+      const detail = hub.audience(channel.id, eventName) === 'none'
+        ? 'No listener is connected and the channel buffer is full.'
+        : 'The channel buffer is full of events the listener has not acknowledged yet.';
+      return sendProblem(res, 'no_listener', { detail, retryAfter: retryAfterSeconds });
     }
     const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
-    if (outcome.kind !== 'reply') {
+    if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
+      // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
+      // would only fill the buffer (nothing resends it while the listener stays connected).
+      if (store.ack(channel, stored.seq)) store.commitSoon((error) => log(`cannot save acks: ${error.message}`));
+    } else if (outcome.kind === 'gone') {
       // The 503 promises the event is kept: it must be on disk before the sender reads it.
       await store.commit().catch((error: Error) => log(`cannot save the buffer: ${error.message}`));
     }

@@ -184,6 +184,41 @@ describe('relay server', () => {
     expect(((await offline.json()) as { code: string }).code).toBe('no_listener');
   });
 
+  it('acknowledges an event answered 502 or 504: the sender owns the retry, the buffer does not fill', async () => {
+    const scheduler = manualScheduler();
+    const { url } = await startRelay({ maxBufferedEvents: 5, scheduler });
+    const down = await startLocalApp();
+    await down.close(); // its port now refuses connections
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${down.url}/webhooks` });
+    cleanups.push(() => listener.close());
+    const post = () => fetch(channel.url, { method: 'POST', body: '{}', headers: { 'x-service-event': 'video.completed' } });
+    for (let i = 0; i < 8; i++) {
+      const res = await post();
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { code: string }).code).toBe('local_unreachable');
+    }
+    await listener.close();
+
+    // A listener that never answers: 504 once the reply timeout fires, and acknowledged too.
+    const silent = await rawSocket(url, channel);
+    let frames = 0;
+    const fiveArrived = new Promise<void>((resolve) => silent.on('message', () => ++frames === 5 && resolve()));
+    const inFlight = Array.from({ length: 5 }, () => post());
+    await fiveArrived;
+    // The buffer is full of events in flight; the listener is connected, so the 503 must not say otherwise.
+    const full = await post();
+    expect(full.status).toBe(503);
+    expect(((await full.json()) as { detail: string }).detail).not.toMatch(/no listener/i);
+    scheduler.fireTimeouts();
+    expect((await Promise.all(inFlight)).map((res) => res.status)).toEqual([504, 504, 504, 504, 504]);
+    const next = post();
+    await new Promise((resolve) => silent.once('message', resolve));
+    scheduler.fireTimeouts();
+    expect((await next).status).toBe(504);
+    silent.terminate();
+  });
+
   it('closes with listeners connected: they are told 1001 and cannot reconnect to the stopping relay', async () => {
     const relay = createRelayServer({ file: false });
     const { url } = await relay.listen(0, '127.0.0.1');
