@@ -20,12 +20,22 @@ export class ForwardError extends Error {
   }
 }
 
-/** The local URL an event goes to: `forwardTo` plus the event's extra path and query. */
-export function targetUrl(forwardTo: URL, event: Pick<EventFrame, 'path' | 'query'>): URL {
-  const url = new URL(forwardTo.href);
-  if (event.path) url.pathname = url.pathname.replace(/\/+$/, '') + event.path;
-  if (event.query) url.search = url.search ? `${url.search}&${event.query.slice(1)}` : event.query;
-  return url;
+/**
+ * The request target on the local app: `forwardTo`'s path and query plus the event's extra path and
+ * query, joined as strings. URL setters would re-normalise what the relay kept byte for byte (dot
+ * segments, `\`, percent-encoding of `{}'`, the `?` of an empty query).
+ * @example targetPath(new URL('http://localhost:3000/hooks?a=1'), { path: '/x/../y', query: '?b' }) // '/hooks/x/../y?a=1&b'
+ */
+export function targetPath(forwardTo: URL, event: Pick<EventFrame, 'path' | 'query'>): string {
+  const path = event.path ? forwardTo.pathname.replace(/\/+$/, '') + event.path : forwardTo.pathname;
+  if (!event.query) return path + forwardTo.search;
+  if (!forwardTo.search) return path + event.query;
+  return event.query === '?' ? path + forwardTo.search : `${path}${forwardTo.search}&${event.query.slice(1)}`;
+}
+
+/** The local URL an event goes to, for display: `forwardTo`'s origin and `targetPath`. */
+export function targetUrl(forwardTo: URL, event: Pick<EventFrame, 'path' | 'query'>): { href: string } {
+  return { href: forwardTo.origin + targetPath(forwardTo, event) };
 }
 
 export interface Forwarder {
@@ -49,8 +59,7 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
     close: () => agent.destroy(),
     forward(event) {
       const { body } = event;
-      const url = event.path || event.query ? targetUrl(forwardTo, event) : null;
-      const where = url ? { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname + url.search, host: url.host } : plain;
+      const where = event.path || event.query ? { ...plain, path: targetPath(forwardTo, event) } : plain;
       const headers = [...event.headers, 'Host', where.host];
       // GET and HEAD without a body carry no Content-Length, as the sender sent them.
       if (body.length > 0 || !['GET', 'HEAD'].includes(event.method)) headers.push('Content-Length', String(body.length));

@@ -31,6 +31,19 @@ export function splitTarget(target: string): { pathname: string; search: string 
   return { pathname: url.pathname, search: url.search };
 }
 
+/**
+ * `/in/<channel>[/path][?query]` read from the raw request target, byte for byte: no dot segments
+ * removed, no `\` turned into `/`, nothing percent-encoded, and an empty query keeps its `?`, so the
+ * local app sees the target the sender signed or logged (issue 4: "the extra path, the query … unchanged").
+ * @example matchIngressTarget('/in/abc/a/../b?') // { channelId: 'abc', path: '/a/../b', query: '?' }
+ */
+export function matchIngressTarget(target: string): { channelId: string; path: string; query: string } | null {
+  const mark = target.indexOf('?');
+  const match = /^\/in\/([A-Za-z0-9_-]+)(\/.*)?$/s.exec(mark === -1 ? target : target.slice(0, mark));
+  if (!match) return null;
+  return { channelId: match[1]!, path: match[2] ?? '', query: mark === -1 ? '' : target.slice(mark) };
+}
+
 /** `/in/<channel>[/path]` split into its parts, or `null` for another path. */
 export function matchIngress(pathname: string): { channelId: string; path: string } | null {
   const match = /^\/in\/([A-Za-z0-9_-]+)(\/.*)?$/.exec(pathname);

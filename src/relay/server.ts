@@ -8,7 +8,7 @@ import { ChannelStore } from './channels.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
 import { Hub } from './hub.js';
-import { createIngress, matchIngress, sendProblem, splitTarget } from './ingress.js';
+import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
 
 /** Where the relay reports what happens; `console` fits. */
@@ -196,9 +196,10 @@ export class RelayServer {
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = splitTarget(req.url ?? '/');
-    const ingress = matchIngress(url.pathname);
-    if (ingress) return this.#ingress(req, res, ingress, url.search);
+    const target = req.url ?? '/';
+    const exact = matchIngressTarget(target);
+    if (exact) return this.#ingress(req, res, exact, exact.query);
+    const url = splitTarget(target);
     req.resume(); // no other route reads a body
     if (url.pathname === '/healthz') {
       return sendJson(res, 200, { status: 'ok', channels: this.#store.size, listeners: this.#hub.listeners });

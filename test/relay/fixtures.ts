@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -133,4 +133,16 @@ export function manualScheduler() {
       return timeouts.size;
     },
   };
+}
+
+/** Sends `text` as is over a new TCP connection to `baseUrl` and resolves with everything the server sent back. */
+export function rawRequest(baseUrl: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.once('error', reject);
+  });
 }

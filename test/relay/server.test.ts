@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connectListener, createChannel, createRelayServer, type ChannelInfo, type Listener, type RelayServer } from 'cliphook';
-import { eventText, manualScheduler, signedHeaders, startLocalApp } from './fixtures.js';
+import { eventText, listen, manualScheduler, rawRequest, signedHeaders, startLocalApp } from './fixtures.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -217,6 +217,26 @@ describe('relay server', () => {
     scheduler.fireTimeouts();
     expect((await next).status).toBe(504);
     silent.terminate();
+  });
+
+  it('passes the extra path and query to the local app byte for byte', async () => {
+    const { url } = await startRelay();
+    const seen: string[] = [];
+    const app = await listen((req, res) => {
+      seen.push(req.url!);
+      req.resume();
+      res.end('ok');
+    });
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook` });
+    cleanups.push(() => listener.close());
+    const targets = ['?', '/a/../b?x=1', '/a\\b', '/a%2Fb%2fc/', "/p|q^{}?q='x'&a=1&a=2&e=%41%2b+", '//double//slash'];
+    for (const rest of targets) {
+      const head = await rawRequest(url, `POST /in/${channel.channel}${rest} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi`);
+      expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    expect(seen).toEqual(targets.map((rest) => `/hook${rest}`));
   });
 
   it('closes with listeners connected: they are told 1001 and cannot reconnect to the stopping relay', async () => {
