@@ -75,7 +75,10 @@ const isPositiveInt: Check = (v) => Number.isSafeInteger(v) && (v as number) >= 
 const isDate: Check = (v) => typeof v === 'string' && !Number.isNaN(Date.parse(v));
 const isDateOrNull: Check = (v) => v === null || isDate(v);
 
-const BASE: Record<string, [Check, string]> = {
+type Rules = readonly (readonly [field: string, ok: Check, expected: string])[];
+const rules = (table: Record<string, [Check, string]>): Rules => Object.entries(table).map(([field, [ok, expected]]) => [field, ok, expected] as const);
+
+const BASE = rules({
   id: [isPositiveInt, 'a positive integer'],
   prompt: [isStringOrNull, 'a string or null'],
   credits_used: [isNonNegativeInt, 'a non-negative integer'],
@@ -84,22 +87,22 @@ const BASE: Record<string, [Check, string]> = {
   created_at: [isDateOrNull, 'an ISO 8601 date-time or null'],
   completed_at: [isDateOrNull, 'an ISO 8601 date-time or null'],
   delivered_at: [isDate, 'an ISO 8601 date-time'],
-};
+});
 
-const BY_EVENT: Record<WebhookEventName, Record<string, [Check, string]>> = {
-  'video.completed': {
+const BY_EVENT: Record<WebhookEventName, Rules> = {
+  'video.completed': rules({
     status: [(v) => v === 'done', '"done"'],
     video_url: [isString, 'a string'],
     error: [(v) => v === null || v === undefined, 'null'],
     error_code: [(v) => v === null || v === undefined, 'null'],
-  },
-  'video.failed': {
+  }),
+  'video.failed': rules({
     status: [(v) => v === 'error', '"error"'],
     video_url: [(v) => v === null || v === undefined, 'null'],
     error: [(v) => v === undefined || isStringOrNull(v), 'a string or null'],
     // Unknown codes pass, so a code the service adds later is not refused forever (a 4xx is permanent).
     error_code: [isString, 'one of the error codes of spec 2.9'],
-  },
+  }),
 };
 
 /** True when `name` is an event this version knows. */
@@ -124,8 +127,8 @@ export function parseEvent(value: unknown): WebhookEvent {
   return body as unknown as WebhookEvent;
 }
 
-function check(body: Json, rules: Record<string, [Check, string]>): void {
-  for (const [field, [ok, expected]] of Object.entries(rules)) {
+function check(body: Json, list: Rules): void {
+  for (const [field, ok, expected] of list) {
     if (!ok(body[field])) {
       throw new InvalidPayloadError(field, `\`${field}\` must be ${expected}, got ${show(body[field])}.`);
     }

@@ -50,13 +50,19 @@ export type ErrorListener = (error: WebhookVerificationError | WebhookHandlerErr
 /** A framework-free reply: the adapters copy it onto their response type. */
 export interface ReceiverReply {
   status: number;
-  headers: Record<string, string>;
+  /** Includes `content-length`. */
+  headers: Readonly<Record<string, string>>;
   body: string;
 }
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
-const ACK: ReceiverReply = { status: 200, headers: JSON_HEADERS, body: '{"received":true}' };
-const DUPLICATE: ReceiverReply = { status: 200, headers: JSON_HEADERS, body: '{"received":true,"duplicate":true}' };
+// Claim owners: unique across processes sharing a store (random prefix) and cheap per request (counter).
+const OWNER_PREFIX = `${randomUUID()}:`;
+let ownerCount = 0;
+const jsonReply = (body: string): ReceiverReply =>
+  Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(Buffer.byteLength(body)) }), body });
+const ACK = jsonReply('{"received":true}');
+const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
 // The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
 const IN_PROGRESS_RETRY_AFTER_S = 5;
 
@@ -126,7 +132,7 @@ export class Receiver {
     const keys = [`d:${deliveryId}`, `e:${event.event}:${event.id}`];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
     // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
-    const owner = randomUUID();
+    const owner = `${OWNER_PREFIX}${++ownerCount}`;
     let outcome;
     try {
       outcome = await this.store.claim(keys, this.#leaseMs, owner);
@@ -168,7 +174,12 @@ export class Receiver {
 
   async #dispatch(event: WebhookEvent, context: WebhookContext): Promise<void> {
     const named = this.#handlers.get(event.event) ?? [];
-    if (named.length + this.#any.length === 0) return; // acknowledged and recorded, so it is not retried forever
+    const count = named.length + this.#any.length;
+    if (count === 0) return; // acknowledged and recorded, so it is not retried forever
+    if (count === 1) {
+      await ((named[0] ?? this.#any[0]) as WebhookHandler)(event, context);
+      return;
+    }
     const runs = [...named, ...this.#any].map(async (handler) => (handler as WebhookHandler)(event, context));
     const results = await Promise.allSettled(runs);
     const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
@@ -194,7 +205,8 @@ export class Receiver {
 
 function reply(code: ProblemCode, detail: string, options: { status?: number; retryAfter?: number } = {}): ReceiverReply {
   const body = problem(code, { detail, ...options });
-  return { status: body.status, headers: problemHeaders(body), body: JSON.stringify(body) };
+  const text = JSON.stringify(body);
+  return { status: body.status, headers: { ...problemHeaders(body), 'content-length': String(Buffer.byteLength(text)) }, body: text };
 }
 
 /** A receiver with its framework adapters. */

@@ -24,7 +24,7 @@ export function expressAdapter(receiver: Receiver): NodeMiddleware {
       }
     }
     if (res.headersSent) return;
-    res.writeHead(result.status, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
+    res.writeHead(result.status, result.headers);
     res.end(result.body);
   };
 }
