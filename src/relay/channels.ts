@@ -24,6 +24,11 @@ export interface Channel {
   readonly tokenHash: string;
   readonly createdAt: number;
   nextSeq: number;
+  /**
+   * Numbers below this are reserved in the data file before any is handed out, so a relay that crashed
+   * before saving its latest events starts above every number a listener may have seen.
+   */
+  seqLimit: number;
   /** Oldest first; acknowledged ones stay (for `--replay`) until the count or age bound drops them. */
   events: StoredEvent[];
   acked: Set<number>;
@@ -49,6 +54,8 @@ export interface ChannelStoreOptions {
   scheduler: Scheduler;
   /** How long acknowledgements may wait before they are written: losing them only means a redelivery. */
   lazyCommitMs: number;
+  /** Sequence numbers reserved per write of the high-water mark: 1 writes before every event. @default 1 */
+  seqBlock?: number;
 }
 
 /** The outcome of checking a listening token. */
@@ -72,8 +79,12 @@ export class ChannelStore {
   readonly #scheduler: Scheduler;
   readonly #lazyCommitMs: number;
   #lazyTimer: unknown = null;
+  readonly #seqBlock: number;
+  /** The write that puts the latest reservation on disk, while it runs. */
+  #reserving: Promise<void> | null = null;
 
-  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs }: ChannelStoreOptions) {
+  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1 }: ChannelStoreOptions) {
+    this.#seqBlock = seqBlock;
     this.#clock = clock;
     this.#scheduler = scheduler;
     this.#lazyCommitMs = lazyCommitMs;
@@ -90,7 +101,9 @@ export class ChannelStore {
     if (doc.version !== 1 || !Array.isArray(doc.channels)) throw new Error(`${this.#file!.file} is not a cliphook relay file.`);
     for (const saved of doc.channels) {
       const events = (saved.events as unknown as SavedEvent[]).map((event) => ({ ...event, body: decodeBody(event.body) }));
-      this.#channels.set(saved.id, { ...saved, events, acked: new Set(saved.acked) });
+      // Files from before seqLimit have none; a crash may have lost numbers up to it, never beyond.
+      const nextSeq = Math.max(saved.nextSeq, saved.seqLimit ?? 0);
+      this.#channels.set(saved.id, { ...saved, nextSeq, seqLimit: nextSeq, events, acked: new Set(saved.acked) });
     }
   }
 
@@ -103,7 +116,7 @@ export class ChannelStore {
     // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
     const id = randomBytes(18).toString('base64url');
     const token = `clt_${randomBytes(32).toString('base64url')}`;
-    const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, events: [], acked: new Set() };
+    const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, seqLimit: 1, events: [], acked: new Set() };
     this.#channels.set(id, channel);
     return { channel, token };
   }
@@ -134,10 +147,30 @@ export class ChannelStore {
     const size = base64Length(event.body);
     this.prune(channel, size);
     if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
+    if (channel.nextSeq >= channel.seqLimit) this.#reserve(channel);
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
     channel.events.push(stored);
     this.#bytes.set(channel, this.#size(channel) + size);
     return stored;
+  }
+
+  /**
+   * Resolves once every sequence number handed out so far is below a limit on disk, or `null` when it
+   * already is. Await it before sending an event: a number must not reach a listener before it is reserved.
+   */
+  reserved(): Promise<void> | null {
+    return this.#reserving;
+  }
+
+  #reserve(channel: Channel): void {
+    channel.seqLimit = channel.nextSeq + this.#seqBlock;
+    if (!this.#file) return;
+    const write = this.commit();
+    const settle = () => {
+      if (this.#reserving === write) this.#reserving = null;
+    };
+    this.#reserving = write;
+    write.then(settle, settle);
   }
 
   /** Marks `seq` acknowledged; true when it was not before. */

@@ -55,7 +55,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
   /** Called before each send on `#socket`: replies finished in one event-loop turn leave in one write. */
   #cork: () => void = () => undefined;
   #backlog: Promise<void> = Promise.resolve();
-  #held: EventFrame[] | null = null;
+  #held: Array<[EventFrame, WebSocket]> | null = null;
   #stopped = false;
   #finish!: (error: RelayError | null) => void;
 
@@ -172,7 +172,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     return () => {
       const held = this.#held ?? [];
       this.#held = null;
-      for (const frame of held) this.#dispatch(frame);
+      for (const [frame, socket] of held) this.#dispatch(frame, socket);
     };
   }
 
@@ -239,17 +239,18 @@ export class Listener extends EventEmitter<ListenerEvents> {
     }
     if (frame.type === 'hello') return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
     if (frame.type === 'replay_missing') return void this.#replays.shift()?.(null);
-    if (this.#held) this.#held.push(frame);
-    else this.#dispatch(frame);
+    if (this.#held) this.#held.push([frame, socket]);
+    else this.#dispatch(frame, socket);
   }
 
-  #dispatch(frame: EventFrame): void {
+  /** `socket` is the one the event came on: its reply goes back on it or nowhere. */
+  #dispatch(frame: EventFrame, socket: WebSocket): void {
     // Caught-up events go to the local app one at a time, in sequence order; live ones go at once.
-    if (frame.backlog) this.#backlog = this.#backlog.then(() => this.#handle(frame));
-    else void this.#handle(frame);
+    if (frame.backlog) this.#backlog = this.#backlog.then(() => this.#handle(frame, socket));
+    else void this.#handle(frame, socket);
   }
 
-  async #handle(frame: EventFrame): Promise<void> {
+  async #handle(frame: EventFrame, socket: WebSocket): Promise<void> {
     const { body } = frame;
     const { secret } = this.#options;
     const event: ListenerEvent = {
@@ -278,25 +279,27 @@ export class Listener extends EventEmitter<ListenerEvents> {
         throw new ForwardError('local_unreachable', `the local reply cannot be relayed: ${(invalid as Error).message}`);
       }
       reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
-      this.#sendEncoded(encoded);
+      this.#sendEncoded(encoded, socket);
     } catch (error) {
       const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
       reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };
-      this.#send({ type: 'fail', seq: frame.seq, code, detail: message.slice(0, 1000) });
+      this.#send({ type: 'fail', seq: frame.seq, code, detail: message.slice(0, 1000) }, socket);
     }
     if (frame.replay) this.#replays.shift()?.(reply);
     this.emit('reply', reply);
   }
 
-  #send(frame: ClientFrame): void {
-    this.#sendEncoded(encodeFrame(frame));
+  #send(frame: ClientFrame, socket = this.#socket): void {
+    this.#sendEncoded(encodeFrame(frame), socket);
   }
 
-  #sendEncoded(data: string | Buffer): void {
-    // A reply for a socket that closed is dropped: the event stays unacknowledged and comes back on reconnect.
-    if (this.#socket?.readyState !== WebSocket.OPEN) return;
+  /** Sends on `socket` (for a reply, the one its event came on) only while it is the open connection. */
+  #sendEncoded(data: string | Buffer, socket = this.#socket): void {
+    // A reply whose socket is gone is dropped, never sent on a newer one: the relay resends unacknowledged
+    // events on reconnect, and a relay restarted since may have given its sequence number to another event.
+    if (socket === null || socket !== this.#socket || socket.readyState !== WebSocket.OPEN) return;
     this.#cork();
-    this.#socket.send(data);
+    socket.send(data);
   }
 }
 

@@ -88,6 +88,9 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
         : 'The channel buffer is full of events the listener has not acknowledged yet.';
       return sendProblem(res, 'no_listener', { detail, retryAfter: retryAfterSeconds });
     }
+    // A sequence number reaches a listener only once it is reserved on disk, or a crash could reuse it.
+    const reserving = store.reserved();
+    if (reserving) await reserving.catch((error: Error) => log(`cannot save the sequence reservation: ${error.message}`));
     const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged

@@ -61,6 +61,9 @@ export interface ChannelInfo {
 const SILENT: RelayLogger = { info() {}, warn() {} };
 const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
+// Sequence numbers reserved per write of the channel's high-water mark: one write per 1,024 events, and a
+// relay restarted after a crash skips at most that many numbers, never reusing one.
+const SEQ_BLOCK = 1024;
 // How long listeners get to answer the closing handshake when the relay stops.
 const CLOSE_GRACE_MS = 2_000;
 
@@ -122,7 +125,7 @@ export class RelayServer {
     const log = (message: string) => logger.warn(message);
     // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
     const maxFrameBytes = Math.max(maxBodyBytes, MAX_REPLY_BODY_BYTES) + MAX_HEAD_BYTES;
-    this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000 });
+    this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000, seqBlock: SEQ_BLOCK });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { connectListener, createChannel, createRelayServer, Listener } from 'cliphook';
 import { reconnectDelay } from '../../src/relay/client.js';
+import { encodeFrame, type EventFrame } from '../../src/relay/frames.js';
 import { targetUrl } from '../../src/relay/forward.js';
 import { listen, manualScheduler, startLocalApp } from './fixtures.js';
 
@@ -164,5 +165,55 @@ describe('replies the relay would refuse, and the backoff', () => {
     await next;
     expect(delays.slice(5)).toEqual([0, 5]);
     expect(connections).toBe(8);
+  });
+});
+
+describe('replies and their socket', () => {
+  it('drops a reply whose socket is gone instead of sending it on the next connection', async () => {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((resolve) => wss.once('listening', resolve));
+    cleanups.push(() => new Promise((resolve) => wss.close(resolve)));
+    const received: Array<{ connection: number; text: string }> = [];
+    const sockets: import('ws').WebSocket[] = [];
+    const arrivals: Array<() => void> = [];
+    wss.on('connection', (socket) => {
+      const connection = sockets.push(socket);
+      socket.on('message', (data, isBinary) => {
+        received.push({ connection, text: isBinary ? 'binary' : String(data) });
+        arrivals.shift()?.();
+      });
+      socket.send(JSON.stringify({ type: 'hello', channel: 'c', listener: `l${connection}`, pingIntervalMs: 10_000 }));
+    });
+    // A local app that holds its answer until the test releases it.
+    let answer: () => void = () => undefined;
+    let onAsked: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (onAsked = resolve));
+    const app = await listen((req, res) => {
+      req.resume();
+      answer = () => res.end('ok');
+      onAsked();
+    });
+    cleanups.push(app.close);
+    const listener = await connectListener({
+      ...base,
+      relayUrl: `http://127.0.0.1:${(wss.address() as AddressInfo).port}`,
+      forwardTo: app.url,
+      reconnect: { minTimeout: 1, maxTimeout: 1, randomize: false },
+    });
+    cleanups.push(() => listener.close());
+    const event: EventFrame = { type: 'event', seq: 1, receivedAt: 0, method: 'POST', path: '', query: '', headers: [], body: Buffer.from('{}'), backlog: false, replay: false };
+    sockets[0]!.send(encodeFrame(event));
+    await asked; // the local app has the event; its socket now drops
+    const reconnected = new Promise((resolve) => listener.once('connected', resolve));
+    sockets[0]!.terminate();
+    await reconnected;
+    const replied = new Promise((resolve) => listener.once('reply', resolve));
+    answer();
+    await replied;
+    // Whatever the listener sends next on the new socket comes after the reply it would have sent.
+    const arrived = new Promise<void>((resolve) => arrivals.push(resolve));
+    void listener.replay('marker');
+    await arrived;
+    expect(received).toEqual([{ connection: 2, text: '{"type":"replay","ref":"marker"}' }]);
   });
 });
