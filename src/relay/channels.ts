@@ -76,6 +76,8 @@ export class ChannelStore {
   /** Base64 body bytes per channel; derived, so not persisted. */
   readonly #bytes = new WeakMap<Channel, number>();
   readonly #json = new WeakMap<StoredEvent, string>();
+  /** Derived, so not persisted: see `#unackedByDelivery`. */
+  readonly #byDelivery = new WeakMap<Channel, Map<string, StoredEvent>>();
   readonly #scheduler: Scheduler;
   readonly #lazyCommitMs: number;
   #lazyTimer: unknown = null;
@@ -145,11 +147,18 @@ export class ChannelStore {
    */
   append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
     const size = base64Length(event.body);
+    // A retry of a delivery still waiting here replaces it: one copy per delivery, the newest (its
+    // signature timestamp is the freshest), and a sender retrying on 503 cannot fill the buffer alone.
+    if (event.deliveryId !== null) {
+      const copy = this.#unackedByDelivery(channel).get(event.deliveryId);
+      if (copy) this.#remove(channel, copy);
+    }
     this.prune(channel, size);
     if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
     if (channel.nextSeq >= channel.seqLimit) this.#reserve(channel);
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
     channel.events.push(stored);
+    if (stored.deliveryId !== null) this.#unackedByDelivery(channel).set(stored.deliveryId, stored);
     this.#bytes.set(channel, this.#size(channel) + size);
     return stored;
   }
@@ -175,9 +184,31 @@ export class ChannelStore {
 
   /** Marks `seq` acknowledged; true when it was not before. */
   ack(channel: Channel, seq: number): boolean {
-    if (channel.acked.has(seq) || !hasSeq(channel.events, seq)) return false;
+    if (channel.acked.has(seq)) return false;
+    const event = channel.events[indexOfSeq(channel.events, seq)];
+    if (!event) return false;
     channel.acked.add(seq);
+    if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
     return true;
+  }
+
+  /** Unacknowledged events by `X-Service-Delivery`; built on first use, as prune drops it. */
+  #unackedByDelivery(channel: Channel): Map<string, StoredEvent> {
+    let map = this.#byDelivery.get(channel);
+    if (!map) {
+      map = new Map();
+      for (const event of channel.events) if (event.deliveryId !== null && !channel.acked.has(event.seq)) map.set(event.deliveryId, event);
+      this.#byDelivery.set(channel, map);
+    }
+    return map;
+  }
+
+  #remove(channel: Channel, event: StoredEvent): void {
+    const index = indexOfSeq(channel.events, event.seq);
+    if (index === -1) return;
+    channel.events.splice(index, 1);
+    this.#bytes.set(channel, this.#size(channel) - base64Length(event.body));
+    if (event.deliveryId !== null) this.#byDelivery.get(channel)?.delete(event.deliveryId);
   }
 
   /**
@@ -207,6 +238,7 @@ export class ChannelStore {
     }
     channel.events = kept;
     this.#bytes.set(channel, keptBytes);
+    this.#byDelivery.delete(channel);
   }
 
   /** Unacknowledged events, oldest first, that pass `wants`. */
@@ -285,18 +317,18 @@ function base64Length(body: Uint8Array): number {
   return Math.ceil(body.length / 3) * 4;
 }
 
-/** Whether `events` (ascending by seq, as appended) holds `seq`: a binary search, as a full buffer holds 1,000. */
-function hasSeq(events: readonly StoredEvent[], seq: number): boolean {
+/** Where `seq` is in `events` (ascending by seq, as appended), or -1: a binary search, as a full buffer holds 1,000. */
+function indexOfSeq(events: readonly StoredEvent[], seq: number): number {
   let low = 0;
   let high = events.length - 1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
     const found = events[middle]!.seq;
-    if (found === seq) return true;
+    if (found === seq) return middle;
     if (found < seq) low = middle + 1;
     else high = middle - 1;
   }
-  return false;
+  return -1;
 }
 
 function hashToken(token: string): string {

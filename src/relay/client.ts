@@ -50,7 +50,8 @@ export class Listener extends EventEmitter<ListenerEvents> {
   readonly #forwarder: Forwarder;
   readonly #heartbeat: Heartbeat;
   readonly #abort = new AbortController();
-  readonly #replays: Array<(reply: ListenerReply | null) => void> = [];
+  /** Replays asked for, oldest first, each with the socket its answer must come on. */
+  readonly #replays: Array<{ resolve: (reply: ListenerReply | null) => void; reject: (error: Error) => void; socket: WebSocket }> = [];
   #socket: WebSocket | null = null;
   /** Called before each send on `#socket`: replies finished in one event-loop turn leave in one write. */
   #cork: () => void = () => undefined;
@@ -157,12 +158,17 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   /**
    * Asks the relay to resend a buffered event (by sequence number or delivery id) to the local URL.
-   * Resolves with its local reply, or `null` when the relay no longer has it.
+   * Resolves with its local reply, or `null` when the relay no longer has it. Rejects when the listener
+   * is not connected, or its connection closes before the answer.
    */
   replay(ref: string | number): Promise<ListenerReply | null> {
-    return new Promise((resolve) => {
-      this.#replays.push(resolve);
-      this.#send({ type: 'replay', ref: String(ref) });
+    const socket = this.#socket;
+    if (this.#stopped || socket === null || socket.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new Error(`Cannot replay ${ref}: the listener is not connected to the relay.`));
+    }
+    return new Promise((resolve, reject) => {
+      this.#replays.push({ resolve, reject, socket });
+      this.#send({ type: 'replay', ref: String(ref) }, socket);
     });
   }
 
@@ -192,7 +198,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     this.#heartbeat.stop();
     this.#forwarder.close();
     this.#socket?.terminate();
-    for (const resolve of this.#replays.splice(0)) resolve(null);
+    for (const { resolve } of this.#replays.splice(0)) resolve(null);
     this.emit('close', error);
     this.#finish(error);
   }
@@ -224,6 +230,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
         socket.on('error', () => undefined); // the close that follows is what matters
         this.#heartbeat.watch(socket);
         socket.on('message', (data, isBinary) => this.#onMessage(socket, data, isBinary));
+        socket.once('close', () => this.#dropReplays(socket));
         resolve({ closed: new Promise((closed) => socket.once('close', (code) => closed(code))) });
       });
     });
@@ -238,7 +245,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       return;
     }
     if (frame.type === 'hello') return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
-    if (frame.type === 'replay_missing') return void this.#replays.shift()?.(null);
+    if (frame.type === 'replay_missing') return void this.#settleReplay(socket, null);
     if (this.#held) this.#held.push([frame, socket]);
     else this.#dispatch(frame, socket);
   }
@@ -285,8 +292,21 @@ export class Listener extends EventEmitter<ListenerEvents> {
       reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };
       this.#send({ type: 'fail', seq: frame.seq, code, detail: message.slice(0, 1000) }, socket);
     }
-    if (frame.replay) this.#replays.shift()?.(reply);
+    if (frame.replay) this.#settleReplay(socket, reply);
     this.emit('reply', reply);
+  }
+
+  /** Answers the oldest replay asked on `socket`; one asked on an earlier socket was rejected when it closed. */
+  #settleReplay(socket: WebSocket, reply: ListenerReply | null): void {
+    if (this.#replays[0]?.socket === socket) this.#replays.shift()!.resolve(reply);
+  }
+
+  /** Rejects the replays waiting on `socket`, which closed: their answer can no longer come. */
+  #dropReplays(socket: WebSocket): void {
+    for (let i = this.#replays.length - 1; i >= 0; i--) {
+      if (this.#replays[i]!.socket !== socket) continue;
+      this.#replays.splice(i, 1)[0]!.reject(new Error('The connection to the relay closed before the replay was answered.'));
+    }
   }
 
   #send(frame: ClientFrame, socket = this.#socket): void {

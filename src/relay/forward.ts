@@ -61,8 +61,8 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
       const { body } = event;
       const where = event.path || event.query ? { ...plain, path: targetPath(forwardTo, event) } : plain;
       const headers = [...event.headers, 'Host', where.host];
-      // GET and HEAD without a body carry no Content-Length, as the sender sent them.
-      if (body.length > 0 || !['GET', 'HEAD'].includes(event.method)) headers.push('Content-Length', String(body.length));
+      // An empty body's Content-Length: 0 is in the event's headers when, and only when, the sender sent one.
+      if (body.length > 0) headers.push('Content-Length', String(body.length));
       return new Promise<LocalReply>((resolve, reject) => {
         const { hostname, port, path } = where;
         const req = request({ hostname, port, path, method: event.method, headers, agent, timeout: timeoutMs }, (res) => {
@@ -76,7 +76,13 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
             }
             chunks.push(chunk);
           });
-          res.once('end', () => resolve({ status: res.statusCode ?? 502, headers: endToEnd(res.rawHeaders), body: Buffer.concat(chunks, size) }));
+          res.once('end', () => {
+            const replyHeaders = endToEnd(res.rawHeaders);
+            // A HEAD reply's Content-Length is the size of the GET body: the relay passes it on.
+            const length = event.method === 'HEAD' ? res.headers['content-length'] : undefined;
+            if (length !== undefined) replyHeaders.push('Content-Length', length);
+            resolve({ status: res.statusCode ?? 502, headers: replyHeaders, body: Buffer.concat(chunks, size) });
+          });
           res.once('error', (error) => reject(asForwardError(error)));
         });
         req.once('timeout', () => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)));

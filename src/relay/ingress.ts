@@ -66,6 +66,8 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     if (body === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
     if (body === null) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
     const headers = endToEnd(req.rawHeaders);
+    // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
+    if (body.length === 0 && rawHeader(req.rawHeaders, 'content-length') !== undefined) headers.push('Content-Length', '0');
     const eventName = rawHeader(headers, HEADER_EVENT) ?? null;
     if (hub.audience(channel.id, eventName) === 'filtered') {
       // Listeners are connected and their --events filters leave this one out: keeping it unacknowledged
@@ -105,14 +107,21 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
         const { status, headers: replyHeaders, body: bytes } = outcome.frame;
         const noBody = status === 204 || status === 304 || req.method === 'HEAD';
         const out = endToEnd(replyHeaders);
+        // A HEAD reply has no body but tells the size a GET would get (RFC 9110 §9.3.2): the local app's.
+        const headLength = req.method === 'HEAD' ? rawHeader(replyHeaders, 'content-length') : undefined;
         if (!noBody) out.push('content-length', String(bytes.length));
+        else if (headLength !== undefined) out.push('content-length', headLength);
         res.writeHead(status, out);
         if (noBody) res.end();
         else res.end(bytes);
         return;
       }
       case 'fail':
-        return sendProblem(res, outcome.frame.code, { detail: outcome.frame.detail });
+        // A fixed sentence: the listener's detail (`connect ECONNREFUSED 127.0.0.1:3000`) describes the
+        // developer's machine and stays in listen's own output.
+        return sendProblem(res, outcome.frame.code, {
+          detail: outcome.frame.code === 'local_timeout' ? 'The local app did not answer in time.' : 'The listener could not get a reply from the local app.',
+        });
       case 'timeout':
         return sendProblem(res, 'local_timeout', { detail: 'The local app did not answer in time.' });
       case 'gone':

@@ -99,4 +99,17 @@ describe('ChannelStore', () => {
     expect(again.events.map((e) => e.seq)).toEqual([1, 2]);
     expect(crashed.append(again, event(0))?.seq).toBe(5);
   });
+
+  it('keeps one unacknowledged copy per X-Service-Delivery: a retry replaces the waiting one', () => {
+    const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
+    const { channel } = store.create();
+    for (let i = 0; i < 5; i++) expect(store.append(channel, event(0, 'dlv_same'))).not.toBeNull();
+    expect(store.unacked(channel, () => true).map((e) => [e.seq, e.deliveryId])).toEqual([[5, 'dlv_same']]);
+    store.append(channel, event(0, null));
+    store.append(channel, event(0, null));
+    expect(store.ack(channel, 5)).toBe(true);
+    // Once acknowledged, a new attempt of the same delivery is a new event again.
+    expect(store.append(channel, event(0, 'dlv_same'))?.seq).toBe(8);
+    expect(store.unacked(channel, () => true).map((e) => e.seq)).toEqual([6, 7, 8]);
+  });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { connectListener, createChannel, createRelayServer, type ChannelInfo, type Listener, type RelayServer } from 'cliphook';
+import { connectListener, createChannel, createRelayServer, Listener, type ChannelInfo, type RelayServer } from 'cliphook';
 import { eventText, listen, manualScheduler, rawRequest, signedHeaders, startLocalApp } from './fixtures.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -237,6 +237,54 @@ describe('relay server', () => {
       expect(head).toMatch(/^HTTP\/1\.1 200 /);
     }
     expect(seen).toEqual(targets.map((rest) => `/hook${rest}`));
+  });
+
+  it('keeps local error text out of 502 bodies, HEAD Content-Length in, and adds no Content-Length: 0', async () => {
+    const { url } = await startRelay();
+    const seen: Array<{ method: string; length: string | undefined }> = [];
+    const app = await listen((req, res) => {
+      seen.push({ method: req.method!, length: req.headers['content-length'] });
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '12345' });
+      res.end(req.method === 'HEAD' ? undefined : 'x'.repeat(12345));
+    });
+    cleanups.push(app.close);
+    const channel = await createChannel(url);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook` });
+    cleanups.push(() => listener.close());
+    const head = await rawRequest(url, `HEAD /in/${channel.channel} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head.toLowerCase()).toContain('content-length: 12345\r\n');
+    await rawRequest(url, `DELETE /in/${channel.channel} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    await rawRequest(url, `OPTIONS /in/${channel.channel} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    expect(seen).toEqual([
+      { method: 'HEAD', length: undefined },
+      { method: 'DELETE', length: undefined },
+      { method: 'OPTIONS', length: '0' },
+    ]);
+
+    await listener.close();
+    const down = await startLocalApp();
+    await down.close();
+    const second = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${down.url}/hook` });
+    cleanups.push(() => second.close());
+    const failed = new Promise<{ error: { detail: string } | null }>((resolve) => second.once('reply', resolve));
+    const res = await fetch(channel.url, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(502);
+    const text = await res.text();
+    expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
+    // The detail stays with the developer, in listen's own output.
+    expect((await failed).error?.detail).toMatch(/ECONNREFUSED/);
+  });
+
+  it('rejects replay() when the listener is not connected', async () => {
+    const { url } = await startRelay();
+    const channel = await createChannel(url);
+    const never = new Listener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: 'http://127.0.0.1:9/hook' });
+    await expect(never.replay(1)).rejects.toThrow(/not connected/);
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: 'http://127.0.0.1:9/hook' });
+    await listener.close();
+    await expect(listener.replay('dlv_1')).rejects.toThrow(/not connected/);
   });
 
   it('closes with listeners connected: they are told 1001 and cannot reconnect to the stopping relay', async () => {

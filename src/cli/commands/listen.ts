@@ -74,9 +74,12 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   }
 
   const replay = (target: Listener, ref: string) =>
-    void target.replay(ref).then((reply) => {
-      if (reply === null) emit({ type: 'replay_missing', ref }, p.yellow(`the relay has no buffered event ${ref}`));
-    });
+    void target.replay(ref).then(
+      (reply) => {
+        if (reply === null) emit({ type: 'replay_missing', ref }, p.yellow(`the relay has no buffered event ${ref}`));
+      },
+      (error: Error) => emit({ type: 'replay_failed', ref, error: error.message }, p.yellow(`replay of ${ref} failed: ${error.message}`)),
+    );
 
   // Handlers go on before the first connection, so a relay that is down at start shows its retries too.
   let ready = false;
