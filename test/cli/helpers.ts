@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { vi } from 'vitest';
+import { afterEach, beforeEach, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
 export interface CliResult {
@@ -46,4 +46,23 @@ export async function pendingOutbox(file: string, url: string, secret: string, i
     },
   }));
   await writeFile(file, JSON.stringify({ version: 1, deliveries }));
+}
+
+/**
+ * A fresh outbox path per test (in a temporary folder removed afterwards), colour off. Read the path
+ * through `outbox()` inside a test. `cleanups` runs after each test, newest first.
+ */
+export function useOutbox() {
+  const cleanups: (() => Promise<void>)[] = [];
+  let file = '';
+  beforeEach(async () => {
+    process.env.NO_COLOR = '1';
+    const [dir, remove] = await tempDir();
+    cleanups.push(remove);
+    file = join(dir, 'outbox.json');
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return { cleanups, outbox: () => file };
 }

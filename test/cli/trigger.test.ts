@@ -1,32 +1,21 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { VIDEO_ERROR_CODES } from 'cliphook';
 import { ERROR_SENTENCES } from '../../src/cli/event-template.js';
 import { answering, startReceiver } from '../emitter/helpers.js';
-import { cli, pendingOutbox, tempDir } from './helpers.js';
+import { cli, pendingOutbox, useOutbox } from './helpers.js';
 
 const secret = 'whsec_cli_test';
-const cleanups: (() => Promise<void>)[] = [];
-let outbox = '';
-beforeEach(async () => {
-  process.env.NO_COLOR = '1';
-  const [dir, remove] = await tempDir();
-  cleanups.push(remove);
-  outbox = join(dir, 'outbox.json');
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { cleanups, outbox: outboxFile } = useOutbox();
 
 describe('cliphook trigger', () => {
   it('delivers to a real receiver, prints Stripe-like lines and exits 0', async () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
-    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^--> video\.completed \[dlv_[0-9a-f]{24}\]$/);
@@ -36,14 +25,14 @@ describe('cliphook trigger', () => {
     const request = receiver.received[0]!;
     expect(await octokitVerify(secret, request.body, request.headers['x-service-signature'] as string)).toBe(true);
     expect(lines[0]).toContain(request.headers['x-service-delivery'] as string);
-    const stored = JSON.parse(await readFile(outbox, 'utf8'));
+    const stored = JSON.parse(await readFile(outboxFile(), 'utf8'));
     expect(stored.deliveries[0].state).toBe('delivered');
   });
 
   it('gives each send a fresh video id and delivery id', async () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
-    for (let i = 0; i < 2; i++) expect((await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox)).code).toBe(0);
+    for (let i = 0; i < 2; i++) expect((await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile())).code).toBe(0);
     const bodies = receiver.received.map((r) => JSON.parse(r.body));
     expect(bodies[0].id).not.toBe(bodies[1].id);
     expect(receiver.received[0]!.headers['x-service-delivery']).not.toBe(receiver.received[1]!.headers['x-service-delivery']);
@@ -54,7 +43,7 @@ describe('cliphook trigger', () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
     const result = await cli('trigger', 'video.failed', '--error-code', 'content_rejected', '--set', 'prompt=a red fox', '--set', 'credits_used=0',
-      '--set', 'model=null', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+      '--set', 'model=null', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(0);
     const body = JSON.parse(receiver.received[0]!.body);
     expect(body).toMatchObject({ event: 'video.failed', status: 'error', error_code: 'content_rejected', error: ERROR_SENTENCES.content_rejected, prompt: 'a red fox', model: null });
@@ -67,7 +56,7 @@ describe('cliphook trigger', () => {
   it('exits 1 with a one-line reason when the receiver refuses the signature', async () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
-    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', 'whsec_wrong', '--outbox', outbox);
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', 'whsec_wrong', '--outbox', outboxFile());
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/<-- \[401\] POST/);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -78,7 +67,7 @@ describe('cliphook trigger', () => {
   it('exits 1 on a 500 and suggests --retry', async () => {
     const server = await answering(500);
     cleanups.push(() => server.close());
-    const result = await cli('trigger', 'video.completed', '--url', server.url, '--secret', secret, '--outbox', outbox);
+    const result = await cli('trigger', 'video.completed', '--url', server.url, '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/answered 500 \(add --retry to follow the retry schedule\)/);
   });
@@ -89,7 +78,7 @@ describe('cliphook trigger', () => {
     cleanups.push(() => receiver.close());
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
-      const running = cli('trigger', 'video.completed', '--retry', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+      const running = cli('trigger', 'video.completed', '--retry', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
       await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
       fail = false;
       await vi.advanceTimersByTimeAsync(29_000);
@@ -110,11 +99,11 @@ describe('cliphook trigger', () => {
   it('prints the pending deliveries it resumes from the outbox, and sends none unseen', async () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
-    await pendingOutbox(outbox, receiver.url, secret, ['dlv_resumed_a', 'dlv_resumed_b']);
-    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    await pendingOutbox(outboxFile(), receiver.url, secret, ['dlv_resumed_a', 'dlv_resumed_b']);
+    const result = await cli('trigger', 'video.completed', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n');
-    expect(lines[0]).toBe(`(resuming 2 pending deliveries from ${outbox})`);
+    expect(lines[0]).toBe(`(resuming 2 pending deliveries from ${outboxFile()})`);
     for (const id of ['dlv_resumed_a', 'dlv_resumed_b']) {
       const sent = lines.indexOf(`--> video.completed [${id}] (resumed from the outbox)`);
       expect(sent, id).toBeGreaterThan(0);
@@ -124,18 +113,18 @@ describe('cliphook trigger', () => {
     expect(receiver.received).toHaveLength(3);
 
     // With --json the extra lines go to stderr; stdout stays one JSON document.
-    await pendingOutbox(outbox, receiver.url, secret, ['dlv_resumed_c']);
-    const json = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    await pendingOutbox(outboxFile(), receiver.url, secret, ['dlv_resumed_c']);
+    const json = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ state: 'delivered' });
-    expect(json.stderr).toContain(`(resuming 1 pending delivery from ${outbox})`);
+    expect(json.stderr).toContain(`(resuming 1 pending delivery from ${outboxFile()})`);
     expect(json.stderr).toContain('--> video.completed [dlv_resumed_c] (resumed from the outbox)');
   });
 
   it('prints the delivery as JSON with --json', async () => {
     const receiver = await startReceiver(secret, Date.now);
     cleanups.push(() => receiver.close());
-    const result = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outbox);
+    const result = await cli('trigger', 'video.completed', '--json', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(0);
     const delivery = JSON.parse(result.stdout);
     expect(delivery).toMatchObject({ event: 'video.completed', state: 'delivered', attempts: [{ status: 200 }] });
@@ -152,7 +141,7 @@ describe('cliphook trigger', () => {
     [['video.completed', '--timeout', '0'], /--timeout/],
     [['video.completed', '--timeout', '3000000000'], /--timeout expects .*at most 2147483647/],
   ])('exits 2 for a usage error: %j', async (args, message) => {
-    const result = await cli('trigger', ...args, '--url', 'http://127.0.0.1:9/', '--secret', secret, '--outbox', outbox);
+    const result = await cli('trigger', ...args, '--url', 'http://127.0.0.1:9/', '--secret', secret, '--outbox', outboxFile());
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -165,7 +154,7 @@ describe('cliphook trigger', () => {
     const saved = process.env.CLIPHOOK_SECRET;
     delete process.env.CLIPHOOK_SECRET;
     try {
-      const result = await cli('trigger', 'video.completed', ...args, '--outbox', outbox);
+      const result = await cli('trigger', 'video.completed', ...args, '--outbox', outboxFile());
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(message);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -179,7 +168,7 @@ describe('cliphook trigger', () => {
     cleanups.push(() => receiver.close());
     const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
     const run = (url: string) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', bin, 'trigger', 'video.failed', '--url', url, '--outbox', outbox], {
+      const child = spawn(process.execPath, ['--import', 'tsx', bin, 'trigger', 'video.failed', '--url', url, '--outbox', outboxFile()], {
         env: { ...process.env, CLIPHOOK_SECRET: secret, NO_COLOR: '1' },
         cwd: fileURLToPath(new URL('../../', import.meta.url)),
       });

@@ -1,25 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createEmitter, MemoryOutbox, InvalidCallbackUrlError, DeliveryNotFoundError, EmitterStateError, type WebhookEmitter,
-  type EmitterOptions,
-} from 'cliphook';
-import { answering, completedPayload, FakeClock, nextAttempt, settled, type TestServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { createEmitter, MemoryOutbox, InvalidCallbackUrlError, DeliveryNotFoundError, EmitterStateError } from 'cliphook';
+import { answering, completedPayload, FakeClock, nextAttempt, settled, useEmitters } from './helpers.js';
 
 const secret = 'whsec_test_emitter';
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function emitterFor(options: EmitterOptions = {}): WebhookEmitter {
-  const emitter = createEmitter({ store: new MemoryOutbox(), allowPrivateNetworks: true, ...options });
-  cleanups.push(() => emitter.stop());
-  return emitter;
-}
-function track<T extends TestServer>(server: T): T {
-  cleanups.push(() => server.close());
-  return server;
-}
+const { emitterFor, track } = useEmitters();
 
 describe('redelivery and recovery', () => {
   it('redelivers with the same id and a fresh delivered_at, on a fresh schedule', async () => {

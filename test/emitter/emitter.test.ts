@@ -1,26 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
-import {
-  createEmitter, MemoryOutbox, RETRY_SCHEDULE_MS, verifySignature, type WebhookEmitter, type EmitterOptions,
-} from 'cliphook';
+import { RETRY_SCHEDULE_MS, verifySignature } from 'cliphook';
 import { version } from '../../src/version.js';
-import { answering, completedPayload, FakeClock, nextAttempt, settled, startReceiver, startServer, type TestServer } from './helpers.js';
+import { answering, completedPayload, FakeClock, nextAttempt, settled, startReceiver, startServer, useEmitters } from './helpers.js';
 
 const secret = 'whsec_test_emitter';
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function emitterFor(options: EmitterOptions = {}): WebhookEmitter {
-  const emitter = createEmitter({ store: new MemoryOutbox(), allowPrivateNetworks: true, ...options });
-  cleanups.push(() => emitter.stop());
-  return emitter;
-}
-function track<T extends TestServer>(server: T): T {
-  cleanups.push(() => server.close());
-  return server;
-}
+const { emitterFor, track } = useEmitters();
 
 describe('the retry schedule', () => {
   it('walks every slot at its exact time and fails after the 6th attempt, with one id and a valid signature each time', async () => {

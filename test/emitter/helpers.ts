@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createReceiver, MemoryDeliveryStore, type Delivery, type DeliveryAttempt, type EmitterClock, type WebhookEmitter } from 'cliphook';
+import { afterEach } from 'vitest';
+import { createEmitter, createReceiver, MemoryDeliveryStore, MemoryOutbox, type Delivery, type DeliveryAttempt, type EmitterClock, type EmitterOptions, type WebhookEmitter } from 'cliphook';
 
 /** A clock that moves only when told to, firing due timers in order. */
 export class FakeClock implements EmitterClock {
@@ -147,5 +148,28 @@ export function completedPayload(id = 48213): Record<string, unknown> {
     id, status: 'done', prompt: 'A red fox in fresh snow', video_url: `https://app.example.com/videos/${id}`,
     error: null, error_code: null, credits_used: 18, duration: 10, model: 'standard',
     created_at: '2026-11-21T23:57:12Z', completed_at: '2026-11-21T23:58:49Z',
+  };
+}
+
+/**
+ * Emitters and servers for one test file, stopped after each test: `emitterFor` makes a memory-outbox
+ * emitter that may call local addresses, `track` closes a server.
+ */
+export function useEmitters() {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return {
+    cleanups,
+    emitterFor(options: EmitterOptions = {}): WebhookEmitter {
+      const emitter = createEmitter({ store: new MemoryOutbox(), allowPrivateNetworks: true, ...options });
+      cleanups.push(() => emitter.stop());
+      return emitter;
+    },
+    track<T extends TestServer>(server: T): T {
+      cleanups.push(() => server.close());
+      return server;
+    },
   };
 }
