@@ -36,14 +36,21 @@ export interface DeliveryStoreOptions {
 
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-type Entry = { processing: true; until: number; owner: string } | { processing: false; at: number };
+interface Claim {
+  until: number;
+  owner: string;
+}
 
 /**
- * The in-memory bookkeeping shared by the memory and file stores. A Map keeps insertion order and
- * `complete` re-inserts, so processed entries are ordered by completion time and pruning reads from the front.
+ * The in-memory bookkeeping shared by the memory and file stores. Processed keys map to their completion
+ * time alone (a number, not an object: every retained delivery lives on the heap for the whole retention
+ * time, so each byte and each object the collector must trace counts); a Map keeps insertion order and
+ * `complete` re-inserts, so they are ordered by completion time and pruning reads from the front. Claims
+ * in progress, few and short-lived, are kept apart.
  */
 export class DeliveryLedger {
-  readonly entries = new Map<string, Entry>();
+  readonly #processed = new Map<string, number>();
+  readonly #claims = new Map<string, Claim>();
   readonly retentionMs: number;
   readonly clock: () => number;
 
@@ -60,50 +67,46 @@ export class DeliveryLedger {
     this.prune(now);
     let busy = false;
     for (const key of keys) {
-      const entry = this.entries.get(key);
-      if (!entry) continue;
-      if (!entry.processing) return 'processed';
-      if (entry.until > now) busy = true;
+      if (this.#processed.has(key)) return 'processed';
+      const claim = this.#claims.get(key);
+      if (claim && claim.until > now) busy = true;
     }
     if (busy) return 'in_progress';
-    for (const key of keys) {
-      this.entries.delete(key);
-      this.entries.set(key, { processing: true, until: now + leaseMs, owner });
-    }
+    const claim = { until: now + leaseMs, owner };
+    for (const key of keys) this.#claims.set(key, claim);
     return 'claimed';
   }
 
   complete(keys: readonly string[], at = this.clock()): void {
     for (const key of keys) {
-      this.entries.delete(key);
-      this.entries.set(key, { processing: false, at });
+      this.#claims.delete(key);
+      this.#processed.delete(key);
+      this.#processed.set(key, at);
     }
   }
 
   /** Drops the claims `owner` holds; without an owner, any claim. */
   release(keys: readonly string[], owner?: string): void {
     for (const key of keys) {
-      const entry = this.entries.get(key);
-      if (entry?.processing && (owner === undefined || entry.owner === owner)) this.entries.delete(key);
+      const claim = this.#claims.get(key);
+      if (claim && (owner === undefined || claim.owner === owner)) this.#claims.delete(key);
     }
   }
 
-  /** Forgets processed entries older than the retention time and expired claims at the front. */
+  /** Forgets processed entries older than the retention time, and expired claims. */
   prune(now = this.clock()): void {
     const cutoff = now - this.retentionMs;
-    for (const [key, entry] of this.entries) {
-      if (entry.processing) {
-        if (entry.until <= now) this.entries.delete(key);
-        continue;
-      }
-      if (entry.at > cutoff) break;
-      this.entries.delete(key);
+    for (const [key, at] of this.#processed) {
+      if (at > cutoff) break;
+      this.#processed.delete(key);
     }
+    // Claims are few (one per request in flight, or left by a crash): a sweep now and then is enough.
+    if (this.#claims.size > 1024) for (const [key, claim] of this.#claims) if (claim.until <= now) this.#claims.delete(key);
   }
 
   /** Processed keys with their completion time, oldest first. */
-  *processed(): Generator<[string, number]> {
-    for (const [key, entry] of this.entries) if (!entry.processing) yield [key, entry.at];
+  processed(): IterableIterator<[string, number]> {
+    return this.#processed.entries();
   }
 }
 

@@ -35,6 +35,8 @@ export class FileDeliveryStore implements DeliveryStore {
   readonly #ledger: DeliveryLedger;
   readonly #journal: JournalFile<DeliveriesFile, Completion>;
   readonly #ready: Promise<void>;
+  /** Set once the file is loaded: the hot path then skips awaiting `#ready`. */
+  #loaded = false;
 
   constructor({ file = DEFAULT_DELIVERIES_FILE, ...options }: FileDeliveryStoreOptions = {}) {
     if (typeof file !== 'string' || file.length === 0) {
@@ -58,7 +60,7 @@ export class FileDeliveryStore implements DeliveryStore {
       sizeOf: (snapshot) => (Array.isArray(snapshot?.processed) ? snapshot.processed.length : 0),
     });
     openStores.set(path, this);
-    this.#ready = this.#load();
+    this.#ready = this.#load().then(() => void (this.#loaded = true));
     // Surface a bad file on first use, not as an unhandled rejection now.
     this.#ready.catch(() => undefined);
   }
@@ -78,12 +80,12 @@ export class FileDeliveryStore implements DeliveryStore {
   }
 
   async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
-    await this.#ready;
+    if (!this.#loaded) await this.#ready;
     return this.#ledger.claim(keys, leaseMs, owner);
   }
 
   async complete(keys: readonly string[]): Promise<void> {
-    await this.#ready;
+    if (!this.#loaded) await this.#ready;
     const at = this.#ledger.clock();
     this.#ledger.complete(keys, at);
     for (const key of keys) this.#journal.append([key, at]);
@@ -91,7 +93,7 @@ export class FileDeliveryStore implements DeliveryStore {
   }
 
   async release(keys: readonly string[], owner: string): Promise<void> {
-    await this.#ready;
+    if (!this.#loaded) await this.#ready;
     this.#ledger.release(keys, owner);
   }
 
