@@ -1,18 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { JsonFile } from '../store/json-file.js';
-import { decodeBody, encodeBody, type RawHeaders } from './frames.js';
+import { decodeBody, encodeBody, type EventFrame } from './frames.js';
 import type { Scheduler } from './heartbeat.js';
 
-/** One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out. */
-export interface StoredEvent {
-  seq: number;
-  receivedAt: number;
-  method: string;
-  path: string;
-  query: string;
-  headers: RawHeaders;
-  /** Body bytes: the form frames carry. The data file keeps them as base64. */
-  body: Buffer;
+/**
+ * One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out: the
+ * request members of its event frame (the data file keeps `body` as base64), plus what filters need.
+ */
+export interface StoredEvent extends Omit<EventFrame, 'type' | 'backlog' | 'replay'> {
   /** `X-Service-Event`, for `--events` filters. */
   eventName: string | null;
   /** `X-Service-Delivery`, for `--replay <delivery id>`. */

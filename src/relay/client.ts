@@ -4,6 +4,7 @@ import { RelayError } from '../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { verifySignature } from '../protocol/signature.js';
 import { checkReply, CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame, type ReplyFrame } from './frames.js';
+import { ReconnectBackoff } from './backoff.js';
 import { corkPerTurn } from './cork.js';
 import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
 import { rawHeader } from './headers.js';
@@ -15,21 +16,6 @@ export type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply, Rec
 
 /** Defaults for the local hop. */
 const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
-
-/** A session up this long proves the connection healthy: the reconnect backoff starts over. */
-const STABLE_SESSION_MS = 30_000;
-
-/** Closes that reconnecting at once would only repeat: the relay refused what this listener sent, or failed on it. */
-const BACK_OFF_CODES: ReadonlySet<number> = new Set([CLOSE.policy, CLOSE.tooBig, CLOSE.internalError]);
-
-/**
- * The wait before reconnecting after `failures` consecutive failures (from 1), as p-retry computes it:
- * `minTimeout * factor^(failures - 1)`, times a random 1-2 with `randomize`, at most `maxTimeout`.
- */
-export function reconnectDelay(failures: number, { minTimeout, maxTimeout, factor, randomize }: Required<ReconnectOptions>, random = Math.random): number {
-  const base = minTimeout * factor ** Math.max(0, failures - 1);
-  return Math.round(Math.min(maxTimeout, randomize ? base * (1 + random()) : base));
-}
 
 /** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
 const HOLD = Symbol('hold');
@@ -103,14 +89,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
   }
 
   /**
-   * Connects, and reconnects after every drop, until `close()` or a refusal. Resolves when it stops.
-   * The backoff outlives a session: only one that stayed up `STABLE_SESSION_MS` starts it over, and a
-   * close for something this listener sent (1008/1009/1011) always waits first, so a relay that keeps
-   * refusing a reply is not hit in a loop.
+   * Connects, and reconnects after every drop (waiting as `ReconnectBackoff` says), until `close()` or a
+   * refusal. Resolves when it stops.
    */
   async run(): Promise<void> {
-    // Consecutive failed connects and short or refused sessions: what the next wait grows with.
-    let failures = 0;
+    const backoff = new ReconnectBackoff(this.#reconnect);
     // Failed connects since the last connection, for the reports.
     let attempt = 0;
     let delayMs = 0;
@@ -123,7 +106,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       } catch (error) {
         if (error instanceof RelayError) return this.#stop(error);
         if (this.#stopped) break;
-        delayMs = reconnectDelay(++failures, this.#reconnect);
+        delayMs = backoff.afterFailedConnect();
         this.emit('reconnecting', { attempt: ++attempt, error: error as Error, delayMs });
         continue;
       }
@@ -133,9 +116,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       if (code === CLOSE.invalidToken) return this.#stop(new RelayError('invalid_token', 'The relay no longer accepts this token.'));
       if (code === CLOSE.channelGone) return this.#stop(new RelayError('channel_not_found', 'The channel was deleted.'));
       if (this.#stopped) break;
-      const stable = this.#options.clock() - openedAt >= STABLE_SESSION_MS;
-      if (stable) failures = 0;
-      delayMs = !stable || BACK_OFF_CODES.has(code) ? reconnectDelay(++failures, this.#reconnect) : 0;
+      delayMs = backoff.afterSession(this.#options.clock() - openedAt, code);
       this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`), delayMs });
     }
     this.#stop(null);

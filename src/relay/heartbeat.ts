@@ -10,22 +10,10 @@ export interface Scheduler {
 
 /** The process's timers, unref'd so a forgotten relay or listener never keeps Node alive by its pings. */
 export const realScheduler: Scheduler = {
-  setInterval(callback, ms) {
-    const handle = setInterval(callback, ms);
-    handle.unref();
-    return handle;
-  },
-  clearInterval(handle) {
-    clearInterval(handle as NodeJS.Timeout);
-  },
-  setTimeout(callback, ms) {
-    const handle = setTimeout(callback, ms);
-    handle.unref();
-    return handle;
-  },
-  clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout);
-  },
+  setInterval: (callback, ms) => setInterval(callback, ms).unref(),
+  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
 export interface HeartbeatOptions {

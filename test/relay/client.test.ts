@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { connectListener, createChannel, createRelayServer, Listener } from 'cliphook';
-import { reconnectDelay } from '../../src/relay/client.js';
+import { reconnectDelay } from '../../src/relay/backoff.js';
 import { encodeFrame, type EventFrame } from '../../src/relay/frames.js';
 import { targetUrl } from '../../src/relay/forward.js';
 import { listen, manualScheduler, startLocalApp } from './fixtures.js';

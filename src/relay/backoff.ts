@@ -1,0 +1,44 @@
+import { CLOSE } from './frames.js';
+import type { ReconnectOptions } from './listener-types.js';
+
+/** A session up this long proves the connection healthy: the reconnect backoff starts over. */
+export const STABLE_SESSION_MS = 30_000;
+
+/** Closes that reconnecting at once would only repeat: the relay refused what this listener sent, or failed on it. */
+const BACK_OFF_CODES: ReadonlySet<number> = new Set([CLOSE.policy, CLOSE.tooBig, CLOSE.internalError]);
+
+/**
+ * The wait before reconnecting after `failures` consecutive failures (from 1), as p-retry computes it:
+ * `minTimeout * factor^(failures - 1)`, times a random 1-2 with `randomize`, at most `maxTimeout`.
+ */
+export function reconnectDelay(failures: number, { minTimeout, maxTimeout, factor, randomize }: Required<ReconnectOptions>, random = Math.random): number {
+  const base = minTimeout * factor ** Math.max(0, failures - 1);
+  return Math.round(Math.min(maxTimeout, randomize ? base * (1 + random()) : base));
+}
+
+/**
+ * The listener's reconnect backoff. It outlives a session (p-retry's state cannot, hence our own): only
+ * a session that stayed up `STABLE_SESSION_MS` starts it over, and a close for something the listener
+ * sent (1008/1009/1011) always waits first, so a relay that keeps refusing a reply is not hit in a loop.
+ */
+export class ReconnectBackoff {
+  readonly #options: Required<ReconnectOptions>;
+  /** Consecutive failed connects and short or refused sessions: what the next wait grows with. */
+  #failures = 0;
+
+  constructor(options: Required<ReconnectOptions>) {
+    this.#options = options;
+  }
+
+  /** The wait after a connect that failed. */
+  afterFailedConnect(): number {
+    return reconnectDelay(++this.#failures, this.#options);
+  }
+
+  /** The wait after a session that was up `upMs` closed with `code`. */
+  afterSession(upMs: number, code: number): number {
+    const stable = upMs >= STABLE_SESSION_MS;
+    if (stable) this.#failures = 0;
+    return !stable || BACK_OFF_CODES.has(code) ? reconnectDelay(++this.#failures, this.#options) : 0;
+  }
+}
