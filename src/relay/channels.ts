@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { JsonFile } from '../store/json-file.js';
-import { decodeBody, encodeBody, type EventFrame } from './frames.js';
+import { ChannelFile } from './channel-file.js';
+import type { EventFrame } from './frames.js';
 import type { Scheduler } from './heartbeat.js';
 
 /**
@@ -29,15 +29,6 @@ export interface Channel {
   acked: Set<number>;
 }
 
-/** An event as the data file keeps it: the body as base64. */
-type SavedEvent = Omit<StoredEvent, 'body'> & { body: string };
-
-interface ChannelDocument {
-  version: 1;
-  /** Events are StoredEvents on the way out (#stringify writes their bodies as base64), SavedEvents read back. */
-  channels: Array<Omit<Channel, 'acked'> & { acked: number[] }>;
-}
-
 export interface ChannelStoreOptions {
   /** JSON file to persist to, or `false` for memory only. */
   file: string | false;
@@ -58,19 +49,17 @@ export type TokenCheck = 'ok' | 'not_found' | 'invalid_token';
 
 /**
  * The relay's channels and their event buffers, in memory, with every change written to one JSON file
- * by group commit. Events are immutable once appended, so their JSON is cached and a write only joins
- * strings: a busy channel does not re-serialise its whole buffer on every event.
+ * (`ChannelFile`) by group commit.
  */
 export class ChannelStore {
   readonly #channels = new Map<string, Channel>();
-  readonly #file: JsonFile<ChannelDocument> | null;
+  readonly #file: ChannelFile | null;
   readonly #clock: () => number;
   readonly #maxEvents: number;
   readonly #maxAgeMs: number;
   readonly #maxBytes: number;
   /** Base64 body bytes per channel; derived, so not persisted. */
   readonly #bytes = new WeakMap<Channel, number>();
-  readonly #json = new WeakMap<StoredEvent, string>();
   /** Derived, so not persisted: see `#unackedByDelivery`. */
   readonly #byDelivery = new WeakMap<Channel, Map<string, StoredEvent>>();
   readonly #scheduler: Scheduler;
@@ -88,20 +77,12 @@ export class ChannelStore {
     this.#maxEvents = maxEvents;
     this.#maxBytes = maxBytes;
     this.#maxAgeMs = maxAgeMs;
-    this.#file = file === false ? null : new JsonFile({ file, snapshot: () => this.#snapshot(), stringify: (doc) => this.#stringify(doc) });
+    this.#file = file === false ? null : new ChannelFile(file, () => this.#channels.values());
   }
 
   /** Loads the file, if any. */
   async open(): Promise<void> {
-    const doc = this.#file ? await this.#file.read() : null;
-    if (!doc) return;
-    if (doc.version !== 1 || !Array.isArray(doc.channels)) throw new Error(`${this.#file!.file} is not a cliphook relay file.`);
-    for (const saved of doc.channels) {
-      const events = (saved.events as unknown as SavedEvent[]).map((event) => ({ ...event, body: decodeBody(event.body) }));
-      // Files from before seqLimit have none; a crash may have lost numbers up to it, never beyond.
-      const nextSeq = Math.max(saved.nextSeq, saved.seqLimit ?? 0);
-      this.#channels.set(saved.id, { ...saved, nextSeq, seqLimit: nextSeq, events, acked: new Set(saved.acked) });
-    }
+    for (const channel of this.#file ? await this.#file.load() : []) this.#channels.set(channel.id, channel);
   }
 
   get size(): number {
@@ -279,31 +260,6 @@ export class ChannelStore {
       this.#lazyTimer = null;
       this.#file!.commit().catch(onError);
     }, this.#lazyCommitMs);
-  }
-
-  #snapshot(): ChannelDocument {
-    return {
-      version: 1,
-      channels: [...this.#channels.values()].map((channel) => ({ ...channel, events: [...channel.events], acked: [...channel.acked] })),
-    };
-  }
-
-  #stringify(doc: ChannelDocument): string {
-    const channels = doc.channels.map((channel) => {
-      const events = channel.events.map((event) => this.#eventJson(event)).join(',');
-      const { events: _events, ...head } = channel;
-      return `${JSON.stringify(head).slice(0, -1)},"events":[${events}]}`;
-    });
-    return `{"version":1,"channels":[${channels.join(',')}]}`;
-  }
-
-  #eventJson(event: StoredEvent): string {
-    let json = this.#json.get(event);
-    if (json === undefined) {
-      json = JSON.stringify({ ...event, body: encodeBody(event.body) });
-      this.#json.set(event, json);
-    }
-    return json;
   }
 }
 
