@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { readNodeBody, type NodeRequest } from './body.js';
+import { readNodeBody, wireHeaders, type NodeRequest } from './body.js';
 import type { Receiver, ReceiverReply } from './core.js';
 
 /** The middleware signature Express, Connect and plain `node:http` share. */
@@ -13,8 +13,10 @@ export function expressAdapter(receiver: Receiver): NodeMiddleware {
   return async function cliphookReceiver(req, res, next) {
     let result: ReceiverReply;
     try {
-      const body = await readNodeBody(req, receiver.limit);
-      result = await receiver.receive(body, req.headers);
+      const headers = wireHeaders(req);
+      let body = readNodeBody(req, receiver.limit, headers);
+      if (!Buffer.isBuffer(body)) body = await body;
+      result = await receiver.receive(body, headers);
     } catch (error) {
       try {
         result = receiver.refuse(error);

@@ -4,8 +4,11 @@ import { parseEvent, type WebhookEvent } from '../protocol/events.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { assertSecret, matchesAny, parseSignatureHeader } from '../protocol/signature.js';
 
-/** Request headers as Node (`req.headers`) or the Fetch API (`Headers`) give them. */
-export type HeaderSource = Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
+/**
+ * Request headers as Node (`req.headers`) or the Fetch API (`Headers`) give them, or anything with a
+ * `get(name)` that answers for a lowercase name.
+ */
+export type HeaderSource = Pick<Headers, 'get'> | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface VerifyOptions {
   /** The signing secret, or several during a rotation (`[new, old]`). */
@@ -28,7 +31,7 @@ export interface VerifiedWebhook<E extends WebhookEvent = WebhookEvent> {
 
 /** Reads one header; several values (an array, as Node gives repeated headers) come back as they are. */
 export function readHeader(headers: HeaderSource, name: string): string | readonly string[] | undefined {
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  if (typeof headers.get === 'function') return (headers as Pick<Headers, 'get'>).get(name) ?? undefined;
   const record = headers as Record<string, string | readonly string[] | undefined>;
   return record[name] ?? findCaseInsensitive(record, name);
 }
