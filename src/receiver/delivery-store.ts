@@ -9,9 +9,10 @@ export interface DeliveryStore {
   /**
    * Claims every key for `leaseMs` on behalf of `owner` (a value unique to this request). `processed`
    * when any key was completed within the retention time, `in_progress` when any key is held by an
-   * unexpired claim, else `claimed` (and all keys are held by `owner`).
+   * unexpired claim, else `claimed` (and all keys are held by `owner`). A store that answers from memory
+   * may return the outcome itself rather than a promise; the receiver awaits only a promise.
    */
-  claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome>;
+  claim(keys: readonly string[], leaseMs: number, owner: string): ClaimOutcome | Promise<ClaimOutcome>;
   /** Marks the keys processed; resolves only once that mark is durable. */
   complete(keys: readonly string[]): Promise<void>;
   /**
@@ -53,6 +54,8 @@ export class DeliveryLedger {
   readonly #claims = new Map<string, Claim>();
   readonly retentionMs: number;
   readonly clock: () => number;
+  /** When `claim` next sweeps expired entries out of memory. */
+  #nextPrune = -Infinity;
 
   constructor({ retentionMs = DEFAULT_RETENTION_MS, clock = Date.now }: DeliveryStoreOptions = {}) {
     if (!(Number.isFinite(retentionMs) && retentionMs > 0)) {
@@ -64,12 +67,18 @@ export class DeliveryLedger {
 
   claim(keys: readonly string[], leaseMs: number, owner = ''): ClaimOutcome {
     const now = this.clock();
-    this.prune(now);
+    // Expiry is checked per key below, so the sweep that frees the memory can run once a second.
+    if (now >= this.#nextPrune) {
+      this.prune(now);
+      this.#nextPrune = now + 1000;
+    }
+    const cutoff = now - this.retentionMs;
     let busy = false;
     for (const key of keys) {
-      if (this.#processed.has(key)) return 'processed';
+      const at = this.#processed.get(key);
+      if (at !== undefined && at > cutoff) return 'processed';
       const claim = this.#claims.get(key);
-      if (claim && claim.until > now) busy = true;
+      if (claim !== undefined && claim.until > now) busy = true;
     }
     if (busy) return 'in_progress';
     const claim = { until: now + leaseMs, owner };
@@ -121,7 +130,7 @@ export class MemoryDeliveryStore implements DeliveryStore {
     this.#ledger = new DeliveryLedger(options);
   }
 
-  async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
+  claim(keys: readonly string[], leaseMs: number, owner: string): ClaimOutcome {
     return this.#ledger.claim(keys, leaseMs, owner);
   }
 

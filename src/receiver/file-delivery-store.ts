@@ -14,8 +14,10 @@ interface DeliveriesFile {
   processed: [string, number][];
 }
 
-/** One journal line: a key completed at a time. */
+/** A snapshot row: a key completed at a time. */
 type Completion = [string, number];
+/** One journal line: the keys of one delivery, then the time they were completed (`[key, at]` is one key). */
+type JournalLine = (string | number)[];
 
 export const DEFAULT_DELIVERIES_FILE = '.cliphook/deliveries.json';
 
@@ -33,7 +35,7 @@ const openStores = new Map<string, FileDeliveryStore>();
 export class FileDeliveryStore implements DeliveryStore {
   readonly file: string;
   readonly #ledger: DeliveryLedger;
-  readonly #journal: JournalFile<DeliveriesFile, Completion>;
+  readonly #journal: JournalFile<DeliveriesFile, JournalLine>;
   readonly #ready: Promise<void>;
   /** Set once the file is loaded: the hot path then skips awaiting `#ready`. */
   #loaded = false;
@@ -51,7 +53,7 @@ export class FileDeliveryStore implements DeliveryStore {
     }
     this.file = file;
     this.#ledger = new DeliveryLedger(options);
-    this.#journal = new JournalFile<DeliveriesFile, Completion>({
+    this.#journal = new JournalFile<DeliveriesFile, JournalLine>({
       file,
       snapshot: () => {
         this.#ledger.prune();
@@ -79,17 +81,18 @@ export class FileDeliveryStore implements DeliveryStore {
     return this.#journal.writes;
   }
 
-  async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
-    if (!this.#loaded) await this.#ready;
+  /** Answers from memory once the file is loaded; until then, a promise. */
+  claim(keys: readonly string[], leaseMs: number, owner: string): ClaimOutcome | Promise<ClaimOutcome> {
+    if (!this.#loaded) return this.#ready.then(() => this.#ledger.claim(keys, leaseMs, owner));
     return this.#ledger.claim(keys, leaseMs, owner);
   }
 
-  async complete(keys: readonly string[]): Promise<void> {
-    if (!this.#loaded) await this.#ready;
+  complete(keys: readonly string[]): Promise<void> {
+    if (!this.#loaded) return this.#ready.then(() => this.complete(keys));
     const at = this.#ledger.clock();
     this.#ledger.complete(keys, at);
-    for (const key of keys) this.#journal.append([key, at]);
-    await this.#journal.commit();
+    this.#journal.append([...keys, at]);
+    return this.#journal.commit();
   }
 
   async release(keys: readonly string[], owner: string): Promise<void> {
@@ -125,9 +128,13 @@ export class FileDeliveryStore implements DeliveryStore {
     if (snapshot !== null && (snapshot.version !== 1 || !Array.isArray(snapshot.processed))) {
       throw new Error(`${this.file} is not a cliphook deliveries file (expected version 1).`);
     }
-    const rows = [...(snapshot?.processed ?? []), ...entries].filter(
-      (row): row is Completion => Array.isArray(row) && typeof row[0] === 'string' && Number.isFinite(row[1]),
-    );
+    const rows: Completion[] = [];
+    for (const line of [...(snapshot?.processed ?? []), ...entries]) {
+      if (!Array.isArray(line) || line.length < 2) continue;
+      const at = line[line.length - 1];
+      if (!Number.isFinite(at)) continue;
+      for (let i = 0; i < line.length - 1; i++) if (typeof line[i] === 'string') rows.push([line[i] as string, at as number]);
+    }
     // The ledger prunes from the front, so it must see completions oldest first (a stable sort keeps
     // the journal's order among equal times).
     rows.sort((a, b) => a[1] - b[1]);

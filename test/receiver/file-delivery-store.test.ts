@@ -12,11 +12,12 @@ async function keysOnDisk(file: string): Promise<string[]> {
   const read = (path: string) => readFile(path, 'utf8').catch(() => '');
   const snapshot = await read(file);
   const journal = await read(`${file}.journal`);
-  const rows: [string, number][] = [
+  // Snapshot rows are [key, at]; a journal line is [key, ..., at], one line per completed delivery.
+  const rows: (string | number)[][] = [
     ...(snapshot ? (JSON.parse(snapshot) as { processed: [string, number][] }).processed : []),
-    ...journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as [string, number]),
+    ...journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as (string | number)[]),
   ];
-  return rows.map(([key]) => key);
+  return rows.flatMap((row) => row.slice(0, -1) as string[]);
 }
 
 /** What a crashed process leaves behind, copied to a new path for a "restarted" store to open. */
@@ -124,6 +125,22 @@ describe('FileDeliveryStore', () => {
     expect(lines.at(-2)).toMatch(/^\["d",\d+\]$/); // the torn line did not swallow the next entry
     await restarted.close();
     expect((await keysOnDisk(file)).sort()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it("writes a delivery's keys on one journal line, and reads them back after a restart", async () => {
+    const file = await fileIn();
+    const store = new FileDeliveryStore({ file });
+    expect(store.claim(['d:0'], 1000, 'me')).toBeInstanceOf(Promise); // the file is still loading
+    expect(await store.claim(['d:0'], 1000, 'me')).toBe('in_progress');
+    expect(store.claim(['d:1', 'e:video.completed:1'], 1000, 'me')).toBe('claimed'); // loaded: answered from memory
+    await store.complete(['d:1', 'e:video.completed:1']);
+    const lines = (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^\["d:1","e:video\.completed:1",\d+\]$/);
+    const restarted = new FileDeliveryStore({ file: await copyAsCrashed(file) });
+    expect(await restarted.claim(['d:forged', 'e:video.completed:1'], 1000, 'me')).toBe('processed');
+    expect(await restarted.claim(['d:1', 'e:video.completed:2'], 1000, 'me')).toBe('processed');
+    await Promise.all([store.close(), restarted.close()]);
   });
 
   it('does not persist claims that were never completed', async () => {
