@@ -1,8 +1,22 @@
-import { mkdir, rmdir, stat } from 'node:fs/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { mkdir, readFile, rmdir, stat } from 'node:fs/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JournalFile } from '../../src/store/journal-file.js';
 import { JsonFile } from '../../src/store/json-file.js';
 import { tempDir } from '../helpers/webhooks.js';
+
+// The journal appends with fs.writeSync; a test can make the next calls fail as a full disk would.
+const disk = vi.hoisted(() => ({ failures: 0 }));
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>();
+  const writeSync = ((...args: Parameters<typeof fs.writeSync>) => {
+    if (disk.failures > 0) {
+      disk.failures--;
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    }
+    return (fs.writeSync as (...a: unknown[]) => number)(...args);
+  }) as typeof fs.writeSync;
+  return { ...fs, default: { ...fs, writeSync }, writeSync };
+});
 
 let cleanup: () => Promise<void> = async () => {};
 afterEach(() => cleanup());
@@ -23,7 +37,23 @@ describe('JsonFile and JournalFile', () => {
     await journal.close();
   });
 
-  it('keeps the entries of a failed append for the next commit', async () => {
+  it('a failed append rejects its commit and keeps the lines, in order, for the next one', async () => {
+    const tmp = await tempDir();
+    cleanup = tmp.cleanup;
+    const journal = new JournalFile<{ items: number[] }, number>({ file: tmp.file('j.json'), snapshot: () => ({ items: [] }), sizeOf: () => 0 });
+    await journal.read();
+    journal.append(1);
+    await journal.commit();
+    disk.failures = 1;
+    journal.append(2);
+    await expect(journal.commit()).rejects.toThrow(/ENOSPC/);
+    journal.append(3);
+    await journal.commit();
+    expect(await readFile(journal.journal, 'utf8')).toBe('1\n2\n3\n');
+    await journal.close();
+  });
+
+  it('keeps the entries of a failed compaction for the next commit', async () => {
     const tmp = await tempDir();
     cleanup = tmp.cleanup;
     const state: number[] = [];
