@@ -75,7 +75,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     }
     this.#reconnect = { minTimeout, maxTimeout, factor, randomize };
     this.#options = { relayUrl, channel, token, forwardTo, secret, events, localTimeoutMs, maxReplyBytes, pingIntervalMs, readDeadlineMs, clock, scheduler };
-    this.#forwarder = createForwarder(this.#forwardTo, localTimeoutMs, maxReplyBytes);
+    this.#forwarder = createForwarder(this.#forwardTo, localTimeoutMs, maxReplyBytes, scheduler);
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.closed = new Promise((resolve) => (this.#finish = resolve));
   }

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { EventFrame, FailCode, RawHeaders } from './frames.js';
 import { endToEnd } from './headers.js';
+import { realScheduler, type Scheduler } from './heartbeat.js';
 
 /** The local app's reply to one forwarded event. */
 export interface LocalReply {
@@ -48,7 +49,7 @@ export interface Forwarder {
  * headers in order (raw header arrays keep repeats and case), with `Host` and `Content-Length` set
  * for this hop. Keep-alive, so a burst does not open a connection per event.
  */
-export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes: number): Forwarder {
+export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes: number, scheduler: Scheduler = realScheduler): Forwarder {
   const secure = forwardTo.protocol === 'https:';
   // No Nagle delay on the local hop: a reply waits on nothing but the app.
   const agent = secure ? new https.Agent({ keepAlive: true, noDelay: true }) : new http.Agent({ keepAlive: true, noDelay: true });
@@ -65,13 +66,28 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
       if (body.length > 0) headers.push('Content-Length', String(body.length));
       return new Promise<LocalReply>((resolve, reject) => {
         const { hostname, port, path } = where;
-        const req = request({ hostname, port, path, method: event.method, headers, agent, timeout: timeoutMs }, (res) => {
+        // The deadline covers the whole exchange (not only socket silence) and runs on the injectable scheduler.
+        const timer = scheduler.setTimeout(() => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)), timeoutMs);
+        const settle = <T>(finish: (value: T) => void) => (value: T) => {
+          scheduler.clearTimeout(timer);
+          finish(value);
+        };
+        resolve = settle(resolve);
+        reject = settle(reject);
+        const req = request({ hostname, port, path, method: event.method, headers, agent }, (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (chunk: Buffer) => {
             size += chunk.length;
             if (size > maxReplyBytes) {
-              req.destroy(new ForwardError('local_unreachable', `the local reply is larger than ${maxReplyBytes} bytes`));
+              // Settle now: a destroyed response may still emit 'end', which must not pass for a whole reply.
+              const tooLarge = new ForwardError('local_unreachable', `the local reply is larger than ${maxReplyBytes} bytes`);
+              reject(tooLarge);
+              res.removeAllListeners('data');
+              res.removeAllListeners('end');
+              res.on('error', () => undefined);
+              req.on('error', () => undefined);
+              req.destroy();
               return;
             }
             chunks.push(chunk);
@@ -85,7 +101,6 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
           });
           res.once('error', (error) => reject(asForwardError(error)));
         });
-        req.once('timeout', () => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)));
         req.once('error', (error) => reject(asForwardError(error)));
         req.end(body);
       });
