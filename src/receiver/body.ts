@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { BodyReadError, readBody } from '../http/read-body.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
@@ -75,74 +76,20 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
   if (req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
   }
-  if (req.destroyed) throw unreadable();
   const declared = Number(headers.get('content-length') ?? Number.NaN);
-  if (declared > limit) throw tooLarge(limit);
-  return takeArrived(req, declared) ?? afterParser(req, limit, declared);
-}
-
-/**
- * Waits one microtask and tries again. A webhook's headers and body usually come in one packet, and
- * Node's HTTP parser emits the request at the end of the headers, before it has pushed the body; the
- * microtask runs once the parser has gone through the rest of that packet.
- */
-async function afterParser(req: IncomingMessage, limit: number, declared: number): Promise<Buffer> {
-  await undefined;
-  return takeArrived(req, declared) ?? readStream(req, limit);
-}
-
-/**
- * The whole body, when the parser has already buffered all the bytes `content-length` announced and
- * nobody else reads the stream: one `read()` instead of listeners and a promise. (The parser never
- * pushes more than that length, and flags the message complete a little later.) `null` otherwise, with
- * nothing consumed.
- */
-function takeArrived(req: IncomingMessage, declared: number): Buffer | null {
-  if (!(declared > 0) || req.readableFlowing !== null || req.readableLength !== declared) return null;
-  const body = req.read() as Buffer;
-  // Flowing, the stream still ends and closes as usual once the parser marks the message complete.
-  req.resume();
-  return body;
-}
-
-const unreadable = () => new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
-
-/**
- * Collects a Node request's body, failing as soon as it passes `limit` bytes (the rest is left unread).
- * A body that came in one chunk is returned as that chunk, without a copy. This is raw-body's job
- * narrowed to what a webhook needs: no decoding, no async-hooks wrapper, no copy of a single chunk.
- */
-function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    let first: Buffer | null = null;
-    let more: Buffer[] | null = null;
-    let size = 0;
-    const settle = (error: WebhookVerificationError | null) => {
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      req.removeListener('error', onAbort);
-      req.removeListener('close', onAbort);
-      if (error) return reject(error);
-      if (more === null) return resolve(first ?? Buffer.alloc(0));
-      resolve(Buffer.concat([first!, ...more], size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.pause();
-        return settle(tooLarge(limit));
-      }
-      if (first === null) first = chunk;
-      else (more ??= []).push(chunk);
-    };
-    const onEnd = () => settle(null);
+  const asVerification = (error: unknown) => {
+    if (!(error instanceof BodyReadError)) return error;
+    if (error.reason === 'too_large') return tooLarge(limit);
     // The sender went away mid-body, or the socket failed: a bad request, not a server error.
-    const onAbort = () => settle(unreadable());
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onAbort);
-    req.on('close', onAbort);
-  });
+    return new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
+  };
+  let read;
+  try {
+    read = readBody(req, limit, declared);
+  } catch (error) {
+    throw asVerification(error);
+  }
+  return Buffer.isBuffer(read) ? read : read.catch((error: unknown) => Promise.reject(asVerification(error)));
 }
 
 /** The raw body of a Fetch API request, read chunk by chunk and abandoned as soon as it passes `limit`. */

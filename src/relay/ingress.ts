@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyReadError, readBody } from '../http/read-body.js';
 import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
 import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
 import type { ChannelStore } from './channels.js';
@@ -60,11 +61,16 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     const channel = store.get(target.channelId);
     if (!channel) return sendProblem(res, 'not_found', { detail: 'No such channel.' });
     // From rawHeaders: `req.headers` builds an object of every header on first use.
-    const declared = Number(rawHeader(req.rawHeaders, 'content-length') ?? 0);
-    if (declared > maxBodyBytes) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
-    const body = await readCapped(req, maxBodyBytes);
-    if (body === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
-    if (body === null) return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
+    const declared = Number(rawHeader(req.rawHeaders, 'content-length') ?? Number.NaN);
+    let body: Buffer;
+    try {
+      const read = readBody(req, maxBodyBytes, declared);
+      body = Buffer.isBuffer(read) ? read : await read;
+    } catch (error) {
+      if (!(error instanceof BodyReadError)) throw error;
+      if (error.reason === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
+      return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
+    }
     const headers = endToEnd(req.rawHeaders);
     // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
     if (body.length === 0 && rawHeader(req.rawHeaders, 'content-length') !== undefined) headers.push('Content-Length', '0');
@@ -150,24 +156,4 @@ export function sendProblem(res: ServerResponse, code: ProblemCode, options: Pro
   if (close) headers.connection = 'close';
   res.writeHead(body.status, headers);
   res.end(text);
-}
-
-/** The request body, `null` as soon as it passes `limit` bytes, or `'aborted'` when the sender left. */
-function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('error', () => resolve('aborted'));
-  });
 }
