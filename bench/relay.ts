@@ -4,7 +4,7 @@
  * Baseline: a direct POST to the same local app. Each part runs in its own process, as it would in use
  * (relay on a server, `listen` and the app on a laptop), all on 127.0.0.1:
  *   1. added latency, sender -> relay -> listen -> app vs sender -> app, sequential, interleaved;
- *   2. events/s through one relay and one listener, with a persisted buffer;
+ *   2. events/s through one relay and one listener, with a persisted buffer, sent by autocannon;
  *   3. relay memory for 10,000 idle connected listeners, one channel each.
  * Figures from one run on a shared 2-core machine are noisy: read the ratios, not the last digit.
  */
@@ -12,6 +12,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,7 +140,40 @@ async function latency(direct: string, relayed: string) {
   return { direct: { p50: percentile(a, 50), p99: percentile(a, 99) }, relay: { p50: percentile(b, 50), p99: percentile(b, 99) } };
 }
 
+interface AutocannonResult {
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+}
+type Autocannon = (options: { url: string; connections: number; amount: number; method: string; headers: Record<string, string>; body: string }) => Promise<AutocannonResult>;
+// autocannon ships no types; its programmatic API returns a promise when given no callback.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+/**
+ * Events/s for `total` POSTs, THROUGHPUT_CONCURRENCY at a time. The sender is autocannon (as in
+ * bench/middleware.ts): it spends about a third of node:http's client CPU per request, and on two cores
+ * every microsecond the load generator uses is taken from the processes being measured.
+ * BENCH_SENDER=http uses a node:http keep-alive agent instead.
+ */
 async function throughput(url: string, total: number): Promise<number> {
+  if (process.env.BENCH_SENDER === 'http') return throughputHttp(url, total);
+  const started = performance.now();
+  const result = await autocannon({
+    url,
+    connections: THROUGHPUT_CONCURRENCY,
+    amount: total,
+    method: 'POST',
+    headers: HEADERS, // autocannon sets Content-Length itself (and sends nothing if given one)
+    body: BODY,
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const bad = result.errors + result.timeouts + result.non2xx;
+  if (bad || result['2xx'] !== total) throw new Error(`${url}: ${result['2xx']} of ${total} requests got 200 (${bad} errors, timeouts or non-2xx)`);
+  return total / seconds;
+}
+
+async function throughputHttp(url: string, total: number): Promise<number> {
   let next = 0;
   let failed = 0;
   const started = performance.now();
