@@ -44,7 +44,8 @@ async function afterParser(req: IncomingMessage, limit: number, declared: number
  * nothing consumed.
  */
 function takeArrived(req: IncomingMessage, declared: number): Buffer | null {
-  if (!(declared > 0) || req.readableFlowing !== null || req.readableLength !== declared) return null;
+  // With an encoding set, readableLength counts characters and read() gives a string: leave it to raw-body.
+  if (!(declared > 0) || req.readableFlowing !== null || req.readableEncoding !== null || req.readableLength !== declared) return null;
   const body = req.read() as Buffer;
   // Flowing, the stream still ends and closes as usual once the parser marks the message complete.
   req.resume();

@@ -150,7 +150,11 @@ export class Receiver {
       const ran = this.#dispatch(event, context);
       if (isThenable(ran)) await ran;
     } catch (error) {
-      await this.store.release(keys, owner).catch(() => undefined);
+      try {
+        await this.store.release(keys, owner);
+      } catch {
+        // The claim then expires with its lease; the reply is the handler's failure either way.
+      }
       return this.#fail(new WebhookHandlerError(deliveryId, error), context);
     }
     try {

@@ -60,6 +60,8 @@ export class FileDeliveryStore implements DeliveryStore {
         return { version: 1, processed: [...this.#ledger.processed()] };
       },
       sizeOf: (snapshot) => (Array.isArray(snapshot?.processed) ? snapshot.processed.length : 0),
+      // A journal line holds a delivery's keys; the snapshot has a row per key.
+      weightOf: (line) => Math.max(1, line.length - 1),
     });
     openStores.set(path, this);
     this.#ready = this.#load().then(() => void (this.#loaded = true));

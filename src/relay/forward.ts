@@ -66,42 +66,49 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
       if (body.length > 0) headers.push('Content-Length', String(body.length));
       return new Promise<LocalReply>((resolve, reject) => {
         const { hostname, port, path } = where;
-        // The deadline covers the whole exchange (not only socket silence) and runs on the injectable scheduler.
-        const timer = scheduler.setTimeout(() => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)), timeoutMs);
+        let settled = false;
+        let timer: unknown;
         const settle = <T>(finish: (value: T) => void) => (value: T) => {
+          if (settled) return;
+          settled = true;
           scheduler.clearTimeout(timer);
           finish(value);
         };
-        resolve = settle(resolve);
-        reject = settle(reject);
-        const req = request({ hostname, port, path, method: event.method, headers, agent }, (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > maxReplyBytes) {
-              // Settle now: a destroyed response may still emit 'end', which must not pass for a whole reply.
-              const tooLarge = new ForwardError('local_unreachable', `the local reply is larger than ${maxReplyBytes} bytes`);
-              reject(tooLarge);
-              res.removeAllListeners('data');
-              res.removeAllListeners('end');
-              res.on('error', () => undefined);
-              req.on('error', () => undefined);
-              req.destroy();
-              return;
-            }
-            chunks.push(chunk);
+        const done = settle(resolve);
+        const fail = settle(reject);
+        let req: ReturnType<typeof request>;
+        try {
+          req = request({ hostname, port, path, method: event.method, headers, agent }, (res) => {
+            const chunks: Buffer[] = [];
+            let size = 0;
+            res.on('data', (chunk: Buffer) => {
+              if (settled) return;
+              size += chunk.length;
+              if (size > maxReplyBytes) {
+                // Settle now: a destroyed response may still emit 'end', which must not pass for a whole reply.
+                fail(new ForwardError('local_unreachable', `the local reply is larger than ${maxReplyBytes} bytes`));
+                req.destroy();
+                return;
+              }
+              chunks.push(chunk);
+            });
+            res.once('end', () => {
+              if (settled) return;
+              const replyHeaders = endToEnd(res.rawHeaders);
+              // A HEAD reply's Content-Length is the size of the GET body: the relay passes it on.
+              const length = event.method === 'HEAD' ? res.headers['content-length'] : undefined;
+              if (length !== undefined) replyHeaders.push('Content-Length', length);
+              done({ status: res.statusCode ?? 502, headers: replyHeaders, body: Buffer.concat(chunks, size) });
+            });
+            res.on('error', (error) => fail(asForwardError(error)));
           });
-          res.once('end', () => {
-            const replyHeaders = endToEnd(res.rawHeaders);
-            // A HEAD reply's Content-Length is the size of the GET body: the relay passes it on.
-            const length = event.method === 'HEAD' ? res.headers['content-length'] : undefined;
-            if (length !== undefined) replyHeaders.push('Content-Length', length);
-            resolve({ status: res.statusCode ?? 502, headers: replyHeaders, body: Buffer.concat(chunks, size) });
-          });
-          res.once('error', (error) => reject(asForwardError(error)));
-        });
-        req.once('error', (error) => reject(asForwardError(error)));
+        } catch (error) {
+          // node:http refuses some targets at once (a path with characters above U+00FF, say).
+          return fail(asForwardError(error as Error));
+        }
+        // The deadline covers the whole exchange (not only socket silence) and runs on the injectable scheduler.
+        timer = scheduler.setTimeout(() => req.destroy(new ForwardError('local_timeout', `no reply within ${timeoutMs} ms`)), timeoutMs);
+        req.on('error', (error) => fail(asForwardError(error)));
         req.end(body);
       });
     },

@@ -3,7 +3,7 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { GroupCommit } from './group-commit.js';
 import { JsonFile } from './json-file.js';
 
-export interface JournalFileOptions<S> {
+export interface JournalFileOptions<S, E = unknown> {
   /** The snapshot, a lowdb JSON document; the journal is `<file>.journal` beside it. */
   file: string;
   /** The owner's whole current state, written at compaction. It must include every appended entry. */
@@ -14,6 +14,8 @@ export interface JournalFileOptions<S> {
   compactAfter?: number;
   /** Called with each entry line that could not be parsed (a torn last line after a crash). */
   onBadLine?: (line: string) => void;
+  /** How many of the snapshot's rows (as `sizeOf` counts them) one entry stands for. @default 1 */
+  weightOf?: (entry: E) => number;
 }
 
 /**
@@ -36,6 +38,11 @@ export class JournalFile<S, E> {
   readonly #onBadLine: (line: string) => void;
   #handle: FileHandle | null = null;
   #queued: string[] = [];
+  /** The weight of the queued entries; `#sinceCompaction` counts in the same unit. */
+  #queuedWeight = 0;
+  /** A failed append may have left part of a line: the next one starts on a fresh line. */
+  #torn = false;
+  readonly #weightOf: ((entry: E) => number) | null;
   readonly #group = new GroupCommit(() => this.#flush());
   #sinceCompaction = 0;
   #snapshotSize = 0;
@@ -45,7 +52,7 @@ export class JournalFile<S, E> {
 
   readonly #sizeOf: (snapshot: S) => number;
 
-  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined }: JournalFileOptions<S>) {
+  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, weightOf }: JournalFileOptions<S, E>) {
     if (!(Number.isSafeInteger(compactAfter) && compactAfter > 0)) {
       throw new TypeError(`Expected \`compactAfter\` to be a positive integer, got ${compactAfter}.`);
     }
@@ -62,6 +69,7 @@ export class JournalFile<S, E> {
     });
     this.#compactAfter = compactAfter;
     this.#onBadLine = onBadLine;
+    this.#weightOf = weightOf ?? null;
   }
 
   /** Appends of the journal plus snapshot writes so far: group commit keeps this far below the commits. */
@@ -90,12 +98,13 @@ export class JournalFile<S, E> {
     for (const line of text.split('\n')) {
       if (line === '') continue;
       try {
-        entries.push(JSON.parse(line) as E);
+        const entry = JSON.parse(line) as E;
+        entries.push(entry);
+        this.#sinceCompaction += this.#weightOf ? this.#weightOf(entry) : 1;
       } catch {
         this.#onBadLine(line);
       }
     }
-    this.#sinceCompaction = entries.length;
     this.#handle = await open(this.journal, 'a', 0o600);
     // A torn last line (no newline) must not glue itself to the next entry.
     if (text !== '' && !text.endsWith('\n')) await this.#handle.write('\n');
@@ -105,6 +114,7 @@ export class JournalFile<S, E> {
   /** Queues one entry; it reaches the file with the next commit. */
   append(entry: E): void {
     this.#queued.push(`${JSON.stringify(entry)}\n`);
+    this.#queuedWeight += this.#weightOf ? this.#weightOf(entry) : 1;
   }
 
   /** Resolves once every entry appended before this call is in the file. */
@@ -129,21 +139,30 @@ export class JournalFile<S, E> {
     const handle = this.#handle;
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const lines = this.#queued;
+    const weight = this.#queuedWeight;
     this.#queued = [];
+    this.#queuedWeight = 0;
+    let appending = false;
     try {
-      if (this.#compactNow || this.#sinceCompaction + lines.length >= Math.max(this.#compactAfter, this.#snapshotSize)) {
+      if (this.#compactNow || this.#sinceCompaction + weight >= Math.max(this.#compactAfter, this.#snapshotSize)) {
         // The snapshot is taken from the owner's state, which already holds `lines`.
         await this.#compact(handle);
         this.#compactNow = false;
         this.#writes++;
       } else if (lines.length > 0) {
-        appendSync(handle.fd, lines.join(''));
-        this.#sinceCompaction += lines.length;
+        appending = true;
+        const text = lines.join('');
+        // Replaying is idempotent, so lines of a failed append that did reach the file may come again.
+        appendSync(handle.fd, this.#torn ? `\n${text}` : text);
+        this.#torn = false;
+        this.#sinceCompaction += weight;
         this.#writes++;
       }
     } catch (error) {
       // Keep the entries for the next commit; this one's callers learn that theirs may not be durable.
+      if (appending) this.#torn = true;
       this.#queued = lines.concat(this.#queued);
+      this.#queuedWeight += weight;
       throw error;
     }
   }
@@ -154,6 +173,7 @@ export class JournalFile<S, E> {
     // still queued, so emptying the journal now loses nothing.
     await handle.truncate(0);
     this.#sinceCompaction = 0;
+    this.#torn = false;
     this.#compactions++;
   }
 }
@@ -167,6 +187,10 @@ export class JournalFile<S, E> {
  */
 function appendSync(fd: number, text: string): void {
   let bytes = Buffer.from(text, 'utf8');
-  // A regular file takes the whole buffer unless the disk is full, which throws; loop for the odd short write.
-  while (bytes.length > 0) bytes = bytes.subarray(writeSync(fd, bytes));
+  // A full disk often takes part of a buffer, then throws on the next call; loop over short writes.
+  while (bytes.length > 0) {
+    const written = writeSync(fd, bytes);
+    if (written <= 0) throw new Error('The journal took no bytes.');
+    bytes = bytes.subarray(written);
+  }
 }

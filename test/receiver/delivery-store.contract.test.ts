@@ -79,6 +79,16 @@ describe.each(Object.entries(factories))('DeliveryStore contract: %s', (_name, m
     expect(await store.claim(['old'], 1000, 'me')).toBe('claimed');
   });
 
+  it('forgets a key the moment its retention ends, however recently the store last swept', async () => {
+    const store = await make({ clock, retentionMs: 100 });
+    await store.claim(['short'], 1000, 'me');
+    await store.complete(['short']);
+    now += 99;
+    expect(await store.claim(['short'], 1000, 'me')).toBe('processed');
+    now += 1; // retention over, 100 ms after the last sweep
+    expect(await store.claim(['short'], 1000, 'me')).toBe('claimed');
+  });
+
   it('gives exactly one claim among many concurrent ones', async () => {
     const store = await make({ clock });
     const outcomes = await Promise.all(Array.from({ length: 100 }, () => store.claim(['race'], 1000, 'me')));

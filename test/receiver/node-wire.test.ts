@@ -20,10 +20,12 @@ interface Seen {
   errors: string[];
   /** Stream events of each request, as the app's own listeners saw them. */
   streams: string[][];
+  /** Requests whose body was read through 'data' listeners (streamed) rather than taken whole. */
+  streamed: number;
 }
 
-async function listen(receiver: WebhookReceiver): Promise<{ port: number; seen: Seen }> {
-  const seen: Seen = { handled: 0, errors: [], streams: [] };
+async function listen(receiver: WebhookReceiver, prepare: (req: IncomingMessage) => void = () => undefined): Promise<{ port: number; seen: Seen }> {
+  const seen: Seen = { handled: 0, errors: [], streams: [], streamed: 0 };
   receiver.on('video.completed', () => void seen.handled++);
   receiver.onError((error) => seen.errors.push(error instanceof Error && 'code' in error ? String(error.code) : 'handler'));
   const middleware = receiver.express();
@@ -32,6 +34,12 @@ async function listen(receiver: WebhookReceiver): Promise<{ port: number; seen: 
     seen.streams.push(events);
     req.on('end', () => events.push('end'));
     req.on('close', () => events.push('close'));
+    const on = req.on.bind(req);
+    req.on = ((name: string, listener: (...args: unknown[]) => void) => {
+      if (name === 'data') seen.streamed++;
+      return on(name, listener);
+    }) as typeof req.on;
+    prepare(req);
     void middleware(req, res);
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -94,7 +102,26 @@ describe('receiver.express() at the wire', () => {
     const reply = await exchange(port, [requestHead({ ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)) }) + req.body]);
     expect(status(reply)).toBe(200);
     expect(seen.handled).toBe(1);
+    expect(seen.streamed).toBe(0); // taken whole, with one read()
     await expect.poll(() => seen.streams[0]).toEqual(['end', 'close']);
+  });
+
+  it('streams a body whose stream has an encoding set, rather than taking a string for the bytes', async () => {
+    const { port, seen } = await listen(receiverWith(), (req) => req.setEncoding('utf8'));
+    const req = signedRequest(completedEvent());
+    const reply = await exchange(port, [requestHead({ ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)) }) + req.body]);
+    // raw-body refuses a stream with an encoding: the request fails cleanly, nothing runs as text.
+    expect(status(reply)).toBe(400);
+    expect(seen.handled).toBe(0);
+  });
+
+  it('answers a request with Content-Length: 0 (no body) with a clear 4xx, without hanging', async () => {
+    const { port, seen } = await listen(receiverWith());
+    const req = signedRequest(completedEvent());
+    const reply = await exchange(port, [requestHead({ ...req.headers, 'Content-Length': '0' })]);
+    expect(status(reply)).toBe(401); // the signature was made over a body that did not come
+    expect(reply).toContain('"code":"invalid_signature"');
+    expect(seen.handled).toBe(0);
   });
 
   it('waits for a body sent after the headers, in several pieces', async () => {
@@ -105,6 +132,7 @@ describe('receiver.express() at the wire', () => {
     const reply = await exchange(port, [head, body.subarray(0, 10), body.subarray(10, 200), body.subarray(200)], { apart: true });
     expect(status(reply)).toBe(200);
     expect(seen.handled).toBe(1);
+    expect(seen.streamed).toBe(1);
   });
 
   it('reads a chunked body, which announces no length', async () => {

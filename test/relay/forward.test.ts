@@ -1,4 +1,4 @@
-// The listener's hop to the local app (undici): what it sends, what it brings back, and how it fails.
+// The listener's hop to the local app (node:http): what it sends, what it brings back, and how it fails.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -94,6 +94,20 @@ describe('createForwarder', () => {
     const error = await forwarder(gone).forward(event()).catch((failure: unknown) => failure);
     expect(error).toBeInstanceOf(ForwardError);
     expect(error).toMatchObject({ code: 'local_unreachable', message: expect.stringMatching(/ECONNREFUSED/) });
+  });
+
+  it('turns a target node:http refuses at once into local_unreachable, leaving no deadline armed', async () => {
+    const url = await app((_req, res) => res.end());
+    const error = await forwarder(url).forward(event({ path: '/\u20ac' })).catch((failure: unknown) => failure);
+    expect(error).toMatchObject({ code: 'local_unreachable', message: expect.stringMatching(/ERR_UNESCAPED_CHARACTERS/) });
+    expect(timers.size).toBe(0);
+  });
+
+  it('clears its deadline once the app answers, or once a reply passes the cap', async () => {
+    const url = await app((_req, res) => res.end('x'.repeat(2000)));
+    await forwarder(url).forward(event());
+    await forwarder(url, 5000, 1000).forward(event()).catch(() => undefined);
+    expect(timers.size).toBe(0);
   });
 
   it('fails with local_timeout when the app does not answer in time', async () => {
