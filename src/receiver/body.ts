@@ -34,10 +34,10 @@ export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown 
 
 /**
  * A Node request's headers read off `req.rawHeaders`, as they came on the wire, with a `get(name)` like
- * the Fetch API's `Headers` (repeated fields joined with `, `, as Node does). `req.headers` is built on
- * first access, at a cost a bare route never pays; reading the three webhook headers from the raw list
- * is cheaper. A name missing from the raw list is looked up in `req.headers`, so a request built by a
- * test harness or an adapter that sets only `headers` still works.
+ * the Fetch API's `Headers` (repeated fields joined with `, `, as Node does): the three webhook headers
+ * are found without going through the whole `req.headers` object. (Node's server builds that object
+ * anyway, to look for `Expect`, so this saves little.) A name missing from the raw list is looked up in
+ * `req.headers`, so a request built by a test harness or an adapter that sets only `headers` still works.
  */
 export function wireHeaders(req: IncomingMessage): { get(name: string): string | null } {
   return {
@@ -62,7 +62,7 @@ export function wireHeaders(req: IncomingMessage): { get(name: string): string |
  * The raw body of a Node request, capped at `limit` before anything is hashed. Takes a Buffer that
  * `express.raw()` left in `req.body` or a framework left in `req.rawBody`; fails at once, never hangs,
  * when a JSON parser already consumed the stream. A body that has already arrived whole comes back at
- * once, otherwise a promise of it.
+ * once, otherwise a promise of it, which rejects with a `BodyReadError`: map that with `bodyError`.
  */
 export function readNodeBody(req: NodeRequest, limit: number, headers = wireHeaders(req)): Buffer | Promise<Buffer> {
   const left = Buffer.isBuffer(req.body) ? req.body : Buffer.isBuffer(req.rawBody) ? req.rawBody : null;
@@ -77,19 +77,22 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
     throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
   }
   const declared = Number(headers.get('content-length') ?? Number.NaN);
-  const asVerification = (error: unknown) => {
-    if (!(error instanceof BodyReadError)) return error;
-    if (error.reason === 'too_large') return tooLarge(limit);
-    // The sender went away mid-body, or the socket failed: a bad request, not a server error.
-    return new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
-  };
-  let read;
   try {
-    read = readBody(req, limit, declared);
+    return readBody(req, limit, declared);
   } catch (error) {
-    throw asVerification(error);
+    throw bodyError(error, limit);
   }
-  return Buffer.isBuffer(read) ? read : read.catch((error: unknown) => Promise.reject(asVerification(error)));
+}
+
+/**
+ * The receiver's error for a body that could not be read (a `BodyReadError`); anything else as it is.
+ * The adapter maps a rejected read with it too, which spares a `.catch` promise on every request.
+ */
+export function bodyError(error: unknown, limit: number): unknown {
+  if (!(error instanceof BodyReadError)) return error;
+  if (error.reason === 'too_large') return tooLarge(limit);
+  // The sender went away mid-body, or the socket failed: a bad request, not a server error.
+  return new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
 }
 
 /** The raw body of a Fetch API request, read chunk by chunk and abandoned as soon as it passes `limit`. */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { readNodeBody, wireHeaders, type NodeRequest } from './body.js';
+import { bodyError, readNodeBody, wireHeaders, type NodeRequest } from './body.js';
 import type { Receiver, ReceiverReply } from './core.js';
 
 /** The middleware signature Express, Connect and plain `node:http` share. */
@@ -19,7 +19,7 @@ export function expressAdapter(receiver: Receiver): NodeMiddleware {
       result = await receiver.receive(body, headers);
     } catch (error) {
       try {
-        result = receiver.refuse(error);
+        result = receiver.refuse(bodyError(error, receiver.limit));
       } catch (unexpected) {
         if (next) return next(unexpected);
         throw unexpected;
