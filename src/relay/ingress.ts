@@ -60,8 +60,9 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
     const channel = store.get(target.channelId);
     if (!channel) return sendProblem(res, 'not_found', { detail: 'No such channel.' });
-    // From rawHeaders: `req.headers` builds an object of every header on first use.
-    const declared = Number(rawHeader(req.rawHeaders, 'content-length') ?? Number.NaN);
+    // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
+    const contentLength = rawHeader(req.rawHeaders, 'content-length');
+    const declared = Number(contentLength ?? Number.NaN);
     let body: Buffer;
     try {
       const read = readBody(req, maxBodyBytes, declared);
@@ -73,7 +74,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     }
     const headers = endToEnd(req.rawHeaders);
     // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
-    if (body.length === 0 && rawHeader(req.rawHeaders, 'content-length') !== undefined) headers.push('Content-Length', '0');
+    if (body.length === 0 && contentLength !== undefined) headers.push('Content-Length', '0');
     const eventName = rawHeader(headers, HEADER_EVENT) ?? null;
     if (hub.audience(channel.id, eventName) === 'filtered') {
       // Listeners are connected and their --events filters leave this one out: keeping it unacknowledged
