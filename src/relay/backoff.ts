@@ -42,3 +42,17 @@ export class ReconnectBackoff {
     return !stable || BACK_OFF_CODES.has(code) ? reconnectDelay(++this.#failures, this.#options) : 0;
   }
 }
+
+/** Waits `ms`, or less when `signal` aborts: the listener's wait between reconnects. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    // Not unref'd: between attempts this timer is all that keeps `listen` alive.
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

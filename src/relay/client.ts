@@ -4,18 +4,15 @@ import { RelayError } from '../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { verifySignature } from '../protocol/signature.js';
 import { checkReply, CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame, type ReplyFrame } from './frames.js';
-import { ReconnectBackoff } from './backoff.js';
+import { ReconnectBackoff, sleep } from './backoff.js';
 import { corkPerTurn } from './cork.js';
 import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
 import { rawHeader } from './headers.js';
-import { Heartbeat, realScheduler } from './heartbeat.js';
-import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
-import type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply, ReconnectOptions } from './listener-types.js';
+import { Heartbeat } from './heartbeat.js';
+import { resolveListenerOptions, type ResolvedListenerOptions } from './listener-options.js';
+import type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply } from './listener-types.js';
 
 export type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply, ReconnectOptions } from './listener-types.js';
-
-/** Defaults for the local hop. */
-const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
 
 /** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
 const HOLD = Symbol('hold');
@@ -30,9 +27,7 @@ const HOLD = Symbol('hold');
 export class Listener extends EventEmitter<ListenerEvents> {
   /** Resolves when the listener stops: `null` after `close()`, the `RelayError` when the relay refused it. */
   readonly closed: Promise<RelayError | null>;
-  readonly #options: Required<Omit<ListenerOptions, 'secret' | 'events' | 'reconnect'>> & Pick<ListenerOptions, 'secret' | 'events'>;
-  readonly #reconnect: Required<ReconnectOptions>;
-  readonly #forwardTo: URL;
+  readonly #options: ResolvedListenerOptions;
   readonly #forwarder: Forwarder;
   readonly #heartbeat: Heartbeat;
   readonly #abort = new AbortController();
@@ -48,34 +43,9 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   constructor(options: ListenerOptions) {
     super();
-    const {
-      relayUrl, channel, token, forwardTo, secret, events, reconnect = {},
-      localTimeoutMs = DEFAULT_LOCAL_TIMEOUT_MS, maxReplyBytes = 1024 * 1024,
-      pingIntervalMs = 10_000, readDeadlineMs = 20_000, clock = Date.now, scheduler = realScheduler,
-    } = options;
-    httpUrl('relayUrl', relayUrl, true);
-    nonEmptyString('channel', channel);
-    nonEmptyString('token', token);
-    this.#forwardTo = httpUrl('forwardTo', forwardTo);
-    if (secret !== undefined && (typeof secret === 'string' ? secret === '' : !Array.isArray(secret) || secret.length === 0)) {
-      throw new TypeError(`Expected \`secret\` to be a non-empty string or array, got ${JSON.stringify(secret)}.`);
-    }
-    if (events !== undefined && (!Array.isArray(events) || events.some((name) => typeof name !== 'string' || !/^[\w.-]+$/.test(name)))) {
-      throw new TypeError(`Expected \`events\` to be an array of event names, got ${JSON.stringify(events)}.`);
-    }
-    positiveInteger('localTimeoutMs', localTimeoutMs);
-    positiveInteger('maxReplyBytes', maxReplyBytes);
-    positiveInteger('pingIntervalMs', pingIntervalMs);
-    positiveInteger('readDeadlineMs', readDeadlineMs);
-    if (readDeadlineMs <= pingIntervalMs) throw new TypeError(`Expected \`readDeadlineMs\` (${readDeadlineMs}) to be above \`pingIntervalMs\` (${pingIntervalMs}).`);
-    fn('clock', clock);
-    const { minTimeout = 500, maxTimeout = 30_000, factor = 2, randomize = true } = reconnect;
-    if (!(minTimeout >= 0 && maxTimeout >= minTimeout && factor >= 1)) {
-      throw new TypeError(`Expected \`reconnect\` to have 0 <= minTimeout <= maxTimeout and factor >= 1, got ${JSON.stringify(reconnect)}.`);
-    }
-    this.#reconnect = { minTimeout, maxTimeout, factor, randomize };
-    this.#options = { relayUrl, channel, token, forwardTo, secret, events, localTimeoutMs, maxReplyBytes, pingIntervalMs, readDeadlineMs, clock, scheduler };
-    this.#forwarder = createForwarder(this.#forwardTo, localTimeoutMs, maxReplyBytes, scheduler);
+    this.#options = resolveListenerOptions(options);
+    const { forwardTo, localTimeoutMs, maxReplyBytes, scheduler, clock, pingIntervalMs, readDeadlineMs } = this.#options;
+    this.#forwarder = createForwarder(forwardTo, localTimeoutMs, maxReplyBytes, scheduler);
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.closed = new Promise((resolve) => (this.#finish = resolve));
   }
@@ -93,12 +63,12 @@ export class Listener extends EventEmitter<ListenerEvents> {
    * refusal. Resolves when it stops.
    */
   async run(): Promise<void> {
-    const backoff = new ReconnectBackoff(this.#reconnect);
+    const backoff = new ReconnectBackoff(this.#options.reconnect);
     // Failed connects since the last connection, for the reports.
     let attempt = 0;
     let delayMs = 0;
     while (!this.#stopped) {
-      if (delayMs > 0) await this.#pause(delayMs);
+      if (delayMs > 0) await sleep(delayMs, this.#abort.signal);
       if (this.#stopped) break;
       let session: { closed: Promise<number> };
       try {
@@ -120,21 +90,6 @@ export class Listener extends EventEmitter<ListenerEvents> {
       this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`), delayMs });
     }
     this.#stop(null);
-  }
-
-  /** Waits `ms`, or less when the listener stops. */
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.#abort.signal;
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      // Not unref'd: between attempts this timer is all that keeps `listen` alive.
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-    });
   }
 
   /**
@@ -240,11 +195,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   async #handle(frame: EventFrame, socket: WebSocket): Promise<void> {
     const { body } = frame;
-    const { secret } = this.#options;
+    const { secret, forwardTo } = this.#options;
     const event: ListenerEvent = {
       seq: frame.seq,
       method: frame.method,
-      url: frame.path || frame.query ? targetUrl(this.#forwardTo, frame).href : this.#forwardTo.href,
+      url: frame.path || frame.query ? targetUrl(forwardTo, frame).href : forwardTo.href,
       eventName: rawHeader(frame.headers, HEADER_EVENT) ?? null,
       deliveryId: rawHeader(frame.headers, HEADER_DELIVERY) ?? null,
       signatureValid: secret === undefined ? null : verifySignature(body, rawHeader(frame.headers, HEADER_SIGNATURE), secret),
