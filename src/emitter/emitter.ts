@@ -1,38 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import type { WebhookEventName } from '../protocol/events.js';
-import { assertSecret } from '../protocol/signature.js';
 import { version } from '../version.js';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
 import { DeliveryNotFoundError, EmitterStateError } from '../protocol/errors.js';
 import { resolveEmitterOptions, type EmitterOptions, type ResolvedEmitterOptions } from './options.js';
-import { serialisePayload } from './payload.js';
-import { lastActivity, toDelivery } from './view.js';
+import { createRecord, type SendInput } from './new-record.js';
+import { DeliveryBook, type ListOptions } from './records.js';
+import { toDelivery } from './view.js';
 import { DeliveryQueue } from './queue.js';
 import { createFetchTransport, createHttpTransport, type Transport } from './transport.js';
 import { Listeners, type EmitterEvents } from './listeners.js';
-import type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState } from './types.js';
-import { checkCallbackUrl } from './url-guard.js';
-
-/** What `send()` takes. */
-export interface SendInput {
-  /** The callback URL: https, at most 2048 characters, no credentials, a public address. */
-  url: string;
-  /** The signing secret; `X-Service-Signature` is its HMAC-SHA256 of each attempt's body. */
-  secret: string;
-  event: WebhookEventName;
-  /** The event body of spec 2.12; `delivered_at` is set by each attempt and `event` from `event`. */
-  payload: Record<string, unknown>;
-  /** `false`: one attempt only, whatever its outcome. @default true */
-  retry?: boolean;
-}
-
-/** What `list()` takes. */
-export interface ListOptions {
-  /** Only deliveries in this state. */
-  state?: DeliveryState;
-  /** At most this many, newest first. @default 50 */
-  limit?: number;
-}
+import type { Delivery, DeliveryAttempt, DeliveryRecord } from './types.js';
 
 type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -46,9 +22,7 @@ type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
  */
 export class WebhookEmitter {
   readonly #options: ResolvedEmitterOptions;
-  readonly #records = new Map<string, DeliveryRecord>();
-  /** Finished delivery ids, oldest first, for retention. */
-  readonly #finished = new Set<string>();
+  readonly #book: DeliveryBook;
   readonly #queue: DeliveryQueue;
   readonly #transport: Transport & { close?(): void };
   readonly #attempt: AttemptOptions;
@@ -64,6 +38,7 @@ export class WebhookEmitter {
   constructor(options?: EmitterOptions) {
     const resolved = resolveEmitterOptions(options);
     this.#options = resolved;
+    this.#book = new DeliveryBook(resolved.retainFinished);
     this.#listeners = new Listeners(resolved.logger);
     this.#queue = new DeliveryQueue(resolved.clock, () => this.#pump());
     this.#transport = resolved.fetch
@@ -93,25 +68,13 @@ export class WebhookEmitter {
   /** Persists a delivery, then makes its first attempt at once. Resolves once it is on disk, not delivered. */
   async send(input: SendInput): Promise<Delivery> {
     this.#assertRunning();
-    if (typeof input !== 'object' || input === null) throw new TypeError('Expected `send()` to get { url, secret, event, payload }.');
-    const { secret, event, payload, retry = true } = input;
-    // Stored as parsed: `https://@host` or `https://:@host` (empty credentials) is kept as `https://host/`,
-    // so what is shown and re-checked is what is connected to.
-    const url = checkCallbackUrl(input.url, { allowPrivateNetworks: this.#options.allowPrivateNetworks }).href;
-    assertSecret(secret);
-    if (typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
-    const now = this.#options.clock.now();
-    const record: DeliveryRecord = {
-      id: `dlv_${randomBytes(12).toString('hex')}`,
-      url, secret, event, state: 'pending', retry, createdAt: now, nextAttemptAt: now, round: 0, attempts: [],
-      payload: serialisePayload(event, payload, now),
-    };
-    this.#records.set(record.id, record);
+    const record = createRecord(input, this.#options);
+    this.#book.add(record);
     try {
       await this.#options.store.save(record);
     } catch (error) {
       // The caller is told it failed, so a later write must not persist it and send it after a restart.
-      this.#records.delete(record.id);
+      this.#book.remove(record.id);
       await this.#options.store.delete([record.id]).catch(() => undefined);
       throw error;
     }
@@ -121,20 +84,12 @@ export class WebhookEmitter {
 
   /** The delivery with this id, or `undefined`. */
   get(id: string): Delivery | undefined {
-    const record = this.#records.get(id);
-    return record && toDelivery(record);
+    return this.#book.get(id);
   }
 
   /** Deliveries, newest first. */
-  list({ state, limit = 50 }: ListOptions = {}): Delivery[] {
-    if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new TypeError(`Expected \`limit\` to be a non-negative integer, got ${limit}.`);
-    const found: Delivery[] = [];
-    const records = [...this.#records.values()];
-    for (let i = records.length - 1; i >= 0 && found.length < limit; i--) {
-      const record = records[i]!;
-      if (state === undefined || record.state === state) found.push(toDelivery(record));
-    }
-    return found;
+  list(options?: ListOptions): Delivery[] {
+    return this.#book.list(options);
   }
 
   /**
@@ -144,13 +99,13 @@ export class WebhookEmitter {
    */
   async redeliver(id: string, { retry }: { retry?: boolean } = {}): Promise<Delivery> {
     this.#assertRunning();
-    if (!this.#records.has(id)) throw new DeliveryNotFoundError(id);
+    if (!this.#book.has(id)) throw new DeliveryNotFoundError(id);
     if (retry !== undefined && typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
     // One redelivery of a delivery at a time: a second call waits for the first, then sees what it did,
     // so two calls at once cannot queue the record twice and send every later slot twice.
     for (let busy = this.#redelivering.get(id); busy; busy = this.#redelivering.get(id)) await busy.catch(() => undefined);
     this.#assertRunning();
-    const record = this.#records.get(id);
+    const record = this.#book.record(id);
     if (!record) throw new DeliveryNotFoundError(id);
     if (record.state === 'delivering') return toDelivery(record);
     const done = this.#redeliver(record, retry);
@@ -168,7 +123,7 @@ export class WebhookEmitter {
     // Out of the queue and out of retention while the change is saved: no attempt can start from a
     // half-made change, no heap entry changes its key in place, and nothing forgets the record meanwhile.
     if (wasQueued) this.#queue.remove(record);
-    else this.#finished.delete(record.id);
+    else this.#book.markUnfinished(record.id);
     if (!wasQueued) record.round = record.attempts.length;
     record.state = 'pending';
     if (retry !== undefined) record.retry = retry;
@@ -182,7 +137,7 @@ export class WebhookEmitter {
         this.#queue.add(record);
         this.#pump();
       } else {
-        this.#finished.add(record.id);
+        this.#book.markFinished(record.id);
         this.#forgetPastRetention();
       }
       this.#persist(this.#options.store.save(record));
@@ -205,7 +160,7 @@ export class WebhookEmitter {
 
   /** Counts for dashboards and benchmarks: deliveries waiting, attempts in flight. */
   get stats(): { pending: number; inFlight: number; total: number } {
-    return { pending: this.#queue.size, inFlight: this.#inFlight.size, total: this.#records.size };
+    return { pending: this.#queue.size, inFlight: this.#inFlight.size, total: this.#book.size };
   }
 
   /** Stops taking due deliveries, lets attempts in flight finish, persists, and frees the timer and sockets. */
@@ -218,16 +173,12 @@ export class WebhookEmitter {
     this.#status = 'starting';
     const records = await this.#options.store.load();
     const now = this.#options.clock.now();
-    const finished: DeliveryRecord[] = [];
     for (const record of records) {
-      this.#records.set(record.id, record);
       // In flight when the process died: the receiver may or may not have it, so it goes again.
       if (record.state === 'delivering') Object.assign(record, { state: 'pending', nextAttemptAt: now });
       if (record.state === 'pending') this.#queue.add(Object.assign(record, { nextAttemptAt: record.nextAttemptAt ?? now }));
-      else finished.push(record);
     }
-    finished.sort((a, b) => lastActivity(a) - lastActivity(b));
-    for (const record of finished) this.#finished.add(record.id);
+    this.#book.restore(records);
     this.#forgetPastRetention();
     if (this.#status !== 'starting') return; // stopped while loading
     this.#status = 'running';
@@ -290,23 +241,13 @@ export class WebhookEmitter {
   #finish(record: DeliveryRecord, state: 'delivered' | 'failed'): void {
     record.state = state;
     record.nextAttemptAt = null;
-    this.#finished.add(record.id);
+    this.#book.markFinished(record.id);
   }
 
   /** Forgets the oldest finished deliveries beyond `retainFinished`, here and in the outbox. */
   #forgetPastRetention(): void {
-    const excess = this.#finished.size - this.#options.retainFinished;
-    if (excess <= 0) return;
-    const forgotten: string[] = [];
-    for (const id of this.#finished) {
-      if (forgotten.length >= excess) break;
-      forgotten.push(id);
-    }
-    for (const id of forgotten) {
-      this.#finished.delete(id);
-      this.#records.delete(id);
-    }
-    this.#persist(this.#options.store.delete(forgotten));
+    const forgotten = this.#book.forgetPastRetention();
+    if (forgotten.length > 0) this.#persist(this.#options.store.delete(forgotten));
   }
 
   /** Tracks a write nobody awaits, so `stop()` can, and a failure is logged rather than lost. */

@@ -1,5 +1,6 @@
 export { createEmitter, WebhookEmitter } from './emitter.js';
-export type { SendInput, ListOptions } from './emitter.js';
+export type { SendInput } from './new-record.js';
+export type { ListOptions } from './records.js';
 export type { EmitterEvents, EmitterEventName } from './listeners.js';
 export type { EmitterOptions } from './options.js';
 export { MemoryOutbox } from './outbox.js';

@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import type { WebhookEventName } from '../protocol/events.js';
+import { assertSecret } from '../protocol/signature.js';
+import { serialisePayload } from './payload.js';
+import type { DeliveryRecord, EmitterClock } from './types.js';
+import { checkCallbackUrl } from './url-guard.js';
+
+/** What `send()` takes. */
+export interface SendInput {
+  /** The callback URL: https, at most 2048 characters, no credentials, a public address. */
+  url: string;
+  /** The signing secret; `X-Service-Signature` is its HMAC-SHA256 of each attempt's body. */
+  secret: string;
+  event: WebhookEventName;
+  /** The event body of spec 2.12; `delivered_at` is set by each attempt and `event` from `event`. */
+  payload: Record<string, unknown>;
+  /** `false`: one attempt only, whatever its outcome. @default true */
+  retry?: boolean;
+}
+
+/**
+ * Checks what `send()` got and makes the pending record of a new delivery, due now. Throws before
+ * anything is stored: a `TypeError`, or the URL guard's or the secret check's error.
+ */
+export function createRecord(input: SendInput, { allowPrivateNetworks, clock }: { allowPrivateNetworks: boolean; clock: EmitterClock }): DeliveryRecord {
+  if (typeof input !== 'object' || input === null) throw new TypeError('Expected `send()` to get { url, secret, event, payload }.');
+  const { secret, event, payload, retry = true } = input;
+  // Stored as parsed: `https://@host` or `https://:@host` (empty credentials) is kept as `https://host/`,
+  // so what is shown and re-checked is what is connected to.
+  const url = checkCallbackUrl(input.url, { allowPrivateNetworks }).href;
+  assertSecret(secret);
+  if (typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
+  const now = clock.now();
+  return {
+    id: `dlv_${randomBytes(12).toString('hex')}`,
+    url, secret, event, state: 'pending', retry, createdAt: now, nextAttemptAt: now, round: 0, attempts: [],
+    payload: serialisePayload(event, payload, now),
+  };
+}
