@@ -46,6 +46,7 @@ export class ReconnectBackoff {
 /** Waits `ms`, or less when `signal` aborts: the listener's wait between reconnects. */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);
