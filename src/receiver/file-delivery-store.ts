@@ -2,22 +2,29 @@ import { rename } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DeliveryLedger, type ClaimOutcome, type DeliveryStore, type DeliveryStoreOptions } from './delivery-store.js';
 import { JournalFile } from '../store/journal-file.js';
+import { RowChunks } from '../store/row-chunks.js';
 
 export interface FileDeliveryStoreOptions extends DeliveryStoreOptions {
   /** The JSON file; its journal is `<file>.journal` beside it. @default '.cliphook/deliveries.json' */
   file?: string;
 }
 
-/** The snapshot: `{ "version": 1, "processed": [[key, completedAtMs], …] }`, oldest first. */
+/**
+ * The snapshot: `{ "version": 1, "processed": [[key, …, completedAtMs], …] }`, a row per delivery in the
+ * journal's line format. (Before 0.1 a row held one key, `[key, at]`; both load.)
+ */
 interface DeliveriesFile {
   version: 1;
-  processed: [string, number][];
+  processed: JournalLine[];
 }
 
-/** A snapshot row: a key completed at a time. */
+/** A key completed at a time. */
 type Completion = [string, number];
-/** One journal line: the keys of one delivery, then the time they were completed (`[key, at]` is one key). */
+/** One journal line or snapshot row: the keys of one delivery, then the time they were completed. */
 type JournalLine = (string | number)[];
+
+const SNAPSHOT_HEAD = '{"version":1,"processed":[';
+const SNAPSHOT_TAIL = ']}';
 
 export const DEFAULT_DELIVERIES_FILE = '.cliphook/deliveries.json';
 
@@ -35,7 +42,9 @@ const openStores = new Map<string, FileDeliveryStore>();
 export class FileDeliveryStore implements DeliveryStore {
   readonly file: string;
   readonly #ledger: DeliveryLedger;
-  readonly #journal: JournalFile<DeliveriesFile, JournalLine>;
+  /** Every retained delivery's row, as the text the next snapshot writes. */
+  readonly #rows = new RowChunks();
+  readonly #journal: JournalFile<DeliveriesFile | RowChunks, JournalLine>;
   readonly #ready: Promise<void>;
   /** Set once the file is loaded: the hot path then skips awaiting `#ready`. */
   #loaded = false;
@@ -53,15 +62,17 @@ export class FileDeliveryStore implements DeliveryStore {
     }
     this.file = file;
     this.#ledger = new DeliveryLedger(options);
-    this.#journal = new JournalFile<DeliveriesFile, JournalLine>({
+    this.#journal = new JournalFile<DeliveriesFile | RowChunks, JournalLine>({
       file,
+      // The rows already hold every completion as text: a snapshot only drops expired chunks.
       snapshot: () => {
-        this.#ledger.prune();
-        return { version: 1, processed: [...this.#ledger.processed()] };
+        const now = this.#ledger.clock();
+        this.#ledger.prune(now);
+        this.#rows.prune(now - this.#ledger.retentionMs);
+        return this.#rows;
       },
-      sizeOf: (snapshot) => (Array.isArray(snapshot?.processed) ? snapshot.processed.length : 0),
-      // A journal line holds a delivery's keys; the snapshot has a row per key.
-      weightOf: (line) => Math.max(1, line.length - 1),
+      stringify: (snapshot) => (snapshot instanceof RowChunks ? snapshot.pieces(SNAPSHOT_HEAD, SNAPSHOT_TAIL) : JSON.stringify(snapshot)),
+      sizeOf: (snapshot) => (snapshot instanceof RowChunks ? snapshot.rows : Array.isArray(snapshot?.processed) ? snapshot.processed.length : 0),
     });
     openStores.set(path, this);
     this.#ready = this.#load().then(() => void (this.#loaded = true));
@@ -93,7 +104,7 @@ export class FileDeliveryStore implements DeliveryStore {
     if (!this.#loaded) return this.#ready.then(() => this.complete(keys));
     const at = this.#ledger.clock();
     this.#ledger.complete(keys, at);
-    this.#journal.append([...keys, at]);
+    this.#rows.add(this.#journal.append([...keys, at]), at);
     return this.#journal.commit();
   }
 
@@ -126,7 +137,8 @@ export class FileDeliveryStore implements DeliveryStore {
       process.emitWarning(`${this.file} was not valid JSON; moved to ${aside} and started empty.`, { code: 'CLIPHOOK_STORE_RECOVERED' });
       read = await this.#journal.read();
     }
-    const { snapshot, entries } = read;
+    const { entries } = read;
+    const snapshot = read.snapshot as DeliveriesFile | null;
     if (snapshot !== null && (snapshot.version !== 1 || !Array.isArray(snapshot.processed))) {
       throw new Error(`${this.file} is not a cliphook deliveries file (expected version 1).`);
     }
@@ -134,13 +146,18 @@ export class FileDeliveryStore implements DeliveryStore {
     for (const line of [...(snapshot?.processed ?? []), ...entries]) {
       if (!Array.isArray(line) || line.length < 2) continue;
       const at = line[line.length - 1];
-      if (!Number.isFinite(at)) continue;
-      for (let i = 0; i < line.length - 1; i++) if (typeof line[i] === 'string') rows.push([line[i] as string, at as number]);
+      if (typeof at !== 'number' || !Number.isFinite(at)) continue;
+      const keys = line.slice(0, -1).filter((key): key is string => typeof key === 'string');
+      if (keys.length === 0) continue;
+      for (const key of keys) rows.push([key, at]);
     }
     // The ledger prunes from the front, so it must see completions oldest first (a stable sort keeps
     // the journal's order among equal times).
     rows.sort((a, b) => a[1] - b[1]);
     for (const [key, at] of rows) this.#ledger.complete([key], at);
     this.#ledger.prune();
+    // The loaded keys, deduplicated (a crash between a compaction and its truncation leaves both), are
+    // serialised once here; from now on each completion adds its own journal line.
+    for (const [key, at] of this.#ledger.processed()) this.#rows.add(JSON.stringify([key, at]), at);
   }
 }

@@ -14,8 +14,11 @@ export interface JournalFileOptions<S, E = unknown> {
   compactAfter?: number;
   /** Called with each entry line that could not be parsed (a torn last line after a crash). */
   onBadLine?: (line: string) => void;
-  /** How many of the snapshot's rows (as `sizeOf` counts them) one entry stands for. @default 1 */
-  weightOf?: (entry: E) => number;
+  /**
+   * Serialises the snapshot (see `JsonFileOptions.stringify`); defaults to `JSON.stringify`. An owner
+   * that keeps its rows as text (`RowChunks`) returns them as pieces.
+   */
+  stringify?: (snapshot: S) => string | readonly Uint8Array[];
 }
 
 /**
@@ -38,11 +41,8 @@ export class JournalFile<S, E> {
   readonly #onBadLine: (line: string) => void;
   #handle: FileHandle | null = null;
   #queued: string[] = [];
-  /** The weight of the queued entries; `#sinceCompaction` counts in the same unit. */
-  #queuedWeight = 0;
   /** A failed append may have left part of a line: the next one starts on a fresh line. */
   #torn = false;
-  readonly #weightOf: ((entry: E) => number) | null;
   readonly #group = new GroupCommit(() => this.#flush());
   #sinceCompaction = 0;
   #snapshotSize = 0;
@@ -52,7 +52,7 @@ export class JournalFile<S, E> {
 
   readonly #sizeOf: (snapshot: S) => number;
 
-  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, weightOf }: JournalFileOptions<S, E>) {
+  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, stringify }: JournalFileOptions<S, E>) {
     if (!(Number.isSafeInteger(compactAfter) && compactAfter > 0)) {
       throw new TypeError(`Expected \`compactAfter\` to be a positive integer, got ${compactAfter}.`);
     }
@@ -66,10 +66,10 @@ export class JournalFile<S, E> {
         this.#snapshotSize = sizeOf(state);
         return state;
       },
+      ...(stringify ? { stringify } : {}),
     });
     this.#compactAfter = compactAfter;
     this.#onBadLine = onBadLine;
-    this.#weightOf = weightOf ?? null;
   }
 
   /** Appends of the journal plus snapshot writes so far: group commit keeps this far below the commits. */
@@ -100,7 +100,7 @@ export class JournalFile<S, E> {
       try {
         const entry = JSON.parse(line) as E;
         entries.push(entry);
-        this.#sinceCompaction += this.#weightOf ? this.#weightOf(entry) : 1;
+        this.#sinceCompaction++;
       } catch {
         this.#onBadLine(line);
       }
@@ -111,10 +111,11 @@ export class JournalFile<S, E> {
     return { snapshot, entries };
   }
 
-  /** Queues one entry; it reaches the file with the next commit. */
-  append(entry: E): void {
-    this.#queued.push(`${JSON.stringify(entry)}\n`);
-    this.#queuedWeight += this.#weightOf ? this.#weightOf(entry) : 1;
+  /** Queues one entry; it reaches the file with the next commit. Returns the entry's JSON, for owners that keep it. */
+  append(entry: E): string {
+    const json = JSON.stringify(entry);
+    this.#queued.push(`${json}\n`);
+    return json;
   }
 
   /** Resolves once every entry appended before this call is in the file. */
@@ -139,12 +140,10 @@ export class JournalFile<S, E> {
     const handle = this.#handle;
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const lines = this.#queued;
-    const weight = this.#queuedWeight;
     this.#queued = [];
-    this.#queuedWeight = 0;
     let appending = false;
     try {
-      if (this.#compactNow || this.#sinceCompaction + weight >= Math.max(this.#compactAfter, this.#snapshotSize)) {
+      if (this.#compactNow || this.#sinceCompaction + lines.length >= Math.max(this.#compactAfter, this.#snapshotSize)) {
         // The snapshot is taken from the owner's state, which already holds `lines`.
         await this.#compact(handle);
         this.#compactNow = false;
@@ -155,14 +154,13 @@ export class JournalFile<S, E> {
         // Replaying is idempotent, so lines of a failed append that did reach the file may come again.
         appendSync(handle.fd, this.#torn ? `\n${text}` : text);
         this.#torn = false;
-        this.#sinceCompaction += weight;
+        this.#sinceCompaction += lines.length;
         this.#writes++;
       }
     } catch (error) {
       // Keep the entries for the next commit; this one's callers learn that theirs may not be durable.
       if (appending) this.#torn = true;
       this.#queued = lines.concat(this.#queued);
-      this.#queuedWeight += weight;
       throw error;
     }
   }

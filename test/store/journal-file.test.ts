@@ -84,28 +84,26 @@ describe('JsonFile and JournalFile', () => {
     await reread.close();
   });
 
-  it('compacts by weight: an entry standing for several snapshot rows counts as that many', async () => {
+  it('returns each entry\'s JSON from append, and writes a snapshot through the owner\'s stringify', async () => {
     const tmp = await tempDir();
     cleanup = tmp.cleanup;
     const rows: string[] = [];
     const journal = new JournalFile<{ rows: string[] }, string[]>({
-      file: tmp.file('w.json'),
+      file: tmp.file('s.json'),
       snapshot: () => ({ rows: [...rows] }),
       sizeOf: (snapshot) => snapshot.rows.length,
-      weightOf: (entry) => entry.length,
-      compactAfter: 10,
+      stringify: (snapshot) => [Buffer.from('{"rows":['), Buffer.from(snapshot.rows.map((row) => JSON.stringify(row)).join(',')), Buffer.from(']}')],
+      compactAfter: 3,
     });
     await journal.read();
-    for (let i = 0; i < 4; i++) {
-      rows.push(`a${i}`, `b${i}`);
-      journal.append([`a${i}`, `b${i}`]);
+    for (let i = 0; i < 3; i++) {
+      rows.push(`a${i}`);
+      expect(journal.append([`a${i}`, 'é'])).toBe(`["a${i}","é"]`);
       await journal.commit();
     }
-    expect(journal.compactions).toBe(0); // 8 rows so far
-    rows.push('a4', 'b4');
-    journal.append(['a4', 'b4']);
-    await journal.commit();
-    expect(journal.compactions).toBe(1); // 10 rows: compacted after 5 lines, not 10
+    expect(journal.compactions).toBe(1);
+    expect(JSON.parse(await readFile(tmp.file('s.json'), 'utf8'))).toEqual({ rows: ['a0', 'a1', 'a2'] });
+    expect(await readFile(tmp.file('s.json.journal'), 'utf8')).toBe('');
     await journal.close();
   });
 
