@@ -102,11 +102,6 @@ export class DeliveryLedger {
     }
   }
 
-  /** Processed keys with their completion time, oldest first. */
-  processed(): IterableIterator<[string, number]> {
-    return this.#processed.entries();
-  }
-
   /** Forgets processed entries older than the retention time, and expired claims. */
   prune(now = this.clock()): void {
     const cutoff = now - this.retentionMs;
@@ -116,6 +111,11 @@ export class DeliveryLedger {
     }
     // Claims are few (one per request in flight, or left by a crash): a sweep now and then is enough.
     if (this.#claims.size > 1024) for (const [key, claim] of this.#claims) if (claim.until <= now) this.#claims.delete(key);
+  }
+
+  /** Processed keys with their completion time, oldest first. */
+  processed(): IterableIterator<[string, number]> {
+    return this.#processed.entries();
   }
 }
 

@@ -157,7 +157,19 @@ export class FileDeliveryStore implements DeliveryStore {
     for (const [key, at] of rows) this.#ledger.complete([key], at);
     this.#ledger.prune();
     // The loaded keys, deduplicated (a crash between a compaction and its truncation leaves both), are
-    // serialised once here; from now on each completion adds its own journal line.
-    for (const [key, at] of this.#ledger.processed()) this.#rows.add(JSON.stringify([key, at]), at);
+    // serialised once here, a row per run of keys completed at the same time (one delivery's keys sit
+    // together); from now on each completion adds its own journal line.
+    let run: JournalLine = [];
+    const flush = () => {
+      if (run.length > 0) this.#rows.add(JSON.stringify(run), run[run.length - 1] as number);
+    };
+    for (const [key, at] of this.#ledger.processed()) {
+      if (run.length > 0 && run[run.length - 1] === at) run.splice(run.length - 1, 0, key);
+      else {
+        flush();
+        run = [key, at];
+      }
+    }
+    flush();
   }
 }

@@ -105,6 +105,20 @@ describe('FileDeliveryStore', () => {
     expect((JSON.parse(await readFile(file, 'utf8')) as { processed: unknown[] }).processed.length).toBe(25_000);
   });
 
+  it('writes a row per delivery, its keys together, and keeps them together across a restart', async () => {
+    const file = await fileIn();
+    const first = new FileDeliveryStore({ file });
+    await first.claim(['d:1', 'e:video.completed:1'], 1000, 'me');
+    await first.complete(['d:1', 'e:video.completed:1']);
+    await first.close();
+    const second = new FileDeliveryStore({ file });
+    await second.claim(['d:2', 'e:video.completed:2'], 1000, 'me');
+    await second.complete(['d:2', 'e:video.completed:2']);
+    await second.close(); // the loaded delivery is written again from what the load serialised
+    const rows = (JSON.parse(await readFile(file, 'utf8')) as { processed: unknown[][] }).processed;
+    expect(rows.map((row) => row.slice(0, -1))).toEqual([['d:1', 'e:video.completed:1'], ['d:2', 'e:video.completed:2']]);
+  });
+
   it('tolerates a torn last journal line and a crash between a compaction and its truncation', async () => {
     const file = await fileIn();
     const store = new FileDeliveryStore({ file });
