@@ -28,6 +28,12 @@ describe('sign', () => {
     const longKey = 'k'.repeat(200);
     expect(sign('body', longKey)).toBe(reference('body', longKey));
     expect(sign('body', 'ключ-🔑')).toBe(reference('body', 'ключ-🔑'));
+    // Above the one-shot size the body is streamed after the cached ipad block: same pads, same result.
+    const large = Buffer.alloc(10_000, 0x62);
+    expect(sign(large, longKey)).toBe(reference(large, longKey));
+    const text = `{"prompt":"${'雪'.repeat(2_000)}"}`; // 6,000+ bytes of UTF-8 from a string
+    expect(sign(text, secret)).toBe(reference(text));
+    expect(verifySignature(text, reference(text), ['whsec_old', secret])).toBe(true);
   });
 
   it('agrees with @octokit/webhooks-methods, an independent implementation of the scheme', async () => {
