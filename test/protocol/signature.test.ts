@@ -79,6 +79,27 @@ describe('verifySignature', () => {
     expect(verifySignature(body, `sha256=${header.slice(7).toUpperCase()}`, secret)).toBe(true);
   });
 
+  it('refuses a signature that differs in any one digit, the first and last included', () => {
+    const hex = header.slice(7);
+    for (let i = 0; i < 64; i++) {
+      const digit = hex[i] === '0' ? '1' : '0';
+      expect(verifySignature(body, `sha256=${hex.slice(0, i)}${digit}${hex.slice(i + 1)}`, secret)).toBe(false);
+    }
+  });
+
+  it('refuses characters that only look like hex digits once case is folded away', () => {
+    // The digest is compared with the digits as written (case folded by setting 0x20), so every
+    // character must first be checked to be a hex digit: these fold, or truncate, onto real digits.
+    const hex = header.slice(7);
+    const at = hex.search(/[0-9]/);
+    const digit = hex.charCodeAt(at);
+    for (const lookalike of [String.fromCharCode(digit & ~0x20), String.fromCharCode(digit + 0x100), String.fromCharCode(digit + 0xff00)]) {
+      const forged = `sha256=${hex.slice(0, at)}${lookalike}${hex.slice(at + 1)}`;
+      expect(verifySignature(body, forged, secret)).toBe(false);
+      expect(parseSignatureHeader(forged)).toBeNull();
+    }
+  });
+
   it.each([
     ['no prefix', header.slice(7)],
     ['another algorithm', header.replace('sha256=', 'sha1=')],
