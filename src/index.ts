@@ -9,6 +9,7 @@ export {
   WebhookHandlerError,
   InvalidPayloadError,
   InvalidCallbackUrlError,
+  FileLockedError,
   VIDEO_ERROR_CODES,
   WEBHOOK_EVENTS,
   parseEvent,
@@ -26,6 +27,7 @@ export {
 } from './protocol/index.js';
 export type {
   WebhookVerificationCode,
+  LockHolder,
   VideoErrorCode,
   VideoCompletedEvent,
   VideoFailedEvent,

@@ -83,6 +83,36 @@ export class EmitterStateError extends CliphookError {
   }
 }
 
+/** Who holds a data file's lock: from its `<file>.lock`. */
+export interface LockHolder {
+  pid: number;
+  hostname: string;
+  /** ISO 8601: when the holder took the lock. */
+  since: string;
+}
+
+/**
+ * Another live process holds the data file (its `<file>.lock` is fresh): two processes on one file would
+ * overwrite each other's marks. Give each process its own file, or share one store between them.
+ * @example error.code // 'file_locked'; error.holder // { pid: 4242, hostname: 'web-1', since: '…' }
+ */
+export class FileLockedError extends CliphookError {
+  readonly file: string;
+  /** The holder, as its lock file says; `null` when the lock file could not be read. */
+  readonly holder: LockHolder | null;
+  constructor(file: string, what: string, holder: LockHolder | null) {
+    const who = holder ? `process ${holder.pid} on ${holder.hostname} (since ${holder.since})` : 'another process';
+    super(
+      'file_locked',
+      `${file} is in use by ${who}: one ${what} per file, as two processes on one file overwrite each other's marks. ` +
+        `Give each process its own file, or share one store between processes. If that process is gone, ${file}.lock is ` +
+        'taken over 30 s after its last heartbeat (at once on the same host).',
+    );
+    this.file = file;
+    this.holder = holder;
+  }
+}
+
 function describe(value: unknown): string {
   return value instanceof Error ? value.message : String(value);
 }

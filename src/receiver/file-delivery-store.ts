@@ -1,6 +1,7 @@
 import { rename } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DeliveryLedger, type ClaimOutcome, type DeliveryStore, type DeliveryStoreOptions } from './delivery-store.js';
+import { FileLock } from '../store/file-lock.js';
 import { JournalFile } from '../store/journal-file.js';
 import { RowChunks } from '../store/row-chunks.js';
 
@@ -36,7 +37,8 @@ const openStores = new Map<string, FileDeliveryStore>();
  * restarts. Claims live in memory (a claim lost in a crash only means the sender's retry runs the
  * handler, which is what a lease expiry would do); each completion is appended to the journal with
  * group commit before the receiver answers, and the snapshot is rewritten only once the journal has
- * grown as long as it. One store per file per process; use the Redis store for several processes.
+ * grown as long as it. One store per file: a second one in this process is a TypeError, one in another
+ * process a `FileLockedError` (the file's `<file>.lock`).
  * @example new FileDeliveryStore({ file: '.cliphook/deliveries.json', retentionMs: 86_400_000 })
  */
 export class FileDeliveryStore implements DeliveryStore {
@@ -48,6 +50,7 @@ export class FileDeliveryStore implements DeliveryStore {
   readonly #ready: Promise<void>;
   /** Set once the file is loaded: the hot path then skips awaiting `#ready`. */
   #loaded = false;
+  readonly #lock: FileLock;
 
   constructor({ file = DEFAULT_DELIVERIES_FILE, ...options }: FileDeliveryStoreOptions = {}) {
     if (typeof file !== 'string' || file.length === 0) {
@@ -74,6 +77,8 @@ export class FileDeliveryStore implements DeliveryStore {
       stringify: (snapshot) => (snapshot instanceof RowChunks ? snapshot.pieces(SNAPSHOT_HEAD, SNAPSHOT_TAIL) : JSON.stringify(snapshot)),
       sizeOf: (snapshot) => (snapshot instanceof RowChunks ? snapshot.rows : Array.isArray(snapshot?.processed) ? snapshot.processed.length : 0),
     });
+    // Last, so nothing that can throw comes after it and leaves the lock held.
+    this.#lock = FileLock.acquire(file, 'FileDeliveryStore');
     openStores.set(path, this);
     this.#ready = this.#load().then(() => void (this.#loaded = true));
     // Surface a bad file on first use, not as an unhandled rejection now.
@@ -113,12 +118,13 @@ export class FileDeliveryStore implements DeliveryStore {
     this.#ledger.release(keys, owner);
   }
 
-  /** Writes what is pending (as a fresh snapshot) and lets another store open the file. */
+  /** Writes what is pending (as a fresh snapshot) and lets another store, in any process, open the file. */
   async close(): Promise<void> {
     try {
       await this.#ready;
       await this.#journal.close();
     } finally {
+      this.#lock.release();
       const path = resolve(this.file);
       if (openStores.get(path) === this) openStores.delete(path);
     }

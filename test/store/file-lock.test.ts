@@ -1,0 +1,157 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FileDeliveryStore, FileLockedError } from '../../src/index.js';
+import { FileLock, LOCK_REFRESH_MS, LOCK_STALE_MS } from '../../src/store/file-lock.js';
+
+const child = fileURLToPath(new URL('./file-lock.child.ts', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+let dir: string;
+let file: string;
+const cleanups: (() => unknown)[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cliphook-lock-'));
+  file = join(dir, 'data', 'deliveries.json');
+  await mkdir(join(dir, 'data'));
+});
+afterEach(async () => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A store that is closed after the test. */
+function open(): FileDeliveryStore {
+  const store = new FileDeliveryStore({ file });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+function writeLock(body: object, ageMs = 0): void {
+  writeFileSync(`${file}.lock`, JSON.stringify(body));
+  const at = new Date(Date.now() - ageMs);
+  utimesSync(`${file}.lock`, at, at);
+}
+
+/** Starts the child holding a store on `file`; resolves once it has marked its delivery. */
+async function holder(mode?: 'exit'): Promise<ChildProcessWithoutNullStreams> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, file, ...(mode ? [mode] : [])], { cwd: root });
+  cleanups.push(() => proc.kill('SIGKILL'));
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (chunk) => (err += chunk));
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('ready')) resolve();
+    });
+    proc.once('exit', (code) => (out.includes('ready') ? resolve() : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+  return proc;
+}
+
+const exited = (proc: ChildProcessWithoutNullStreams) =>
+  proc.exitCode !== null || proc.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+
+describe('FileDeliveryStore across processes', () => {
+  it('refuses a file another live process holds, naming it, and takes it over once that process is killed', async () => {
+    const proc = await holder();
+    let refused: unknown;
+    try {
+      new FileDeliveryStore({ file });
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(FileLockedError);
+    const error = refused as FileLockedError;
+    expect(error.code).toBe('file_locked');
+    expect(error.file).toBe(file);
+    expect(error.holder).toMatchObject({ pid: proc.pid, hostname: hostname() });
+    expect(error.message).toContain(`process ${proc.pid} on ${hostname()}`);
+    expect(error.message).toMatch(/one FileDeliveryStore per file/);
+
+    proc.kill('SIGKILL'); // no exit hook runs: the lock file stays behind, its pid dead
+    await exited(proc);
+    expect(existsSync(`${file}.lock`)).toBe(true);
+    const store = open();
+    // What the killed process marked is still known.
+    expect(await store.claim(['d:from-child'], 60_000, 'parent')).toBe('processed');
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8'))).toMatchObject({ pid: process.pid });
+  });
+
+  it('removes the lock when the holder exits without closing its store', async () => {
+    const proc = await holder('exit');
+    await exited(proc);
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    expect(await open().claim(['d:from-child'], 60_000, 'parent')).toBe('processed');
+  });
+
+  it('removes the lock on close(), so another store (any process) can open the file', async () => {
+    const store = new FileDeliveryStore({ file });
+    expect(existsSync(`${file}.lock`)).toBe(true);
+    await store.close();
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    open();
+  });
+});
+
+describe('FileLock', () => {
+  it('refuses a fresh lock from another host, and takes it over once untouched for 30 s', () => {
+    const other = { pid: 1, hostname: `${hostname()}-elsewhere`, since: '2026-11-23T00:00:00.000Z', token: 't' };
+    writeLock(other, LOCK_STALE_MS - 5_000);
+    expect(() => FileLock.acquire(file, 'store')).toThrow(FileLockedError);
+    writeLock(other, LOCK_STALE_MS + 5_000);
+    const lock = FileLock.acquire(file, 'store');
+    cleanups.push(() => lock.release());
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8'))).toMatchObject({ pid: process.pid, hostname: hostname() });
+  });
+
+  it("takes over a lock left by a previous life of this process's pid (pid 1 in a restarted container)", () => {
+    writeLock({ pid: process.pid, hostname: hostname(), since: '2026-11-23T00:00:00.000Z', token: 'earlier' });
+    const lock = FileLock.acquire(file, 'store');
+    cleanups.push(() => lock.release());
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).not.toBe('earlier');
+  });
+
+  it('treats an unreadable lock as held while fresh (a holder between create and write) and stale later', () => {
+    writeFileSync(`${file}.lock`, '');
+    expect(() => FileLock.acquire(file, 'store')).toThrow(/in use by another process/);
+    const old = new Date(Date.now() - LOCK_STALE_MS - 1_000);
+    utimesSync(`${file}.lock`, old, old);
+    FileLock.acquire(file, 'store').release();
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+
+  it('creates the folder the file will live in', () => {
+    const deep = join(dir, 'new', 'deeper', 'deliveries.json');
+    FileLock.acquire(deep, 'store').release();
+    expect(existsSync(join(dir, 'new', 'deeper'))).toBe(true);
+    expect(existsSync(`${deep}.lock`)).toBe(false);
+  });
+
+  it('touches the lock every 10 s, and warns once, keeping the other lock, if another process took it over', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const lock = FileLock.acquire(file, 'store');
+    cleanups.push(() => lock.release());
+    const old = new Date(Date.now() - 20_000);
+    utimesSync(`${file}.lock`, old, old);
+    vi.advanceTimersByTime(LOCK_REFRESH_MS);
+    expect(Date.now() - statSync(`${file}.lock`).mtimeMs).toBeLessThan(5_000);
+    expect(warn).not.toHaveBeenCalled();
+
+    const usurper = { pid: 2, hostname: 'elsewhere', since: '2026-11-23T00:00:00.000Z', token: 'theirs' };
+    writeLock(usurper);
+    vi.advanceTimersByTime(3 * LOCK_REFRESH_MS);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]![1]).toMatchObject({ code: 'CLIPHOOK_LOCK_LOST' });
+    lock.release();
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).toBe('theirs');
+  });
+});
