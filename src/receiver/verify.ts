@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { WebhookVerificationError, InvalidPayloadError } from '../protocol/errors.js';
 import { parseEvent, type WebhookEvent } from '../protocol/events.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
-import { assertSecret, isSignatureHeader, matchesAny } from '../protocol/signature.js';
+import { assertSecret, checkSignature } from '../protocol/signature.js';
 
 /**
  * Request headers as Node (`req.headers`) or the Fetch API (`Headers`) give them, or anything with a
@@ -81,14 +81,15 @@ export function verifyWith(
   if (header === undefined || header === '') {
     throw new WebhookVerificationError('missing_signature', 401, 'The X-Service-Signature header is missing.');
   }
-  if (!isSignatureHeader(header)) {
+  const check = checkSignature(rawBody, header, secrets);
+  if (check === 'malformed') {
     throw new WebhookVerificationError(
       'malformed_signature',
       400,
       'X-Service-Signature must be one value of the form sha256=<64 hex digits>.',
     );
   }
-  if (!matchesAny(rawBody, header, secrets)) {
+  if (check === 'invalid') {
     throw new WebhookVerificationError('invalid_signature', 401, 'X-Service-Signature does not match the body under any configured secret.');
   }
   const deliveryId = readHeader(headers, HEADER_DELIVERY);

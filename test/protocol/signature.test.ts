@@ -24,6 +24,10 @@ describe('sign', () => {
     for (const size of [0, 1, 55, 63, 64, 65, 4095, 4096, 4097, 65_536]) {
       const body = Buffer.alloc(size, 0x61 + (size % 26));
       expect(sign(body, secret)).toBe(reference(body));
+      // A view that starts inside a larger buffer (as a parser's slice would) hashes only its own bytes.
+      const backing = Buffer.alloc(size + 7, 0x7a);
+      body.copy(backing, 3);
+      expect(sign(new Uint8Array(backing.buffer, backing.byteOffset + 3, size), secret)).toBe(reference(body));
     }
     const longKey = 'k'.repeat(200);
     expect(sign('body', longKey)).toBe(reference('body', longKey));
