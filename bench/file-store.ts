@@ -1,5 +1,6 @@
 // FileDeliveryStore under load: claims/s (claim + complete of one delivery, as the receiver does it) with
-// 100,000 processed deliveries already retained, at a concurrency of 256.
+// 100,000 processed deliveries already retained, at a concurrency of 256; then the same with
+// `fsync: true`, where each group commit also waits for the disk to flush.
 //   node --import tsx bench/file-store.ts [--retained 100000] [--concurrency 256] [--deliveries 20000] [--rounds 3]
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,14 +41,14 @@ interface Round {
   bytes: number;
 }
 
-async function round(): Promise<Round> {
+async function round(fsync: boolean): Promise<Round> {
   const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-store-'));
   try {
     const file = join(dir, 'deliveries.json');
     preload(file, RETAINED);
 
     let start = performance.now();
-    const store = new FileDeliveryStore({ file });
+    const store = new FileDeliveryStore({ file, fsync });
     // The store loads lazily; a claim on a fresh key waits for the load and measures it.
     if ((await store.claim(['warm-up'], LEASE_MS, 'warm-up')) !== 'claimed') throw new Error('warm-up claim refused');
     await store.release(['warm-up'], 'warm-up');
@@ -79,6 +80,7 @@ async function round(): Promise<Round> {
       const outcome = await reopened.claim(keysOf(n), LEASE_MS, 'check');
       if (outcome !== 'processed') throw new Error(`delivery ${n} was not on disk after complete() (${outcome})`);
     }
+    await reopened.close();
     return { done, loadMs, claimsPerSec: done / seconds, writes, bytes: statSync(file).size };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -86,11 +88,18 @@ async function round(): Promise<Round> {
 }
 
 const rounds: Round[] = [];
-for (let i = 0; i < ROUNDS; i++) rounds.push(await round());
+const synced: Round[] = [];
+// Alternated, so both modes see the same machine.
+for (let i = 0; i < ROUNDS; i++) {
+  rounds.push(await round(false));
+  synced.push(await round(true));
+}
 const claims = median(rounds.map((r) => r.claimsPerSec));
 const writes = median(rounds.map((r) => r.writes));
 const perWrite = median(rounds.map((r) => r.done / r.writes));
 const bytes = median(rounds.map((r) => r.bytes));
+const syncedClaims = median(synced.map((r) => r.claimsPerSec));
+const syncedPerWrite = median(synced.map((r) => r.done / r.writes));
 
 console.log(`Median of ${ROUNDS} rounds, each on a fresh file: ${num(DELIVERIES)} new deliveries, ${CONCURRENCY} at a time.\n`);
 console.log(
@@ -102,6 +111,10 @@ console.log(
       ['claims/s (claim + complete, mark on disk)', num(claims)],
       ['file writes (group commit)', `${Math.round(writes).toLocaleString('en-US')} (${num(perWrite)} completions per write)`],
       ['file size after the run', `${(bytes / 1024 / 1024).toFixed(1)} MiB`],
+      [
+        'claims/s with `fsync: true` (each group commit flushed to the device)',
+        `${num(syncedClaims)} (${num(syncedPerWrite)} completions per write)`,
+      ],
     ],
   ),
 );

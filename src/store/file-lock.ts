@@ -50,14 +50,15 @@ export class FileLock {
    */
   static acquire(file: string, what: string): FileLock {
     const path = `${file}.lock`;
-    mkdirSync(dirname(path), { recursive: true });
+    // 0700 as JsonFile makes it: the folder may also hold outboxes with signing secrets.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     const body: LockFileBody = { pid: process.pid, hostname: hostname(), since: new Date().toISOString(), token: randomUUID() };
     const text = `${JSON.stringify(body)}\n`;
     // A stale lock is removed and the exclusive create tried again; a third loss means other processes
     // keep racing for the file, which is the same conflict as a live holder.
     for (let attempt = 0; ; attempt++) {
       try {
-        const fd = openSync(path, 'wx', 0o644);
+        const fd = openSync(path, 'wx', 0o600);
         try {
           writeSync(fd, text);
         } finally {

@@ -1,7 +1,7 @@
 import { writeSync } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { GroupCommit } from './group-commit.js';
-import { JsonFile } from './json-file.js';
+import { JsonFile, syncFolder } from './json-file.js';
 
 export interface JournalFileOptions<S, E = unknown> {
   /** The snapshot, a lowdb JSON document; the journal is `<file>.journal` beside it. */
@@ -19,6 +19,12 @@ export interface JournalFileOptions<S, E = unknown> {
    * that keeps its rows as text (`RowChunks`) returns them as pieces.
    */
   stringify?: (snapshot: S) => string | readonly Uint8Array[];
+  /**
+   * Flush each group commit to the storage device (`fdatasync`, off the event loop) before its callers
+   * resume, and each snapshot before and after its rename. @default false: the page cache, which a
+   * process crash does not lose and a power cut may.
+   */
+  fsync?: boolean;
 }
 
 /**
@@ -51,8 +57,9 @@ export class JournalFile<S, E> {
   #compactions = 0;
 
   readonly #sizeOf: (snapshot: S) => number;
+  readonly #fsync: boolean;
 
-  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, stringify }: JournalFileOptions<S, E>) {
+  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, stringify, fsync = false }: JournalFileOptions<S, E>) {
     if (!(Number.isSafeInteger(compactAfter) && compactAfter > 0)) {
       throw new TypeError(`Expected \`compactAfter\` to be a positive integer, got ${compactAfter}.`);
     }
@@ -67,7 +74,9 @@ export class JournalFile<S, E> {
         return state;
       },
       ...(stringify ? { stringify } : {}),
+      fsync,
     });
+    this.#fsync = fsync;
     this.#compactAfter = compactAfter;
     this.#onBadLine = onBadLine;
   }
@@ -108,6 +117,8 @@ export class JournalFile<S, E> {
     this.#handle = await open(this.journal, 'a', 0o600);
     // A torn last line (no newline) must not glue itself to the next entry.
     if (text !== '' && !text.endsWith('\n')) await this.#handle.write('\n');
+    // A journal just created is durable only once its folder's entry for it is.
+    if (this.#fsync) await syncFolder(this.journal);
     return { snapshot, entries };
   }
 
@@ -153,6 +164,8 @@ export class JournalFile<S, E> {
         const text = lines.join('');
         // Replaying is idempotent, so lines of a failed append that did reach the file may come again.
         appendSync(handle.fd, this.#torn ? `\n${text}` : text);
+        // Off the event loop: requests keep coming and join the next group while the disk flushes.
+        if (this.#fsync) await handle.datasync();
         this.#torn = false;
         this.#sinceCompaction += lines.length;
         this.#writes++;

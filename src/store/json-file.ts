@@ -14,6 +14,12 @@ export interface JsonFileOptions<T> {
    * are written as they are instead of being encoded again on every write.
    */
   stringify?: (data: T) => string | readonly Uint8Array[];
+  /**
+   * Flush each write to the storage device before it counts as done: the new file before its rename,
+   * the folder after it. Without it a write survives a crash of the process, not of the machine.
+   * @default false
+   */
+  fsync?: boolean;
 }
 
 /**
@@ -29,10 +35,10 @@ export class JsonFile<T> {
   readonly #group = new GroupCommit(() => this.#write());
   #writes = 0;
 
-  constructor({ file, snapshot, stringify = (data) => JSON.stringify(data) }: JsonFileOptions<T>) {
+  constructor({ file, snapshot, stringify = (data) => JSON.stringify(data), fsync = false }: JsonFileOptions<T>) {
     this.file = file;
     this.#snapshot = snapshot;
-    this.#db = new Low<T | null>(new AtomicJsonFile<T>(file, stringify), null);
+    this.#db = new Low<T | null>(new AtomicJsonFile<T>(file, stringify, fsync), null);
   }
 
   /** Creates the folder and reads the file; `null` when it does not exist yet. */
@@ -74,11 +80,13 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
   readonly #file: string;
   readonly #temp: string;
   readonly #stringify: (data: T) => string | readonly Uint8Array[];
+  readonly #fsync: boolean;
 
-  constructor(file: string, stringify: (data: T) => string | readonly Uint8Array[]) {
+  constructor(file: string, stringify: (data: T) => string | readonly Uint8Array[], fsync: boolean) {
     this.#file = file;
     this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
     this.#stringify = stringify;
+    this.#fsync = fsync;
   }
 
   async read(): Promise<T | null> {
@@ -94,11 +102,12 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
 
   async write(data: T | null): Promise<void> {
     const out = this.#stringify(data as T);
-    await writeAll(this.#temp, typeof out === 'string' ? [Buffer.from(out, 'utf8')] : out);
+    await writeAll(this.#temp, typeof out === 'string' ? [Buffer.from(out, 'utf8')] : out, this.#fsync);
     // Windows may refuse a rename while another process has the file open for a moment (as lowdb retries).
     for (let attempt = 1; ; attempt++) {
       try {
         await rename(this.#temp, this.#file);
+        if (this.#fsync) await syncFolder(this.#file);
         return;
       } catch (error) {
         if (attempt >= 10) throw error;
@@ -109,7 +118,7 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
 }
 
 /** Creates or truncates `file` and writes every piece, in order, with as few system calls as the OS allows. */
-async function writeAll(file: string, pieces: readonly Uint8Array[]): Promise<void> {
+async function writeAll(file: string, pieces: readonly Uint8Array[], fsync = false): Promise<void> {
   // 0600: the document may hold secrets, and the rename carries this mode over to the real file.
   const handle = await open(file, 'w', 0o600);
   try {
@@ -124,7 +133,22 @@ async function writeAll(file: string, pieces: readonly Uint8Array[]): Promise<vo
       rest = rest.slice(i);
       if (skip > 0) rest[0] = rest[0]!.subarray(skip);
     }
+    if (fsync) await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Flushes the folder holding `file`, so a rename or a new file in it survives a power cut. Windows
+ * cannot open a folder for this and flushes its metadata itself.
+ */
+export async function syncFolder(file: string): Promise<void> {
+  if (process.platform === 'win32') return;
+  const folder = await open(dirname(file), 'r');
+  try {
+    await folder.sync();
+  } finally {
+    await folder.close();
   }
 }

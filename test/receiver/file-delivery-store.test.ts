@@ -1,6 +1,6 @@
-import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, MemoryDeliveryStore, createReceiver } from '../../src/index.js';
 import { tempDir } from '../helpers/webhooks.js';
 
@@ -63,6 +63,26 @@ describe('FileDeliveryStore', () => {
     );
     expect(store.writes).toBeLessThanOrEqual(3);
     expect(store.writes).toBeGreaterThanOrEqual(1);
+  });
+
+  it('with fsync: true, a completion resolves only after the disk flushed the group commit holding it', async () => {
+    const file = await fileIn();
+    // FileHandle is not exported: any handle's prototype is its class's.
+    await mkdir(dirname(file), { recursive: true });
+    const probe = await open(`${file}.probe`, 'w');
+    await probe.close();
+    const datasync = vi.spyOn(Object.getPrototypeOf(probe) as { datasync(): Promise<void> }, 'datasync');
+    try {
+      const store = new FileDeliveryStore({ file, fsync: true });
+      await Promise.all(Array.from({ length: 50 }, (_, i) => store.claim([`k${i}`], 1000, 'me')));
+      await Promise.all(Array.from({ length: 50 }, (_, i) => store.complete([`k${i}`])));
+      // One flush per group commit, not per completion.
+      expect(datasync.mock.calls.length).toBeGreaterThanOrEqual(1);
+      expect(datasync.mock.calls.length).toBe(store.writes);
+      await store.close();
+    } finally {
+      datasync.mockRestore();
+    }
   });
 
   it('forgets deliveries older than the retention, in memory and after a restart', async () => {

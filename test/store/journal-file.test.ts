@@ -1,4 +1,4 @@
-import { mkdir, readFile, rmdir, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rmdir, stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JournalFile } from '../../src/store/journal-file.js';
 import { JsonFile } from '../../src/store/json-file.js';
@@ -132,5 +132,70 @@ describe('JsonFile and JournalFile', () => {
     const { snapshot, entries } = await reread.read();
     expect([...(snapshot?.items ?? []), ...entries].sort()).toEqual([1, 2]);
     await reread.close();
+  });
+
+  describe('with fsync', () => {
+    /** Spies on every FileHandle's sync/datasync (the class is not exported; a handle's prototype is it). */
+    async function fileHandleProto(dir: string) {
+      const probe = await open(`${dir}/probe`, 'w');
+      await probe.close();
+      return Object.getPrototypeOf(probe) as { sync(): Promise<void>; datasync(): Promise<void> };
+    }
+
+    it('resumes a group commit only once the disk has flushed its lines, and appends without it by default', async () => {
+      const tmp = await tempDir();
+      cleanup = tmp.cleanup;
+      const proto = await fileHandleProto(tmp.dir);
+      let flush!: () => void;
+      const datasync = vi.spyOn(proto, 'datasync').mockImplementation(() => new Promise<void>((resolve) => (flush = resolve)));
+      const items: number[] = [];
+      const journal = new JournalFile<{ items: number[] }, number>({
+        file: tmp.file('synced.json'),
+        snapshot: () => ({ items }),
+        sizeOf: (snapshot) => snapshot.items.length,
+        fsync: true,
+      });
+      await journal.read();
+      items.push(1);
+      journal.append(1);
+      let done = false;
+      const committed = journal.commit().then(() => (done = true));
+      await vi.waitFor(() => expect(datasync).toHaveBeenCalledTimes(1));
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(done).toBe(false); // written, not yet flushed: the caller still waits
+      expect(await readFile(tmp.file('synced.json.journal'), 'utf8')).toBe('1\n');
+      flush();
+      await committed;
+      expect(done).toBe(true);
+      datasync.mockRestore();
+
+      const plain = new JournalFile<{ items: number[] }, number>({ file: tmp.file('plain.json'), snapshot: () => ({ items }), sizeOf: () => 1 });
+      await plain.read();
+      const spy = vi.spyOn(proto, 'datasync');
+      plain.append(2);
+      await plain.commit();
+      expect(spy).not.toHaveBeenCalled();
+      await plain.close();
+      await journal.close();
+    });
+
+    it('flushes a snapshot before its rename and the folder after it', async () => {
+      const tmp = await tempDir();
+      cleanup = tmp.cleanup;
+      const proto = await fileHandleProto(tmp.dir);
+      const journal = new JournalFile<{ items: number[] }, number>({
+        file: tmp.file('compacted.json'),
+        snapshot: () => ({ items: [1] }),
+        sizeOf: (snapshot) => snapshot.items.length,
+        fsync: true,
+      });
+      await journal.read();
+      journal.append(1);
+      const sync = vi.spyOn(proto, 'sync');
+      await journal.close(); // compacts: a snapshot, then the journal emptied
+      // The temporary snapshot file, then the folder holding it (after the rename).
+      expect(sync).toHaveBeenCalledTimes(2);
+      expect(JSON.parse(await readFile(tmp.file('compacted.json'), 'utf8'))).toEqual({ items: [1] });
+    });
   });
 });
