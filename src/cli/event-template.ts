@@ -1,26 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { randomInt } from 'node:crypto';
-import { VIDEO_ERROR_CODES, type VideoErrorCode, type WebhookEventName } from '../protocol/events.js';
-import { isWebhookEventName, WEBHOOK_EVENTS } from '../protocol/events.js';
-import { packageRoot } from '../version.js';
+import { ERROR_SENTENCES, isWebhookEventName, VIDEO_ERROR_CODES, WEBHOOK_EVENTS, type VideoErrorCode } from '../protocol/events.js';
+import { freshEvent } from '../receiver/test-webhook.js';
 import { ExitError } from './errors.js';
-
-/** The `error` sentence that goes with each `error_code` of spec 2.9 in a `video.failed` event. */
-export const ERROR_SENTENCES: Readonly<Record<VideoErrorCode, string>> = Object.freeze({
-  image_fetch_failed: 'One of the images could not be downloaded. Upload it as an asset and use asset_ids instead.',
-  content_rejected: 'The request was rejected by content moderation. Change the prompt or images and try again.',
-  copyright_rejected: 'The request looks like copyrighted material. Change the prompt or images and try again.',
-  output_rejected: 'The generated clip did not pass moderation. Change the prompt and try again.',
-  real_person_rejected: 'The images show a real person without consent. Use other images or confirm consent.',
-  task_config_error: 'The combination of settings is not supported. Change the model, duration or ratio.',
-  upstream_busy: 'The generation service is busy right now. Nothing was charged; try again in a few minutes.',
-  upstream_unavailable: 'The generation service is unavailable right now. Nothing was charged; one retry is allowed.',
-  upstream_timeout: 'Generation took longer than 10 minutes and was stopped. Nothing was charged; one retry is allowed.',
-  upstream_auth_failed: 'The generation service refused our credentials. Contact support; do not retry.',
-  upstream_bad_request: 'The generation service refused the request. Check the settings and try again.',
-  upstream_error: 'The generation service failed. Nothing was charged; one retry is allowed.',
-  cancelled: 'The clip was cancelled before it finished. Nothing was charged.',
-});
 
 export interface BuildEventOptions {
   errorCode?: string | undefined;
@@ -35,12 +15,7 @@ export interface BuildEventOptions {
  */
 export async function buildEvent(event: string, { errorCode, set = [], now = Date.now() }: BuildEventOptions): Promise<Record<string, unknown>> {
   if (!isWebhookEventName(event)) throw new ExitError(`unknown event ${JSON.stringify(event)}; choose one of ${WEBHOOK_EVENTS.join(', ')}`, 2);
-  const body = await loadTemplate(event);
-  body.id = randomInt(100_000, 1_000_000_000);
-  body.created_at = iso(now - 97_000);
-  body.completed_at = iso(now);
-  delete body.delivered_at; // each attempt sets its own
-  if (event === 'video.completed') body.video_url = `https://app.example.com/videos/${body.id}`;
+  const body = freshEvent(event, now);
   if (errorCode !== undefined) {
     if (event !== 'video.failed') throw new ExitError('--error-code goes with video.failed only', 2);
     if (!(VIDEO_ERROR_CODES as readonly string[]).includes(errorCode)) {
@@ -51,12 +26,6 @@ export async function buildEvent(event: string, { errorCode, set = [], now = Dat
   }
   for (const [key, value] of parseSet(set)) body[key] = value;
   return body;
-}
-
-/** Reads `templates/events/<event>.json` from the package root (it ships in `files`). */
-export async function loadTemplate(event: WebhookEventName): Promise<Record<string, unknown>> {
-  const text = await readFile(new URL(`templates/events/${event}.json`, packageRoot), 'utf8');
-  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /** Parses `key=value` pairs. A value that is valid JSON is taken as JSON, anything else as a string. */
@@ -76,8 +45,4 @@ export function parseSet(pairs: readonly string[]): [string, unknown][] {
     }
     return [key, value];
   });
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

@@ -55,6 +55,23 @@ export interface VideoFailedEvent extends VideoEventBase {
   error_code: VideoErrorCode;
 }
 
+/** The `error` sentence that goes with each `error_code` of spec 2.9 in a `video.failed` event (for `trigger` and test events). */
+export const ERROR_SENTENCES: Readonly<Record<VideoErrorCode, string>> = Object.freeze({
+  image_fetch_failed: 'One of the images could not be downloaded. Upload it as an asset and use asset_ids instead.',
+  content_rejected: 'The request was rejected by content moderation. Change the prompt or images and try again.',
+  copyright_rejected: 'The request looks like copyrighted material. Change the prompt or images and try again.',
+  output_rejected: 'The generated clip did not pass moderation. Change the prompt and try again.',
+  real_person_rejected: 'The images show a real person without consent. Use other images or confirm consent.',
+  task_config_error: 'The combination of settings is not supported. Change the model, duration or ratio.',
+  upstream_busy: 'The generation service is busy right now. Nothing was charged; try again in a few minutes.',
+  upstream_unavailable: 'The generation service is unavailable right now. Nothing was charged; one retry is allowed.',
+  upstream_timeout: 'Generation took longer than 10 minutes and was stopped. Nothing was charged; one retry is allowed.',
+  upstream_auth_failed: 'The generation service refused our credentials. Contact support; do not retry.',
+  upstream_bad_request: 'The generation service refused the request. Check the settings and try again.',
+  upstream_error: 'The generation service failed. Nothing was charged; one retry is allowed.',
+  cancelled: 'The clip was cancelled before it finished. Nothing was charged.',
+});
+
 /** The webhook body of spec 2.12, discriminated on `event`. */
 export type WebhookEvent = VideoCompletedEvent | VideoFailedEvent;
 export type WebhookEventName = WebhookEvent['event'];

@@ -6,4 +6,6 @@ export type { VerifyOptions, VerifiedWebhook, HeaderSource } from './verify.js';
 export { MemoryDeliveryStore, DEFAULT_RETENTION_MS } from './delivery-store.js';
 export type { DeliveryStore, DeliveryStoreOptions, ClaimOutcome } from './delivery-store.js';
 export { FileDeliveryStore, DEFAULT_DELIVERIES_FILE } from './file-delivery-store.js';
+export { createTestWebhook } from './test-webhook.js';
+export type { TestWebhook, TestWebhookOptions } from './test-webhook.js';
 export type { FileDeliveryStoreOptions } from './file-delivery-store.js';

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { VIDEO_ERROR_CODES } from 'cliphook';
-import { ERROR_SENTENCES } from '../../src/cli/event-template.js';
+import { ERROR_SENTENCES } from '../../src/protocol/events.js';
 import { answering, startReceiver } from '../emitter/helpers.js';
 import { cli, pendingOutbox, useOutbox } from './helpers.js';
 

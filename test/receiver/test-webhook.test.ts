@@ -1,0 +1,84 @@
+import express from 'express';
+import request from 'supertest';
+import { describe, expect, it } from 'vitest';
+import {
+  createReceiver,
+  createTestWebhook,
+  InvalidPayloadError,
+  MemoryDeliveryStore,
+  verifyWebhook,
+  type VideoFailedEvent,
+  type WebhookEvent,
+} from '../../src/index.js';
+import { ERROR_SENTENCES } from '../../src/protocol/events.js';
+
+const secret = 'whsec_users_own_tests';
+
+function app() {
+  const receiver = createReceiver({ secret, store: new MemoryDeliveryStore() });
+  const seen: WebhookEvent[] = [];
+  receiver.onAny((event) => void seen.push(event));
+  const server = express();
+  server.post('/webhooks', receiver.express());
+  return { receiver, server, seen };
+}
+
+describe('createTestWebhook', () => {
+  it('builds a realistic, correctly signed request that a receiver accepts and hands over as sent', async () => {
+    const { server, seen } = app();
+    const webhook = createTestWebhook('video.completed', { secret, event: { prompt: 'a fox in the snow', credits_used: 27 } });
+    expect(webhook.headers['x-service-event']).toBe('video.completed');
+    expect(webhook.deliveryId).toMatch(/^dlv_[0-9a-f]{24}$/);
+    expect(webhook.headers['x-service-delivery']).toBe(webhook.deliveryId);
+    expect(JSON.parse(webhook.body)).toEqual(webhook.event);
+    expect(webhook.event).toMatchObject({ status: 'done', prompt: 'a fox in the snow', credits_used: 27, error: null, error_code: null });
+    expect(webhook.event.video_url).toBe(`https://app.example.com/videos/${webhook.event.id}`);
+    expect(Math.abs(Date.parse(webhook.event.delivered_at) - Date.now())).toBeLessThan(5_000);
+
+    const res = await request(server).post('/webhooks').set(webhook.headers).send(webhook.body);
+    expect(res.status).toBe(200);
+    expect(seen).toEqual([webhook.event]);
+  });
+
+  it("gives a video.failed with only an error_code that code's sentence, and keeps an error it is given", () => {
+    const failed = createTestWebhook('video.failed', { secret, event: { error_code: 'content_rejected' } });
+    const event: VideoFailedEvent = failed.event;
+    expect(event).toMatchObject({ status: 'error', video_url: null, error_code: 'content_rejected', error: ERROR_SENTENCES.content_rejected });
+    expect(createTestWebhook('video.failed', { secret, event: { error_code: 'upstream_busy', error: null } }).event.error).toBeNull();
+  });
+
+  it('verifies with verifyWebhook and through the Fetch adapter; a fixed delivery id makes the second a duplicate', async () => {
+    const { receiver } = app();
+    const webhook = createTestWebhook('video.failed', { secret, deliveryId: 'dlv_fixed' });
+    expect(verifyWebhook(webhook.body, webhook.headers, { secret })).toEqual({ deliveryId: 'dlv_fixed', event: webhook.event });
+    const send = () => receiver.fetch(new Request('http://localhost/webhooks', { method: 'POST', headers: webhook.headers, body: webhook.body }));
+    expect((await send()).status).toBe(200);
+    expect(await (await send()).json()).toEqual({ received: true, duplicate: true });
+  });
+
+  it('sets every time from `now`, so a test can send a delivery outside the replay window', async () => {
+    const { server, seen } = app();
+    const now = Date.parse('2026-01-02T03:04:05Z');
+    const old = createTestWebhook('video.completed', { secret, now });
+    expect(old.event).toMatchObject({ delivered_at: '2026-01-02T03:04:05Z', completed_at: '2026-01-02T03:04:05Z', created_at: '2026-01-02T03:02:28Z' });
+    const res = await request(server).post('/webhooks').set(old.headers).send(old.body);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('stale_delivery');
+    expect(seen).toEqual([]);
+  });
+
+  it('refuses fields that break the event, an unknown event, and bad options, with typed errors', () => {
+    expect(() => createTestWebhook('video.completed', { secret, event: { credits_used: 'many' as unknown as number } })).toThrow(InvalidPayloadError);
+    try {
+      createTestWebhook('video.completed', { secret, event: { status: 'error' as 'done' } });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as InvalidPayloadError).field).toBe('status');
+    }
+    expect(() => createTestWebhook('video.created' as 'video.completed', { secret })).toThrow(/`event` must be one of video.completed, video.failed/);
+    expect(() => createTestWebhook('video.completed', { secret: '' })).toThrow(/`secret`/);
+    expect(() => createTestWebhook('video.completed', undefined as unknown as { secret: string })).toThrow(/options object/);
+    expect(() => createTestWebhook('video.completed', { secret, deliveryId: '' })).toThrow(/`deliveryId`/);
+    expect(() => createTestWebhook('video.completed', { secret, now: Number.NaN })).toThrow(/`now`/);
+  });
+});
