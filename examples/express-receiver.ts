@@ -70,7 +70,12 @@ export function sampleCurl(url: string, secret: string, file = '.cliphook/sample
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const secret = process.env.SIGNING_SECRET ?? 'whsec_dev_only_change_me';
-  const { url } = await start({ secret, port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
+  const { url, close } = await start({ secret, port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
+  // Stop cleanly on Ctrl-C or `docker stop`: pending marks are written and the store's lock is released,
+  // so the next start (in a new container too) opens the file at once.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void close().then(() => process.exit(0), () => process.exit(1)));
+  }
   console.log(`cliphook example receiver listening on ${url}`);
   if (!process.env.SIGNING_SECRET) console.log('(no SIGNING_SECRET set: using whsec_dev_only_change_me)');
   console.log('\nSend it a signed event (the signed delivered_at is valid for 5 minutes):\n');

@@ -36,7 +36,9 @@ describe('examples/express-receiver', () => {
           out += chunk;
           if (out.includes('cliphook trigger')) resolve();
         });
-        child.once('exit', (code) => reject(new Error(`example exited with ${code}`)));
+        let err = '';
+        child.stderr.on('data', (chunk) => (err += chunk));
+        child.once('exit', (code) => reject(new Error(`example exited with ${code}: ${err}`)));
       });
       const url = /listening on (\S+)/.exec(out)![1]!;
       const header = (name: string) => new RegExp(`-H '${name}: ([^']+)'`).exec(out)![1]!;
@@ -53,8 +55,14 @@ describe('examples/express-receiver', () => {
         body: await readFile(file),
       });
       expect(res.status).toBe(200);
+      // SIGTERM closes it cleanly: exit 0, and the deliveries file's lock released.
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const { existsSync } = await import('node:fs');
+      expect(existsSync('.cliphook/deliveries.json.lock')).toBe(false);
     } finally {
-      child.kill();
+      child.kill('SIGKILL');
     }
   });
 });

@@ -89,24 +89,31 @@ export interface LockHolder {
   hostname: string;
   /** ISO 8601: when the holder took the lock. */
   since: string;
+  /** ISO 8601: the lock file's last heartbeat (its holder touches it every 10 s). */
+  touchedAt: string;
 }
 
 /**
- * Another live process holds the data file (its `<file>.lock` is fresh): two processes on one file would
+ * Another live process holds the data file (its `<file>.lock`): two processes on one file would
  * overwrite each other's marks. Give each process its own file, or share one store between them.
- * @example error.code // 'file_locked'; error.holder // { pid: 4242, hostname: 'web-1', since: '…' }
+ * @example error.code // 'file_locked'; error.holder // { pid: 4242, hostname: 'web-1', since: '…', touchedAt: '…' }
  */
 export class FileLockedError extends CliphookError {
+  /** The data file, as an absolute path. */
   readonly file: string;
   /** The holder, as its lock file says; `null` when the lock file could not be read. */
   readonly holder: LockHolder | null;
   constructor(file: string, what: string, holder: LockHolder | null) {
-    const who = holder ? `process ${holder.pid} on ${holder.hostname} (since ${holder.since})` : 'another process';
+    const touched = holder ? Math.max(0, Math.round((Date.now() - Date.parse(holder.touchedAt)) / 1000)) : 0;
+    const who = holder
+      ? `process ${holder.pid} on ${holder.hostname} (locked since ${holder.since}, last touched ${touched} s ago)`
+      : 'another process';
     super(
       'file_locked',
       `${file} is in use by ${who}: one ${what} per file, as two processes on one file overwrite each other's marks. ` +
-        `Give each process its own file, or share one store between processes. If that process is gone, ${file}.lock is ` +
-        'taken over 30 s after its last heartbeat (at once on the same host).',
+        "Give each process its own file (createReceiver's `store` option) or one store they share. " +
+        `A lock left by a process that is gone is taken over by the next start: at once on the same machine, and ` +
+        `once untouched for 30 s from another one (such as a new container); ${file}.lock says who holds it.`,
     );
     this.file = file;
     this.holder = holder;

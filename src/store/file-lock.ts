@@ -1,15 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
+// The module's own timer, not the global one: a user's fake timers (vi.useFakeTimers, sinon) replace
+// the globals, and `runAllTimers()` would then spin forever on this heartbeat.
+import { setInterval as heartbeat, clearInterval as stopHeartbeat } from 'node:timers';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 
-/** How often a held lock's mtime is touched, so other processes can tell it is alive. */
+/** How often a held lock's mtime is touched, so processes on other machines can tell it is alive. */
 export const LOCK_REFRESH_MS = 10_000;
-/** A lock untouched for this long is taken over: its holder died or hung, wherever it ran. */
+/** A lock from another machine (or container) untouched for this long is taken over: its holder died or hung. */
 export const LOCK_STALE_MS = 30_000;
+/** How long `acquire` waits for another process's takeover of a stale lock before giving up. */
+const TAKEOVER_WAIT_MS = 1_000;
 
-interface LockFileBody extends LockHolder {
+/** Where a process runs: the same host, boot and pid namespace make pids comparable. */
+interface Place {
+  hostname: string;
+  /** Linux: this boot's id; `null` elsewhere. */
+  boot: string | null;
+  /** Linux: the pid namespace (containers on one host have their own); `null` elsewhere. */
+  pidNamespace: string | null;
+}
+
+interface LockFileBody extends Place {
+  pid: number;
+  /** Linux: the process's start time in clock ticks since boot, which a reused pid does not share. */
+  started: number | null;
+  since: string;
   /** Tells this lock from a later one at the same path. */
   token: string;
 }
@@ -17,23 +35,29 @@ interface LockFileBody extends LockHolder {
 /** Locks held by this process, released by one `exit` listener rather than one listener each. */
 const held = new Set<FileLock>();
 let exitHook = false;
+let here: Place | undefined;
 
 /**
  * One process's claim on a data file, as `<file>.lock` beside it: created exclusively, holding the
- * holder's pid and host, its mtime touched every 10 s, removed on `release()` or at process exit.
- * Another process that finds it fresh gets a `FileLockedError`; one that finds it stale (its pid
- * gone on this host, or untouched for 30 s) takes it over, so a crash never needs a hand to clean up.
+ * holder's pid and where it runs, its mtime touched every 10 s, removed on `release()` and at process
+ * exit (not when a signal kills the process). Another process that finds it held gets a
+ * `FileLockedError`. A lock is taken over, so a crash never needs a hand to clean up, when it is stale:
+ * on the same machine and pid namespace, once its process is gone (a paused process still holds it);
+ * from elsewhere, once it has not been touched for 30 s. Only the process holding `<file>.lock.takeover`
+ * may remove a stale lock, and it looks again first, so two processes finding the same stale lock
+ * cannot both end up holding the file.
  */
 export class FileLock {
   readonly path: string;
   readonly #body: LockFileBody;
   readonly #timer: NodeJS.Timeout;
+  #released = false;
   #warned = false;
 
-  private constructor(path: string, body: LockFileBody) {
+  private constructor(path: string, body: LockFileBody, refreshMs: number) {
     this.path = path;
     this.#body = body;
-    this.#timer = setInterval(() => this.#refresh(), LOCK_REFRESH_MS);
+    this.#timer = heartbeat(() => this.#refresh(), refreshMs);
     this.#timer.unref();
     held.add(this);
     if (!exitHook) {
@@ -48,15 +72,20 @@ export class FileLock {
    * Takes `<file>.lock` for this process, or throws `FileLockedError` naming the live holder.
    * `what` names the kind of store in the error (`'FileDeliveryStore'`).
    */
-  static acquire(file: string, what: string): FileLock {
+  static acquire(file: string, what: string, { refreshMs = LOCK_REFRESH_MS }: { refreshMs?: number } = {}): FileLock {
     const path = `${file}.lock`;
     // 0700 as JsonFile makes it: the folder may also hold outboxes with signing secrets.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const body: LockFileBody = { pid: process.pid, hostname: hostname(), since: new Date().toISOString(), token: randomUUID() };
+    const body: LockFileBody = {
+      pid: process.pid,
+      ...place(),
+      started: startTime(process.pid),
+      since: new Date().toISOString(),
+      token: randomUUID(),
+    };
     const text = `${JSON.stringify(body)}\n`;
-    // A stale lock is removed and the exclusive create tried again; a third loss means other processes
-    // keep racing for the file, which is the same conflict as a live holder.
-    for (let attempt = 0; ; attempt++) {
+    const giveUpAt = Date.now() + TAKEOVER_WAIT_MS;
+    for (;;) {
       try {
         const fd = openSync(path, 'wx', 0o600);
         try {
@@ -64,25 +93,23 @@ export class FileLock {
         } finally {
           closeSync(fd);
         }
-        return new FileLock(path, body);
+        return new FileLock(path, body, refreshMs);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       const found = inspect(path);
       if (found === 'gone') continue;
-      if (!found.stale || attempt >= 2) throw new FileLockedError(file, what, found.holder);
-      try {
-        unlinkSync(path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      }
+      if (!found.stale || Date.now() > giveUpAt) throw new FileLockedError(resolve(file), what, found.holder);
+      if (!removeIfStale(path)) sleep(5); // another process is taking it over: see who wins
     }
   }
 
   /** Removes the lock file if it is still this lock's; safe to call more than once. */
   release(): void {
-    if (!held.delete(this)) return;
-    clearInterval(this.#timer);
+    if (this.#released) return;
+    this.#released = true;
+    held.delete(this);
+    stopHeartbeat(this.#timer);
     if (readBody(this.path)?.token !== this.#body.token) return;
     try {
       unlinkSync(this.path);
@@ -92,13 +119,14 @@ export class FileLock {
   }
 
   #refresh(): void {
+    if (this.#released) return;
     const now = new Date();
     try {
       if (readBody(this.path)?.token !== this.#body.token) throw new Error('taken over');
       utimesSync(this.path, now, now);
     } catch {
-      // Another process found the lock stale (this one's event loop stalled for 30 s?) or removed it:
-      // both may now write the file. Say so once; the owner decides whether to stop.
+      // Another machine found the lock untouched for 30 s (this process's event loop stalled?), or
+      // someone removed it: both processes may now write the file. Say so once.
       if (this.#warned) return;
       this.#warned = true;
       process.emitWarning(`The lock ${this.path} is no longer this process's: another process may be writing the same file.`, {
@@ -106,6 +134,34 @@ export class FileLock {
       });
     }
   }
+}
+
+/**
+ * Removes the lock at `path` if it is still stale, holding `<path>.takeover` while it looks and removes.
+ * Returns false when another process holds the takeover (a guard left by a crash is cleared once old).
+ */
+function removeIfStale(path: string): boolean {
+  const guard = `${path}.takeover`;
+  try {
+    closeSync(openSync(guard, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    try {
+      if (Date.now() - statSync(guard).mtimeMs > LOCK_STALE_MS) unlinkSync(guard);
+    } catch {
+      // Gone meanwhile: the next round takes it.
+    }
+    return false;
+  }
+  try {
+    const again = inspect(path);
+    if (again !== 'gone' && again.stale) unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  } finally {
+    unlinkSync(guard);
+  }
+  return true;
 }
 
 /** What the lock file at `path` says, and whether it may be taken over; `'gone'` if it vanished. */
@@ -118,32 +174,83 @@ function inspect(path: string): { holder: LockHolder | null; stale: boolean } | 
     throw error;
   }
   const body = readBody(path);
-  const holder = body && { pid: body.pid, hostname: body.hostname, since: body.since };
-  if (Date.now() - mtimeMs > LOCK_STALE_MS) return { holder, stale: true };
-  // An unreadable body is a holder between its create and its write: fresh, so held.
-  if (!holder || holder.hostname !== hostname()) return { holder, stale: false };
-  // On this host the pid says it all: this process (a previous life of the same pid, such as pid 1
-  // in a restarted container; a live store in this process was refused before getting here) or a
-  // process that no longer exists.
-  return { holder, stale: holder.pid === process.pid || !alive(holder.pid) };
+  const untouched = Date.now() - mtimeMs > LOCK_STALE_MS;
+  // An unreadable body is a holder between its create and its write, or a crash in between: held
+  // until old.
+  if (!body) return { holder: null, stale: untouched };
+  const holder: LockHolder = { pid: body.pid, hostname: body.hostname, since: body.since, touchedAt: new Date(mtimeMs).toISOString() };
+  const me = place();
+  const samePlace = body.hostname === me.hostname && body.boot === me.boot && body.pidNamespace === me.pidNamespace;
+  // Elsewhere, only the heartbeat tells; here, the pid does (a paused process keeps its lock).
+  if (!samePlace) return { holder, stale: untouched };
+  return { holder, stale: !running(body) };
+}
+
+/** Whether the process that wrote `body` (on this machine) still runs: its pid, and its start time where known. */
+function running(body: LockFileBody): boolean {
+  try {
+    process.kill(body.pid, 0);
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const started = startTime(body.pid);
+  if (body.started !== null && started !== null) return started === body.started; // else a reused pid
+  // No start times (not Linux): this process's own pid is a previous life of it (pid 1 in a restarted
+  // container) when the lock is older than this process.
+  if (body.pid === process.pid) return Date.parse(body.since) >= Date.now() - process.uptime() * 1000 - 1_000;
+  return true;
+}
+
+function place(): Place {
+  here ??= { hostname: hostname(), boot: readText('/proc/sys/kernel/random/boot_id'), pidNamespace: readLink('/proc/self/ns/pid') };
+  return here;
+}
+
+/** Linux: field 22 of `/proc/<pid>/stat`, the start time in clock ticks after boot; `null` elsewhere. */
+function startTime(pid: number): number | null {
+  const stat = readText(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
+  const value = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  return Number.isSafeInteger(value) ? value : null;
 }
 
 function readBody(path: string): LockFileBody | null {
   try {
     const body = JSON.parse(readFileSync(path, 'utf8')) as Partial<LockFileBody> | null;
     if (typeof body?.pid !== 'number' || typeof body.hostname !== 'string' || typeof body.token !== 'string') return null;
-    return { pid: body.pid, hostname: body.hostname, since: String(body.since), token: body.token };
+    return {
+      pid: body.pid,
+      hostname: body.hostname,
+      boot: typeof body.boot === 'string' ? body.boot : null,
+      pidNamespace: typeof body.pidNamespace === 'string' ? body.pidNamespace : null,
+      started: typeof body.started === 'number' ? body.started : null,
+      since: String(body.since),
+      token: body.token,
+    };
   } catch {
     return null;
   }
 }
 
-function alive(pid: number): boolean {
+function readText(path: string): string | null {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return null;
   }
+}
+
+function readLink(path: string): string | null {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** Blocks this thread for `ms`: only while another process finishes a takeover, a few milliseconds. */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }

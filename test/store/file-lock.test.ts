@@ -1,14 +1,15 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, FileLockedError } from '../../src/index.js';
-import { FileLock, LOCK_REFRESH_MS, LOCK_STALE_MS } from '../../src/store/file-lock.js';
+import { FileLock, LOCK_STALE_MS } from '../../src/store/file-lock.js';
 
 const child = fileURLToPath(new URL('./file-lock.child.ts', import.meta.url));
+const racer = fileURLToPath(new URL('./file-lock.racer.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 let dir: string;
@@ -101,19 +102,56 @@ describe('FileDeliveryStore across processes', () => {
   });
 });
 
+/** This process's place and start time as a lock records them (Linux; `null` elsewhere), for hand-made locks. */
+function here() {
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8').trim();
+    } catch {
+      return null;
+    }
+  };
+  const stat = read(`/proc/${process.pid}/stat`);
+  let pidNamespace: string | null = null;
+  try {
+    pidNamespace = readlinkSync('/proc/self/ns/pid');
+  } catch {
+    // not Linux
+  }
+  return {
+    hostname: hostname(),
+    boot: read('/proc/sys/kernel/random/boot_id'),
+    pidNamespace,
+    started: stat === null ? null : Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]),
+  };
+}
+
 describe('FileLock', () => {
-  it('refuses a fresh lock from another host, and takes it over once untouched for 30 s', () => {
+  it('refuses a fresh lock from another machine, and takes it over once untouched for 30 s', () => {
     const other = { pid: 1, hostname: `${hostname()}-elsewhere`, since: '2026-11-23T00:00:00.000Z', token: 't' };
     writeLock(other, LOCK_STALE_MS - 5_000);
-    expect(() => FileLock.acquire(file, 'store')).toThrow(FileLockedError);
+    expect(() => FileLock.acquire(file, 'store')).toThrow(/last touched 25 s ago/);
     writeLock(other, LOCK_STALE_MS + 5_000);
     const lock = FileLock.acquire(file, 'store');
     cleanups.push(() => lock.release());
     expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8'))).toMatchObject({ pid: process.pid, hostname: hostname() });
   });
 
-  it("takes over a lock left by a previous life of this process's pid (pid 1 in a restarted container)", () => {
-    writeLock({ pid: process.pid, hostname: hostname(), since: '2026-11-23T00:00:00.000Z', token: 'earlier' });
+  it('treats a container sharing the host name but not its pid namespace as another machine', () => {
+    // Its pid 1 is not ours, whatever our pid 1 is: only the heartbeat can tell.
+    writeLock({ ...here(), pidNamespace: 'pid:[1]', pid: 1, started: 1, since: '2026-11-23T00:00:00.000Z', token: 't' });
+    expect(() => FileLock.acquire(file, 'store')).toThrow(FileLockedError);
+  });
+
+  it('refuses a second lock from this very process (another worker thread, a symlinked path)', () => {
+    const first = FileLock.acquire(file, 'store');
+    cleanups.push(() => first.release());
+    expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${process.pid} on ${hostname()}`);
+  });
+
+  it("takes over a lock left by a previous life of this process's pid (a restarted process that got the same pid)", () => {
+    const me = here();
+    writeLock({ ...me, started: me.started === null ? null : me.started - 1, pid: process.pid, since: '2020-01-01T00:00:00.000Z', token: 'earlier' });
     const lock = FileLock.acquire(file, 'store');
     cleanups.push(() => lock.release());
     expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).not.toBe('earlier');
@@ -135,23 +173,60 @@ describe('FileLock', () => {
     expect(existsSync(`${deep}.lock`)).toBe(false);
   });
 
-  it('touches the lock every 10 s, and warns once, keeping the other lock, if another process took it over', () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+  it('touches the lock on its heartbeat, and warns once, keeping the other lock, if another process took it over', async () => {
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-    const lock = FileLock.acquire(file, 'store');
+    const lock = FileLock.acquire(file, 'store', { refreshMs: 20 });
     cleanups.push(() => lock.release());
     const old = new Date(Date.now() - 20_000);
     utimesSync(`${file}.lock`, old, old);
-    vi.advanceTimersByTime(LOCK_REFRESH_MS);
-    expect(Date.now() - statSync(`${file}.lock`).mtimeMs).toBeLessThan(5_000);
+    await vi.waitFor(() => expect(Date.now() - statSync(`${file}.lock`).mtimeMs).toBeLessThan(5_000));
     expect(warn).not.toHaveBeenCalled();
 
-    const usurper = { pid: 2, hostname: 'elsewhere', since: '2026-11-23T00:00:00.000Z', token: 'theirs' };
-    writeLock(usurper);
-    vi.advanceTimersByTime(3 * LOCK_REFRESH_MS);
+    writeLock({ pid: 2, hostname: 'elsewhere', since: '2026-11-23T00:00:00.000Z', token: 'theirs' });
+    await vi.waitFor(() => expect(warn).toHaveBeenCalled());
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0]![1]).toMatchObject({ code: 'CLIPHOOK_LOCK_LOST' });
     lock.release();
     expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).toBe('theirs');
   });
+
+  it("keeps its heartbeat out of a test's fake timers", () => {
+    vi.useFakeTimers();
+    const lock = FileLock.acquire(file, 'store');
+    cleanups.push(() => lock.release());
+    expect(vi.getTimerCount()).toBe(0);
+    expect(() => vi.runAllTimers()).not.toThrow();
+  });
+});
+
+describe('FileLock across processes', () => {
+  it('keeps the lock of a paused process (Ctrl-Z, a debugger) on this machine however long ago it was touched', async () => {
+    const proc = await holder();
+    proc.kill('SIGSTOP');
+    cleanups.push(() => proc.kill('SIGCONT'));
+    const old = new Date(Date.now() - LOCK_STALE_MS * 10);
+    utimesSync(`${file}.lock`, old, old);
+    expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${proc.pid}`);
+  });
+
+  it('lets exactly one of many processes take over the same stale lock', async () => {
+    const dead = spawn(process.execPath, ['-e', '0']);
+    await new Promise((resolve) => dead.once('exit', resolve));
+    writeLock({ ...here(), pid: dead.pid!, started: 1, since: '2026-11-23T00:00:00.000Z', token: 'dead' });
+    const at = Date.now() + 2_500; // every child tries at the same moment, once all have started
+    const racers = Array.from({ length: 6 }, () => {
+      const proc = spawn(process.execPath, ['--import', 'tsx', racer, file, String(at)], { cwd: root });
+      cleanups.push(() => proc.kill('SIGKILL'));
+      let out = '';
+      return new Promise<string>((resolve) => {
+        proc.stdout.on('data', (chunk) => resolve((out += chunk).trim()));
+        proc.stderr.on('data', (chunk) => (out += chunk));
+        proc.once('exit', () => resolve(out.trim()));
+      });
+    });
+    const results = await Promise.all(racers);
+    expect(results.filter((r) => r === 'got')).toHaveLength(1);
+    expect(results.filter((r) => r === 'locked')).toHaveLength(5);
+  }, 20_000);
 });
