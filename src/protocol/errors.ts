@@ -103,8 +103,9 @@ export class FileLockedError extends CliphookError {
   readonly file: string;
   /** The holder, as its lock file says; `null` when the lock file could not be read. */
   readonly holder: LockHolder | null;
-  constructor(file: string, what: string, holder: LockHolder | null) {
-    const touched = holder ? Math.max(0, Math.round((Date.now() - Date.parse(holder.touchedAt)) / 1000)) : 0;
+  /** `now`: milliseconds since the epoch, to say how long ago the holder last touched its lock. */
+  constructor(file: string, what: string, holder: LockHolder | null, now: number) {
+    const touched = holder ? Math.max(0, Math.round((now - Date.parse(holder.touchedAt)) / 1000)) : 0;
     const who = holder
       ? `process ${holder.pid} on ${holder.hostname} (locked since ${holder.since}, last touched ${touched} s ago)`
       : 'another process';

@@ -99,7 +99,7 @@ export class FileLock {
       }
       const found = inspect(path);
       if (found === 'gone') continue;
-      if (!found.stale || Date.now() > giveUpAt) throw new FileLockedError(resolve(file), what, found.holder);
+      if (!found.stale || Date.now() > giveUpAt) throw new FileLockedError(resolve(file), what, found.holder, Date.now());
       if (!removeIfStale(path)) sleep(5); // another process is taking it over: see who wins
     }
   }

@@ -107,13 +107,14 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
     for (let attempt = 1; ; attempt++) {
       try {
         await rename(this.#temp, this.#file);
-        if (this.#fsync) await syncFolder(this.#file);
-        return;
+        break;
       } catch (error) {
         if (attempt >= 10) throw error;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
+    // Outside the retries: a failed folder flush is not a refused rename (the temporary file is gone by now).
+    if (this.#fsync) await syncFolder(this.#file);
   }
 }
 

@@ -135,6 +135,9 @@ describe('JsonFile and JournalFile', () => {
   });
 
   describe('with fsync', () => {
+    // The spies below sit on FileHandle's prototype, shared by every handle in this file.
+    afterEach(() => vi.restoreAllMocks());
+
     /** Spies on every FileHandle's sync/datasync (the class is not exported; a handle's prototype is it). */
     async function fileHandleProto(dir: string) {
       const probe = await open(`${dir}/probe`, 'w');
@@ -195,7 +198,29 @@ describe('JsonFile and JournalFile', () => {
       await journal.close(); // compacts: a snapshot, then the journal emptied
       // The temporary snapshot file, then the folder holding it (after the rename).
       expect(sync).toHaveBeenCalledTimes(2);
+      sync.mockRestore();
       expect(JSON.parse(await readFile(tmp.file('compacted.json'), 'utf8'))).toEqual({ items: [1] });
+    });
+
+    it('reports a failed folder flush as it is, without retrying the rename that already happened', async () => {
+      const tmp = await tempDir();
+      cleanup = tmp.cleanup;
+      const proto = await fileHandleProto(tmp.dir);
+      const json = new JsonFile({ file: tmp.file('doc.json'), snapshot: () => ({ a: 1 }), fsync: true });
+      await json.read();
+      const original = proto.sync;
+      let calls = 0;
+      const sync = vi.spyOn(proto, 'sync').mockImplementation(function (this: unknown) {
+        // The first flush is the document's; the second, the folder's, fails.
+        return ++calls === 2 ? Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })) : original.call(this);
+      });
+      try {
+        await expect(json.commit()).rejects.toThrow(/EIO/);
+        expect(calls).toBe(2);
+        expect(JSON.parse(await readFile(tmp.file('doc.json'), 'utf8'))).toEqual({ a: 1 });
+      } finally {
+        sync.mockRestore();
+      }
     });
   });
 });
