@@ -97,6 +97,8 @@ export const PROBLEM_CODES = {
   local_timeout: spec(504, 'Local app did not answer in time', true),
   invalid_token: spec(401, 'Invalid listening token'),
   method_not_allowed: spec(405, 'Method not allowed'),
+  invalid_path: spec(400, 'Path not allowed under the channel'),
+  relay_full: spec(507, 'Relay storage full', true),
 } as const satisfies Record<string, CodeSpec>;
 
 /** A stable machine-readable error code. */
