@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
+import { clipPrice } from '../../../src/service/pricing.js';
+import { MODEL_ALIASES, validateVideo, type ValidateOptions, type VideoCommand } from '../../../src/service/videos/validate.js';
+
+const LOCAL: ValidateOptions = { strict: false, defaultAssetIds: [] };
+const STRICT: ValidateOptions = { strict: true, defaultAssetIds: [] };
+
+function ok(body: unknown, options = LOCAL): VideoCommand {
+  const result = validateVideo(body, options);
+  if (!result.ok) throw new Error(`refused: ${result.refusal.code} ${result.refusal.detail}`);
+  return result.value;
+}
+
+function refused(body: unknown, options = LOCAL) {
+  const result = validateVideo(body, options);
+  if (result.ok) throw new Error('accepted');
+  return { ...result.refusal, status: PROBLEM_CODES[result.refusal.code].status };
+}
+
+describe('POST /videos body (spec 4.1), field by field', () => {
+  it('applies the defaults: 5 s, 16:9, standard at 480p, no images', () => {
+    expect(ok({ prompt: 'a fox in the snow' })).toMatchObject({
+      prompt: 'a fox in the snow', duration: 5, ratio: '16:9', model: 'standard', resolution: '480p',
+      imageUrls: [], assetIds: null, assetSource: 'none', subjectConsent: null, callbackUrl: null, warnings: [],
+    });
+  });
+
+  it('prompt: required unless image_urls, asset_ids or key default assets; a string', () => {
+    expect(refused({})).toMatchObject({ status: 400, code: 'missing_input' });
+    expect(refused({ prompt: '   ' })).toMatchObject({ status: 400, code: 'missing_input' });
+    expect(refused({ prompt: 42 })).toMatchObject({ status: 400, code: 'invalid_json' });
+    expect(ok({ asset_ids: [3] }).assetSource).toBe('asset_ids');
+    expect(ok({ image_urls: ['https://example.com/a.jpg'], subject_consent: 'self' }).assetSource).toBe('image_urls');
+    expect(ok({}, { ...LOCAL, defaultAssetIds: [7] }).assetSource).toBe('default_asset_ids');
+  });
+
+  it('duration: whole seconds, 4-15 for standard models, 4-30 for cinema models, listing the allowed values', () => {
+    expect(ok({ prompt: 'x', duration: 4 }).duration).toBe(4);
+    expect(ok({ prompt: 'x', duration: 15, model: 'standard-fullhd' }).duration).toBe(15);
+    expect(ok({ prompt: 'x', duration: 30, model: 'cinema' }).duration).toBe(30);
+    for (const body of [{ duration: 3 }, { duration: 16 }, { duration: 31, model: 'cinema-hd' }, { duration: 5.5 }, { duration: '5' }, { duration: 0 }]) {
+      expect(refused({ prompt: 'x', ...body })).toMatchObject({ status: 400, code: 'invalid_duration' });
+    }
+    expect(refused({ prompt: 'x', duration: 16 }).extra).toEqual({ allowed_values: [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] });
+  });
+
+  it('ratio and its alias aspect_ratio: the six values; both must agree', () => {
+    for (const ratio of ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9']) {
+      expect(ok({ prompt: 'x', ratio }).ratio).toBe(ratio);
+      expect(ok({ prompt: 'x', aspect_ratio: ratio }).ratio).toBe(ratio);
+    }
+    expect(refused({ prompt: 'x', ratio: '2:1' })).toMatchObject({ status: 400, code: 'invalid_ratio', extra: { allowed_values: ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9'] } });
+    expect(refused({ prompt: 'x', aspect_ratio: 'square' })).toMatchObject({ code: 'invalid_ratio' });
+    expect(refused({ prompt: 'x', ratio: '1:1', aspect_ratio: '9:16' })).toMatchObject({ code: 'invalid_ratio' });
+    expect(ok({ prompt: 'x', ratio: '1:1', aspect_ratio: '1:1' }).ratio).toBe('1:1');
+  });
+
+  it('model: the six ids, and the ids of earlier versions answered with the current id', () => {
+    for (const model of ['standard', 'standard-hd', 'standard-fullhd', 'cinema', 'cinema-hd', 'cinema-fullhd']) expect(ok({ prompt: 'x', model }).model).toBe(model);
+    for (const [alias, current] of Object.entries(MODEL_ALIASES)) expect(ok({ prompt: 'x', model: alias }).model).toBe(current);
+    expect(refused({ prompt: 'x', model: 'ultra' })).toMatchObject({ status: 400, code: 'invalid_model' });
+    expect(refused({ prompt: 'x', model: 7 })).toMatchObject({ status: 400, code: 'invalid_model' });
+  });
+
+  it('resolution: 480p, 720p or 1080p, and it must match the model tier', () => {
+    expect(ok({ prompt: 'x', model: 'cinema-hd', resolution: '720p' }).resolution).toBe('720p');
+    expect(refused({ prompt: 'x', resolution: '4k' })).toMatchObject({ status: 400, code: 'invalid_resolution' });
+    const mismatch = refused({ prompt: 'x', model: 'cinema', resolution: '1080p' });
+    expect(mismatch).toMatchObject({ status: 400, code: 'resolution_model_mismatch' });
+    expect(mismatch.detail).toContain('cinema-fullhd');
+  });
+
+  it('image_urls: at most 5 public http(s) URLs or asset:// URIs, with subject_consent', () => {
+    const five = Array.from({ length: 5 }, (_, i) => `https://example.com/${i}.jpg`);
+    expect(ok({ image_urls: five, subject_consent: 'no_real_person' }).imageUrls).toEqual(five);
+    expect(refused({ image_urls: [...five, 'https://example.com/6.jpg'], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'too_many_images' });
+    for (const url of ['ftp://example.com/a.jpg', 'not a url', 'https://user:pw@example.com/a.jpg', 'asset://abc', 'asset://0', 'javascript:alert(1)']) {
+      expect(refused({ image_urls: [url], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
+    }
+    expect(refused({ image_urls: [5], subject_consent: 'self' })).toMatchObject({ code: 'invalid_image_url' });
+    expect(ok({ image_urls: ['asset://12', 'https://example.com/a.png'], subject_consent: 'self' }).assetUris).toEqual([12]);
+    expect(refused({ image_urls: ['https://example.com/a.jpg'] })).toMatchObject({ status: 422, code: 'consent_required' });
+  });
+
+  it('image_url: the deprecated single form, folded into image_urls with a warning', () => {
+    const command = ok({ image_url: 'https://example.com/a.jpg', subject_consent: 'self' });
+    expect(command.imageUrls).toEqual(['https://example.com/a.jpg']);
+    expect(command.warnings.map((w) => w.code)).toEqual(['image_url_deprecated']);
+    const five = Array.from({ length: 5 }, (_, i) => `https://example.com/${i}.jpg`);
+    expect(refused({ image_urls: five, image_url: 'https://example.com/x.jpg', subject_consent: 'self' })).toMatchObject({ code: 'too_many_images' });
+  });
+
+  it('subject_consent: self, permission, no_real_person, and third_party_with_permission as permission', () => {
+    const urls = ['https://example.com/a.jpg'];
+    for (const consent of ['self', 'permission', 'no_real_person']) expect(ok({ image_urls: urls, subject_consent: consent }).subjectConsent).toBe(consent);
+    expect(ok({ image_urls: urls, subject_consent: 'third_party_with_permission' }).subjectConsent).toBe('permission');
+    expect(refused({ image_urls: urls, subject_consent: 'everyone' })).toMatchObject({ status: 400, code: 'invalid_subject_consent' });
+  });
+
+  it('asset_ids: at most 5 positive integers, taking priority over image_urls, with a warning without consent', () => {
+    const command = ok({ asset_ids: [1, 2], image_urls: ['https://example.com/a.jpg'], subject_consent: 'self' });
+    expect(command.assetSource).toBe('asset_ids');
+    expect(command.warnings).toEqual([]);
+    expect(ok({ asset_ids: [1] }).warnings.map((w) => w.code)).toEqual(['subject_consent_missing']);
+    expect(refused({ asset_ids: [1, 2, 3, 4, 5, 6] })).toMatchObject({ status: 400, code: 'too_many_images' });
+    for (const ids of [[0], [1.5], ['1'], 'abc']) expect(refused({ asset_ids: ids })).toMatchObject({ status: 400, code: 'invalid_asset_id' });
+  });
+
+  it('callback_url: https, at most 2048 characters; http for loopback hosts outside --strict', () => {
+    expect(ok({ prompt: 'x', callback_url: 'https://example.com/hooks' }).callbackUrl).toBe('https://example.com/hooks');
+    expect(ok({ prompt: 'x', callback_url: 'http://127.0.0.1:3000/hooks' }).callbackUrl).toBe('http://127.0.0.1:3000/hooks');
+    expect(ok({ prompt: 'x', callback_url: 'http://localhost:3000/hooks' }).callbackUrl).toBe('http://localhost:3000/hooks');
+    expect(refused({ prompt: 'x', callback_url: 'http://example.com/hooks' })).toMatchObject({ status: 400, code: 'invalid_callback_url' });
+    expect(refused({ prompt: 'x', callback_url: 'http://127.0.0.1:3000/hooks' }, STRICT)).toMatchObject({ code: 'invalid_callback_url' });
+    expect(refused({ prompt: 'x', callback_url: 'https://10.0.0.1/hooks' }, STRICT)).toMatchObject({ code: 'invalid_callback_url' });
+    expect(refused({ prompt: 'x', callback_url: `https://example.com/${'a'.repeat(2048)}` })).toMatchObject({ code: 'invalid_callback_url' });
+    expect(refused({ prompt: 'x', callback_url: 'not a url' })).toMatchObject({ code: 'invalid_callback_url' });
+    const detail = refused({ prompt: 'x', callback_url: 'https://10.0.0.1/hooks' }, STRICT).detail;
+    expect(detail).not.toContain('allowPrivateNetworks');
+  });
+
+  it('takes null as absent, ignores unknown members, and refuses a body that is not an object', () => {
+    expect(ok({ prompt: 'x', duration: null, callback_url: null, extra: true }).duration).toBe(5);
+    for (const body of [null, [], 'x', 3]) expect(refused(body)).toMatchObject({ status: 400, code: 'invalid_json' });
+  });
+
+  it('prices what it accepts with the table (spec 2.13)', () => {
+    const command = ok({ prompt: 'x', model: 'cinema-720p', duration: 10 });
+    expect(clipPrice(command.model, command.duration)).toBe(54);
+  });
+});
