@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import type { Table } from './state.js';
+
+/** Spec section 7: a key's replay window. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** A response kept for replay: what the first request answered. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** One key's record, kept in the service's store so replays survive a restart. */
+export interface IdempotencyRow {
+  /** `<account id>:<key>`: keys are the account's, as Stripe scopes them. */
+  id: string;
+  /** What the first request asked: method, path and body, canonicalised and hashed. */
+  fingerprint: string;
+  createdAt: number;
+  response: StoredResponse;
+}
+
+export type IdempotencyStart =
+  /** First use (or the window passed, or the first request failed): run it, then `finish`. */
+  | { kind: 'fresh'; finish(response: StoredResponse | null): void }
+  /** The same request again within 24 h: answer `response` with `Idempotent-Replayed: true`. */
+  | { kind: 'replay'; response: StoredResponse }
+  /** 409 idempotency_in_progress: the first request with this key is still running. */
+  | { kind: 'in_progress' }
+  /** 422 idempotency_key_reused: the key was used for another request. */
+  | { kind: 'reused' };
+
+/**
+ * The `Idempotency-Key` header's syntax (spec 4.1): 1-255 printable ASCII characters (0x21-0x7E).
+ * Returns the key, `null` when absent, or `false` when malformed (400 invalid_idempotency_key).
+ */
+export function parseIdempotencyKey(header: string | readonly string[] | undefined): string | null | false {
+  if (header === undefined) return null;
+  if (typeof header !== 'string') return false;
+  return /^[\x21-\x7e]{1,255}$/.test(header) ? header : false;
+}
+
+/**
+ * The idempotency rules of spec section 7, for POST /videos, /videos/batch and /images. A request that
+ * succeeded is kept 24 h and replayed; one still running makes a second one wait (409); another body under
+ * the same key is refused (422); a request that failed before a task existed releases the key.
+ * The record is put in the same group commit as the task it made, so a crash cannot keep one without the other.
+ */
+export class Idempotency {
+  readonly #table: Table<IdempotencyRow>;
+  readonly #now: () => number;
+  /** Keys whose first request is running, with its fingerprint: in memory, as a restart ends them. */
+  readonly #running = new Map<string, string>();
+  #sweepAt = 0;
+
+  constructor({ table, now }: { table: Table<IdempotencyRow>; now: () => number }) {
+    this.#table = table;
+    this.#now = now;
+  }
+
+  begin(scope: string, key: string, fingerprint: string): IdempotencyStart {
+    const id = `${scope}:${key}`;
+    const now = this.#now();
+    this.#sweep(now);
+    const running = this.#running.get(id);
+    if (running !== undefined) return running === fingerprint ? { kind: 'in_progress' } : { kind: 'reused' };
+    const row = this.#table.get(id);
+    if (row && now < row.createdAt + IDEMPOTENCY_WINDOW_MS) {
+      return row.fingerprint === fingerprint ? { kind: 'replay', response: row.response } : { kind: 'reused' };
+    }
+    if (row) this.#table.remove(id);
+    this.#running.set(id, fingerprint);
+    let finished = false;
+    return {
+      kind: 'fresh',
+      finish: (response) => {
+        if (finished) return;
+        finished = true;
+        this.#running.delete(id);
+        // Spec 7: only a request that made its task keeps the key; a failure before one releases it.
+        if (response && response.status >= 200 && response.status < 300) {
+          this.#table.put({ id, fingerprint, createdAt: this.#now(), response });
+        }
+      },
+    };
+  }
+
+  /** Drops records past their window, at most once an hour. */
+  #sweep(now: number): void {
+    if (now < this.#sweepAt) return;
+    this.#sweepAt = now + 60 * 60 * 1000;
+    for (const row of [...this.#table.values()]) if (now >= row.createdAt + IDEMPOTENCY_WINDOW_MS) this.#table.remove(row.id);
+  }
+}
+
+/**
+ * What a request asks, independent of key order and whitespace: the same JSON body sent twice by
+ * different clients or serialisers is the same request.
+ * @example fingerprint('POST', '/v1/videos', { prompt: 'x', duration: 5 })
+ */
+export function fingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${path}\n`).update(canonicalJson(body)).digest('hex');
+}
+
+/** JSON with object keys sorted at every depth. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
