@@ -16,7 +16,7 @@ interface StateFile {
   tables: Record<string, Row[]>;
 }
 
-export interface ServiceStoreOptions<T extends Record<string, Row>> {
+export interface ServiceStoreOptions<T extends { [K in keyof T]: Row }> {
   /** The data file (a lowdb snapshot plus `<file>.journal`), or `false` to keep everything in memory. */
   file: string | false;
   /** The tables the store holds; a file's other tables are refused. */
@@ -79,7 +79,7 @@ export class Table<R extends Row> {
  * store.table('video').put({ id: store.nextId('video'), status: 'pending' });
  * await store.commit();
  */
-export class ServiceStore<T extends Record<string, Row>> {
+export class ServiceStore<T extends { [K in keyof T]: Row }> {
   readonly file: string | false;
   readonly #tables = new Map<string, Table<Row>>();
   readonly #seq: Record<string, number> = {};
@@ -104,7 +104,7 @@ export class ServiceStore<T extends Record<string, Row>> {
   }
 
   /** Opens (and, with a file, loads) a store. A second process on the same file gets a `FileLockedError`. */
-  static async open<T extends Record<string, Row>>(options: ServiceStoreOptions<T>): Promise<ServiceStore<T>> {
+  static async open<T extends { [K in keyof T]: Row }>(options: ServiceStoreOptions<T>): Promise<ServiceStore<T>> {
     const { file, tables } = options;
     if (file !== false && (typeof file !== 'string' || file === '')) throw new TypeError(`Expected \`file\` to be a path or false, got ${JSON.stringify(file)}.`);
     if (!Array.isArray(tables) || tables.length === 0) throw new TypeError('Expected `tables` to name at least one table.');
