@@ -1,0 +1,256 @@
+import { EventEmitter } from 'node:events';
+import type { Account, Accounts } from '../accounts.js';
+import type { Credits } from '../credits.js';
+import { imageCharge } from '../pricing.js';
+import type { ServiceStore, Table } from '../state.js';
+import type { Speed } from '../videos/lifecycle.js';
+import type { ImageCommand } from './validate.js';
+
+/** Spec 2.7 and 3.3. */
+export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
+
+/** Spec 2.10. */
+export const IMAGE_ERROR_CODES = ['prompt_blocked', 'upload_blocked', 'result_blocked', 'copyright_blocked', 'real_person_blocked', 'document_blocked', 'busy', 'timeout', 'failed'] as const;
+export type ImageErrorCode = (typeof IMAGE_ERROR_CODES)[number];
+
+/** Spec 2.7 `animate`: whether an image can become a clip. */
+export type Animate = 'trusted' | 'ok' | 'maybe' | 'no';
+
+/** One made image: its files are named by unguessable tokens (spec 2.7: a permanent unguessable link). */
+export interface ImageItem {
+  id: number;
+  token: string;
+  thumbToken: string;
+  width: number;
+  height: number;
+  format: 'png' | 'jpeg';
+  animate: Animate;
+  trustedUntil: number | null;
+  /** The character photo's asset, usable in POST /videos image_urls. */
+  assetId: number | null;
+}
+
+export interface ImageJob {
+  id: number;
+  accountId: number;
+  keyId: string;
+  status: ImageJobStatus;
+  command: ImageCommand;
+  creditsReserved: number;
+  creditsCharged: number | null;
+  creditsRefunded: number;
+  images: ImageItem[];
+  /** DELETE /images/{id} removed the files (spec 4.11). */
+  imagesDeleted: boolean;
+  errorCode: ImageErrorCode | null;
+  createdAt: number;
+  completedAt: number | null;
+  /** When it ends and how many of its images can be made, fixed at creation so a restart resumes the plan. */
+  plan: { endAt: number; make: number; failWith: ImageErrorCode | null };
+}
+
+export interface ImageJobTables {
+  image_job: ImageJob;
+}
+
+/** What makes the files of one image; the real one draws with sharp, tests pass a fake. */
+export interface ImageRenderer {
+  render(job: ImageJob, index: number): Promise<Omit<ImageItem, 'id' | 'animate' | 'trustedUntil' | 'assetId'> & { assetId?: number | null }>;
+}
+
+/** Spec 8: 3 image jobs at once per account, 30 per 10 minutes. */
+export const MAX_CONCURRENT_JOBS = 3;
+export const MAX_JOBS_PER_WINDOW = 30;
+export const JOB_WINDOW_MS = 10 * 60 * 1000;
+/** Spec 2.7: a character photo is trusted for 30 days. */
+export const CHARACTER_TRUST_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Spec 1: most images take 30-60 s, a character about 2 minutes; `--speed fast` a second or three. */
+const DURATION_MS: Record<Speed, { image: [number, number]; character: [number, number] }> = {
+  fast: { image: [1_000, 3_000], character: [2_000, 4_000] },
+  realistic: { image: [30_000, 60_000], character: [100_000, 140_000] },
+};
+
+/** `simulate:fail:<error_code>` and `simulate:partial` in a description (issue 12). */
+export function parseImageSimulation(description: string): { failWith: ImageErrorCode } | { partial: true } | null {
+  const fail = /(?:^|\s)simulate:fail:([a-z_]+)(?!\S)/.exec(description);
+  if (fail && (IMAGE_ERROR_CODES as readonly string[]).includes(fail[1]!)) return { failWith: fail[1] as ImageErrorCode };
+  return /(?:^|\s)simulate:partial(?!\S)/.test(description) ? { partial: true } : null;
+}
+
+export interface ImageJobsOptions {
+  accounts: Accounts;
+  credits: Credits;
+  renderer: ImageRenderer;
+  clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  speed: Speed;
+  /** @default Math.random */
+  random?: () => number;
+  /** Reports a job whose end failed to render or save. */
+  onError?: (error: Error) => void;
+}
+
+/** Why a new job must wait (spec 8): 429 with the seconds until it may start. */
+export type JobLimit = { code: 'concurrency_limit' | 'rate_limited'; retryAfter: number };
+
+/**
+ * The image job state machine of spec 3.3: credits reserved at the start, `generating` until the planned
+ * end, then `done`, `partial` (the unused part refunded) or `failed` (nothing charged). Limits of spec 8
+ * on the simulated clock. `waitFor` wakes a waiter when the job ends (GET /images/{id}?wait).
+ */
+export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
+  readonly #jobs: Table<ImageJob>;
+  readonly #store: ServiceStore<ImageJobTables>;
+  readonly #options: ImageJobsOptions;
+  readonly #timers = new Map<number, unknown>();
+  #nextImageId = 1;
+
+  constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
+    super();
+    this.#store = store;
+    this.#jobs = store.table('image_job');
+    this.#options = options;
+    for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
+  }
+
+  get(accountId: number, id: number): ImageJob | undefined {
+    const job = this.#jobs.get(id);
+    return job && job.accountId === accountId ? job : undefined;
+  }
+
+  /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
+  list(accountId: number, { limit, before }: { limit: number; before: number | null }): ImageJob[] {
+    return [...this.#jobs.values()]
+      .filter((job) => job.accountId === accountId && (before === null || job.id < before))
+      .sort((a, b) => b.id - a.id)
+      .slice(0, limit);
+  }
+
+  /** Whether the account may start a job now (spec 8), checked before anything is reserved. */
+  limit(accountId: number): JobLimit | null {
+    const now = this.#options.clock.now();
+    const mine = [...this.#jobs.values()].filter((job) => job.accountId === accountId);
+    const running = mine.filter((job) => job.status === 'generating');
+    if (running.length >= MAX_CONCURRENT_JOBS) {
+      const soonest = Math.min(...running.map((job) => job.plan.endAt));
+      return { code: 'concurrency_limit', retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
+    }
+    const recent = mine.filter((job) => job.createdAt > now - JOB_WINDOW_MS).map((job) => job.createdAt).sort((a, b) => a - b);
+    if (recent.length >= MAX_JOBS_PER_WINDOW) {
+      const frees = recent[recent.length - MAX_JOBS_PER_WINDOW]! + JOB_WINDOW_MS;
+      return { code: 'rate_limited', retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)) };
+    }
+    return null;
+  }
+
+  /** Starts a job whose price the caller has just charged to `account` (spec 3.3: reserved). */
+  start(account: Account, keyId: string, command: ImageCommand): ImageJob {
+    const now = this.#options.clock.now();
+    const [low, high] = DURATION_MS[this.#options.speed][command.type];
+    const simulation = parseImageSimulation(command.description);
+    const failWith = simulation && 'failWith' in simulation ? simulation.failWith : null;
+    const make = failWith ? 0 : simulation ? command.count - 1 : command.count;
+    const job = this.#jobs.put({
+      id: this.#store.nextId('image_job'),
+      accountId: account.id,
+      keyId,
+      status: 'generating',
+      command,
+      creditsReserved: command.price,
+      creditsCharged: null,
+      creditsRefunded: 0,
+      images: [],
+      imagesDeleted: false,
+      errorCode: null,
+      createdAt: now,
+      completedAt: null,
+      // A job of one whose only image cannot be made has nothing to show: it fails as result_blocked (spec 3.3).
+      plan: { endAt: now + Math.round(low + (high - low) * (this.#options.random ?? Math.random)()), make, failWith: failWith ?? (make === 0 ? 'result_blocked' : null) },
+    });
+    this.#arm(job);
+    return job;
+  }
+
+  /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
+  deleteImages(job: ImageJob): number {
+    const count = job.images.length;
+    job.images = [];
+    job.imagesDeleted = true;
+    this.#jobs.put(job);
+    return count;
+  }
+
+  /** Resolves with the job once it has ended, or after `ms` (spec 4.10 `wait`), woken by the job. */
+  waitFor(job: ImageJob, ms: number): Promise<ImageJob> {
+    if (job.status !== 'generating' || ms <= 0) return Promise.resolve(job);
+    return new Promise((resolve) => {
+      const ended = (done: ImageJob) => {
+        if (done.id !== job.id) return;
+        this.off('ended', ended);
+        this.#options.clock.clearTimeout(timer);
+        resolve(done);
+      };
+      const timer = this.#options.clock.setTimeout(() => {
+        this.off('ended', ended);
+        resolve(job);
+      }, ms);
+      this.on('ended', ended);
+    });
+  }
+
+  resume(): void {
+    for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
+  }
+
+  stop(): void {
+    for (const timer of this.#timers.values()) this.#options.clock.clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #arm(job: ImageJob): void {
+    const timer = this.#options.clock.setTimeout(() => {
+      this.#timers.delete(job.id);
+      void this.#finish(job).catch((error: Error) => this.#options.onError?.(error));
+    }, Math.max(0, job.plan.endAt - this.#options.clock.now()));
+    this.#timers.set(job.id, timer);
+  }
+
+  async #finish(job: ImageJob): Promise<void> {
+    const { make, failWith } = job.plan;
+    const images: ImageItem[] = [];
+    for (let index = 0; index < make; index++) {
+      const rendered = await this.#options.renderer.render(job, index);
+      const character = job.command.type === 'character';
+      images.push({
+        ...rendered,
+        id: this.#nextImageId++,
+        animate: character ? 'trusted' : animateOf(job.command),
+        trustedUntil: character ? job.plan.endAt + CHARACTER_TRUST_MS : null,
+        assetId: rendered.assetId ?? null,
+      });
+    }
+    const charged = imageCharge(job.creditsReserved, job.command.count, images.length);
+    const refund = job.creditsReserved - charged;
+    const account = this.#options.accounts.get(job.accountId);
+    if (account && refund > 0) this.#options.credits.refund(account, refund);
+    Object.assign(job, {
+      images,
+      status: images.length === 0 ? 'failed' : images.length < job.command.count ? 'partial' : 'done',
+      errorCode: images.length === 0 ? failWith ?? 'failed' : null,
+      creditsCharged: charged,
+      creditsRefunded: refund,
+      completedAt: job.plan.endAt,
+    } satisfies Partial<ImageJob>);
+    this.#jobs.put(job);
+    await this.#store.commit();
+    this.emit('ended', job);
+  }
+}
+
+/** Spec 2.7's meanings of `animate` for an image that is not a character. */
+export function animateOf(command: ImageCommand): Animate {
+  const photos = command.assetIds.length + command.imageUrls.length > 0;
+  if (photos) return command.subjectConsent === 'permission' ? 'no' : 'ok';
+  if (command.template && command.template !== 'poster') return 'ok';
+  return /\b(person|people|man|woman|men|women|boy|girl|child|kid|face|portrait|family|couple|crowd)s?\b/i.test(command.description) ? 'maybe' : 'ok';
+}

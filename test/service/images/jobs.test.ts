@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { Accounts, type AccountTables } from '../../../src/service/accounts.js';
+import { SimulatedClock } from '../../../src/service/clock.js';
+import { Credits } from '../../../src/service/credits.js';
+import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/images/jobs.js';
+import { validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
+import { ServiceStore } from '../../../src/service/state.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+const fakeRenderer: ImageRenderer = {
+  render: async (job, index) => ({ token: `t${job.id}-${index}`, thumbToken: `th${job.id}-${index}`, width: 1552, height: 1552, format: 'jpeg' }),
+};
+
+function command(body: Record<string, unknown>): ImageCommand {
+  const result = validateImage(body);
+  if (!result.ok) throw new Error(result.refusal.code);
+  return result.value;
+}
+
+async function setup(balance = 100) {
+  const clock = new SimulatedClock({ frozen: true, start: T0 });
+  const store = await ServiceStore.open<AccountTables & ImageJobTables>({ file: false, tables: ['account', 'key', 'image_job'] });
+  const accounts = new Accounts(store, () => clock.now());
+  const credits = new Credits(accounts);
+  const jobs = new ImageJobs(store, { accounts, credits, renderer: fakeRenderer, clock, speed: 'realistic', random: () => 0.5 });
+  const { account, key } = accounts.create({ balance });
+  const start = (body: Record<string, unknown>) => {
+    const cmd = command(body);
+    expect(credits.charge(account, cmd.price)).toBeNull();
+    return jobs.start(account, key.id, cmd);
+  };
+  return { clock, jobs, account, start };
+}
+
+describe('ImageJobs: the state table of spec 3.3', () => {
+  it('(none) → generating (reserved) → done, credits_charged final', async () => {
+    const { clock, jobs, account, start } = await setup();
+    const job = start({ description: 'a lighthouse', count: 4 });
+    expect(job).toMatchObject({ status: 'generating', creditsReserved: 7, creditsCharged: null, images: [] });
+    expect(account.balance).toBe(93);
+    expect(job.plan.endAt - T0).toBeGreaterThanOrEqual(30_000);
+    expect(job.plan.endAt - T0).toBeLessThanOrEqual(60_000);
+    await clock.advance(60_000);
+    expect(job).toMatchObject({ status: 'done', creditsCharged: 7, creditsRefunded: 0, errorCode: null });
+    expect(job.images.map((image) => image.animate)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(new Set(job.images.map((image) => image.id)).size).toBe(4);
+  });
+
+  it('generating → partial when some images cannot be made: the exact unused part refunded', async () => {
+    const { clock, account, start } = await setup();
+    const job = start({ description: 'a garden simulate:partial', count: 4, quality: 'hd' });
+    await clock.advance(60_000);
+    expect(job).toMatchObject({ status: 'partial', creditsReserved: 14, creditsCharged: 11, creditsRefunded: 3 });
+    expect(job.images).toHaveLength(3);
+    expect(account.balance).toBe(100 - 11);
+  });
+
+  it('generating → failed: nothing charged, error_code set (simulate:fail:<code>, or a lone image that cannot be made)', async () => {
+    const { clock, account, start } = await setup();
+    const failed = start({ description: 'simulate:fail:copyright_blocked a logo' });
+    const lone = start({ description: 'a vase simulate:partial' });
+    await clock.advance(60_000);
+    expect(failed).toMatchObject({ status: 'failed', errorCode: 'copyright_blocked', creditsCharged: 0, creditsRefunded: 2, images: [] });
+    expect(lone).toMatchObject({ status: 'failed', errorCode: 'result_blocked', creditsCharged: 0 });
+    expect(account.balance).toBe(100);
+  });
+
+  it('a character: 4 trusted photos valid 30 days, about 2 minutes, 5 credits', async () => {
+    const { clock, start } = await setup();
+    const job = start({ type: 'character', character: { age: '26-35', style: 'photo' } });
+    expect(job.plan.endAt - T0).toBeGreaterThanOrEqual(100_000);
+    await clock.advance(140_000);
+    expect(job).toMatchObject({ status: 'done', creditsCharged: 5 });
+    expect(job.images.map((image) => [image.animate, image.trustedUntil])).toEqual(Array(4).fill(['trusted', job.plan.endAt + 30 * 86_400_000]));
+  });
+
+  it('concurrency_limit: 3 jobs at once per account, with the seconds until one ends', async () => {
+    const { clock, jobs, account, start } = await setup(1_000);
+    for (let i = 0; i < 3; i++) start({ description: `job ${i}` });
+    expect(jobs.limit(account.id)).toEqual({ code: 'concurrency_limit', retryAfter: 45 });
+    await clock.advance(45_000);
+    expect(jobs.limit(account.id)).toBeNull();
+  });
+
+  it('rate_limited: 30 jobs per 10 minutes; the 31st waits until the oldest leaves the window', async () => {
+    const { clock, jobs, account, start } = await setup(1_000);
+    for (let i = 0; i < 30; i++) {
+      while (jobs.limit(account.id)?.code === 'concurrency_limit') await clock.advance(5_000);
+      start({ description: `job ${i}` });
+    }
+    await clock.advance(60_000);
+    // Ten rounds of three took well under 10 minutes: no job runs, yet the window is full.
+    expect(clock.now() - T0).toBeLessThan(JOB_WINDOW_MS);
+    const limited = jobs.limit(account.id);
+    expect(limited).toEqual({ code: 'rate_limited', retryAfter: Math.ceil((T0 + JOB_WINDOW_MS - clock.now()) / 1000) });
+    await clock.advance(limited!.retryAfter * 1000);
+    expect(jobs.limit(account.id)).toBeNull();
+  });
+
+  it('wait: a waiter is woken when the job ends, or after its wait', async () => {
+    const { clock, jobs, start } = await setup();
+    const job = start({ description: 'a tree' });
+    await clock.advance(20_000);
+    let seen: string | null = null;
+    const woken = jobs.waitFor(job, 30_000).then((j) => {
+      seen = j.status;
+      return clock.now() - T0;
+    });
+    await clock.advance(24_000);
+    expect(seen).toBeNull();
+    await clock.advance(6_000);
+    // Woken at the job's end (45 s), not at the end of its wait (50 s).
+    expect(await woken).toBe(45_000);
+    expect(seen).toBe('done');
+    const other = start({ description: 'a bush' });
+    const timedOut = jobs.waitFor(other, 5_000);
+    await clock.advance(5_000);
+    expect((await timedOut).status).toBe('generating');
+  });
+
+  it('DELETE removes the images, keeps the job, refunds nothing', async () => {
+    const { clock, jobs, start, account } = await setup();
+    const job = start({ description: 'a boat', count: 4 });
+    await clock.advance(60_000);
+    expect(jobs.deleteImages(job)).toBe(4);
+    expect(job).toMatchObject({ images: [], imagesDeleted: true, creditsCharged: 7 });
+    expect(account.balance).toBe(93);
+  });
+
+  it('reads the markers and tells animate apart (spec 2.7)', () => {
+    expect(parseImageSimulation('x simulate:fail:busy')).toEqual({ failWith: 'busy' });
+    expect(parseImageSimulation('simulate:fail:nothing')).toBeNull();
+    expect(parseImageSimulation('simulate:partial')).toEqual({ partial: true });
+    expect(animateOf(command({ description: 'a portrait of a woman' }))).toBe('maybe');
+    expect(animateOf(command({ description: 'a mountain' }))).toBe('ok');
+    expect(animateOf(command({ description: 'make me smile', asset_ids: [1], subject_consent: 'self' }))).toBe('ok');
+    expect(animateOf(command({ description: 'make her smile', asset_ids: [1], subject_consent: 'permission' }))).toBe('no');
+  });
+});
