@@ -16,12 +16,13 @@ const code = (open: number, close: number): Paint => (text) => `\u001b[${open}m$
 const plain: Paint = (text) => text;
 
 /**
- * Colour only on a terminal, and never with NO_COLOR (https://no-color.org); FORCE_COLOR turns it on
- * for a pipe.
+ * Colour only on a terminal. FORCE_COLOR turns it on for a pipe (FORCE_COLOR=0 off, as in Node), and
+ * NO_COLOR (any non-empty value) turns it off whatever else is set.
  */
 export function palette(stream: NodeJS.WriteStream = process.stdout): Palette {
   const env = process.env;
-  const on = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0' ? true : !env.NO_COLOR && Boolean(stream.isTTY);
+  // https://no-color.org: a user's NO_COLOR beats a FORCE_COLOR that a CI runner or a tool set (issue 10).
+  const on = env.NO_COLOR ? false : env.FORCE_COLOR !== undefined ? env.FORCE_COLOR !== '0' : Boolean(stream.isTTY);
   if (!on) return { bold: plain, dim: plain, green: plain, yellow: plain, red: plain, cyan: plain };
   return { bold: code(1, 22), dim: code(2, 22), green: code(32, 39), yellow: code(33, 39), red: code(31, 39), cyan: code(36, 39) };
 }
