@@ -42,7 +42,8 @@ let here: Place | undefined;
  * holder's pid and where it runs, its mtime touched every 10 s, removed on `release()` and at process
  * exit (not when a signal kills the process). Another process that finds it held gets a
  * `FileLockedError`. A lock is taken over, so a crash never needs a hand to clean up, when it is stale:
- * on the same machine and pid namespace, once its process is gone (a paused process still holds it);
+ * on the same machine and pid namespace, once its process is gone or a zombie (a paused process still
+ * holds it);
  * from elsewhere, once it has not been touched for 30 s. Only the process holding `<file>.lock.takeover`
  * may remove a stale lock, and it looks again first, so two processes finding the same stale lock
  * cannot both end up holding the file.
@@ -79,7 +80,7 @@ export class FileLock {
     const body: LockFileBody = {
       pid: process.pid,
       ...place(),
-      started: startTime(process.pid),
+      started: procStat(process.pid)?.started ?? null,
       since: new Date().toISOString(),
       token: randomUUID(),
     };
@@ -194,7 +195,10 @@ function running(body: LockFileBody): boolean {
     // EPERM: it exists, under another user.
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  const started = startTime(body.pid);
+  const stat = procStat(body.pid);
+  // A zombie (killed, not yet reaped by its parent) still answers kill(0), yet will never write again (issue 10).
+  if (stat !== null && (stat.state === 'Z' || stat.state === 'X')) return false;
+  const started = stat?.started ?? null;
   if (body.started !== null && started !== null) return started === body.started; // else a reused pid
   // No start times (not Linux): this process's own pid is a previous life of it (pid 1 in a restarted
   // container) when the lock is older than this process.
@@ -207,13 +211,30 @@ function place(): Place {
   return here;
 }
 
-/** Linux: field 22 of `/proc/<pid>/stat`, the start time in clock ticks after boot; `null` elsewhere. */
-function startTime(pid: number): number | null {
-  const stat = readText(`/proc/${pid}/stat`);
-  if (stat === null) return null;
+/** What `/proc/<pid>/stat` says of a process (Linux; `null` elsewhere or once it is reaped). */
+function procStat(pid: number): ProcStat | null {
+  const text = readText(`/proc/${pid}/stat`);
+  return text === null ? null : parseProcStat(text);
+}
+
+/** The fields of `/proc/<pid>/stat` a lock needs. */
+export interface ProcStat {
+  /** Field 3: `R`, `S`, `D`, `T` (stopped, still a holder), `Z` (zombie) or `X` (dead)… */
+  state: string;
+  /** Field 22: the start time in clock ticks after boot, which a reused pid does not share; `null` if unreadable. */
+  started: number | null;
+}
+
+/** Parses one `/proc/<pid>/stat` line; `null` when it is not one. */
+export function parseProcStat(text: string): ProcStat | null {
   // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
-  const value = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  return Number.isSafeInteger(value) ? value : null;
+  const close = text.lastIndexOf(')');
+  if (close < 0) return null;
+  const fields = text.slice(close + 2).trim().split(' ');
+  const state = fields[0];
+  if (state === undefined || state === '') return null;
+  const started = Number(fields[19]);
+  return { state, started: Number.isSafeInteger(started) ? started : null };
 }
 
 function readBody(path: string): LockFileBody | null {
