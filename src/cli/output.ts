@@ -65,6 +65,26 @@ export function failureReason(delivery: Delivery): string {
   return `delivery ${delivery.id} failed ${after}: the receiver answered ${last.status}${permanent}`;
 }
 
+/**
+ * Why a delivered delivery still reached no app, or `null`: a relay answers 202
+ * `{"relayed":false,"reason":"filtered_by_listener"}` when no connected `cliphook listen` wants the event,
+ * which the emitter rightly counts as delivered (a 2xx) but the user of `trigger` must hear about.
+ */
+export function notRelayedReason(delivery: Delivery): string | null {
+  const last = delivery.attempts.at(-1);
+  if (delivery.state !== 'delivered' || last?.status !== 202 || !last.response) return null;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(last.response);
+  } catch {
+    return null; // an app's own 202
+  }
+  const { relayed, reason } = (reply ?? {}) as { relayed?: unknown; reason?: unknown };
+  if (relayed !== false || reason !== 'filtered_by_listener') return null;
+  return `delivery ${delivery.id} reached the relay, but no listener wanted ${delivery.event} (202 filtered_by_listener), so nothing reached your app; ` +
+    'check the --events of `cliphook listen`';
+}
+
 /** A delivery without its secret, ready for `--json`. */
 export function asJson(delivery: Delivery): string {
   return JSON.stringify(delivery, null, 2);

@@ -2,7 +2,7 @@ import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
 import { readOutbox, startOutboxEmitter } from '../outbox-emitter.js';
-import { asJson, failureReason, palette, print, sentLine, type Palette } from '../output.js';
+import { asJson, failureReason, notRelayedReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
 
 export interface DeliveriesOptions {
@@ -67,6 +67,8 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
     const done = await follow.follow(id);
     if (options.json) print(asJson(done));
     if (done.state !== 'delivered') throw new ExitError(failureReason(done), 1);
+    const filtered = notRelayedReason(done);
+    if (filtered) throw new ExitError(filtered, 1);
   } finally {
     await emitter.stop();
     follow.close();

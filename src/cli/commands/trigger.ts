@@ -6,7 +6,7 @@ import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
 import { follower, type Follower } from '../follow.js';
-import { asJson, failureReason, palette, print, sentLine } from '../output.js';
+import { asJson, failureReason, notRelayedReason, palette, print, sentLine } from '../output.js';
 import { startOutboxEmitter } from '../outbox-emitter.js';
 
 export interface TriggerOptions {
@@ -27,7 +27,8 @@ export interface TriggerOptions {
 /**
  * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
  * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held are
- * resumed and printed too. Exit 0 when delivered, 1 when not, 2 for usage errors.
+ * resumed and printed too. Exit 0 when delivered, 1 when not (or when a relay passed it to no listener),
+ * 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
   const { url, secret } = options;
@@ -55,6 +56,8 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
       const hint = !options.retry && retryable(done) ? ' (add --retry to follow the retry schedule)' : '';
       throw new ExitError(failureReason(done) + hint, 1);
     }
+    const filtered = notRelayedReason(done);
+    if (filtered) throw new ExitError(filtered, 1);
   } finally {
     await emitter.stop();
     follow.close();
