@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 // The module's own timer, not the global one: a user's fake timers (vi.useFakeTimers, sinon) replace
 // the globals, and `runAllTimers()` would then spin forever on this heartbeat.
-import { setInterval as heartbeat, clearInterval as stopHeartbeat } from 'node:timers';
+import { setInterval as heartbeat, clearInterval as stopHeartbeat, setTimeout as waitFor } from 'node:timers';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 
 /** How often a held lock's mtime is touched, so processes on other machines can tell it is alive. */
@@ -13,6 +13,15 @@ export const LOCK_REFRESH_MS = 10_000;
 export const LOCK_STALE_MS = 30_000;
 /** How long `acquire` waits for another process's takeover of a stale lock before giving up. */
 const TAKEOVER_WAIT_MS = 1_000;
+
+/** The time a waiting `acquireWithin` reads and waits on. */
+export interface WaitClock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+}
+
+/** Node's own timers, out of a test's fake ones (see the heartbeat's import). */
+export const realClock: WaitClock = { now: () => Date.now(), setTimeout: (callback, ms) => waitFor(callback, ms) };
 
 /** Where a process runs: the same host, boot and pid namespace make pids comparable. */
 interface Place {
@@ -102,6 +111,26 @@ export class FileLock {
       if (found === 'gone') continue;
       if (!found.stale || Date.now() > giveUpAt) throw new FileLockedError(resolve(file), what, found.holder, Date.now());
       if (!removeIfStale(path)) sleep(5); // another process is taking it over: see who wins
+    }
+  }
+
+  /**
+   * Like `acquire`, but waits while another live process holds the lock, trying again every `pollMs`,
+   * and throws its `FileLockedError` once `waitMs` have passed: for locks held a moment per write.
+   */
+  static async acquireWithin(
+    file: string,
+    what: string,
+    { waitMs, pollMs = 20, clock = realClock }: { waitMs: number; pollMs?: number; clock?: WaitClock },
+  ): Promise<FileLock> {
+    const giveUpAt = clock.now() + waitMs;
+    for (;;) {
+      try {
+        return FileLock.acquire(file, what);
+      } catch (error) {
+        if (!(error instanceof FileLockedError) || clock.now() >= giveUpAt) throw error;
+      }
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, Math.min(pollMs, Math.max(1, giveUpAt - clock.now()))));
     }
   }
 

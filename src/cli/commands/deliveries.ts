@@ -1,7 +1,7 @@
 import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
-import { readOutbox, startOutboxEmitter } from '../outbox-emitter.js';
+import { outboxError, readOutbox, startOutboxEmitter, who } from '../outbox-emitter.js';
 import { asJson, failureReason, notRelayedReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
 
@@ -20,7 +20,7 @@ export async function list(options: DeliveriesOptions & { state?: string; limit:
   const limit = Number(options.limit);
   if (!(Number.isSafeInteger(limit) && limit > 0)) throw new ExitError(`--limit expects a positive integer, got ${JSON.stringify(options.limit)}`, 2);
   const all = await readOutbox(options.outbox);
-  const shown = all.reverse().filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
+  const shown = all.filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
   if (options.json) return print(JSON.stringify(shown, null, 2));
   if (shown.length === 0) return print(`No deliveries in ${options.outbox}${options.state ? ` with state ${options.state}` : ''}.`);
   const p = palette();
@@ -58,9 +58,12 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
   const timeoutMs = parseTimeout(options.timeout);
   const p = palette();
   let follow!: Follower;
-  const emitter = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
+  const { emitter, outbox } = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
     follow.announceResumed(options.outbox, id);
+    // Another process's trigger --retry may be sending it: two senders would send every attempt twice.
+    const busy = outbox.heldBy(id) ?? (emitter.get(id) ? await outbox.claim(id).catch((error: unknown) => Promise.reject(outboxError(options.outbox, error))) : undefined);
+    if (busy) throw new ExitError(`delivery ${id} is being sent by ${who(busy.holder)}, a running trigger or redeliver; redeliver it once that one has ended`, 1);
     if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
     if (!options.json) print(sentLine(again, p));
