@@ -40,8 +40,7 @@ export function outboxError(file: string, error: unknown): ExitError {
   if (error instanceof FileLockedError) {
     return new ExitError(
       `cannot use the outbox: ${file} stayed locked for ${OUTBOX_LOCK_WAIT_MS / 1000} s by ${who(error.holder)}; ` +
-        'a cliphook command holds it only while it writes, so that process is stuck or keeps the file open (a program with its own FileOutbox): ' +
-        'stop it, or use another --outbox',
+        'a cliphook command holds it only while it writes, so that process is stuck or paused: resume or stop it, or use another --outbox',
       1,
     );
   }

@@ -25,7 +25,9 @@ const openFiles = new Set<string>();
  * The embedded default outbox: a lowdb JSON file (atomic rename writes) with group commit, so a burst
  * of sends costs a couple of writes, not one each. A delivery is in the file before its first attempt.
  * One outbox per file: a second one on a file that is open in this process is a TypeError until the
- * first is closed (`emitter.stop()` closes it); several processes on one file are not detected.
+ * first is closed (`emitter.stop()` closes it); several processes on one file are not detected (the
+ * CLI's commands share theirs through `SharedFileOutbox`). A torn file (not valid JSON) is set aside as
+ * `<file>.torn-<ms>` and every complete delivery in it is kept, with a warning.
  * @example createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) })
  */
 export class FileOutbox implements Outbox {

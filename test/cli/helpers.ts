@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,14 +27,19 @@ export async function cli(...args: string[]): Promise<CliResult> {
   }
 }
 
-/** Runs `cliphook …` as a real process (the source, through tsx), colour off. */
-export function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Starts `cliphook …` as a real process (the source, through tsx), colour off. */
+export function spawnBin(args: readonly string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
   const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+  return spawn(process.execPath, ['--import', 'tsx', bin, ...args], {
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    env: { ...process.env, NO_COLOR: '1', ...env },
+  });
+}
+
+/** Runs `cliphook …` as a real process until it exits. */
+export function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', bin, ...args], {
-      cwd: fileURLToPath(new URL('../../', import.meta.url)),
-      env: { ...process.env, NO_COLOR: '1', ...env },
-    });
+    const child = spawnBin(args, env);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -2,7 +2,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { answering, startServer } from '../emitter/helpers.js';
-import { cli, pendingOutbox, runBin, useOutbox } from './helpers.js';
+import { cli, pendingOutbox, runBin, spawnBin, useOutbox } from './helpers.js';
 
 // Issue 10: `cliphook trigger` processes share one outbox file.
 const secret = 'whsec_cli_parallel';
@@ -88,6 +88,32 @@ describe('parallel triggers on one outbox', () => {
     expect(records.every((d) => d.state === 'delivered')).toBe(true);
     expect(records.find((d) => d.attempts.length === 2)?.id).toBe(server.received[0]!.headers['x-service-delivery']);
   }, 60_000);
+
+  it('resumes, once, the delivery of a trigger --retry that was killed while it waited', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(server.received.length === 1 ? 503 : 200);
+      res.end();
+    });
+    cleanups.push(() => server.close());
+    const killed = spawnBin(['trigger', 'video.completed', '--retry', '--url', server.url, '--outbox', outboxFile()], { CLIPHOOK_SECRET: secret });
+    cleanups.push(async () => void killed.kill('SIGKILL'));
+    await vi.waitFor(async () => expect(JSON.parse(await readFile(outboxFile(), 'utf8')).deliveries[0].attempts).toHaveLength(1), { timeout: 15_000 });
+    killed.kill('SIGKILL'); // no exit hook runs: its sender lock stays behind, its pid dead
+    await new Promise((resolve) => killed.once('exit', resolve));
+    const id = server.received[0]!.headers['x-service-delivery'] as string;
+
+    // 10 minutes on, its retry is due.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: Date.now() + 600_000 });
+    try {
+      const result = await cli('trigger', 'video.completed', '--url', server.url, '--secret', secret, '--outbox', outboxFile());
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain(`--> video.completed [${id}] (resumed from the outbox)`);
+      expect(Object.fromEntries(sends(server.received))).toEqual({ [id]: 2, [ownId(result.stdout)!]: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect((await listed()).map((d) => d.state)).toEqual(['delivered', 'delivered']);
+  }, 30_000);
 
   it('repairs a torn outbox instead of refusing: trigger goes on, and every complete delivery in it is kept and sent', async () => {
     const server = await answering(200);
