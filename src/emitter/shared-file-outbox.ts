@@ -37,6 +37,7 @@ export interface Sender {
  * process runs): `load()` takes the waiting deliveries whose owner is gone, never those of a live one,
  * so no delivery is sent by two processes. A file that is not valid JSON (torn) is kept aside and every
  * complete delivery in it is kept.
+ * @example createEmitter({ store: new SharedFileOutbox({ file: '.cliphook/outbox.json' }), allowPrivateNetworks: true })
  */
 export class SharedFileOutbox implements Outbox {
   readonly file: string;
@@ -210,6 +211,7 @@ export class SharedFileOutbox implements Outbox {
 /**
  * Every delivery in an outbox file, for looking without a lock (each write renames a whole file into
  * place). A torn file is read as far as it goes, reported through `warn`, and left for a writer to repair.
+ * @example const records = await readOutboxFile('.cliphook/outbox.json');
  */
 export async function readOutboxFile(file: string, warn: (message: string) => void = defaultWarn): Promise<DeliveryRecord[]> {
   const text = await readText(file);
