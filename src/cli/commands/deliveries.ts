@@ -1,3 +1,4 @@
+import type { SharedFileOutbox, Sender } from '../../emitter/shared-file-outbox.js';
 import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
@@ -62,7 +63,7 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
   try {
     follow.announceResumed(options.outbox, id);
     // Another process's trigger --retry may be sending it: two senders would send every attempt twice.
-    const busy = outbox.heldBy(id) ?? (emitter.get(id) ? await outbox.claim(id).catch((error: unknown) => Promise.reject(outboxError(options.outbox, error))) : undefined);
+    const busy = outbox.heldBy(id) ?? (emitter.get(id) ? await claim(outbox, id, options.outbox) : undefined);
     if (busy) throw new ExitError(`delivery ${id} is being sent by ${who(busy.holder)}, a running trigger or redeliver; redeliver it once that one has ended`, 1);
     if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
@@ -75,6 +76,15 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
   } finally {
     await emitter.stop();
     follow.close();
+  }
+}
+
+/** Makes `id` this process's to send; the live process sending it instead, if another took it first. */
+async function claim(outbox: SharedFileOutbox, id: string, file: string): Promise<Sender | undefined> {
+  try {
+    return await outbox.claim(id);
+  } catch (error) {
+    throw outboxError(file, error);
   }
 }
 

@@ -27,8 +27,8 @@ export interface TriggerOptions {
 /**
  * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
  * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held that no
- * other running process is sending are resumed and printed too. Exit 0 when delivered, 1 when not (or when a relay passed it to no listener),
- * 2 for usage errors.
+ * other running process is sending are resumed and printed too. Exit 0 when delivered, 1 when not (or
+ * when a relay passed it to no listener), 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
   const { url, secret } = options;
