@@ -11,7 +11,8 @@ export interface BuildEventOptions {
 
 /**
  * The body for `cliphook trigger`: the event's template from `templates/events/`, a fresh video id and
- * fresh times, the error code and its sentence, then every `--set`. Usage errors exit with 2.
+ * fresh times, the error code and its sentence, then every `--set` (only over a field the event has).
+ * Usage errors exit with 2.
  */
 export async function buildEvent(event: string, { errorCode, set = [], now = Date.now() }: BuildEventOptions): Promise<Record<string, unknown>> {
   if (!isWebhookEventName(event)) throw new ExitError(`unknown event ${JSON.stringify(event)}; choose one of ${WEBHOOK_EVENTS.join(', ')}`, 2);
@@ -24,7 +25,12 @@ export async function buildEvent(event: string, { errorCode, set = [], now = Dat
     body.error_code = errorCode;
     body.error = ERROR_SENTENCES[errorCode as VideoErrorCode];
   }
-  for (const [key, value] of parseSet(set)) body[key] = value;
+  const fields = Object.keys(body).filter((key) => key !== 'event');
+  for (const [key, value] of parseSet(set)) {
+    // A misspelt field (`--set promt=…`) would otherwise go out as an extra member nobody reads.
+    if (!Object.hasOwn(body, key)) throw new ExitError(`--set ${key}: ${event} has no field \`${key}\`; its fields are ${fields.join(', ')}`, 2);
+    body[key] = value;
+  }
   return body;
 }
 

@@ -16,12 +16,13 @@ const code = (open: number, close: number): Paint => (text) => `\u001b[${open}m$
 const plain: Paint = (text) => text;
 
 /**
- * Colour only on a terminal, and never with NO_COLOR (https://no-color.org); FORCE_COLOR turns it on
- * for a pipe.
+ * Colour only on a terminal. FORCE_COLOR turns it on for a pipe (FORCE_COLOR=0 off, as in Node), and
+ * NO_COLOR (any non-empty value) turns it off whatever else is set.
  */
 export function palette(stream: NodeJS.WriteStream = process.stdout): Palette {
   const env = process.env;
-  const on = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0' ? true : !env.NO_COLOR && Boolean(stream.isTTY);
+  // https://no-color.org: a user's NO_COLOR beats a FORCE_COLOR that a CI runner or a tool set (issue 10).
+  const on = env.NO_COLOR ? false : env.FORCE_COLOR !== undefined ? env.FORCE_COLOR !== '0' : Boolean(stream.isTTY);
   if (!on) return { bold: plain, dim: plain, green: plain, yellow: plain, red: plain, cyan: plain };
   return { bold: code(1, 22), dim: code(2, 22), green: code(32, 39), yellow: code(33, 39), red: code(31, 39), cyan: code(36, 39) };
 }
@@ -62,6 +63,26 @@ export function failureReason(delivery: Delivery): string {
   if (last.status === null) return `delivery ${delivery.id} failed ${after}: ${last.error ?? 'no reply'}`;
   const permanent = last.status >= 400 && last.status < 500 ? '; a 4xx is permanent, not retried' : '';
   return `delivery ${delivery.id} failed ${after}: the receiver answered ${last.status}${permanent}`;
+}
+
+/**
+ * Why a delivered delivery still reached no app, or `null`: a relay answers 202
+ * `{"relayed":false,"reason":"filtered_by_listener"}` when no connected `cliphook listen` wants the event,
+ * which the emitter rightly counts as delivered (a 2xx) but the user of `trigger` must hear about.
+ */
+export function notRelayedReason(delivery: Delivery): string | null {
+  const last = delivery.attempts.at(-1);
+  if (delivery.state !== 'delivered' || last?.status !== 202 || !last.response) return null;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(last.response);
+  } catch {
+    return null; // an app's own 202
+  }
+  const { relayed, reason } = (reply ?? {}) as { relayed?: unknown; reason?: unknown };
+  if (relayed !== false || reason !== 'filtered_by_listener') return null;
+  return `delivery ${delivery.id} reached the relay, but no listener wanted ${delivery.event} (202 filtered_by_listener), so nothing reached your app; ` +
+    'check the --events of `cliphook listen`';
 }
 
 /** A delivery without its secret, ready for `--json`. */

@@ -1,9 +1,9 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, rename } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { JsonFile } from '../store/json-file.js';
-import { isWebhookEventName } from '../protocol/events.js';
 import type { Outbox } from './outbox.js';
-import type { DeliveryRecord, DeliveryState } from './types.js';
+import { CLOSE, OPEN, salvageRows, SEPARATOR, serialiseRecord, toRecord, utf8 } from './outbox-format.js';
+import type { DeliveryRecord } from './types.js';
 
 export interface FileOutboxOptions {
   /**
@@ -17,8 +17,6 @@ export interface FileOutboxOptions {
 /** Where `FileOutbox` keeps deliveries unless told otherwise, relative to the working directory. */
 export const DEFAULT_OUTBOX_FILE = '.cliphook/outbox.json';
 
-const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];
-
 // Files held by an open FileOutbox in this process: two outboxes on one file would overwrite each
 // other's writes and lose deliveries, so the second is refused when it is created.
 const openFiles = new Set<string>();
@@ -27,7 +25,9 @@ const openFiles = new Set<string>();
  * The embedded default outbox: a lowdb JSON file (atomic rename writes) with group commit, so a burst
  * of sends costs a couple of writes, not one each. A delivery is in the file before its first attempt.
  * One outbox per file: a second one on a file that is open in this process is a TypeError until the
- * first is closed (`emitter.stop()` closes it); several processes on one file are not detected.
+ * first is closed (`emitter.stop()` closes it); several processes on one file are not detected (the
+ * CLI's commands share theirs through `SharedFileOutbox`). A torn file (not valid JSON) is set aside as
+ * `<file>.torn-<ms>` and every complete delivery in it is kept, with a warning.
  * @example createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) })
  */
 export class FileOutbox implements Outbox {
@@ -114,7 +114,13 @@ export class FileOutbox implements Outbox {
   async #read(): Promise<void> {
     // The file holds signing secrets: a folder this call creates is private to its owner (0700).
     await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
-    const data = (await this.#json.read()) as { version?: unknown; deliveries?: unknown } | null;
+    let data: { version?: unknown; deliveries?: unknown } | null;
+    try {
+      data = (await this.#json.read()) as typeof data;
+    } catch (error) {
+      if (!((error as Error).cause instanceof SyntaxError)) throw error;
+      return this.#recover();
+    }
     if (data === null) return;
     if (data.version !== 1 || !Array.isArray(data.deliveries)) {
       throw new Error(`${this.file} is not a cliphook outbox file (expected version 1).`);
@@ -124,6 +130,24 @@ export class FileOutbox implements Outbox {
       if (!record) throw new Error(`${this.file} holds a malformed delivery: ${JSON.stringify(row).slice(0, 120)}`);
       this.#records.set(record.id, record);
     }
+  }
+
+  /**
+   * A torn file (a crash of the machine mid-write on some file systems, a full disk) must not stop every
+   * delivery: keep it aside for inspection, take every complete delivery it holds, and write them back.
+   */
+  async #recover(): Promise<void> {
+    const rows = salvageRows(await readFile(this.file, 'utf8'));
+    const aside = `${this.file}.torn-${Date.now()}`;
+    await rename(this.file, aside);
+    for (const row of rows) {
+      const record = toRecord(row)!;
+      this.#records.set(record.id, record);
+    }
+    await this.#json.commit();
+    process.emitWarning(`${this.file} was torn (not valid JSON): recovered ${rows.length} deliveries from it, kept as ${aside}.`, {
+      code: 'CLIPHOOK_STORE_RECOVERED',
+    });
   }
 
   /** The document as pieces the file is written from in one writev: no join, no re-encoding. */
@@ -142,48 +166,4 @@ export class FileOutbox implements Outbox {
     pieces.push(CLOSE);
     return pieces;
   }
-}
-
-const OPEN = Buffer.from('{"version":1,"deliveries":[\n');
-const SEPARATOR = Buffer.from(',\n');
-const CLOSE = Buffer.from('\n]}\n');
-
-/** Bytes of their own: a pooled Buffer would keep an 8 KiB slab alive for as long as any line cut from it. */
-function utf8(text: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
-  bytes.write(text, 'utf8');
-  return bytes;
-}
-
-function serialiseRecord(r: DeliveryRecord): string {
-  const head = JSON.stringify({
-    id: r.id, url: r.url, secret: r.secret, event: r.event, state: r.state, retry: r.retry,
-    createdAt: r.createdAt, nextAttemptAt: r.nextAttemptAt, round: r.round, attempts: r.attempts,
-  });
-  // The payload is already JSON: spliced in as is, it stays readable in the file and costs no re-encoding.
-  return `${head.slice(0, -1)},"payload":${r.payload}}`;
-}
-
-function toRecord(row: unknown): DeliveryRecord | null {
-  if (typeof row !== 'object' || row === null) return null;
-  const r = row as Record<string, unknown>;
-  const ok =
-    typeof r.id === 'string' && typeof r.url === 'string' && typeof r.secret === 'string' && isWebhookEventName(r.event) &&
-    STATES.includes(r.state as DeliveryState) && typeof r.createdAt === 'number' &&
-    (r.nextAttemptAt === null || typeof r.nextAttemptAt === 'number') && Array.isArray(r.attempts) &&
-    typeof r.payload === 'object' && r.payload !== null;
-  if (!ok) return null;
-  return {
-    id: r.id as string,
-    url: r.url as string,
-    secret: r.secret as string,
-    event: r.event as DeliveryRecord['event'],
-    state: r.state as DeliveryState,
-    retry: r.retry !== false,
-    createdAt: r.createdAt as number,
-    nextAttemptAt: r.nextAttemptAt as number | null,
-    round: Number.isSafeInteger(r.round) ? (r.round as number) : 0,
-    attempts: r.attempts as DeliveryRecord['attempts'],
-    payload: JSON.stringify(r.payload),
-  };
 }

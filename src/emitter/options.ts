@@ -76,7 +76,7 @@ export interface ResolvedEmitterOptions {
 export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmitterOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError(`Expected an options object, got ${String(options)}.`);
   const {
-    store = new FileOutbox(),
+    store: givenStore,
     timeoutMs = 10_000,
     concurrency = 16,
     allowPrivateNetworks = false,
@@ -87,9 +87,11 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
     fetch,
     lookup,
   } = options;
-  for (const method of ['load', 'save', 'delete', 'close'] as const) {
-    if (typeof (store as Partial<Outbox>)?.[method] !== 'function') {
-      throw new TypeError(`Expected \`store\` to be an outbox with a \`${method}()\` method.`);
+  if (givenStore !== undefined) {
+    for (const method of ['load', 'save', 'delete', 'close'] as const) {
+      if (typeof (givenStore as Partial<Outbox>)?.[method] !== 'function') {
+        throw new TypeError(`Expected \`store\` to be an outbox with a \`${method}()\` method.`);
+      }
     }
   }
   if (!(Number.isFinite(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
@@ -111,5 +113,8 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
+  // Last, once nothing can throw: the default outbox holds its file from construction, and one left
+  // open by a refused option would refuse every later createEmitter() in this process (issue 10).
+  const store = givenStore ?? new FileOutbox();
   return { store, timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
 }

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 // The module's own timer, not the global one: a user's fake timers (vi.useFakeTimers, sinon) replace
 // the globals, and `runAllTimers()` would then spin forever on this heartbeat.
-import { setInterval as heartbeat, clearInterval as stopHeartbeat } from 'node:timers';
+import { setInterval as heartbeat, clearInterval as stopHeartbeat, setTimeout as waitFor } from 'node:timers';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 
 /** How often a held lock's mtime is touched, so processes on other machines can tell it is alive. */
@@ -13,6 +13,15 @@ export const LOCK_REFRESH_MS = 10_000;
 export const LOCK_STALE_MS = 30_000;
 /** How long `acquire` waits for another process's takeover of a stale lock before giving up. */
 const TAKEOVER_WAIT_MS = 1_000;
+
+/** The time a waiting `acquireWithin` reads and waits on. */
+export interface WaitClock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+}
+
+/** Node's own timers, out of a test's fake ones (see the heartbeat's import). */
+export const realClock: WaitClock = { now: () => Date.now(), setTimeout: (callback, ms) => waitFor(callback, ms) };
 
 /** Where a process runs: the same host, boot and pid namespace make pids comparable. */
 interface Place {
@@ -42,7 +51,8 @@ let here: Place | undefined;
  * holder's pid and where it runs, its mtime touched every 10 s, removed on `release()` and at process
  * exit (not when a signal kills the process). Another process that finds it held gets a
  * `FileLockedError`. A lock is taken over, so a crash never needs a hand to clean up, when it is stale:
- * on the same machine and pid namespace, once its process is gone (a paused process still holds it);
+ * on the same machine and pid namespace, once its process is gone or a zombie (a paused process still
+ * holds it);
  * from elsewhere, once it has not been touched for 30 s. Only the process holding `<file>.lock.takeover`
  * may remove a stale lock, and it looks again first, so two processes finding the same stale lock
  * cannot both end up holding the file.
@@ -79,7 +89,7 @@ export class FileLock {
     const body: LockFileBody = {
       pid: process.pid,
       ...place(),
-      started: startTime(process.pid),
+      started: procStat(process.pid)?.started ?? null,
       since: new Date().toISOString(),
       token: randomUUID(),
     };
@@ -101,6 +111,26 @@ export class FileLock {
       if (found === 'gone') continue;
       if (!found.stale || Date.now() > giveUpAt) throw new FileLockedError(resolve(file), what, found.holder, Date.now());
       if (!removeIfStale(path)) sleep(5); // another process is taking it over: see who wins
+    }
+  }
+
+  /**
+   * Like `acquire`, but waits while another live process holds the lock, trying again every `pollMs`,
+   * and throws its `FileLockedError` once `waitMs` have passed: for locks held a moment per write.
+   */
+  static async acquireWithin(
+    file: string,
+    what: string,
+    { waitMs, pollMs = 20, clock = realClock }: { waitMs: number; pollMs?: number; clock?: WaitClock },
+  ): Promise<FileLock> {
+    const giveUpAt = clock.now() + waitMs;
+    for (;;) {
+      try {
+        return FileLock.acquire(file, what);
+      } catch (error) {
+        if (!(error instanceof FileLockedError) || clock.now() >= giveUpAt) throw error;
+      }
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, Math.min(pollMs, Math.max(1, giveUpAt - clock.now()))));
     }
   }
 
@@ -194,7 +224,10 @@ function running(body: LockFileBody): boolean {
     // EPERM: it exists, under another user.
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  const started = startTime(body.pid);
+  const stat = procStat(body.pid);
+  // A zombie (killed, not yet reaped by its parent) still answers kill(0), yet will never write again (issue 10).
+  if (stat !== null && (stat.state === 'Z' || stat.state === 'X')) return false;
+  const started = stat?.started ?? null;
   if (body.started !== null && started !== null) return started === body.started; // else a reused pid
   // No start times (not Linux): this process's own pid is a previous life of it (pid 1 in a restarted
   // container) when the lock is older than this process.
@@ -207,13 +240,30 @@ function place(): Place {
   return here;
 }
 
-/** Linux: field 22 of `/proc/<pid>/stat`, the start time in clock ticks after boot; `null` elsewhere. */
-function startTime(pid: number): number | null {
-  const stat = readText(`/proc/${pid}/stat`);
-  if (stat === null) return null;
+/** What `/proc/<pid>/stat` says of a process (Linux; `null` elsewhere or once it is reaped). */
+function procStat(pid: number): ProcStat | null {
+  const text = readText(`/proc/${pid}/stat`);
+  return text === null ? null : parseProcStat(text);
+}
+
+/** The fields of `/proc/<pid>/stat` a lock needs. */
+export interface ProcStat {
+  /** Field 3: `R`, `S`, `D`, `T` (stopped, still a holder), `Z` (zombie) or `X` (dead)… */
+  state: string;
+  /** Field 22: the start time in clock ticks after boot, which a reused pid does not share; `null` if unreadable. */
+  started: number | null;
+}
+
+/** Parses one `/proc/<pid>/stat` line; `null` when it is not one. */
+export function parseProcStat(text: string): ProcStat | null {
   // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
-  const value = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  return Number.isSafeInteger(value) ? value : null;
+  const close = text.lastIndexOf(')');
+  if (close < 0) return null;
+  const fields = text.slice(close + 2).trim().split(' ');
+  const state = fields[0];
+  if (state === undefined || state === '') return null;
+  const started = Number(fields[19]);
+  return { state, started: Number.isSafeInteger(started) ? started : null };
 }
 
 function readBody(path: string): LockFileBody | null {

@@ -102,20 +102,32 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
 
   async write(data: T | null): Promise<void> {
     const out = this.#stringify(data as T);
-    await writeAll(this.#temp, typeof out === 'string' ? [Buffer.from(out, 'utf8')] : out, this.#fsync);
-    // Windows may refuse a rename while another process has the file open for a moment (as lowdb retries).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await rename(this.#temp, this.#file);
-        break;
-      } catch (error) {
-        if (attempt >= 10) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-    // Outside the retries: a failed folder flush is not a refused rename (the temporary file is gone by now).
-    if (this.#fsync) await syncFolder(this.#file);
+    await replaceFile(this.#file, typeof out === 'string' ? [Buffer.from(out, 'utf8')] : out, { fsync: this.#fsync, temp: this.#temp });
   }
+}
+
+/**
+ * Replaces `file` with `pieces` so that a reader or a crash never sees half of it: written to
+ * `.<name>.tmp` beside it, then renamed over it (and flushed to the device on the way with `fsync`).
+ */
+export async function replaceFile(
+  file: string,
+  pieces: readonly Uint8Array[],
+  { fsync = false, temp = join(dirname(file), `.${basename(file)}.tmp`) }: { fsync?: boolean; temp?: string } = {},
+): Promise<void> {
+  await writeAll(temp, pieces, fsync);
+  // Windows may refuse a rename while another process has the file open for a moment (as lowdb retries).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await rename(temp, file);
+      break;
+    } catch (error) {
+      if (attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  // Outside the retries: a failed folder flush is not a refused rename (the temporary file is gone by now).
+  if (fsync) await syncFolder(file);
 }
 
 /** Creates or truncates `file` and writes every piece, in order, with as few system calls as the OS allows. */

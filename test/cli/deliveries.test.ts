@@ -94,6 +94,15 @@ describe('cliphook deliveries', () => {
     expect(server.received.map((r) => r.headers['x-service-delivery']).sort()).toEqual(['dlv_other', 'dlv_target']);
   });
 
+  it('exits 1 when a redelivery ends at a relay that no listener wanted it from (202 filtered_by_listener)', async () => {
+    const relay = await answering(202, '{"relayed":false,"reason":"filtered_by_listener"}');
+    cleanups.push(() => relay.close());
+    const id = await triggered(relay.url);
+    const again = await cli('deliveries', 'redeliver', id, '--outbox', outboxFile());
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/no listener wanted video\.completed \(202 filtered_by_listener\), so nothing reached your app/);
+  });
+
   it('exits 1 when a redelivery fails', async () => {
     const server = await startServer((_req, res) => {
       res.writeHead(404);

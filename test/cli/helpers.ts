@@ -1,6 +1,8 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
@@ -25,6 +27,28 @@ export async function cli(...args: string[]): Promise<CliResult> {
   }
 }
 
+/** Starts `cliphook …` as a real process (the source, through tsx), colour off. */
+export function spawnBin(args: readonly string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
+  const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+  return spawn(process.execPath, ['--import', 'tsx', bin, ...args], {
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    env: { ...process.env, NO_COLOR: '1', ...env },
+  });
+}
+
+/** Runs `cliphook …` as a real process until it exits. */
+export function runBin(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnBin(args, env);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
 /** A temporary folder, removed by the returned function. */
 export async function tempDir(): Promise<[string, () => Promise<void>]> {
   const dir = await mkdtemp(join(tmpdir(), 'cliphook-cli-'));
@@ -33,9 +57,10 @@ export async function tempDir(): Promise<[string, () => Promise<void>]> {
 
 /**
  * An outbox file holding `ids` as pending deliveries to `url`, due at once, as a `trigger --retry` that
- * was killed would leave it.
+ * was killed would leave it; with `keep`, after the deliveries the file already holds.
  */
-export async function pendingOutbox(file: string, url: string, secret: string, ids: readonly string[]): Promise<void> {
+export async function pendingOutbox(file: string, url: string, secret: string, ids: readonly string[], { keep = false } = {}): Promise<void> {
+  const kept: unknown[] = keep ? JSON.parse(await readFile(file, 'utf8')).deliveries : [];
   const deliveries = ids.map((id, i) => ({
     id, url, secret, event: 'video.completed', state: 'pending', retry: false, createdAt: Date.now() - 60_000 + i,
     nextAttemptAt: Date.now() - 1000, round: 0, attempts: [],
@@ -45,7 +70,7 @@ export async function pendingOutbox(file: string, url: string, secret: string, i
       created_at: '2026-11-21T23:57:12Z', completed_at: '2026-11-21T23:58:49Z',
     },
   }));
-  await writeFile(file, JSON.stringify({ version: 1, deliveries }));
+  await writeFile(file, JSON.stringify({ version: 1, deliveries: [...kept, ...deliveries] }));
 }
 
 /**

@@ -1,25 +1,43 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { describe, expect, it } from 'vitest';
 import { version } from '../../src/version.js';
-
-const argv = (...args: string[]) => ['node', 'cliphook', ...args];
+import { cli } from './helpers.js';
 
 describe('cli entry', () => {
-  afterEach(() => vi.restoreAllMocks());
-
   it('prints the version and exits 0', async () => {
-    const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    expect(await main(argv('--version'))).toBe(0);
-    expect(out.mock.calls.map((c) => String(c[0])).join('')).toContain(version);
+    const result = await cli('--version');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(version);
   });
 
-  it('answers an unknown command with a one-line error, a hint and a non-zero exit', async () => {
-    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const code = await main(argv('frobnicate'));
-    expect(code).not.toBe(0);
-    const text = err.mock.calls.map((c) => String(c[0])).join('');
-    expect(text).toMatch(/error: /);
-    expect(text).toContain('cliphook --help');
-    expect(text.trim().split('\n').length).toBeLessThanOrEqual(2);
+  it('prints the help of a command on --help and exits 0', async () => {
+    const result = await cli('trigger', '--help');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Usage: cliphook trigger');
+    expect(result.stderr).toBe('');
+  });
+
+  it.each([
+    [['frobnicate'], "cliphook: unknown command 'frobnicate' (see cliphook --help)"],
+    [['trigger', 'video.completed', '--nope'], "cliphook: unknown option '--nope' (see cliphook trigger --help)"],
+    [['trigger'], "cliphook: missing required argument 'event' (see cliphook trigger --help)"],
+    [['trigger', 'video.completed', '--url'], "cliphook: option '--url <url>' argument missing (see cliphook trigger --help)"],
+    [['deliveries', 'show'], "cliphook: missing required argument 'id' (see cliphook deliveries show --help)"],
+    [['deliveries', 'frob'], "cliphook: unknown command 'frob' (see cliphook deliveries --help)"],
+    [['deliveries', 'list', 'extra'], /^cliphook: too many arguments for 'list'\. .* \(see cliphook deliveries list --help\)$/],
+    [['trigger', 'video.completed', '--ur', 'x'], /^cliphook: unknown option '--ur' \(Did you mean --url\?\) \(see cliphook trigger --help\)$/],
+  ])('answers a usage error %j with one line and exit 2', async (args, message) => {
+    const result = await cli(...args);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    if (typeof message === 'string') expect(lines[0]).toBe(message);
+    else expect(lines[0]).toMatch(message);
+    expect(result.stdout).toBe('');
+  });
+
+  it('shows the commands, on stderr with exit 2, when none is given', async () => {
+    const result = await cli();
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Usage: cliphook');
   });
 });

@@ -64,6 +64,19 @@ describe('cliphook trigger', () => {
     expect(receiver.handled).toHaveLength(0);
   });
 
+  it("exits 1 and says nothing reached the app when a relay answers 202 filtered_by_listener", async () => {
+    const relay = await answering(202, '{"relayed":false,"reason":"filtered_by_listener"}', { 'content-type': 'application/json' });
+    cleanups.push(() => relay.close());
+    const result = await cli('trigger', 'video.completed', '--url', relay.url, '--secret', secret, '--outbox', outboxFile());
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/<-- \[202\] POST /);
+    expect(result.stderr).toMatch(/^cliphook: delivery dlv_\w+ reached the relay, but no listener wanted video\.completed \(202 filtered_by_listener\), so nothing reached your app; check the --events of `cliphook listen`\n$/);
+    // An app's own 202, or a relay that relayed it, is a delivery like any other.
+    const app = await answering(202, '{"queued":true}');
+    cleanups.push(() => app.close());
+    expect((await cli('trigger', 'video.completed', '--url', app.url, '--secret', secret, '--outbox', outboxFile())).code).toBe(0);
+  });
+
   it('exits 1 on a 500 and suggests --retry', async () => {
     const server = await answering(500);
     cleanups.push(() => server.close());
@@ -137,6 +150,8 @@ describe('cliphook trigger', () => {
     [['video.failed', '--error-code', 'nope'], /unknown --error-code "nope"/],
     [['video.completed', '--set', 'credits_used=lots'], /credits_used/],
     [['video.completed', '--set', 'novalue'], /--set expects key=value/],
+    [['video.completed', '--set', 'promt=a fox'], /^cliphook: --set promt: video\.completed has no field `promt`; its fields are id, status, prompt, video_url, error, error_code, credits_used, duration, model, created_at, completed_at\n$/],
+    [['video.failed', '--set', 'extra=1'], /video\.failed has no field `extra`; its fields are id, status, prompt, video_url, error, error_code/],
     [['video.completed', '--set', ' =x'], /--set expects key=value with a key, got " =x"/],
     [['video.completed', '--timeout', '0'], /--timeout/],
     [['video.completed', '--timeout', '3000000000'], /--timeout expects .*at most 2147483647/],

@@ -224,6 +224,15 @@ describe('send() and options', () => {
     expect(() => createEmitter({ store: new MemoryOutbox(), ...(options as object) })).toThrow(message);
   });
 
+  it('leaves the default outbox free when an option is refused, so a later createEmitter() works (issue 10)', async () => {
+    // Without a store: the default file outbox must not be opened before the options are checked.
+    expect(() => createEmitter({ timeoutMs: 0 })).toThrow(/`timeoutMs`/);
+    expect(() => createEmitter({ concurrency: 0 })).toThrow(/`concurrency`/);
+    const emitter = createEmitter({});
+    await emitter.stop(); // never started: nothing is read or written
+    await createEmitter().stop();
+  });
+
   it('keeps the first 1 KiB of a response without splitting a multi-byte character', async () => {
     const emitter = emitterFor({ fetch: async () => new Response(`ab${'€'.repeat(400)}`, { status: 200 }) });
     await emitter.start();

@@ -1,7 +1,7 @@
-import { mkdir, mkdtemp, rmdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rmdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createEmitter, FileOutbox, type DeliveryRecord } from 'cliphook';
 import { answering, completedPayload, settled, startServer, type TestServer } from './helpers.js';
 
@@ -128,6 +128,29 @@ describe('FileOutbox', () => {
     await rmdir(temp);
     await outbox.close();
     expect(JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_late']);
+  });
+
+  it('recovers a torn file: every complete delivery is kept, the torn file set aside, a warning given', async () => {
+    const file = await tempFile();
+    const writer = new FileOutbox({ file });
+    for (const id of ['dlv_one', 'dlv_two', 'dlv_three']) await writer.save(record(id));
+    await writer.close();
+    const whole = await readFile(file, 'utf8');
+    const torn = whole.slice(0, whole.indexOf('dlv_three') + 30);
+    await writeFile(file, torn);
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const outbox = new FileOutbox({ file });
+      expect((await outbox.load()).map((r) => r.id)).toEqual(['dlv_one', 'dlv_two']);
+      await outbox.close();
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]![0])).toMatch(/was torn \(not valid JSON\): recovered 2 deliveries from it, kept as .*outbox\.json\.torn-\d+/);
+    } finally {
+      warn.mockRestore();
+    }
+    expect(JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_one', 'dlv_two']);
+    const aside = (await readdir(dirname(file))).filter((name) => name.startsWith('outbox.json.torn-'));
+    expect(await readFile(join(dirname(file), aside[0]!), 'utf8')).toBe(torn);
   });
 
   it('refuses a second outbox on a file that is open, until the first is closed', async () => {

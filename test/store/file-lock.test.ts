@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, FileLockedError } from '../../src/index.js';
-import { FileLock, LOCK_STALE_MS } from '../../src/store/file-lock.js';
+import { FileLock, LOCK_STALE_MS, parseProcStat } from '../../src/store/file-lock.js';
 
 const child = fileURLToPath(new URL('./file-lock.child.ts', import.meta.url));
 const racer = fileURLToPath(new URL('./file-lock.racer.ts', import.meta.url));
@@ -191,6 +191,14 @@ describe('FileLock', () => {
     expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).toBe('theirs');
   });
 
+  it('reads the state and start time of /proc/<pid>/stat, whatever the command name holds', () => {
+    const rest = (state: string) => `${state} 1 2 3 0 -1 4194560 5 0 0 0 1 2 0 0 20 0 1 0 123456 1000 200`;
+    expect(parseProcStat(`4242 (node) ${rest('S')}`)).toEqual({ state: 'S', started: 123456 });
+    expect(parseProcStat(`4242 (a) b (c) ${rest('Z')}`)).toEqual({ state: 'Z', started: 123456 });
+    expect(parseProcStat('4242 (node) Z')).toEqual({ state: 'Z', started: null });
+    expect(parseProcStat('garbage')).toBeNull();
+  });
+
   it("keeps its heartbeat out of a test's fake timers", () => {
     vi.useFakeTimers();
     const lock = FileLock.acquire(file, 'store');
@@ -208,6 +216,22 @@ describe('FileLock across processes', () => {
     const old = new Date(Date.now() - LOCK_STALE_MS * 10);
     utimesSync(`${file}.lock`, old, old);
     expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${proc.pid}`);
+  });
+
+  it.runIf(existsSync('/proc/self/stat'))('takes over at once the lock of a zombie: a holder killed and not yet reaped (issue 10)', async () => {
+    // `exec sleep` replaces the shell with a parent that never waits: the killed child stays a zombie.
+    const parent = spawn('sh', ['-c', 'sleep 600 & echo $!; exec sleep 600']);
+    cleanups.push(() => parent.kill('SIGKILL'));
+    const pid = Number(await new Promise<string>((resolve) => parent.stdout.once('data', (chunk) => resolve(String(chunk).trim()))));
+    const stat = () => parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    writeLock({ ...here(), pid, started: stat()!.started, since: new Date().toISOString(), token: 'zombie' });
+    expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${pid}`); // alive: held
+    process.kill(pid, 'SIGKILL');
+    await vi.waitFor(() => expect(stat()!.state).toBe('Z'));
+    expect(() => process.kill(pid, 0)).not.toThrow(); // still there for kill(0), as zombies are
+    const lock = FileLock.acquire(file, 'store');
+    cleanups.push(() => lock.release());
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8'))).toMatchObject({ pid: process.pid });
   });
 
   it('lets exactly one of many processes take over the same stale lock', async () => {

@@ -1,8 +1,9 @@
+import type { SharedFileOutbox, Sender } from '../../emitter/shared-file-outbox.js';
 import type { DeliveryState } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
-import { readOutbox, startOutboxEmitter } from '../outbox-emitter.js';
-import { asJson, failureReason, palette, print, sentLine, type Palette } from '../output.js';
+import { outboxError, readOutbox, startOutboxEmitter, who } from '../outbox-emitter.js';
+import { asJson, failureReason, notRelayedReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
 
 export interface DeliveriesOptions {
@@ -20,7 +21,7 @@ export async function list(options: DeliveriesOptions & { state?: string; limit:
   const limit = Number(options.limit);
   if (!(Number.isSafeInteger(limit) && limit > 0)) throw new ExitError(`--limit expects a positive integer, got ${JSON.stringify(options.limit)}`, 2);
   const all = await readOutbox(options.outbox);
-  const shown = all.reverse().filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
+  const shown = all.filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
   if (options.json) return print(JSON.stringify(shown, null, 2));
   if (shown.length === 0) return print(`No deliveries in ${options.outbox}${options.state ? ` with state ${options.state}` : ''}.`);
   const p = palette();
@@ -58,18 +59,32 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
   const timeoutMs = parseTimeout(options.timeout);
   const p = palette();
   let follow!: Follower;
-  const emitter = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
+  const { emitter, outbox } = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
     follow.announceResumed(options.outbox, id);
+    // Another process's trigger --retry may be sending it: two senders would send every attempt twice.
+    const busy = outbox.heldBy(id) ?? (emitter.get(id) ? await claim(outbox, id, options.outbox) : undefined);
+    if (busy) throw new ExitError(`delivery ${id} is being sent by ${who(busy.holder)}, a running trigger or redeliver; redeliver it once that one has ended`, 1);
     if (!emitter.get(id)) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
     if (!options.json) print(sentLine(again, p));
     const done = await follow.follow(id);
     if (options.json) print(asJson(done));
     if (done.state !== 'delivered') throw new ExitError(failureReason(done), 1);
+    const filtered = notRelayedReason(done);
+    if (filtered) throw new ExitError(filtered, 1);
   } finally {
     await emitter.stop();
     follow.close();
+  }
+}
+
+/** Makes `id` this process's to send; the live process sending it instead, if another took it first. */
+async function claim(outbox: SharedFileOutbox, id: string, file: string): Promise<Sender | undefined> {
+  try {
+    return await outbox.claim(id);
+  } catch (error) {
+    throw outboxError(file, error);
   }
 }
 

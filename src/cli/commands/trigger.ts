@@ -1,4 +1,4 @@
-import { CliphookError } from '../../protocol/errors.js';
+import { CliphookError, FileLockedError } from '../../protocol/errors.js';
 import type { WebhookEventName } from '../../protocol/events.js';
 import { classifyReply } from '../../protocol/schedule.js';
 import { MAX_TIMEOUT_MS } from '../../emitter/options.js';
@@ -6,8 +6,8 @@ import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
 import { follower, type Follower } from '../follow.js';
-import { asJson, failureReason, palette, print, sentLine } from '../output.js';
-import { startOutboxEmitter } from '../outbox-emitter.js';
+import { asJson, failureReason, notRelayedReason, palette, print, sentLine } from '../output.js';
+import { outboxError, startOutboxEmitter } from '../outbox-emitter.js';
 
 export interface TriggerOptions {
   /** Required; checked here so a missing one is a usage error (exit 2). */
@@ -26,8 +26,9 @@ export interface TriggerOptions {
 
 /**
  * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
- * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held are
- * resumed and printed too. Exit 0 when delivered, 1 when not, 2 for usage errors.
+ * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held that no
+ * other running process is sending are resumed and printed too. Exit 0 when delivered, 1 when not (or
+ * when a relay passed it to no listener), 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
   const { url, secret } = options;
@@ -37,13 +38,14 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
   const payload = await buildEvent(event, { errorCode: options.errorCode, set: options.set ?? [] });
   const p = palette();
   let follow!: Follower;
-  const emitter = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
+  const { emitter } = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
     follow.announceResumed(options.outbox);
     let sent;
     try {
       sent = await emitter.send({ url, secret, event: event as WebhookEventName, payload, retry: Boolean(options.retry) });
     } catch (error) {
+      if (error instanceof FileLockedError) throw outboxError(options.outbox, error);
       // A refused URL or a payload that --set broke: the user's input, hence a usage error.
       if (error instanceof CliphookError || error instanceof TypeError) throw new ExitError(error.message, 2);
       throw error;
@@ -55,6 +57,8 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
       const hint = !options.retry && retryable(done) ? ' (add --retry to follow the retry schedule)' : '';
       throw new ExitError(failureReason(done) + hint, 1);
     }
+    const filtered = notRelayedReason(done);
+    if (filtered) throw new ExitError(filtered, 1);
   } finally {
     await emitter.stop();
     follow.close();

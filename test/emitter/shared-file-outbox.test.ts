@@ -1,0 +1,85 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FileLockedError, type DeliveryRecord } from 'cliphook';
+import { SharedFileOutbox } from '../../src/emitter/shared-file-outbox.js';
+import { FileLock } from '../../src/store/file-lock.js';
+import { completedPayload } from './helpers.js';
+
+// Two instances on one file stand for two processes: each is its own sender, with its own lock.
+let dir: string;
+let file: string;
+const cleanups: (() => unknown)[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cliphook-shared-'));
+  file = join(dir, 'outbox.json');
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function open(options: { lockWaitMs?: number; clock?: { now(): number; setTimeout(callback: () => void, ms: number): unknown } } = {}): SharedFileOutbox {
+  const outbox = new SharedFileOutbox({ file, warn: () => undefined, ...options });
+  cleanups.push(() => outbox.close());
+  return outbox;
+}
+
+function record(id: string, state: DeliveryRecord['state'] = 'pending'): DeliveryRecord {
+  return {
+    id, url: 'https://example.com/hook', secret: 'whsec_shared', event: 'video.completed', state, retry: true, createdAt: 0,
+    nextAttemptAt: state === 'pending' ? 0 : null, round: 0, attempts: [], payload: JSON.stringify({ event: 'video.completed', ...completedPayload() }),
+  };
+}
+
+const idsOnDisk = async () => JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id);
+
+describe('SharedFileOutbox', () => {
+  it("keeps every process's deliveries, and never hands one a waiting delivery that a live other is sending", async () => {
+    const a = open();
+    expect(await a.load()).toEqual([]);
+    const mineA = record('dlv_a');
+    await a.save(mineA);
+    const b = open();
+    expect(await b.load()).toEqual([]); // dlv_a waits in a live process
+    expect(b.heldBy('dlv_a')?.holder).toMatchObject({ pid: process.pid });
+    expect(await b.claim('dlv_a')).toMatchObject({ holder: { pid: process.pid } });
+    await Promise.all([b.save(record('dlv_b')), a.save(Object.assign(mineA, { state: 'delivered', nextAttemptAt: null }))]);
+    expect((await idsOnDisk()).sort()).toEqual(['dlv_a', 'dlv_b']);
+
+    // b goes away with dlv_b still waiting: the next one takes it, and dlv_a (finished, nobody's) too.
+    await b.close();
+    const c = open();
+    expect((await c.load()).map((r) => [r.id, r.state])).toEqual([['dlv_a', 'delivered'], ['dlv_b', 'pending']]);
+    expect(JSON.parse(await readFile(file, 'utf8')).deliveries.find((d: { id: string }) => d.id === 'dlv_b').owner).toBe(c.owner);
+  });
+
+  it("forgets a finished delivery only if no other process has taken it since", async () => {
+    const a = open();
+    await a.save(record('dlv_done', 'delivered'));
+    await a.save(record('dlv_old', 'delivered'));
+    const b = open();
+    await b.load();
+    expect(await b.claim('dlv_done')).toBeUndefined(); // b redelivers it
+    await a.delete(['dlv_done', 'dlv_old']);
+    expect(await idsOnDisk()).toEqual(['dlv_done']);
+  });
+
+  it('waits for a lock another process holds a moment, and fails naming it once lockWaitMs have passed', async () => {
+    const held = FileLock.acquire(file, 'test');
+    cleanups.push(() => held.release());
+    let now = 0;
+    const waits: number[] = [];
+    // A clock that moves 4 s at each wait: no real time passes.
+    const clock = { now: () => now, setTimeout: (callback: () => void, ms: number) => (waits.push(ms), (now += 4_000), setImmediate(callback)) };
+    const error = await open({ lockWaitMs: 10_000, clock }).load().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(FileLockedError);
+    expect((error as FileLockedError).holder).toMatchObject({ pid: process.pid });
+    expect(waits).toHaveLength(3);
+
+    now = 0;
+    const patient = open({ lockWaitMs: 10_000, clock: { now: () => now, setTimeout: (callback: () => void) => (held.release(), setImmediate(callback)) } });
+    expect(await patient.load()).toEqual([]);
+  });
+});
