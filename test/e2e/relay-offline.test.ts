@@ -79,6 +79,7 @@ describe('an event buffered an hour', () => {
     const { nextReply } = await startListener(relayUrl, channel, app.url, clock, { secret: SECRET });
     const reply = await nextReply();
     expect(reply).toMatchObject({ status: 200, stale: false, event: { backlog: true, resigned: true, signatureValid: true, deliveryId: 'dlv_1' } });
+    expect(Number.isInteger(reply.durationMs)).toBe(true); // whole milliseconds, not 2.78129100000001
     expect(app.handled).toHaveLength(1);
     expect(app.handled[0]!.deliveryId).toBe('dlv_1');
     const arrived = Buffer.from(app.handled[0]!.rawBody).toString();
