@@ -77,7 +77,8 @@ export function unsafePath(forwardTo: URL, frame: Pick<EventFrame, 'path' | 'que
   if (ENCODED_SEPARATOR.test(path)) return 'an encoded slash or backslash';
   // Belt and braces: the URL the listener builds, read the way WHATWG URL parsers read it, stays under the prefix.
   const prefix = forwardTo.pathname.replace(/\/+$/, '');
-  const parsed = new URL(targetPath(forwardTo, frame), forwardTo.origin).pathname;
+  // Concatenated, not resolved against the origin: `//host/x` is a path here, never another host.
+  const parsed = new URL(forwardTo.origin + targetPath(forwardTo, frame)).pathname;
   if (parsed !== prefix && !parsed.startsWith(`${prefix}/`)) return `it leaves ${prefix || '/'}`;
   return null;
 }

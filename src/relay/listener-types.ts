@@ -85,6 +85,7 @@ export interface ListenerEvent {
   backlog: boolean;
   /** Resent on request (`replay()`). */
   replay: boolean;
+  /** The body bytes sent to the local app: as the sender sent them, but for `delivered_at` when `resigned`. */
   body: Buffer;
 }
 

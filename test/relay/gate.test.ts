@@ -47,6 +47,10 @@ describe('unsafePath', () => {
   ])('refuses %s', (path) => {
     expect(unsafePath(forwardTo, { path, query: '' })).not.toBeNull();
   });
+  it('reads //host/x as a path under a root forwardTo, never as another host', () => {
+    expect(unsafePath(new URL('http://localhost:3000/'), { path: '//evil.example/x', query: '' })).toBeNull();
+    expect(unsafePath(new URL('http://localhost:3000/hooks'), { path: '//evil.example/..', query: '' })).not.toBeNull();
+  });
   it.each(['', '/x', '/x/y.json', '/..x', '/x..', '/.well-known/a', '//double//slash', '/a%20b', '/%41', '/a/...'])('lets %s through', (path) => {
     expect(unsafePath(forwardTo, { path, query: '?a=../b' })).toBeNull();
   });
