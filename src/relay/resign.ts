@@ -22,6 +22,13 @@ export const RESIGN_AFTER_MS = 30_000;
  * the event is to go as it is. The caller has checked that its signature verifies.
  */
 export function resign(frame: Pick<EventFrame, 'body' | 'headers' | 'receivedAt'>, secret: string, now: number): { body: Buffer; headers: RawHeaders } | null {
+  // Most events are fresh: a native search spares them the byte-by-byte scan (which a large body would feel).
+  if (!frame.body.includes('"delivered_at"')) return null;
+  const quick = frame.body.lastIndexOf(QUICK);
+  if (quick !== -1) {
+    const quickAt = Date.parse(frame.body.toString('latin1', quick + QUICK.length, frame.body.indexOf(QUOTE, quick + QUICK.length)));
+    if (Math.abs(now - quickAt) <= RESIGN_AFTER_MS) return null;
+  }
   const value = topLevelString(frame.body, 'delivered_at');
   if (value === null) return null;
   const at = Date.parse(frame.body.toString('latin1', value.start, value.end));
@@ -46,6 +53,7 @@ function readDeliveredAt(body: Buffer): unknown {
 }
 
 const QUOTE = 0x22;
+const QUICK = '"delivered_at":"';
 const BACKSLASH = 0x5c;
 
 /**

@@ -161,4 +161,4 @@ it('loses nothing, duplicates no more than the events in flight at the cuts, and
   expect(duplicated).toBeLessThanOrEqual(bound);
   // Every cut came after a healthy connection: the next one was tried at once, never after a growing wait.
   expect(sessionWaits).toEqual(Array(CUTS).fill(0));
-}, 30_000);
+}, 60_000);

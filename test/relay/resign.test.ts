@@ -58,3 +58,10 @@ describe('resign', () => {
     expect(resign(buffered(text), SECRET, T0 + 10 * 60_000)).not.toBeNull();
   });
 });
+
+describe('resign on a body with spaces around the colon', () => {
+  it('still finds delivered_at by the full scan', () => {
+    const text = `{"event":"video.completed","delivered_at" : "${new Date(T0).toISOString()}"}`;
+    expect(resign(buffered(text), SECRET, T0 + HOUR)?.body.toString()).toBe(`{"event":"video.completed","delivered_at" : "${new Date(T0 + HOUR).toISOString()}"}`);
+  });
+});
