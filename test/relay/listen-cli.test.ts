@@ -59,7 +59,7 @@ describe('cliphook listen: refusals, re-signing and warnings', () => {
     cleanups.push(app.close);
     const flags = { forwardTo: `${app.url}/webhooks`, relay: url, channel: channel.channel, token: channel.token };
     const without = await run(flags, async () => undefined);
-    expect(without.some((line) => /warning: anyone who has the channel URL .*--secret/.test(line))).toBe(true);
+    expect(without.some((line) => /warning: the channel URL is a capability: anyone who has it .*--secret/.test(line))).toBe(true);
     const withSecret = await run({ ...flags, secret: SECRET }, async () => undefined);
     expect(withSecret.some((line) => /warning/.test(line))).toBe(false);
     const json = await run({ ...flags, json: true, methods: ['GET,POST'] }, async () => undefined);

@@ -163,7 +163,7 @@ function asFlagError(error: TypeError): ExitError {
 function startWarnings(options: ListenCommandOptions, methods: string[] | undefined, forwardTo: string): Array<[string, string]> {
   const warnings: Array<[string, string]> = [];
   if (!options.secret) {
-    warnings.push(['no_secret', 'anyone who has the channel URL can send your app requests through it; pass --secret <signing secret> so listen answers unsigned ones itself (401) and re-signs events that waited at the relay']);
+    warnings.push(['no_secret', 'the channel URL is a capability: anyone who has it can send your app requests through it; pass --secret <signing secret> so listen answers unsigned and forged ones itself (401) and re-signs events that waited at the relay']);
   } else if (options.forwardInvalid) {
     warnings.push(['forward_invalid', '--forward-invalid: events whose signature does not verify reach your app too (for debugging signatures only)']);
   }
