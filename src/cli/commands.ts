@@ -78,7 +78,11 @@ function registerListen(program: Command): void {
     // Required, but checked by the command, so a missing one is a one-line usage error (exit 2).
     .option('--forward-to <url>', 'the local URL, e.g. http://localhost:3000/webhooks (required)')
     .addOption(new Option('--relay <url>', 'the relay').env('CLIPHOOK_RELAY').default('http://127.0.0.1:8787'))
-    .addOption(new Option('--secret <secret>', 'check each signature and show sig ✓ / ✗').env('CLIPHOOK_SECRET'))
+    .addOption(
+      new Option('--secret <secret>', 'the signing secret: answer events whose signature does not verify with 401 (never forwarded), and re-sign events that waited at the relay with a fresh delivered_at').env('CLIPHOOK_SECRET'),
+    )
+    .option('--forward-invalid', 'with --secret: forward events whose signature does not verify anyway (debugging signatures only)')
+    .option('--methods <methods>', 'HTTP methods to forward, comma-separated (default POST); others get 405. Each one added lets whoever has the channel URL call it on your app', collect, [])
     .option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)', collect, [])
     .option('--replay <ref>', 'resend a buffered event (sequence number or delivery id) to the local URL, then go on listening')
     .option('--json', 'print one JSON object per line instead of text')

@@ -126,7 +126,7 @@ function describe(value: unknown): string {
 }
 
 /** Why a relay refused or ended a listener: these cannot heal by reconnecting, so `listen` stops. */
-export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused';
+export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused' | 'relay_unreachable';
 
 /**
  * The relay refused a listener or a channel request (issue 4): a bad token, an unknown or deleted channel.

@@ -1,8 +1,8 @@
 import { CLOSE } from './frames.js';
 import type { ReconnectOptions } from './listener-types.js';
 
-/** A session up this long proves the connection healthy: the reconnect backoff starts over. */
-export const STABLE_SESSION_MS = 30_000;
+/** A connection up this long after the relay's hello is healthy even if no pong came. */
+export const HEALTHY_SESSION_MS = 5_000;
 
 /** Closes that reconnecting at once would only repeat: the relay refused what this listener sent, or failed on it. */
 const BACK_OFF_CODES: ReadonlySet<number> = new Set([CLOSE.policy, CLOSE.tooBig, CLOSE.internalError]);
@@ -17,9 +17,18 @@ export function reconnectDelay(failures: number, { minTimeout, maxTimeout, facto
 }
 
 /**
- * The listener's reconnect backoff. It outlives a session (p-retry's state cannot, hence our own): only
- * a session that stayed up `STABLE_SESSION_MS` starts it over, and a close for something the listener
- * sent (1008/1009/1011) always waits first, so a relay that keeps refusing a reply is not hit in a loop.
+ * Whether a connection that closed at `closedAt` was healthy: the relay said hello, then answered a ping
+ * (`proved`) or kept it up `HEALTHY_SESSION_MS`. A flaky network cuts healthy connections; the wait after
+ * them must not grow (issue 10: 6 cuts in 40 s grew it to 30 s against a healthy relay).
+ */
+export function healthySession(helloAt: number | null, proved: boolean, closedAt: number): boolean {
+  return helloAt !== null && (proved || closedAt - helloAt >= HEALTHY_SESSION_MS);
+}
+
+/**
+ * The listener's reconnect backoff. It outlives a session (p-retry's state cannot, hence our own): a
+ * healthy session starts it over and is followed by an immediate reconnect, and a close for something the
+ * listener sent (1008/1009/1011) always waits first, so a relay that keeps refusing a reply is not hit in a loop.
  */
 export class ReconnectBackoff {
   readonly #options: Required<ReconnectOptions>;
@@ -35,11 +44,10 @@ export class ReconnectBackoff {
     return reconnectDelay(++this.#failures, this.#options);
   }
 
-  /** The wait after a session that was up `upMs` closed with `code`. */
-  afterSession(upMs: number, code: number): number {
-    const stable = upMs >= STABLE_SESSION_MS;
-    if (stable) this.#failures = 0;
-    return !stable || BACK_OFF_CODES.has(code) ? reconnectDelay(++this.#failures, this.#options) : 0;
+  /** The wait after a session closed with `code`; `healthy` as `healthySession` says. */
+  afterSession(healthy: boolean, code: number): number {
+    if (healthy) this.#failures = 0;
+    return !healthy || BACK_OFF_CODES.has(code) ? reconnectDelay(++this.#failures, this.#options) : 0;
   }
 }
 

@@ -1,18 +1,31 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import { RelayError } from '../protocol/errors.js';
-import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
-import { verifySignature } from '../protocol/signature.js';
-import { checkReply, CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame, type ReplyFrame } from './frames.js';
-import { ReconnectBackoff, sleep } from './backoff.js';
+import { CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
+import { healthySession, ReconnectBackoff, sleep } from './backoff.js';
 import { corkPerTurn } from './cork.js';
-import { ForwardError, createForwarder, targetUrl, type Forwarder } from './forward.js';
-import { rawHeader } from './headers.js';
+import { createForwarder, type Forwarder } from './forward.js';
 import { Heartbeat } from './heartbeat.js';
 import { resolveListenerOptions, type ResolvedListenerOptions } from './listener-options.js';
-import type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply } from './listener-types.js';
+import type { ListenerEvents, ListenerOptions, ListenerReply } from './listener-types.js';
+import { LocalHop } from './local-hop.js';
 
-export type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerReply, ReconnectOptions } from './listener-types.js';
+export type { ListenerEvent, ListenerEvents, ListenerOptions, ListenerRefusalCode, ListenerReply, ReconnectOptions } from './listener-types.js';
+
+/** One connection to the relay, and the work that belongs to it. */
+interface Session {
+  readonly socket: WebSocket;
+  /** Called before each send: replies finished in one event-loop turn leave in one write. */
+  readonly cork: () => void;
+  /** Resolves with the close code. */
+  readonly closed: Promise<number>;
+  /** Caught-up events go to the local app one at a time, in order; each connection has its own chain. */
+  backlog: Promise<void>;
+  /** When the relay said hello, by the listener's clock. */
+  helloAt: number | null;
+  /** A pong came after the hello: the relay answers on this connection. */
+  proved: boolean;
+}
 
 /** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
 const HOLD = Symbol('hold');
@@ -29,15 +42,14 @@ export class Listener extends EventEmitter<ListenerEvents> {
   readonly closed: Promise<RelayError | null>;
   readonly #options: ResolvedListenerOptions;
   readonly #forwarder: Forwarder;
+  readonly #hop: LocalHop;
   readonly #heartbeat: Heartbeat;
   readonly #abort = new AbortController();
-  /** Replays asked for, oldest first, each with the socket its answer must come on. */
-  readonly #replays: Array<{ resolve: (reply: ListenerReply | null) => void; reject: (error: Error) => void; socket: WebSocket }> = [];
-  #socket: WebSocket | null = null;
-  /** Called before each send on `#socket`: replies finished in one event-loop turn leave in one write. */
-  #cork: () => void = () => undefined;
-  #backlog: Promise<void> = Promise.resolve();
-  #held: Array<[EventFrame, WebSocket]> | null = null;
+  /** Replays asked for, oldest first, each with the connection its answer must come on. */
+  readonly #replays: Array<{ resolve: (reply: ListenerReply | null) => void; reject: (error: Error) => void; session: Session }> = [];
+  /** The latest connection; replies go on it only while it is open. */
+  #session: Session | null = null;
+  #held: Array<[EventFrame, Session]> | null = null;
   #stopped = false;
   #finish!: (error: RelayError | null) => void;
 
@@ -46,6 +58,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     this.#options = resolveListenerOptions(options);
     const { forwardTo, localTimeoutMs, maxReplyBytes, scheduler, clock, pingIntervalMs, readDeadlineMs } = this.#options;
     this.#forwarder = createForwarder(forwardTo, localTimeoutMs, maxReplyBytes, scheduler);
+    this.#hop = new LocalHop(this.#options, this.#forwarder);
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.closed = new Promise((resolve) => (this.#finish = resolve));
   }
@@ -70,7 +83,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
     while (!this.#stopped) {
       if (delayMs > 0) await sleep(delayMs, this.#abort.signal);
       if (this.#stopped) break;
-      let session: { closed: Promise<number> };
+      let session: Session;
       try {
         session = await this.#open();
       } catch (error) {
@@ -81,12 +94,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
         continue;
       }
       attempt = 0;
-      const openedAt = this.#options.clock();
       const code = await session.closed;
       if (code === CLOSE.invalidToken) return this.#stop(new RelayError('invalid_token', 'The relay no longer accepts this token.'));
       if (code === CLOSE.channelGone) return this.#stop(new RelayError('channel_not_found', 'The channel was deleted.'));
       if (this.#stopped) break;
-      delayMs = backoff.afterSession(this.#options.clock() - openedAt, code);
+      delayMs = backoff.afterSession(healthySession(session.helloAt, session.proved, this.#options.clock()), code);
       this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`), delayMs });
     }
     this.#stop(null);
@@ -98,13 +110,11 @@ export class Listener extends EventEmitter<ListenerEvents> {
    * is not connected, or its connection closes before the answer.
    */
   replay(ref: string | number): Promise<ListenerReply | null> {
-    const socket = this.#socket;
-    if (this.#stopped || socket === null || socket.readyState !== WebSocket.OPEN) {
-      return Promise.reject(new Error(`Cannot replay ${ref}: the listener is not connected to the relay.`));
-    }
+    const session = this.#session;
+    if (!this.#isCurrent(session)) return Promise.reject(new Error(`Cannot replay ${ref}: the listener is not connected to the relay.`));
     return new Promise((resolve, reject) => {
-      this.#replays.push({ resolve, reject, socket });
-      this.#send({ type: 'replay', ref: String(ref) }, socket);
+      this.#replays.push({ resolve, reject, session });
+      this.#send({ type: 'replay', ref: String(ref) }, session);
     });
   }
 
@@ -114,14 +124,14 @@ export class Listener extends EventEmitter<ListenerEvents> {
     return () => {
       const held = this.#held ?? [];
       this.#held = null;
-      for (const [frame, socket] of held) this.#dispatch(frame, socket);
+      for (const [frame, session] of held) this.#dispatch(frame, session);
     };
   }
 
   /** Disconnects and stops reconnecting. */
   async close(): Promise<void> {
     if (!this.#stopped) {
-      this.#socket?.close(CLOSE.normal, 'listener closing');
+      this.#session?.socket.close(CLOSE.normal, 'listener closing');
       this.#stop(null);
     }
     await this.closed;
@@ -133,14 +143,14 @@ export class Listener extends EventEmitter<ListenerEvents> {
     this.#abort.abort();
     this.#heartbeat.stop();
     this.#forwarder.close();
-    this.#socket?.terminate();
+    this.#session?.socket.terminate();
     for (const { resolve } of this.#replays.splice(0)) resolve(null);
     this.emit('close', error);
     this.#finish(error);
   }
 
-  /** One connection attempt: resolves, once upgraded, with a promise of the close code. */
-  #open(): Promise<{ closed: Promise<number> }> {
+  /** One connection attempt: resolves, once upgraded, with its session. */
+  #open(): Promise<Session> {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(this.endpoint, {
         headers: { authorization: `Bearer ${this.#options.token}` },
@@ -161,101 +171,86 @@ export class Listener extends EventEmitter<ListenerEvents> {
       socket.once('upgrade', (res) => (cork = corkPerTurn(res.socket)));
       socket.once('open', () => {
         if (this.#stopped) return socket.terminate();
-        this.#socket = socket;
-        this.#cork = cork;
+        const closed = new Promise<number>((done) => socket.once('close', (code) => done(code)));
+        const session: Session = { socket, cork, closed, backlog: Promise.resolve(), helloAt: null, proved: false };
+        this.#session = session;
         socket.on('error', () => undefined); // the close that follows is what matters
         this.#heartbeat.watch(socket);
-        socket.on('message', (data, isBinary) => this.#onMessage(socket, data, isBinary));
-        socket.once('close', () => this.#dropReplays(socket));
-        resolve({ closed: new Promise((closed) => socket.once('close', (code) => closed(code))) });
+        socket.on('message', (data, isBinary) => this.#onMessage(session, data, isBinary));
+        socket.on('pong', () => (session.proved ||= session.helloAt !== null));
+        socket.once('close', () => this.#dropReplays(session));
+        resolve(session);
       });
     });
   }
 
-  #onMessage(socket: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
+  #onMessage(session: Session, data: WebSocket.RawData, isBinary: boolean): void {
     let frame;
     try {
       frame = parseServerFrame(data, isBinary);
     } catch (error) {
-      socket.close(error instanceof FrameError ? error.closeCode : CLOSE.policy, 'malformed frame');
+      session.socket.close(error instanceof FrameError ? error.closeCode : CLOSE.policy, 'malformed frame');
       return;
     }
-    if (frame.type === 'hello') return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
-    if (frame.type === 'replay_missing') return void this.#settleReplay(socket, null);
-    if (this.#held) this.#held.push([frame, socket]);
-    else this.#dispatch(frame, socket);
-  }
-
-  /** `socket` is the one the event came on: its reply goes back on it or nowhere. */
-  #dispatch(frame: EventFrame, socket: WebSocket): void {
-    // Caught-up events go to the local app one at a time, in sequence order; live ones go at once.
-    if (frame.backlog) this.#backlog = this.#backlog.then(() => this.#handle(frame, socket));
-    else void this.#handle(frame, socket);
-  }
-
-  async #handle(frame: EventFrame, socket: WebSocket): Promise<void> {
-    const { body } = frame;
-    const { secret, forwardTo } = this.#options;
-    const event: ListenerEvent = {
-      seq: frame.seq,
-      method: frame.method,
-      url: frame.path || frame.query ? targetUrl(forwardTo, frame).href : forwardTo.href,
-      eventName: rawHeader(frame.headers, HEADER_EVENT) ?? null,
-      deliveryId: rawHeader(frame.headers, HEADER_DELIVERY) ?? null,
-      signatureValid: secret === undefined ? null : verifySignature(body, rawHeader(frame.headers, HEADER_SIGNATURE), secret),
-      backlog: frame.backlog,
-      replay: frame.replay,
-      body,
-    };
-    this.emit('event', event);
-    const started = performance.now();
-    let reply: ListenerReply;
-    try {
-      const local = await this.#forwarder.forward(frame);
-      if (local.status < 200 || local.status > 599) throw new ForwardError('local_unreachable', `the local app answered with status ${local.status}`);
-      const replyFrame: ReplyFrame = { type: 'reply', seq: frame.seq, status: local.status, headers: local.headers, body: local.body };
-      const encoded = encodeFrame(replyFrame);
-      try {
-        checkReply(replyFrame, encoded.length);
-      } catch (invalid) {
-        // The relay would close the socket (1008/1009) and resend the event: a loop the sender never leaves.
-        throw new ForwardError('local_unreachable', `the local reply cannot be relayed: ${(invalid as Error).message}`);
-      }
-      reply = { event, status: local.status, error: null, durationMs: performance.now() - started };
-      this.#sendEncoded(encoded, socket);
-    } catch (error) {
-      const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
-      reply = { event, status: null, error: { code, detail: message }, durationMs: performance.now() - started };
-      this.#send({ type: 'fail', seq: frame.seq, code, detail: message.slice(0, 1000) }, socket);
+    if (frame.type === 'hello') {
+      session.helloAt = this.#options.clock();
+      // Its pong proves the relay answers on this connection: then the reconnect backoff starts over.
+      session.socket.ping();
+      return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
     }
-    if (frame.replay) this.#settleReplay(socket, reply);
+    if (frame.type === 'replay_missing') return void this.#settleReplay(session, null);
+    if (this.#held) this.#held.push([frame, session]);
+    else this.#dispatch(frame, session);
+  }
+
+  /** `session` is the connection the event came on: its reply goes back on it or nowhere. */
+  #dispatch(frame: EventFrame, session: Session): void {
+    // Caught-up events go to the local app one at a time, in sequence order; live ones go at once.
+    if (frame.backlog) session.backlog = session.backlog.then(() => this.#handle(frame, session));
+    else void this.#handle(frame, session);
+  }
+
+  async #handle(frame: EventFrame, session: Session): Promise<void> {
+    // Work for a closed connection is dropped, not done: the relay sends the event again on the new one,
+    // and the new connection's catch-up must not wait behind it (issue 10).
+    if (!this.#isCurrent(session)) return;
+    const prepared = this.#hop.prepare(frame);
+    this.emit('event', prepared.event);
+    const { reply, frame: answer } = await this.#hop.answer(prepared);
+    this.#sendEncoded(answer, session);
+    if (frame.replay) this.#settleReplay(session, reply);
     this.emit('reply', reply);
   }
 
-  /** Answers the oldest replay asked on `socket`; one asked on an earlier socket was rejected when it closed. */
-  #settleReplay(socket: WebSocket, reply: ListenerReply | null): void {
-    if (this.#replays[0]?.socket === socket) this.#replays.shift()!.resolve(reply);
+  /** True while `session` is the open connection. */
+  #isCurrent(session: Session | null): session is Session {
+    return !this.#stopped && session !== null && session === this.#session && session.socket.readyState === WebSocket.OPEN;
   }
 
-  /** Rejects the replays waiting on `socket`, which closed: their answer can no longer come. */
-  #dropReplays(socket: WebSocket): void {
+  /** Answers the oldest replay asked on `session`; one asked on an earlier connection was rejected when it closed. */
+  #settleReplay(session: Session, reply: ListenerReply | null): void {
+    if (this.#replays[0]?.session === session) this.#replays.shift()!.resolve(reply);
+  }
+
+  /** Rejects the replays waiting on `session`, which closed: their answer can no longer come. */
+  #dropReplays(session: Session): void {
     for (let i = this.#replays.length - 1; i >= 0; i--) {
-      if (this.#replays[i]!.socket !== socket) continue;
+      if (this.#replays[i]!.session !== session) continue;
       this.#replays.splice(i, 1)[0]!.reject(new Error('The connection to the relay closed before the replay was answered.'));
     }
   }
 
-  #send(frame: ClientFrame, socket = this.#socket): void {
-    this.#sendEncoded(encodeFrame(frame), socket);
+  #send(frame: ClientFrame, session = this.#session): void {
+    this.#sendEncoded(encodeFrame(frame), session);
   }
 
-  /** Sends on `socket` (for a reply, the one its event came on) only while it is the open connection. */
-  #sendEncoded(data: string | Buffer, socket = this.#socket): void {
-    // A reply whose socket is gone is dropped, never sent on a newer one: the relay resends unacknowledged
+  /** Sends on `session` (for a reply, the one its event came on) only while it is the open connection. */
+  #sendEncoded(data: string | Buffer, session = this.#session): void {
+    // A reply whose connection is gone is dropped, never sent on a newer one: the relay resends unacknowledged
     // events on reconnect, and a relay restarted since may have given its sequence number to another event.
-    if (socket === null || socket !== this.#socket || socket.readyState !== WebSocket.OPEN) return;
-    this.#cork();
-    socket.send(data);
+    if (!this.#isCurrent(session)) return;
+    session.cork();
+    session.socket.send(data);
   }
 }
 

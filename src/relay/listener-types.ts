@@ -5,7 +5,8 @@ import type { Scheduler } from './heartbeat.js';
 
 /**
  * How `listen` backs off between reconnects (p-retry's options); jitter is on unless `randomize: false`.
- * The backoff carries over across connections and starts over only after one stayed up 30 s.
+ * The backoff carries over across connections and starts over after a healthy one: the relay said hello
+ * and then answered a ping, or the connection stayed up 5 s.
  */
 export interface ReconnectOptions {
   /** @default 500 */
@@ -27,8 +28,24 @@ export interface ListenerOptions {
   token: string;
   /** The local URL events are POSTed to; an event's extra path and query are appended. @example 'http://localhost:3000/webhooks' */
   forwardTo: string;
-  /** Signing secret(s): when set, each event says whether its `X-Service-Signature` is valid. */
+  /**
+   * Signing secret(s). When set, an event whose `X-Service-Signature` does not verify is answered by the
+   * listener (401 `invalid_signature` or `missing_signature`) and never reaches the local app, and an
+   * authentic event that waited at the relay is re-signed with a fresh `delivered_at` (the first secret
+   * signs). Without it, anyone who has the channel URL can send the local app anything it accepts.
+   */
   secret?: string | readonly string[];
+  /**
+   * With `secret`: forward events whose signature does not verify anyway (they are still marked
+   * `signatureValid: false`). For debugging signatures only. @default false
+   */
+  forwardInvalid?: boolean;
+  /**
+   * HTTP methods forwarded to the local app; any other is answered 405 `method_not_allowed` (with `Allow`)
+   * by the listener. Webhooks are POSTs: every method added lets whoever has the channel URL call that
+   * method on the local app and read its reply. @default ['POST']
+   */
+  methods?: readonly string[];
   /** Only these `X-Service-Event` names are sent to this listener (the relay filters). @default all */
   events?: readonly string[];
   /** How long the local app may take; below the relay's reply timeout so the sender learns why. @default 8_500 */
@@ -57,21 +74,39 @@ export interface ListenerEvent {
   eventName: string | null;
   /** `X-Service-Delivery`, or `null`. */
   deliveryId: string | null;
-  /** With `secret`: whether `X-Service-Signature` matches the body; otherwise `null`. */
+  /** With `secret`: whether `X-Service-Signature` matches the body as the sender sent it; otherwise `null`. */
   signatureValid: boolean | null;
+  /**
+   * The listener gave it a fresh `delivered_at` and signature before forwarding (with `secret`, an
+   * authentic event that waited at the relay past the receiver's replay window).
+   */
+  resigned: boolean;
   /** Caught up from the buffer after (re)connecting. */
   backlog: boolean;
   /** Resent on request (`replay()`). */
   replay: boolean;
+  /** The body bytes sent to the local app: as the sender sent them, but for `delivered_at` when `resigned`. */
   body: Buffer;
 }
+
+/** Why the listener answered an event itself instead of forwarding it. */
+export type ListenerRefusalCode = 'method_not_allowed' | 'invalid_path' | 'invalid_signature' | 'missing_signature';
 
 /** What the local app answered, or why it did not. */
 export interface ListenerReply {
   event: ListenerEvent;
-  /** The local status, or `null` when the app was unreachable or too slow. */
+  /** The status the sender gets: the local app's, or the listener's own refusal; `null` when the app was unreachable or too slow. */
   status: number | null;
   error: { code: 'local_unreachable' | 'local_timeout'; detail: string } | null;
+  /** Set when the listener answered the event itself with a problem body: the local app never saw it. */
+  refused: { code: ListenerRefusalCode; detail: string } | null;
+  /**
+   * The local app refused the event as stale (400 `stale_delivery`) and, without `secret` to re-sign it,
+   * the listener did not take that as the answer: a caught-up event stays buffered at the relay for the
+   * next connection, and a live event's sender gets 502 and retries with a fresh `delivered_at`.
+   */
+  stale: boolean;
+  /** Whole milliseconds from forwarding to the reply. */
   durationMs: number;
 }
 

@@ -60,7 +60,7 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
 
   it('keeps method, extra path, query and end-to-end headers (repeats in order); drops hop-by-hop ones', async () => {
     const { app, relayUrl, channel } = await setup();
-    await listenTo(relayUrl, channel, `${app.url}/echo`);
+    await listenTo(relayUrl, channel, `${app.url}/echo`, { methods: ['POST', 'PUT'] });
     const target = new URL(`${channel.url}/a/b%20c?x=1&y=%2F&x=2`);
     const headers = [
       'Host', target.host, 'X-Multi', 'one', 'x-multi', 'two', 'Connection', 'keep-alive, X-Private', 'X-Private', 'secret',
@@ -178,7 +178,7 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
     expect(await res.text()).toBe('{"status":201}');
   });
 
-  it('serves on an existing HTTP server with attach(), for any method', async () => {
+  it('serves on an existing HTTP server with attach(), for any method the listener allows', async () => {
     const app = await startLocalApp();
     cleanups.push(app.close);
     const relay = createRelayServer({ file: false });
@@ -188,7 +188,7 @@ describe('relay + listen → a real Express app with receiver.express()', () => 
     cleanups.push(() => relay.close());
     await relay.attach(server.server);
     const channel = await createChannel(server.url);
-    await listenTo(server.url, channel, `${app.url}/echo`);
+    await listenTo(server.url, channel, `${app.url}/echo`, { methods: ['GET'] });
     const res = await fetch(`${channel.url}/x?y=1`, { method: 'GET' });
     expect(res.status).toBe(200);
     expect(app.echoes[0]).toMatchObject({ method: 'GET', url: '/echo/x?y=1' });

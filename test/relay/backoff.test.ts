@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sleep } from '../../src/relay/backoff.js';
+import { healthySession, ReconnectBackoff, sleep } from '../../src/relay/backoff.js';
 
 afterEach(() => vi.useRealTimers());
 
@@ -21,5 +21,20 @@ describe('sleep', () => {
     expect(vi.getTimerCount()).toBe(0);
     await sleep(60_000, controller.signal); // already aborted: no timer at all
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('healthySession and ReconnectBackoff', () => {
+  it('calls a session healthy once it had the hello and then a pong or 5 s, and resets the wait after one', () => {
+    expect(healthySession(null, false, 60_000)).toBe(false); // never said hello
+    expect(healthySession(1_000, false, 5_999)).toBe(false);
+    expect(healthySession(1_000, false, 6_000)).toBe(true);
+    expect(healthySession(1_000, true, 1_000)).toBe(true); // answered the ping sent on the hello
+    const backoff = new ReconnectBackoff({ minTimeout: 100, maxTimeout: 30_000, factor: 2, randomize: false });
+    expect([backoff.afterFailedConnect(), backoff.afterFailedConnect(), backoff.afterSession(false, 1006)]).toEqual([100, 200, 400]);
+    // Six cuts of healthy connections in a row: reconnect at once every time.
+    expect(Array.from({ length: 6 }, () => backoff.afterSession(true, 1006))).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(backoff.afterFailedConnect()).toBe(100);
+    expect(backoff.afterSession(true, 1008)).toBe(100); // a refused frame always waits
   });
 });

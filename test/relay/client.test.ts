@@ -117,24 +117,28 @@ describe('replies the relay would refuse, and the backoff', () => {
     expect(reconnectDelay(2, { ...options, randomize: true }, () => 0.5)).toBe(300);
   });
 
-  it('backs off across sessions after 1008/1009/1011 and short sessions; a 30 s session starts it over', async () => {
-    // A relay that says hello, then closes each connection with the next code the test gives it.
-    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  it('backs off across sessions after 1008/1009/1011 and short sessions; a healthy one (5 s up, or a pong) starts it over', async () => {
+    // A relay that says hello, then closes each connection with the next code the test gives it. It answers
+    // pings only when the test says so, so a session proves itself by time alone unless told otherwise.
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', autoPong: false });
     await new Promise((resolve) => wss.once('listening', resolve));
     cleanups.push(() => new Promise((resolve) => wss.close(resolve)));
     const sockets: import('ws').WebSocket[] = [];
     let connections = 0;
+    let answerPings = false;
     wss.on('connection', (socket) => {
       connections++;
       sockets.push(socket);
+      socket.on('ping', () => answerPings && socket.pong());
       socket.send(JSON.stringify({ type: 'hello', channel: 'c', listener: `l${connections}`, pingIntervalMs: 10_000 }));
     });
     let now = 0;
+    const scheduler = manualScheduler();
     const listener = new Listener({
       ...base,
       relayUrl: `http://127.0.0.1:${(wss.address() as AddressInfo).port}`,
       clock: () => now,
-      scheduler: manualScheduler(),
+      scheduler,
       reconnect: { minTimeout: 5, maxTimeout: 40, factor: 2, randomize: false },
     });
     const delays: number[] = [];
@@ -158,13 +162,29 @@ describe('replies the relay would refuse, and the backoff', () => {
     // A refused reply waits even after a long session; short sessions keep growing the wait.
     expect(delays).toEqual([5, 10, 20, 40, 40]);
     next = connected();
-    await closedWith(1000, 30_000); // a healthy session: the next reconnect is at once
+    await closedWith(1006, 5_000); // up 5 s after the hello: healthy, so the next reconnect is at once
     await next;
     next = connected();
     await closedWith(1000, 0);
     await next;
     expect(delays.slice(5)).toEqual([0, 5]);
-    expect(connections).toBe(8);
+    // A relay that answers the ping sent on its hello proves the connection at once (issue 10: cut after cut
+    // on a flaky network must not grow the wait against a healthy relay).
+    answerPings = true;
+    for (let cut = 0; cut < 3; cut++) {
+      const pinged = new Promise<void>((resolve) => sockets.at(-1)!.once('ping', () => resolve()));
+      scheduler.tick(); // the heartbeat pings now
+      await pinged;
+      // The listener answers our ping after reading the pong sent before it: then the pong has arrived.
+      const back = new Promise((resolve) => sockets.at(-1)!.once('pong', resolve));
+      sockets.at(-1)!.ping();
+      await back;
+      next = connected();
+      await closedWith(1006, 0);
+      await next;
+    }
+    expect(delays.slice(7)).toEqual([0, 0, 0]);
+    expect(connections).toBe(11);
   });
 });
 

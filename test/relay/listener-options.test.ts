@@ -9,6 +9,8 @@ it('fills in the defaults, parses forwardTo and resolves the reconnect settings'
     ...base,
     forwardTo: new URL('http://localhost:3000/webhooks'),
     secret: undefined,
+    forwardInvalid: false,
+    methods: new Set(['POST']),
     events: undefined,
     localTimeoutMs: 8_500,
     maxReplyBytes: 1024 * 1024,
@@ -24,6 +26,11 @@ it('fills in the defaults, parses forwardTo and resolves the reconnect settings'
 it('names each option it refuses', () => {
   expect(() => resolveListenerOptions({ ...base, channel: '' })).toThrow(/`channel`/);
   expect(() => resolveListenerOptions({ ...base, secret: [] })).toThrow(/`secret`/);
+  expect(() => resolveListenerOptions({ ...base, secret: ['whsec_a', ''] })).toThrow(/`secret`/);
+  expect(() => resolveListenerOptions({ ...base, methods: [] })).toThrow(/`methods`/);
+  expect(() => resolveListenerOptions({ ...base, methods: ['GE T'] })).toThrow(/`methods`/);
+  expect(() => resolveListenerOptions({ ...base, forwardInvalid: 'yes' as unknown as boolean })).toThrow(/`forwardInvalid`/);
+  expect(resolveListenerOptions({ ...base, methods: ['get', 'POST'] }).methods).toEqual(new Set(['GET', 'POST']));
   expect(() => resolveListenerOptions({ ...base, maxReplyBytes: 1.5 })).toThrow(/`maxReplyBytes`/);
   expect(() => resolveListenerOptions({ ...base, pingIntervalMs: -1 })).toThrow(/`pingIntervalMs`/);
   expect(() => resolveListenerOptions({ ...base, clock: 0 as unknown as () => number })).toThrow(/`clock`/);

@@ -231,7 +231,8 @@ describe('relay server', () => {
     const channel = await createChannel(url);
     const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook` });
     cleanups.push(() => listener.close());
-    const targets = ['?', '/a/../b?x=1', '/a\\b', '/a%2Fb%2fc/', "/p|q^{}?q='x'&a=1&a=2&e=%41%2b+", '//double//slash'];
+    // Dot segments, backslashes and encoded slashes are refused by the listener (test/relay/gate.test.ts).
+    const targets = ['?', '/a/..b?x=1', "/p|q^{}?q='x'&a=1&a=2&e=%41%2b+", '//double//slash'];
     for (const rest of targets) {
       const head = await rawRequest(url, `POST /in/${channel.channel}${rest} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi`);
       expect(head).toMatch(/^HTTP\/1\.1 200 /);
@@ -250,7 +251,7 @@ describe('relay server', () => {
     });
     cleanups.push(app.close);
     const channel = await createChannel(url);
-    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook` });
+    const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook`, methods: ['POST', 'HEAD', 'DELETE', 'OPTIONS'] });
     cleanups.push(() => listener.close());
     const head = await rawRequest(url, `HEAD /in/${channel.channel} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(head).toMatch(/^HTTP\/1\.1 200 /);

@@ -2,6 +2,7 @@ import { chmod } from 'node:fs/promises';
 import { RelayError } from '../../protocol/errors.js';
 import { createChannel } from '../../relay/api.js';
 import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
+import { resolveListenerOptions } from '../../relay/listener-options.js';
 import { JsonFile } from '../../store/json-file.js';
 import { ExitError } from '../errors.js';
 import { palette, type Palette } from '../output.js';
@@ -10,6 +11,10 @@ export interface ListenCommandOptions {
   forwardTo?: string;
   relay: string;
   secret?: string;
+  /** Forward events whose signature does not verify (debugging signatures). */
+  forwardInvalid?: boolean;
+  /** Comma-separated HTTP methods to forward, or several flags; POST when not given. */
+  methods?: string[];
   /** Comma-separated `X-Service-Event` names, or several flags. */
   events?: string[];
   replay?: string;
@@ -49,29 +54,23 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   const relayUrl = options.relay.replace(/\/+$/, '');
   const forwardTo = options.forwardTo;
   if (forwardTo === undefined) throw new ExitError('--forward-to <url> is required: the local URL to forward webhooks to.', 2);
-  for (const [flag, value] of [['--relay', relayUrl], ['--forward-to', forwardTo]] as const) {
-    if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new ExitError(`${flag} must be an http(s) URL, got ${JSON.stringify(value)}.`, 2);
+  if (!URL.canParse(relayUrl) || !/^https?:$/.test(new URL(relayUrl).protocol)) throw new ExitError(`--relay must be an http(s) URL, got ${JSON.stringify(relayUrl)}.`, 2);
+  if (options.forwardInvalid && !options.secret) throw new ExitError('--forward-invalid needs --secret: without it no signature is checked.', 2);
+  const list = (values: string[] | undefined) => values?.flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
+  const events = list(options.events);
+  const methods = list(options.methods)?.map((name) => name.toUpperCase());
+  const settings = { relayUrl, forwardTo, forwardInvalid: options.forwardInvalid === true, ...(options.secret ? { secret: options.secret } : {}), ...(events?.length ? { events } : {}), ...(methods?.length ? { methods } : {}) };
+  // Checked before a channel is made for them; a mistake names the flag, not the library's option.
+  try {
+    resolveListenerOptions({ ...settings, channel: 'c', token: 't' });
+  } catch (error) {
+    throw error instanceof TypeError ? asFlagError(error) : error;
   }
   const saved = await resolveChannel(options, relayUrl);
-  const events = options.events?.flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
   const p = io.palette;
   const stamp = () => p.dim(io.now().toTimeString().slice(0, 8));
   const emit = (record: object, line: string) => io.out(options.json ? JSON.stringify({ time: io.now().toISOString(), ...record }) : `${stamp()}  ${line}`);
-
-  let listener: Listener;
-  try {
-    listener = new Listener({
-      relayUrl,
-      channel: saved.channel,
-      token: saved.token,
-      forwardTo,
-      ...(options.secret ? { secret: options.secret } : {}),
-      ...(events?.length ? { events } : {}),
-    });
-  } catch (error) {
-    if (error instanceof TypeError) throw new ExitError(error.message, 2);
-    throw error;
-  }
+  const listener = new Listener({ ...settings, channel: saved.channel, token: saved.token });
 
   const replay = (target: Listener, ref: string) =>
     void target.replay(ref).then(
@@ -96,8 +95,9 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
     if (!ready) {
       ready = true;
       reconnecting = false;
-      if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo }, '');
+      if (options.json) emit({ type: 'ready', url: saved.url, channel: saved.channel, forwardTo, methods: methods?.length ? methods : ['POST'] }, '');
       else io.out(`Ready! Forwarding ${p.bold(saved.url)} -> ${forwardTo} (channel ${saved.channel}; Ctrl-C to stop)`);
+      for (const [code, message] of startWarnings(options, methods, forwardTo)) emit({ type: 'warning', code, message }, p.yellow(`warning: ${message}`));
       if (options.replay !== undefined) replay(listener, options.replay);
       return;
     }
@@ -132,8 +132,9 @@ async function resolveChannel(options: ListenCommandOptions, relayUrl: string): 
   try {
     created = await createChannel(relayUrl, options.adminToken ? { adminToken: options.adminToken } : {});
   } catch (error) {
-    if (error instanceof RelayError) throw new ExitError(`${relayUrl}: ${error.message}${error.code === 'admin_token_required' ? ' (pass --admin-token)' : ''}`, 1);
-    throw new ExitError(`cannot reach the relay at ${relayUrl}: ${(error as Error).message}`, 1);
+    if (!(error instanceof RelayError)) throw error;
+    const hint = error.code === 'admin_token_required' ? ' (pass --admin-token)' : error.code === 'invalid_token' ? ' (check --admin-token or CLIPHOOK_ADMIN_TOKEN)' : '';
+    throw new ExitError(`${relayUrl}: ${error.message}${hint}`, 1);
   }
   state.relays[relayUrl] = { channel: created.channel, token: created.token, url: created.url };
   await file.commit();
@@ -148,21 +149,54 @@ function asExit(error: unknown, options: ListenCommandOptions): unknown {
   return new ExitError(`${error.message}${error.code === 'invalid_token' || error.code === 'channel_not_found' ? hint : ''}`, 1);
 }
 
+const FLAGS: Readonly<Record<string, string>> = {
+  relayUrl: '--relay', forwardTo: '--forward-to', secret: '--secret', forwardInvalid: '--forward-invalid', methods: '--methods', events: '--events', channel: '--channel', token: '--token',
+};
+
+/** A library TypeError about an option, as a usage error about the flag the user typed. */
+function asFlagError(error: TypeError): ExitError {
+  const message = error.message.replace(/`(\w+)`/g, (whole, name: string) => FLAGS[name] ?? whole);
+  return new ExitError(message.split('\n')[0]!, 2);
+}
+
+/** What the developer should know about the flags they started with (issue 10: the channel URL is a capability). */
+function startWarnings(options: ListenCommandOptions, methods: string[] | undefined, forwardTo: string): Array<[string, string]> {
+  const warnings: Array<[string, string]> = [];
+  if (!options.secret) {
+    warnings.push(['no_secret', 'the channel URL is a capability: anyone who has it can send your app requests through it; pass --secret <signing secret> so listen answers unsigned and forged ones itself (401) and re-signs events that waited at the relay']);
+  } else if (options.forwardInvalid) {
+    warnings.push(['forward_invalid', '--forward-invalid: events whose signature does not verify reach your app too (for debugging signatures only)']);
+  }
+  const extra = methods?.filter((name) => name !== 'POST') ?? [];
+  if (extra.length > 0) warnings.push(['methods', `--methods: whoever has the channel URL can call ${extra.join(', ')} on ${forwardTo} and read the replies`]);
+  return warnings;
+}
+
 /** `--> video.completed [dlv_…]  sig ✓`, as Stripe CLI shows an incoming event. */
 export function eventLine(event: ListenerEvent, p: Palette): string {
   const name = event.eventName ?? `${event.method} ${event.url}`;
   const id = event.deliveryId ? ` [${event.deliveryId}]` : '';
-  const tags = [event.backlog ? p.dim('(buffered)') : '', event.replay ? p.dim('(replay)') : ''].filter(Boolean).join(' ');
   const sig = event.signatureValid === null ? '' : event.signatureValid ? `  sig ${p.green('✓')}` : `  sig ${p.red('✗')}`;
-  return `${p.bold('-->')} ${p.cyan(name)}${id}${sig}${tags ? ` ${tags}` : ''}`;
+  return `${p.bold('-->')} ${p.cyan(name)}${id}${sig}${tags(event, p)}`;
 }
 
-/** `<-- [200] POST http://localhost:3000/webhooks (12 ms)`, or the reason no status came back. */
+function tags(event: ListenerEvent, p: Palette): string {
+  const all = [event.backlog ? '(buffered)' : '', event.replay ? '(replay)' : '', event.resigned ? '(re-signed)' : ''].filter(Boolean);
+  return all.length ? ` ${p.dim(all.join(' '))}` : '';
+}
+
+/** `<-- [200] POST http://localhost:3000/webhooks (12 ms)`, or the reason no status came back or listen answered itself. */
 export function replyLine(reply: ListenerReply, p: Palette): string {
-  const { status } = reply;
+  const { status, event } = reply;
   const paint = status === null ? p.red : status < 300 ? p.green : status < 400 ? p.yellow : p.red;
-  const why = reply.error ? ` ${p.dim(`${reply.error.code}: ${reply.error.detail}`)}` : '';
-  return `${p.bold('<--')} ${paint(`[${status ?? 'ERR'}]`)} ${reply.event.method} ${reply.event.url} (${Math.round(reply.durationMs)} ms)${why}`;
+  let why = '';
+  if (reply.error) why = ` ${p.dim(`${reply.error.code}: ${reply.error.detail}`)}`;
+  else if (reply.refused) why = ` ${p.red(`refused by listen, not forwarded: ${reply.refused.code}`)} ${p.dim(reply.refused.detail)}`;
+  else if (reply.stale) {
+    const kept = event.backlog ? 'kept at the relay for the next connection' : event.replay ? 'still buffered at the relay' : 'the sender gets 502 and retries';
+    why = ` ${p.yellow(`stale_delivery, not acknowledged: ${kept}; restart listen with --secret <signing secret> to re-sign events that waited`)}`;
+  }
+  return `${p.bold('<--')} ${paint(`[${status ?? 'ERR'}]`)} ${event.method} ${event.url} (${reply.durationMs} ms)${tags(event, p)}${why}`;
 }
 
 function eventRecord(event: ListenerEvent) {
@@ -171,7 +205,8 @@ function eventRecord(event: ListenerEvent) {
 }
 
 function replyRecord(reply: ListenerReply) {
-  return { seq: reply.event.seq, status: reply.status, error: reply.error, durationMs: Math.round(reply.durationMs), url: reply.event.url };
+  const { event } = reply;
+  return { seq: event.seq, status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, resigned: event.resigned, durationMs: reply.durationMs, url: event.url };
 }
 
 function processIo(): ListenIo {

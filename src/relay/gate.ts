@@ -1,0 +1,92 @@
+import { HEADER_SIGNATURE } from '../protocol/headers.js';
+import { problem, problemHeaders } from '../protocol/problem.js';
+import { checkSignature } from '../protocol/signature.js';
+import type { EventFrame, RawHeaders } from './frames.js';
+import { targetPath } from './forward.js';
+import type { ListenerRefusalCode } from './listener-types.js';
+
+/**
+ * The listener's own checks on an event before it reaches the local app (issue 10: whoever has the channel
+ * URL must not be able to call any method or path of the local app and read its replies). The relay checks
+ * paths at its ingress too; this is the second check, on the URL the listener itself builds.
+ */
+
+/** Why an event is answered by the listener: a problem the sender reads. */
+export interface Refusal {
+  code: ListenerRefusalCode;
+  status: number;
+  detail: string;
+  /** Extra reply headers (`Allow` for a 405). */
+  headers: RawHeaders;
+}
+
+export interface GateOptions {
+  forwardTo: URL;
+  methods: ReadonlySet<string>;
+  secret: string | readonly string[] | undefined;
+  forwardInvalid: boolean;
+}
+
+/** The signature verdict, kept for the event line: `null` without a secret. */
+export function signatureOf(frame: EventFrame, secret: string | readonly string[] | undefined): { valid: boolean | null; missing: boolean } {
+  if (secret === undefined) return { valid: null, missing: false };
+  const values = signatureValues(frame.headers);
+  // Two headers reach a Node receiver joined with ", ", which never verifies: the same verdict here.
+  if (values.length !== 1) return { valid: false, missing: values.length === 0 || values[0] === '' };
+  return { valid: checkSignature(frame.body, values[0], secret) === 'valid', missing: values[0] === '' };
+}
+
+/** Every value of `X-Service-Signature`, in order. */
+export function signatureValues(headers: RawHeaders): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() === HEADER_SIGNATURE) values.push(headers[i + 1]!);
+  return values;
+}
+
+/** The refusal for `frame`, or `null` when it may go to the local app. Method, then path, then signature. */
+export function refusalFor(frame: EventFrame, signature: { valid: boolean | null; missing: boolean }, options: GateOptions): Refusal | null {
+  if (!options.methods.has(frame.method)) {
+    const allow = [...options.methods].join(', ');
+    return { code: 'method_not_allowed', status: 405, detail: `listen forwards only ${allow} (listen --methods).`, headers: ['Allow', allow] };
+  }
+  const path = unsafePath(options.forwardTo, frame);
+  if (path !== null) return { code: 'invalid_path', status: 400, detail: `The path is not forwarded: ${path}.`, headers: [] };
+  if (signature.valid === false && !options.forwardInvalid) {
+    return signature.missing
+      ? { code: 'missing_signature', status: 401, detail: 'The X-Service-Signature header is missing.', headers: [] }
+      : { code: 'invalid_signature', status: 401, detail: 'X-Service-Signature does not match the body under the secret listen was given.', headers: [] };
+  }
+  return null;
+}
+
+// `.` or `..` as a whole segment, raw or with any dot percent-encoded (`%2e`, `%2E`, or twice: `%252e`);
+// `/` and `\` both end one, and so does `;` (Tomcat reads `/..;/` as `/../`).
+const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e|%252e){1,2}(?=[/\\;]|$)/i;
+// An encoded `/` or `\`, once or twice: a decoding proxy or app would split the path there.
+const ENCODED_SEPARATOR = /%(?:25)?(?:2f|5c)/i;
+
+/**
+ * Why the extra path of `frame` could leave `forwardTo`'s path once the local app or a proxy normalises
+ * it, or `null` when it cannot. Checked on the raw path and on what URL parsing makes of the target.
+ */
+export function unsafePath(forwardTo: URL, frame: Pick<EventFrame, 'path' | 'query'>): string | null {
+  const { path } = frame;
+  if (path === '') return null;
+  if (path.includes('\\')) return 'a backslash';
+  if (DOT_SEGMENT.test(path)) return 'a dot segment';
+  if (ENCODED_SEPARATOR.test(path)) return 'an encoded slash or backslash';
+  // Belt and braces: the URL the listener builds, read the way WHATWG URL parsers read it, stays under the prefix.
+  const prefix = forwardTo.pathname.replace(/\/+$/, '');
+  // Concatenated, not resolved against the origin: `//host/x` is a path here, never another host.
+  const parsed = new URL(forwardTo.origin + targetPath(forwardTo, frame)).pathname;
+  if (parsed !== prefix && !parsed.startsWith(`${prefix}/`)) return `it leaves ${prefix || '/'}`;
+  return null;
+}
+
+/** The reply the sender reads for a refusal: an RFC 9457 problem with the code. */
+export function refusalReply(refusal: Refusal): { status: number; headers: RawHeaders; body: Buffer } {
+  const body = problem(refusal.code, { status: refusal.status, detail: refusal.detail });
+  const headers: RawHeaders = [];
+  for (const [name, value] of Object.entries(problemHeaders(body))) headers.push(name, value);
+  return { status: refusal.status, headers: [...headers, ...refusal.headers], body: Buffer.from(JSON.stringify(body)) };
+}

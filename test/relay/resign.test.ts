@@ -1,0 +1,67 @@
+// Issue 10, finding 2: an authentic event that waited at the relay gets a fresh delivered_at, and nothing else changes.
+import { describe, expect, it } from 'vitest';
+import { sign, verifySignature } from 'cliphook';
+import { resign, topLevelString } from '../../src/relay/resign.js';
+import { eventText, SECRET, signedHeaders } from './fixtures.js';
+
+const T0 = Date.parse('2026-11-21T23:58:50.000Z');
+const HOUR = 3_600_000;
+
+function buffered(text: string, receivedAt = T0) {
+  const headers = Object.entries(signedHeaders(text, 'dlv_1')).flat();
+  return { body: Buffer.from(text), headers, receivedAt };
+}
+
+describe('topLevelString', () => {
+  it('finds the top-level member only, the last one when repeated, and no value with escapes', () => {
+    const at = (text: string) => {
+      const found = topLevelString(Buffer.from(text), 'delivered_at');
+      return found && Buffer.from(text).toString('utf8', found.start, found.end);
+    };
+    expect(at('{"a":{"delivered_at":"nested"},"delivered_at":"top"}')).toBe('top');
+    expect(at('{"prompt":"\\"delivered_at\\":\\"fake\\"","delivered_at" : "top"}')).toBe('top');
+    expect(at('{"delivered_at":"first","delivered_at":"second"}')).toBe('second');
+    expect(at('{"delivered_at":"first","delivered_at":null}')).toBeNull();
+    expect(at('{"delivered_at":"a\\u0031"}')).toBeNull();
+    expect(at('[{"delivered_at":"in an array"}]')).toBeNull();
+    expect(at('{"list":["delivered_at","x"],"delivered_at":"top"}')).toBe('top');
+    expect(at('{"delivered_at":"unterminated')).toBeNull();
+  });
+});
+
+describe('resign', () => {
+  it('rewrites only the delivered_at bytes of an event that was fresh on arrival and is old now, signed with the secret', () => {
+    const text = eventText(7, { deliveredAt: new Date(T0).toISOString() });
+    const now = T0 + HOUR;
+    const fresh = resign(buffered(text), SECRET, now)!;
+    expect(fresh).not.toBeNull();
+    const expected = text.replace(new Date(T0).toISOString(), new Date(now).toISOString());
+    expect(fresh.body.toString()).toBe(expected); // escaped slashes, non-ASCII, big integers: all as sent
+    const signature = fresh.headers[fresh.headers.findIndex((name) => name === 'x-service-signature') + 1];
+    expect(signature).toBe(sign(expected, SECRET));
+    expect(verifySignature(fresh.body, signature, SECRET)).toBe(true);
+    expect(fresh.headers).toEqual(expect.arrayContaining(['x-service-delivery', 'dlv_1', 'x-service-event', 'video.completed']));
+  });
+
+  it('leaves alone an event still fresh, one stale when the relay took it (a replayed capture), and a body without delivered_at', () => {
+    const text = eventText(7, { deliveredAt: new Date(T0).toISOString() });
+    expect(resign(buffered(text), SECRET, T0 + 30_000)).toBeNull();
+    // Taken by the relay an hour after it was signed: not made fresh, so the receiver's window still refuses it.
+    expect(resign(buffered(text, T0 + HOUR), SECRET, T0 + HOUR)).toBeNull();
+    expect(resign(buffered('{"event":"video.completed"}'), SECRET, T0 + HOUR)).toBeNull();
+    expect(resign(buffered('not json "delivered_at":"2026-11-21T23:58:50.000Z"'), SECRET, T0 + HOUR)).toBeNull();
+  });
+
+  it('re-signs an event whose delivered_at is ahead of or behind the listener clock by more than 30 s (clock skew)', () => {
+    const text = eventText(7, { deliveredAt: new Date(T0).toISOString() });
+    expect(resign(buffered(text), SECRET, T0 - 10 * 60_000)).not.toBeNull();
+    expect(resign(buffered(text), SECRET, T0 + 10 * 60_000)).not.toBeNull();
+  });
+});
+
+describe('resign on a body with spaces around the colon', () => {
+  it('still finds delivered_at by the full scan', () => {
+    const text = `{"event":"video.completed","delivered_at" : "${new Date(T0).toISOString()}"}`;
+    expect(resign(buffered(text), SECRET, T0 + HOUR)?.body.toString()).toBe(`{"event":"video.completed","delivered_at" : "${new Date(T0 + HOUR).toISOString()}"}`);
+  });
+});
