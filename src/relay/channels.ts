@@ -1,5 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { FileLock } from '../store/file-lock.js';
+import type { LineFileIo } from '../store/line-file-io.js';
 import { ChannelFile } from './channel-file.js';
+import type { QueuedLine } from '../store/line-journal.js';
 import type { EventFrame } from './frames.js';
 import type { Scheduler } from './heartbeat.js';
 
@@ -30,7 +33,7 @@ export interface Channel {
 }
 
 export interface ChannelStoreOptions {
-  /** JSON file to persist to, or `false` for memory only. */
+  /** The data file (a snapshot of lines, and `<file>.journal`), or `false` for memory only. */
   file: string | false;
   clock: () => number;
   maxEvents: number;
@@ -42,14 +45,32 @@ export interface ChannelStoreOptions {
   lazyCommitMs: number;
   /** Sequence numbers reserved per write of the high-water mark: 1 writes before every event. @default 1 */
   seqBlock?: number;
+  /** Channels the relay holds at most. @default Infinity */
+  maxChannels?: number;
+  /** Base64 body bytes kept across every channel. @default Infinity */
+  maxTotalBytes?: number;
+  /** The data file's writes: a seam for tests. @default node:fs */
+  io?: LineFileIo;
+  /** Journal bytes before a compaction, at least. @default 67_108_864 */
+  compactAfterBytes?: number;
+  /** How long after a failed write the next one is tried by itself. @default 5_000 */
+  retryMs?: number;
+  /** Told once when writes start failing and once when they recover. */
+  log?: { info(message: string): void; warn(message: string): void };
 }
+
+/** Why `append` refused an event: a bound of the channel or of the relay. */
+export type AppendRefusal = 'channel_events' | 'channel_bytes' | 'relay_bytes';
+
+/** Whether the data file takes writes: `/healthz` shows it. */
+export type StoreHealth = { ok: true } | { ok: false; error: Error; since: number };
 
 /** The outcome of checking a listening token. */
 export type TokenCheck = 'ok' | 'not_found' | 'invalid_token';
 
 /**
- * The relay's channels and their event buffers, in memory, with every change written to one JSON file
- * (`ChannelFile`) by group commit.
+ * The relay's channels and their event buffers, in memory, with every change appended as one line to
+ * the data file (`ChannelFile`) by group commit. The file is locked to one process while open.
  */
 export class ChannelStore {
   readonly #channels = new Map<string, Channel>();
@@ -68,8 +89,17 @@ export class ChannelStore {
   readonly #seqBlock: number;
   /** The write that puts the latest reservation on disk, while it runs. */
   #reserving: Promise<void> | null = null;
+  readonly #maxChannels: number;
+  readonly #maxTotalBytes: number;
+  /** Base64 body bytes across channels. */
+  #totalBytes = 0;
+  /** Each event's journal line until it is written, so an event dropped before that is never written. */
+  readonly #lines = new WeakMap<StoredEvent, QueuedLine>();
+  #lock: FileLock | null = null;
 
-  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1 }: ChannelStoreOptions) {
+  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1, maxChannels = Infinity, maxTotalBytes = Infinity, io, compactAfterBytes, retryMs, log }: ChannelStoreOptions) {
+    this.#maxChannels = maxChannels;
+    this.#maxTotalBytes = maxTotalBytes;
     this.#seqBlock = seqBlock;
     this.#clock = clock;
     this.#scheduler = scheduler;
@@ -77,25 +107,75 @@ export class ChannelStore {
     this.#maxEvents = maxEvents;
     this.#maxBytes = maxBytes;
     this.#maxAgeMs = maxAgeMs;
-    this.#file = file === false ? null : new ChannelFile(file, () => this.#channels.values());
+    this.#file =
+      file === false
+        ? null
+        : new ChannelFile({
+            file,
+            channels: () => this.#channels.values(),
+            timers: scheduler,
+            clock,
+            ...(io ? { io } : {}),
+            ...(compactAfterBytes ? { compactAfterBytes } : {}),
+            ...(retryMs ? { retryMs } : {}),
+            onHealth: (failure) => {
+              if (failure) log?.warn(`cannot write ${file}: ${failure.message}; new events are refused with 507 relay_full until a write succeeds (retried by itself)`);
+              else log?.info(`writes to ${file} succeed again`);
+            },
+            onBadLines: (count) => log?.warn(`${file}: skipped ${count} unreadable line(s) (a write cut short by a crash)`),
+          });
   }
 
-  /** Loads the file, if any. */
+  /** Takes the data file's lock and loads it, if any. */
   async open(): Promise<void> {
-    for (const channel of this.#file ? await this.#file.load() : []) this.#channels.set(channel.id, channel);
+    if (!this.#file) return;
+    // One process per file, as the delivery store: two relays on one file would lose each other's events.
+    this.#lock = FileLock.acquire(this.#file.file, 'RelayServer');
+    try {
+      for (const channel of await this.#file.load()) this.#channels.set(channel.id, channel);
+    } catch (error) {
+      this.#lock.release();
+      this.#lock = null;
+      throw error;
+    }
+    for (const channel of this.#channels.values()) this.#totalBytes += this.#size(channel);
+  }
+
+  /** Writes what is pending, closes the journal and releases the lock. */
+  async close(): Promise<void> {
+    this.#scheduler.clearTimeout(this.#lazyTimer);
+    this.#lazyTimer = null;
+    try {
+      await this.#file?.close();
+    } finally {
+      this.#lock?.release();
+      this.#lock = null;
+    }
   }
 
   get size(): number {
     return this.#channels.size;
   }
 
-  /** Creates a channel; the token is returned once and only its hash is kept. */
-  create(): { channel: Channel; token: string } {
+  /** Base64 body bytes buffered across channels. */
+  get totalBytes(): number {
+    return this.#totalBytes;
+  }
+
+  get health(): StoreHealth {
+    const failure = this.#file?.failure;
+    return failure ? { ok: false, ...failure } : { ok: true };
+  }
+
+  /** Creates a channel; the token is returned once and only its hash is kept. `null` at `maxChannels`. */
+  create(): { channel: Channel; token: string } | null {
+    if (this.#channels.size >= this.#maxChannels) return null;
     // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
     const id = randomBytes(18).toString('base64url');
     const token = `clt_${randomBytes(32).toString('base64url')}`;
     const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, seqLimit: 1, events: [], acked: new Set() };
     this.#channels.set(id, channel);
+    this.#file?.created(channel);
     return { channel, token };
   }
 
@@ -104,7 +184,13 @@ export class ChannelStore {
   }
 
   delete(id: string): boolean {
-    return this.#channels.delete(id);
+    const channel = this.#channels.get(id);
+    if (!channel) return false;
+    this.#totalBytes -= this.#size(channel);
+    for (const event of channel.events) this.#forgetLine(event);
+    this.#channels.delete(id);
+    this.#file?.deleted(id);
+    return true;
   }
 
   /** Checks `token` against the channel's stored hash in constant time. */
@@ -118,25 +204,53 @@ export class ChannelStore {
 
   /**
    * Appends an event with the channel's next sequence number, after dropping what the bounds allow.
-   * Returns `null` when the buffer is full of unacknowledged events: the sender is told to retry later
-   * rather than an older undelivered event being dropped in silence.
+   * Refuses (returns why) when the channel is full of unacknowledged events or the relay's total is
+   * reached: the sender is told to retry later rather than an undelivered event being dropped in silence.
    */
-  append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
+  append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | AppendRefusal {
     const size = base64Length(event.body);
     // A retry of a delivery still waiting here replaces it: one copy per delivery, the newest (its
     // signature timestamp is the freshest), and a sender retrying on 503 cannot fill the buffer alone.
     if (event.deliveryId !== null) {
       const copy = this.#unackedByDelivery(channel).get(event.deliveryId);
-      if (copy) this.#remove(channel, copy);
+      if (copy) this.discard(channel, copy);
     }
     this.prune(channel, size);
-    if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
+    if (channel.events.length >= this.#maxEvents) return 'channel_events';
+    if (this.#size(channel) + size > this.#maxBytes) return 'channel_bytes';
+    if (this.#totalBytes + size > this.#maxTotalBytes && !this.#freeAcked(this.#totalBytes + size - this.#maxTotalBytes)) return 'relay_bytes';
     if (channel.nextSeq >= channel.seqLimit) this.#reserve(channel);
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
     channel.events.push(stored);
     if (stored.deliveryId !== null) this.#unackedByDelivery(channel).set(stored.deliveryId, stored);
     this.#bytes.set(channel, this.#size(channel) + size);
+    this.#totalBytes += size;
+    if (this.#file) this.#lines.set(stored, this.#file.appended(channel, stored));
     return stored;
+  }
+
+  /** Removes an event the relay could not keep (its write failed): it is not buffered, nor written later. */
+  discard(channel: Channel, event: StoredEvent): void {
+    if (this.#remove(channel, event)) this.#file?.dropped(channel, [event.seq]);
+  }
+
+  /** Drops acknowledged events across channels, oldest first in each, until `bytes` are freed; false when they cannot be. */
+  #freeAcked(bytes: number): boolean {
+    let freed = 0;
+    for (const channel of this.#channels.values()) {
+      if (channel.acked.size === 0) continue;
+      const dropped: number[] = [];
+      for (const event of channel.events) {
+        if (freed >= bytes) break;
+        if (!channel.acked.has(event.seq)) continue;
+        dropped.push(event.seq);
+        freed += base64Length(event.body);
+      }
+      for (const seq of dropped) this.#remove(channel, channel.events[indexOfSeq(channel.events, seq)]!);
+      this.#file?.dropped(channel, dropped);
+      if (freed >= bytes) return true;
+    }
+    return false;
   }
 
   /**
@@ -148,14 +262,21 @@ export class ChannelStore {
   }
 
   #reserve(channel: Channel): void {
-    channel.seqLimit = channel.nextSeq + this.#seqBlock;
+    const limit = channel.nextSeq + this.#seqBlock;
+    const before = channel.seqLimit;
+    channel.seqLimit = limit;
     if (!this.#file) return;
+    this.#file.reserved(channel);
     const write = this.commit();
     const settle = () => {
       if (this.#reserving === write) this.#reserving = null;
     };
     this.#reserving = write;
-    write.then(settle, settle);
+    // Not on disk: the next event must reserve again rather than use numbers a crash could reuse.
+    write.then(settle, () => {
+      settle();
+      if (channel.seqLimit === limit) channel.seqLimit = Math.max(before, channel.nextSeq);
+    });
   }
 
   /** Marks `seq` acknowledged; true when it was not before. */
@@ -164,6 +285,7 @@ export class ChannelStore {
     const event = channel.events[indexOfSeq(channel.events, seq)];
     if (!event) return false;
     channel.acked.add(seq);
+    this.#file?.acked(channel, [seq]);
     if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
     return true;
   }
@@ -179,12 +301,24 @@ export class ChannelStore {
     return map;
   }
 
-  #remove(channel: Channel, event: StoredEvent): void {
+  /** Takes an event out of memory (its queued line too, if not written yet); false when it was not there. */
+  #remove(channel: Channel, event: StoredEvent): boolean {
     const index = indexOfSeq(channel.events, event.seq);
-    if (index === -1) return;
+    if (index === -1) return false;
     channel.events.splice(index, 1);
+    channel.acked.delete(event.seq);
     this.#bytes.set(channel, this.#size(channel) - base64Length(event.body));
-    if (event.deliveryId !== null) this.#byDelivery.get(channel)?.delete(event.deliveryId);
+    this.#totalBytes -= base64Length(event.body);
+    this.#forgetLine(event);
+    if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
+    return true;
+  }
+
+  /** An event dropped before its line was written: the line is not written at all. */
+  #forgetLine(event: StoredEvent): void {
+    const line = this.#lines.get(event);
+    if (line) line.bytes = null;
+    this.#lines.delete(event);
   }
 
   /**
@@ -200,6 +334,7 @@ export class ChannelStore {
     let extraCount = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
     let extraBytes = bytes + incoming - this.#maxBytes + Math.floor(this.#maxBytes / 10);
     const kept: StoredEvent[] = [];
+    const dropped: number[] = [];
     let keptBytes = 0;
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
@@ -207,14 +342,18 @@ export class ChannelStore {
         extraCount--;
         extraBytes -= base64Length(event.body);
         channel.acked.delete(event.seq);
+        dropped.push(event.seq);
+        this.#forgetLine(event);
         continue;
       }
       kept.push(event);
       keptBytes += base64Length(event.body);
     }
     channel.events = kept;
+    this.#totalBytes += keptBytes - bytes;
     this.#bytes.set(channel, keptBytes);
     this.#byDelivery.delete(channel);
+    this.#file?.dropped(channel, dropped);
   }
 
   /** Unacknowledged events, oldest first, that pass `wants`. */
@@ -242,7 +381,7 @@ export class ChannelStore {
     return bytes;
   }
 
-  /** Resolves once the current state is on disk (immediately without a file). */
+  /** Resolves once the current state is on disk (immediately without a file); rejects when the write failed (it is retried by itself). */
   commit(): Promise<void> {
     if (!this.#file) return Promise.resolve();
     this.#scheduler.clearTimeout(this.#lazyTimer);
@@ -254,11 +393,12 @@ export class ChannelStore {
    * Writes within `lazyCommitMs`, for changes whose loss costs only a redelivery (acks, live events): a
    * busy channel writes its file a few times a second instead of once per event.
    */
-  commitSoon(onError: (error: Error) => void): void {
+  commitSoon(): void {
     if (!this.#file || this.#lazyTimer !== null) return;
     this.#lazyTimer = this.#scheduler.setTimeout(() => {
       this.#lazyTimer = null;
-      this.#file!.commit().catch(onError);
+      // A failure is logged once by the file and retried by itself; nobody waits for this write.
+      this.#file!.commit().catch(() => undefined);
     }, this.#lazyCommitMs);
   }
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, drainBody, readBody, type DrainTimers } from '../http/read-body.js';
 import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
 import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
-import type { ChannelStore } from './channels.js';
+import type { AppendRefusal, Channel, ChannelStore, StoredEvent } from './channels.js';
 import { endToEnd, rawHeader } from './headers.js';
 import type { Hub } from './hub.js';
 import { pathRefusal } from './path-guard.js';
@@ -70,6 +70,11 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');
     const declared = Number(contentLength ?? Number.NaN);
+    // The data file did not take the event (ENOSPC, EIO…): it is not kept, and the sender retries it.
+    const unsaved = (channel: Channel, stored: StoredEvent) => {
+      store.discard(channel, stored);
+      sendProblem(res, 'relay_full', { detail: 'The relay cannot write its data file just now; the event was not kept.', retryAfter: retryAfterSeconds });
+    };
     const refuse = async (code: ProblemCode, options: ProblemOptions) => {
       const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
       sendProblem(res, code, options, true);
@@ -108,23 +113,21 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       eventName,
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
     });
-    if (!stored) {
-      const detail = hub.audience(channel.id, eventName) === 'none'
-        ? 'No listener is connected and the channel buffer is full.'
-        : 'The channel buffer is full of events the listener has not acknowledged yet.';
-      return sendProblem(res, 'no_listener', { detail, retryAfter: retryAfterSeconds });
+    if (typeof stored === 'string') {
+      // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence (issue 10).
+      return sendProblem(res, 'relay_full', { detail: FULL[stored], retryAfter: retryAfterSeconds });
     }
     // A sequence number reaches a listener only once it is reserved on disk, or a crash could reuse it.
     const reserving = store.reserved();
-    if (reserving) await reserving.catch((error: Error) => log(`cannot save the sequence reservation: ${error.message}`));
+    if (reserving && !(await reserving.then(() => true, () => false))) return unsaved(channel, stored);
     const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
       // would only fill the buffer (nothing resends it while the listener stays connected).
-      if (store.ack(channel, stored.seq)) store.commitSoon((error) => log(`cannot save acks: ${error.message}`));
+      if (store.ack(channel, stored.seq)) store.commitSoon();
     } else if (outcome.kind === 'gone') {
-      // The 503 promises the event is kept: it must be on disk before the sender reads it.
-      await store.commit().catch((error: Error) => log(`cannot save the buffer: ${error.message}`));
+      // The 503 promises the event is kept: it must be on disk before the sender reads it, or it is not kept.
+      if (!(await store.commit().then(() => true, () => false))) return unsaved(channel, stored);
     }
     switch (outcome.kind) {
       case 'reply': {
@@ -156,6 +159,12 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     }
   };
 }
+
+const FULL: Record<AppendRefusal, string> = {
+  channel_events: 'The channel buffer holds as many unacknowledged events as it may.',
+  channel_bytes: 'The channel buffer holds as many bytes of unacknowledged events as it may.',
+  relay_bytes: 'The relay holds as many buffered bytes across channels as it may.',
+};
 
 const FILTERED = JSON.stringify({ relayed: false, reason: 'filtered_by_listener' });
 

@@ -206,10 +206,11 @@ describe('relay server', () => {
     const fiveArrived = new Promise<void>((resolve) => silent.on('message', () => ++frames === 5 && resolve()));
     const inFlight = Array.from({ length: 5 }, () => post());
     await fiveArrived;
-    // The buffer is full of events in flight; the listener is connected, so the 503 must not say otherwise.
+    // The buffer is full of events in flight: 507 relay_full (issue 10), not 503 no_listener.
     const full = await post();
-    expect(full.status).toBe(503);
-    expect(((await full.json()) as { detail: string }).detail).not.toMatch(/no listener/i);
+    expect(full.status).toBe(507);
+    expect(full.headers.get('retry-after')).toBe('10');
+    expect(((await full.json()) as { code: string }).code).toBe('relay_full');
     scheduler.fireTimeouts();
     expect((await Promise.all(inFlight)).map((res) => res.status)).toEqual([504, 504, 504, 504, 504]);
     const next = post();
