@@ -1,7 +1,8 @@
+import { FileLock } from '../store/file-lock.js';
 import { LineJournal, type QueuedLine, type RetryTimers } from '../store/line-journal.js';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { decodeBody, encodeBody } from './frames.js';
-import type { Channel, StoredEvent } from './channels.js';
+import type { Channel, StoredEvent } from './channel-types.js';
 
 /** The first line of a version 2 data file. */
 export const RELAY_FILE_HEADER = '{"cliphook":"relay","version":2}';
@@ -33,9 +34,8 @@ export interface ChannelFileOptions {
   clock: () => number;
   compactAfterBytes?: number;
   retryMs?: number;
-  onHealth?: (failure: Error | null) => void;
-  /** Called once after loading when lines could not be read (a torn last line after a crash). */
-  onBadLines?: (count: number) => void;
+  /** Told once when writes start failing, once when they recover, and about unreadable lines at load. */
+  log?: { info(message: string): void; warn(message: string): void };
 }
 
 /**
@@ -45,10 +45,11 @@ export interface ChannelFileOptions {
  */
 export class ChannelFile {
   readonly #journal: LineJournal;
-  readonly #onBadLines: (count: number) => void;
+  readonly #log: { info(message: string): void; warn(message: string): void } | undefined;
+  #lock: FileLock | null = null;
 
-  constructor({ file, channels, io, timers, clock, compactAfterBytes, retryMs, onHealth, onBadLines = () => undefined }: ChannelFileOptions) {
-    this.#onBadLines = onBadLines;
+  constructor({ file, channels, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
+    this.#log = log;
     this.#journal = new LineJournal({
       file,
       header: RELAY_FILE_HEADER,
@@ -58,7 +59,10 @@ export class ChannelFile {
       ...(io ? { io } : {}),
       ...(compactAfterBytes ? { compactAfterBytes } : {}),
       ...(retryMs ? { retryMs } : {}),
-      ...(onHealth ? { onHealth } : {}),
+      onHealth: (failure) => {
+        if (failure) log?.warn(`cannot write ${file}: ${failure.message}; new events are refused with 507 relay_full until a write succeeds (retried by itself)`);
+        else log?.info(`writes to ${file} succeed again`);
+      },
     });
   }
 
@@ -71,8 +75,19 @@ export class ChannelFile {
     return this.#journal.failure;
   }
 
-  /** The channels the files hold (none when they do not exist yet). */
-  async load(): Promise<Channel[]> {
+  /** Takes the file's lock and reads the channels it holds (none when it does not exist yet). */
+  async open(): Promise<Channel[]> {
+    // One process per file, as the delivery store: two relays on one file would lose each other's events.
+    this.#lock = FileLock.acquire(this.file, 'RelayServer');
+    try {
+      return await this.#load();
+    } catch (error) {
+      this.#releaseLock();
+      throw error;
+    }
+  }
+
+  async #load(): Promise<Channel[]> {
     const { snapshot, journal } = await this.#journal.read();
     const channels = new Map<string, Loading>();
     let bad = 0;
@@ -101,7 +116,7 @@ export class ChannelFile {
       this.#journal.rewriteSoon();
     }
     for await (const text of journal ?? []) apply(text);
-    if (bad > 0) this.#onBadLines(bad);
+    if (bad > 0) this.#log?.warn(`${this.file}: skipped ${bad} unreadable line(s) (a write cut short by a crash)`);
     return [...channels.values()].map(({ channel, events }) => {
       channel.events = [...events.values()].sort((a, b) => a.seq - b.seq);
       // A crash may have lost events up to the reserved limit, never beyond: start above it.
@@ -142,8 +157,18 @@ export class ChannelFile {
     return this.#journal.commit();
   }
 
-  close(): Promise<void> {
-    return this.#journal.close();
+  /** Writes what is pending, closes the journal and releases the lock. */
+  async close(): Promise<void> {
+    try {
+      await this.#journal.close();
+    } finally {
+      this.#releaseLock();
+    }
+  }
+
+  #releaseLock(): void {
+    this.#lock?.release();
+    this.#lock = null;
   }
 
   #queue(line: Line): void {

@@ -1,16 +1,15 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CliphookError } from '../protocol/errors.js';
-import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { ChannelStore } from './channels.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
+import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
 
 /** Where the relay reports what happens; `console` fits. */
@@ -340,43 +339,4 @@ export class RelayServer {
 export function createRelayServer(options: RelayServerOptions = {}): RelayServer {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected `options` to be an object.');
   return new RelayServer(options);
-}
-
-/** `localhost`, 127.0.0.0/8 and ::1 (also as an IPv4-mapped address): reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return bare === 'localhost' || bare === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
-}
-
-function bearer(req: IncomingMessage): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  return match?.[1];
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-function sameHash(expected: Buffer, given: string | undefined): boolean {
-  return given !== undefined && timingSafeEqual(expected, sha256(given));
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function sendNotAllowed(res: ServerResponse, allow: string): void {
-  res.setHeader('allow', allow);
-  sendProblem(res, 'method_not_allowed', { detail: `Use ${allow}.` });
-}
-
-function refuseUpgrade(socket: Duplex, code: ProblemCode, detail: string): void {
-  const body = problem(code, { detail });
-  const text = JSON.stringify(body);
-  const headers = Object.entries({ ...problemHeaders(body), 'content-length': String(Buffer.byteLength(text)), connection: 'close' })
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  socket.end(`HTTP/1.1 ${body.status} ${body.title}\r\n${headers}\r\n${text}`);
 }

@@ -67,9 +67,9 @@ export const nodeLineFileIo: LineFileIo = {
       throw error;
     }
   },
-  lines(file) {
-    const input = createReadStream(file);
-    return createInterface({ input, crlfDelay: Infinity });
+  // A generator, so the file is opened only when iterated: readline drops lines emitted before its iterator exists.
+  async *lines(file) {
+    yield* createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   },
 };
 
