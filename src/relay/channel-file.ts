@@ -185,7 +185,8 @@ function* snapshotLines(channels: () => Iterable<Channel>): Iterable<string> {
   for (const channel of [...channels()]) {
     const { id, tokenHash, createdAt, nextSeq, seqLimit } = channel;
     yield JSON.stringify({ op: 'channel', id, tokenHash, createdAt, nextSeq, seqLimit } satisfies Line);
-    const events = channel.events;
+    // Copies: compaction writes while requests go on, and a removal would shift a live array under the loop.
+    const events = [...channel.events];
     const acked = [...channel.acked];
     for (const event of events) yield eventLine(id, event);
     if (acked.length > 0) yield JSON.stringify({ op: 'ack', ch: id, seqs: acked } satisfies Line);

@@ -13,7 +13,6 @@ export interface IngressOptions {
   clock: () => number;
   maxBodyBytes: number;
   retryAfterSeconds: number;
-  log: (message: string) => void;
   /** For the drain bound of refused bodies. */
   scheduler: DrainTimers;
 }
@@ -65,7 +64,7 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
  * When listeners are connected but their `--events` filters all leave the event out: 202, not kept.
  */
-export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, log, scheduler }: IngressOptions) {
+export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');

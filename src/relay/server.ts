@@ -176,7 +176,7 @@ export class RelayServer {
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-    this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, log, scheduler });
+    this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, scheduler });
   }
 
   /** The base URL once listening (`http://127.0.0.1:8787`), or `null`. */
@@ -238,7 +238,7 @@ export class RelayServer {
     const stopped = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
     await this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down', CLOSE_GRACE_MS);
     this.#heartbeat.stop();
-    await this.#store.close().catch((error: Error) => this.#logger.warn(`cannot save ${error.message}`));
+    await this.#store.close().catch((error: Error) => this.#logger.warn(`cannot save the data file on close: ${error.message}`));
     server?.closeAllConnections();
     await stopped;
   }

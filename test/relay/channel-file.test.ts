@@ -163,3 +163,53 @@ describe('relay data file', () => {
     expect(Math.max(...pieces)).toBeLessThan(14_000); // one event's line: 10,000 bytes as base64 plus its head
   });
 });
+
+describe('relay data file compaction', () => {
+  it('loses nothing that changes while a snapshot is being written', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    let release!: () => void;
+    let started!: () => void;
+    const writing = new Promise<void>((resolve) => (started = resolve));
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    const io: LineFileIo = {
+      ...nodeLineFileIo,
+      // The first snapshot pauses after its first pieces, as a long write would, while the store goes on.
+      replace: (file, temp, parts) =>
+        nodeLineFileIo.replace(file, temp, (function* () {
+          let n = 0;
+          for (const part of parts) {
+            yield part;
+            if (first && ++n === 3) {
+              first = false;
+              started();
+            }
+          }
+        })()).then(async (bytes) => (await gate, bytes)),
+    };
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file, { io, compactAfterBytes: 4000, maxBytes: 1e9 });
+    const { channel } = store.create()!;
+    // Large enough that the snapshot takes several 1 MiB writes, so the store runs between them.
+    for (let i = 0; i < 20; i++) store.append(channel, event(`dlv_${i}`, `${i}`.repeat(400_000)));
+    const compaction = store.commit();
+    await writing;
+    // While it runs: an event already written is removed (a retry replaces seq 1), acks, new events, a new channel.
+    store.append(channel, event('dlv_0', 'a retry replaces seq 1'));
+    for (const seq of [1, 2, 6]) store.ack(channel, seq);
+    const other = store.create()!.channel;
+    store.append(other, event(null, 'other'));
+    const after = store.commit();
+    release();
+    await compaction;
+    await after;
+    const ids = [channel.id, other.id];
+    const before = state(store, ids);
+    expect(before[0]!.events.map((e) => e.seq)).not.toContain(1);
+    expect(before[0]!.events).toHaveLength(20);
+    await copyFile(file, `${dir}/crashed.json`);
+    await copyFile(`${file}.journal`, `${dir}/crashed.json.journal`);
+    expect(state(await openStore(`${dir}/crashed.json`), ids)).toEqual(before);
+  });
+});
