@@ -63,6 +63,7 @@ export class ChannelFile {
         if (failure) log?.warn(`cannot write ${file}: ${failure.message}; new events are refused with 507 relay_full until a write succeeds (retried by itself)`);
         else log?.info(`writes to ${file} succeed again`);
       },
+      onCompactionFailed: (error) => log?.warn(`cannot rewrite ${file} (${error.message}); changes go on to ${file}.journal`),
     });
   }
 

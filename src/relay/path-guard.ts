@@ -20,7 +20,6 @@
 export function pathRefusal(path: string): string | null {
   if (path === '') return null;
   if (/[\\;#]/.test(path)) return path.includes('\\') ? 'a backslash' : path.includes(';') ? 'a path parameter (`;`)' : 'a fragment (`#`)';
-  // eslint-disable-next-line no-control-regex
   if (/[^\x21-\x7e]/.test(path)) return 'a control or non-ASCII character';
   for (const match of path.matchAll(/%([0-9A-Fa-f]{2})/g)) {
     const byte = Number.parseInt(match[1]!, 16);

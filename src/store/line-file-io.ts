@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -53,9 +53,13 @@ export const nodeLineFileIo: LineFileIo = {
       }
       await writeAllTo(handle, batch);
       total += batchBytes;
-    } finally {
+    } catch (error) {
       await handle.close();
+      // A half-written snapshot must not keep the space a full disk needs back.
+      await rm(temp, { force: true });
+      throw error;
     }
+    await handle.close();
     await rename(temp, file);
     return total;
   },

@@ -27,6 +27,8 @@ export interface LineJournalOptions {
   retryMs?: number;
   /** Called once when writes start failing, and once when they succeed again (`null`). */
   onHealth?: (failure: Error | null) => void;
+  /** Called when a snapshot could not be written; the lines went to the journal instead. */
+  onCompactionFailed?: (error: Error) => void;
 }
 
 /** One queued line; `bytes` becomes `null` when its change was undone before it reached the file. */
@@ -60,6 +62,7 @@ export class LineJournal {
   readonly #timers: RetryTimers;
   readonly #retryMs: number;
   readonly #onHealth: (failure: Error | null) => void;
+  readonly #onCompactionFailed: (error: Error) => void;
   readonly #clock: () => number;
   readonly #group = new GroupCommit(() => this.#flush());
   #handle: FileHandle | null = null;
@@ -67,13 +70,16 @@ export class LineJournal {
   #journalBytes = 0;
   #snapshotBytes = 0;
   #compactNow = false;
+  /** After a failed compaction, the journal size at which to try the next one. */
+  #nextCompactionAt = 0;
   /** A failed append may have left part of a line: the next one starts on a fresh line. */
   #torn = false;
   #failure: { error: Error; since: number } | null = null;
   #retryTimer: unknown = null;
   #closed = false;
 
-  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined }: LineJournalOptions) {
+  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined }: LineJournalOptions) {
+    this.#onCompactionFailed = onCompactionFailed;
     this.#clock = clock;
     this.file = file;
     this.journal = `${file}.journal`;
@@ -147,14 +153,26 @@ export class LineJournal {
     try {
       const pieces = lines.flatMap((line) => (line.bytes ? [line.bytes] : []));
       const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0);
-      if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes)) {
-        // The snapshot is taken from the owner's state, which already holds `lines`.
-        this.#snapshotBytes = await this.#io.replace(this.file, this.#temp, this.#snapshotPieces());
+      let compacted = false;
+      if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes, this.#nextCompactionAt)) {
         this.#compactNow = false;
-        await this.#io.truncate(handle);
-        this.#journalBytes = 0;
-        this.#torn = false;
-      } else if (pieces.length > 0 || this.#failure !== null) {
+        try {
+          // The snapshot is taken from the owner's state, which already holds `lines`.
+          this.#snapshotBytes = await this.#io.replace(this.file, this.#temp, this.#snapshotPieces());
+          compacted = true;
+          this.#nextCompactionAt = 0;
+          // If this fails, the journal's lines are only replayed again over a snapshot that holds them.
+          await this.#io.truncate(handle);
+          this.#journalBytes = 0;
+          this.#torn = false;
+        } catch (error) {
+          // A disk too full for a whole snapshot may still take the lines: append them, and try again
+          // once the journal has grown as much again, rather than failing every write until then.
+          this.#nextCompactionAt = this.#journalBytes + Math.max(this.#compactAfterBytes, this.#snapshotBytes);
+          this.#onCompactionFailed(error as Error);
+        }
+      }
+      if (!compacted && (pieces.length > 0 || this.#failure !== null)) {
         // While failing, even an empty commit writes (a newline) to find out whether the disk took it.
         if (pieces.length === 0) pieces.push(NEWLINE);
         appending = true;

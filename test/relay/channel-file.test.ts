@@ -213,3 +213,33 @@ describe('relay data file compaction', () => {
     expect(state(await openStore(`${dir}/crashed.json`), ids)).toEqual(before);
   });
 });
+
+describe('relay data file on a disk too full for a snapshot', () => {
+  it('goes on appending to the journal, says so, and leaves no half-written snapshot behind', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const io: LineFileIo = {
+      ...nodeLineFileIo,
+      // The snapshot's writes fail part-way, as on a full disk; appends still fit.
+      replace: (file, temp, parts) =>
+        nodeLineFileIo.replace(file, temp, (function* () {
+          let n = 0;
+          for (const part of parts) {
+            if (++n > 2) throw full;
+            yield part;
+          }
+        })()),
+    };
+    const warnings: string[] = [];
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file, { io, compactAfterBytes: 1, log: { info() {}, warn: (line) => warnings.push(line) } });
+    const ids = await fill(store);
+    expect(store.health).toEqual({ ok: true });
+    expect(warnings.some((line) => line.includes('cannot rewrite'))).toBe(true);
+    await expect(readFile(`${dir}/.relay.json.tmp`)).rejects.toMatchObject({ code: 'ENOENT' });
+    const before = state(store, ids);
+    await copyFile(`${file}.journal`, `${dir}/crashed.json.journal`);
+    expect(state(await openStore(`${dir}/crashed.json`), ids)).toEqual(before);
+  });
+});
