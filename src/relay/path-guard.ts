@@ -12,6 +12,7 @@
  * - NUL and other control characters (`%00`-`%1f`, `%7f`), which truncate or split paths in some stacks;
  * - non-ASCII, raw or encoded (`%80`-`%ff`): overlong UTF-8 (`%c0%ae`) and Unicode normalisation
  *   (`．`, U+FF0E) turn into dots in some decoders;
+ * - `%u002e`: IIS's own escape, which it decodes to a dot;
  * - `#`: a fragment has no place in a request target, and apps disagree on where it ends.
  * No webhook sender needs any of these in a callback path; the query is not checked (it cannot move the path).
  * @example pathRefusal('/hooks/v1') // null
@@ -21,6 +22,7 @@ export function pathRefusal(path: string): string | null {
   if (path === '') return null;
   if (/[\\;#]/.test(path)) return path.includes('\\') ? 'a backslash' : path.includes(';') ? 'a path parameter (`;`)' : 'a fragment (`#`)';
   if (/[^\x21-\x7e]/.test(path)) return 'a control or non-ASCII character';
+  if (/%u[0-9A-Fa-f]{4}/.test(path)) return 'a %u escape';
   for (const match of path.matchAll(/%([0-9A-Fa-f]{2})/g)) {
     const byte = Number.parseInt(match[1]!, 16);
     if (byte === 0x2f || byte === 0x5c) return 'an encoded slash or backslash';

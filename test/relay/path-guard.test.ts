@@ -11,7 +11,7 @@ afterEach(async () => {
 const REFUSED = [
   '/..', '/../admin/users', '/a/../../admin', '/.', '/./x', '/%2e%2e/admin', '/%2E%2e/admin', '/.%2e/admin', '/%2e./admin', '/%2E',
   '/a%2fb', '/a%2F..%2Fadmin', '/a\\b', '/..\\admin', '/a%5cb', '/a%5C..', '/..;/admin', '/a;jsessionid=1', '/a%3b', '/%00', '/a%00.json',
-  '/a%0d%0aX: y', '/%7f', '/%252e%252e/admin', '/%c0%ae%c0%ae/admin', '/\uff0e\uff0e/admin', '/caf\u00e9', '/a#/../admin',
+  '/a%0d%0aX: y', '/%7f', '/%252e%252e/admin', '/%c0%ae%c0%ae/admin', '/\uff0e\uff0e/admin', '/caf\u00e9', '/a#/../admin', '/%u002e%u002e/admin',
 ];
 const ALLOWED = ['', '/', '/hooks/v1', '//double//slash', '/a.b/c..d/...', '/.well-known', '/a%20b', "/p|q^{}!$&'()*+,=:@~", '/%41%2B'];
 
