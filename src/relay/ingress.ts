@@ -63,6 +63,8 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * Takes one request for a channel: any method, the raw body up to the cap. With a listener, answers with
  * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
  * When listeners are connected but their `--events` filters all leave the event out: 202, not kept.
+ * A path that could leave the channel: 400 `invalid_path`, before the body is read. A full buffer, or a
+ * data file that does not take the event: 507 `relay_full` with Retry-After, and the event is not kept.
  */
 export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
