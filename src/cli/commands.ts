@@ -66,8 +66,11 @@ function registerRelay(program: Command): void {
     .option('--port <port>', 'port to listen on', '8787')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--public-url <url>', 'the base URL senders reach this relay at, used in channel URLs')
-    .option('--data <file>', 'JSON file keeping channels and buffered events across restarts', '.cliphook/relay.json')
+    .option('--data <file>', 'data file keeping channels and buffered events across restarts (with <file>.journal and <file>.lock)', '.cliphook/relay.json')
     .addOption(new Option('--admin-token <token>', 'require this bearer token to create channels').env('CLIPHOOK_ADMIN_TOKEN'))
+    .option('--open', 'allow a --host other than loopback without --admin-token: anyone who reaches the relay can create channels')
+    .option('--max-channels <n>', 'channels the relay holds at most; past it POST /channels answers 507', '1000')
+    .option('--max-total-buffered-bytes <n>', 'body bytes (as base64) buffered across all channels; past it senders get 507', String(512 * 1024 * 1024))
     .action(async (options) => (await import('./commands/relay.js')).relay(options));
 }
 

@@ -60,3 +60,46 @@ async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> 
     throw new BodyReadError((error as { type?: string }).type === 'entity.too.large' ? 'too_large' : 'aborted');
   }
 }
+
+/** Timers for `drainBody`: the relay passes its injected scheduler. */
+export interface DrainTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/**
+ * Reads and discards the rest of a refused request body, so the sender finishes writing and then reads
+ * the answer: closing while it still writes gives it EPIPE or ECONNRESET instead of the 413, and an
+ * emitter then retries a permanent failure for hours (issue 10). Bounded, so a stranger cannot keep the
+ * relay reading: resolves `true` once the body has ended, `false` when it goes past `maxBytes` (counted
+ * from now, or announced by `declared`), takes longer than `timeoutMs`, or the sender leaves.
+ */
+export function drainBody(req: IncomingMessage, declared: number, { maxBytes, timeoutMs, timers }: { maxBytes: number; timeoutMs: number; timers: DrainTimers }): Promise<boolean> {
+  if (req.readableEnded) return Promise.resolve(true);
+  if (req.destroyed || declared > maxBytes) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (ended: boolean) => {
+      timers.clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onError);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(req.readableEnded);
+    const onError = () => finish(false);
+    const timer = timers.setTimeout(() => finish(false), timeoutMs);
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('close', onClose);
+    req.once('error', onError);
+    req.resume();
+  });
+}

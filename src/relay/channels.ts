@@ -1,55 +1,14 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { QueuedLine } from '../store/line-journal.js';
 import { ChannelFile } from './channel-file.js';
-import type { EventFrame } from './frames.js';
+import { base64Length, hashToken, indexOfSeq, type AppendRefusal, type Channel, type ChannelStoreOptions, type StoreHealth, type StoredEvent, type TokenCheck } from './channel-types.js';
 import type { Scheduler } from './heartbeat.js';
 
-/**
- * One request taken at `/in/<channel>`, as the relay keeps it until it is acknowledged and aged out: the
- * request members of its event frame (the data file keeps `body` as base64), plus what filters need.
- */
-export interface StoredEvent extends Omit<EventFrame, 'type' | 'backlog' | 'replay'> {
-  /** `X-Service-Event`, for `--events` filters. */
-  eventName: string | null;
-  /** `X-Service-Delivery`, for `--replay <delivery id>`. */
-  deliveryId: string | null;
-}
-
-export interface Channel {
-  readonly id: string;
-  readonly tokenHash: string;
-  readonly createdAt: number;
-  nextSeq: number;
-  /**
-   * Numbers below this are reserved in the data file before any is handed out, so a relay that crashed
-   * before saving its latest events starts above every number a listener may have seen.
-   */
-  seqLimit: number;
-  /** Oldest first; acknowledged ones stay (for `--replay`) until the count or age bound drops them. */
-  events: StoredEvent[];
-  acked: Set<number>;
-}
-
-export interface ChannelStoreOptions {
-  /** JSON file to persist to, or `false` for memory only. */
-  file: string | false;
-  clock: () => number;
-  maxEvents: number;
-  /** Base64 body bytes kept per channel. */
-  maxBytes: number;
-  maxAgeMs: number;
-  scheduler: Scheduler;
-  /** How long acknowledgements may wait before they are written: losing them only means a redelivery. */
-  lazyCommitMs: number;
-  /** Sequence numbers reserved per write of the high-water mark: 1 writes before every event. @default 1 */
-  seqBlock?: number;
-}
-
-/** The outcome of checking a listening token. */
-export type TokenCheck = 'ok' | 'not_found' | 'invalid_token';
+export type { AppendRefusal, Channel, ChannelStoreOptions, StoreHealth, StoredEvent, TokenCheck } from './channel-types.js';
 
 /**
- * The relay's channels and their event buffers, in memory, with every change written to one JSON file
- * (`ChannelFile`) by group commit.
+ * The relay's channels and their event buffers, in memory, with every change appended as one line to
+ * the data file (`ChannelFile`) by group commit. The file is locked to one process while open.
  */
 export class ChannelStore {
   readonly #channels = new Map<string, Channel>();
@@ -68,8 +27,16 @@ export class ChannelStore {
   readonly #seqBlock: number;
   /** The write that puts the latest reservation on disk, while it runs. */
   #reserving: Promise<void> | null = null;
+  readonly #maxChannels: number;
+  readonly #maxTotalBytes: number;
+  /** Base64 body bytes across channels. */
+  #totalBytes = 0;
+  /** Each event's journal line until it is written, so an event dropped before that is never written. */
+  readonly #lines = new WeakMap<StoredEvent, QueuedLine>();
 
-  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1 }: ChannelStoreOptions) {
+  constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1, maxChannels = Infinity, maxTotalBytes = Infinity, io, compactAfterBytes, retryMs, log }: ChannelStoreOptions) {
+    this.#maxChannels = maxChannels;
+    this.#maxTotalBytes = maxTotalBytes;
     this.#seqBlock = seqBlock;
     this.#clock = clock;
     this.#scheduler = scheduler;
@@ -77,25 +44,59 @@ export class ChannelStore {
     this.#maxEvents = maxEvents;
     this.#maxBytes = maxBytes;
     this.#maxAgeMs = maxAgeMs;
-    this.#file = file === false ? null : new ChannelFile(file, () => this.#channels.values());
+    this.#file =
+      file === false
+        ? null
+        : new ChannelFile({
+            file,
+            channels: () => this.#channels.values(),
+            timers: scheduler,
+            clock,
+            ...(io ? { io } : {}),
+            ...(compactAfterBytes ? { compactAfterBytes } : {}),
+            ...(retryMs ? { retryMs } : {}),
+            ...(log ? { log } : {}),
+          });
   }
 
-  /** Loads the file, if any. */
+  /** Takes the data file's lock and loads it, if any. */
   async open(): Promise<void> {
-    for (const channel of this.#file ? await this.#file.load() : []) this.#channels.set(channel.id, channel);
+    for (const channel of this.#file ? await this.#file.open() : []) {
+      this.#channels.set(channel.id, channel);
+      this.#totalBytes += this.#size(channel);
+    }
+  }
+
+  /** Writes what is pending, closes the journal and releases the lock. */
+  async close(): Promise<void> {
+    this.#scheduler.clearTimeout(this.#lazyTimer);
+    this.#lazyTimer = null;
+    await this.#file?.close();
   }
 
   get size(): number {
     return this.#channels.size;
   }
 
-  /** Creates a channel; the token is returned once and only its hash is kept. */
-  create(): { channel: Channel; token: string } {
+  /** Base64 body bytes buffered across channels. */
+  get totalBytes(): number {
+    return this.#totalBytes;
+  }
+
+  get health(): StoreHealth {
+    const failure = this.#file?.failure;
+    return failure ? { ok: false, ...failure } : { ok: true };
+  }
+
+  /** Creates a channel; the token is returned once and only its hash is kept. `null` at `maxChannels`. */
+  create(): { channel: Channel; token: string } | null {
+    if (this.#channels.size >= this.#maxChannels) return null;
     // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
     const id = randomBytes(18).toString('base64url');
     const token = `clt_${randomBytes(32).toString('base64url')}`;
     const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, seqLimit: 1, events: [], acked: new Set() };
     this.#channels.set(id, channel);
+    this.#file?.created(channel);
     return { channel, token };
   }
 
@@ -104,7 +105,13 @@ export class ChannelStore {
   }
 
   delete(id: string): boolean {
-    return this.#channels.delete(id);
+    const channel = this.#channels.get(id);
+    if (!channel) return false;
+    this.#totalBytes -= this.#size(channel);
+    for (const event of channel.events) this.#forgetLine(event);
+    this.#channels.delete(id);
+    this.#file?.deleted(id);
+    return true;
   }
 
   /** Checks `token` against the channel's stored hash in constant time. */
@@ -118,25 +125,53 @@ export class ChannelStore {
 
   /**
    * Appends an event with the channel's next sequence number, after dropping what the bounds allow.
-   * Returns `null` when the buffer is full of unacknowledged events: the sender is told to retry later
-   * rather than an older undelivered event being dropped in silence.
+   * Refuses (returns why) when the channel is full of unacknowledged events or the relay's total is
+   * reached: the sender is told to retry later rather than an undelivered event being dropped in silence.
    */
-  append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | null {
+  append(channel: Channel, event: Omit<StoredEvent, 'seq'>): StoredEvent | AppendRefusal {
     const size = base64Length(event.body);
     // A retry of a delivery still waiting here replaces it: one copy per delivery, the newest (its
     // signature timestamp is the freshest), and a sender retrying on 503 cannot fill the buffer alone.
     if (event.deliveryId !== null) {
       const copy = this.#unackedByDelivery(channel).get(event.deliveryId);
-      if (copy) this.#remove(channel, copy);
+      if (copy) this.discard(channel, copy);
     }
     this.prune(channel, size);
-    if (channel.events.length >= this.#maxEvents || this.#size(channel) + size > this.#maxBytes) return null;
+    if (channel.events.length >= this.#maxEvents) return 'channel_events';
+    if (this.#size(channel) + size > this.#maxBytes) return 'channel_bytes';
+    if (this.#totalBytes + size > this.#maxTotalBytes && !this.#freeAcked(this.#totalBytes + size - this.#maxTotalBytes)) return 'relay_bytes';
     if (channel.nextSeq >= channel.seqLimit) this.#reserve(channel);
     const stored: StoredEvent = { seq: channel.nextSeq++, ...event };
     channel.events.push(stored);
     if (stored.deliveryId !== null) this.#unackedByDelivery(channel).set(stored.deliveryId, stored);
     this.#bytes.set(channel, this.#size(channel) + size);
+    this.#totalBytes += size;
+    if (this.#file) this.#lines.set(stored, this.#file.appended(channel, stored));
     return stored;
+  }
+
+  /** Removes an event the relay could not keep (its write failed): it is not buffered, nor written later. */
+  discard(channel: Channel, event: StoredEvent): void {
+    if (this.#remove(channel, event)) this.#file?.dropped(channel, [event.seq]);
+  }
+
+  /** Drops acknowledged events across channels, oldest first in each, until `bytes` are freed; false when they cannot be. */
+  #freeAcked(bytes: number): boolean {
+    let freed = 0;
+    for (const channel of this.#channels.values()) {
+      if (channel.acked.size === 0) continue;
+      const dropped: number[] = [];
+      for (const event of channel.events) {
+        if (freed >= bytes) break;
+        if (!channel.acked.has(event.seq)) continue;
+        dropped.push(event.seq);
+        freed += base64Length(event.body);
+      }
+      for (const seq of dropped) this.#remove(channel, channel.events[indexOfSeq(channel.events, seq)]!);
+      this.#file?.dropped(channel, dropped);
+      if (freed >= bytes) return true;
+    }
+    return false;
   }
 
   /**
@@ -148,14 +183,21 @@ export class ChannelStore {
   }
 
   #reserve(channel: Channel): void {
-    channel.seqLimit = channel.nextSeq + this.#seqBlock;
+    const limit = channel.nextSeq + this.#seqBlock;
+    const before = channel.seqLimit;
+    channel.seqLimit = limit;
     if (!this.#file) return;
+    this.#file.reserved(channel);
     const write = this.commit();
     const settle = () => {
       if (this.#reserving === write) this.#reserving = null;
     };
     this.#reserving = write;
-    write.then(settle, settle);
+    // Not on disk: the next event must reserve again rather than use numbers a crash could reuse.
+    write.then(settle, () => {
+      settle();
+      if (channel.seqLimit === limit) channel.seqLimit = Math.max(before, channel.nextSeq);
+    });
   }
 
   /** Marks `seq` acknowledged; true when it was not before. */
@@ -164,6 +206,7 @@ export class ChannelStore {
     const event = channel.events[indexOfSeq(channel.events, seq)];
     if (!event) return false;
     channel.acked.add(seq);
+    this.#file?.acked(channel, [seq]);
     if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
     return true;
   }
@@ -179,12 +222,24 @@ export class ChannelStore {
     return map;
   }
 
-  #remove(channel: Channel, event: StoredEvent): void {
+  /** Takes an event out of memory (its queued line too, if not written yet); false when it was not there. */
+  #remove(channel: Channel, event: StoredEvent): boolean {
     const index = indexOfSeq(channel.events, event.seq);
-    if (index === -1) return;
+    if (index === -1) return false;
     channel.events.splice(index, 1);
+    channel.acked.delete(event.seq);
     this.#bytes.set(channel, this.#size(channel) - base64Length(event.body));
-    if (event.deliveryId !== null) this.#byDelivery.get(channel)?.delete(event.deliveryId);
+    this.#totalBytes -= base64Length(event.body);
+    this.#forgetLine(event);
+    if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
+    return true;
+  }
+
+  /** An event dropped before its line was written: the line is not written at all. */
+  #forgetLine(event: StoredEvent): void {
+    const line = this.#lines.get(event);
+    if (line) line.bytes = null;
+    this.#lines.delete(event);
   }
 
   /**
@@ -200,6 +255,7 @@ export class ChannelStore {
     let extraCount = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
     let extraBytes = bytes + incoming - this.#maxBytes + Math.floor(this.#maxBytes / 10);
     const kept: StoredEvent[] = [];
+    const dropped: number[] = [];
     let keptBytes = 0;
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
@@ -207,14 +263,18 @@ export class ChannelStore {
         extraCount--;
         extraBytes -= base64Length(event.body);
         channel.acked.delete(event.seq);
+        dropped.push(event.seq);
+        this.#forgetLine(event);
         continue;
       }
       kept.push(event);
       keptBytes += base64Length(event.body);
     }
     channel.events = kept;
+    this.#totalBytes += keptBytes - bytes;
     this.#bytes.set(channel, keptBytes);
     this.#byDelivery.delete(channel);
+    this.#file?.dropped(channel, dropped);
   }
 
   /** Unacknowledged events, oldest first, that pass `wants`. */
@@ -242,7 +302,7 @@ export class ChannelStore {
     return bytes;
   }
 
-  /** Resolves once the current state is on disk (immediately without a file). */
+  /** Resolves once the current state is on disk (immediately without a file); rejects when the write failed (it is retried by itself). */
   commit(): Promise<void> {
     if (!this.#file) return Promise.resolve();
     this.#scheduler.clearTimeout(this.#lazyTimer);
@@ -254,34 +314,12 @@ export class ChannelStore {
    * Writes within `lazyCommitMs`, for changes whose loss costs only a redelivery (acks, live events): a
    * busy channel writes its file a few times a second instead of once per event.
    */
-  commitSoon(onError: (error: Error) => void): void {
+  commitSoon(): void {
     if (!this.#file || this.#lazyTimer !== null) return;
     this.#lazyTimer = this.#scheduler.setTimeout(() => {
       this.#lazyTimer = null;
-      this.#file!.commit().catch(onError);
+      // A failure is logged once by the file and retried by itself; nobody waits for this write.
+      this.#file!.commit().catch(() => undefined);
     }, this.#lazyCommitMs);
   }
-}
-
-/** What `body` takes as base64: the bounds count bytes as the data file keeps them. */
-function base64Length(body: Uint8Array): number {
-  return Math.ceil(body.length / 3) * 4;
-}
-
-/** Where `seq` is in `events` (ascending by seq, as appended), or -1: a binary search, as a full buffer holds 1,000. */
-function indexOfSeq(events: readonly StoredEvent[], seq: number): number {
-  let low = 0;
-  let high = events.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const found = events[middle]!.seq;
-    if (found === seq) return middle;
-    if (found < seq) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
-}
-
-function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
 }

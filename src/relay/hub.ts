@@ -164,7 +164,7 @@ export class Hub {
     const pending = frame.type === 'replay' ? undefined : this.#pending.get(pendingKey(channel.id, frame.seq));
     switch (frame.type) {
       case 'reply':
-        if (this.#options.store.ack(channel, frame.seq)) this.#options.store.commitSoon((error) => this.#options.log(`cannot save acks: ${error.message}`));
+        if (this.#options.store.ack(channel, frame.seq)) this.#options.store.commitSoon();
         pending?.resolve({ kind: 'reply', frame });
         return;
       case 'fail':

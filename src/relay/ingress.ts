@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyReadError, readBody } from '../http/read-body.js';
+import { BodyReadError, drainBody, readBody, type DrainTimers } from '../http/read-body.js';
 import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
 import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
-import type { ChannelStore } from './channels.js';
+import type { AppendRefusal, Channel, ChannelStore, StoredEvent } from './channels.js';
 import { endToEnd, rawHeader } from './headers.js';
 import type { Hub } from './hub.js';
+import { pathRefusal } from './path-guard.js';
 
 export interface IngressOptions {
   store: ChannelStore;
@@ -12,8 +13,14 @@ export interface IngressOptions {
   clock: () => number;
   maxBodyBytes: number;
   retryAfterSeconds: number;
-  log: (message: string) => void;
+  /** For the drain bound of refused bodies. */
+  scheduler: DrainTimers;
 }
+
+// A refused body is read and thrown away up to this many bytes or this long, so its sender reads our
+// answer instead of a reset; past either bound the connection is cut (a stranger cannot keep us reading).
+const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
+const DRAIN_MAX_MS = 5_000;
 
 // A request target WHATWG URL parsing would leave as it is: no dot segments, nothing it percent-encodes or
 // rewrites (`\\`, `'`, spaces, non-ASCII), no fragment. Senders' targets almost always are; the rest go
@@ -36,7 +43,8 @@ export function splitTarget(target: string): { pathname: string; search: string 
  * `/in/<channel>[/path][?query]` read from the raw request target, byte for byte: no dot segments
  * removed, no `\` turned into `/`, nothing percent-encoded, and an empty query keeps its `?`, so the
  * local app sees the target the sender signed or logged (issue 4: "the extra path, the query … unchanged").
- * @example matchIngressTarget('/in/abc/a/../b?') // { channelId: 'abc', path: '/a/../b', query: '?' }
+ * The ingress then refuses a path that could leave the channel's prefix (`pathRefusal`, issue 10).
+ * @example matchIngressTarget('/in/abc/a/b?') // { channelId: 'abc', path: '/a/b', query: '?' }
  */
 export function matchIngressTarget(target: string): { channelId: string; path: string; query: string } | null {
   const mark = target.indexOf('?');
@@ -55,14 +63,29 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * Takes one request for a channel: any method, the raw body up to the cap. With a listener, answers with
  * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
  * When listeners are connected but their `--events` filters all leave the event out: 202, not kept.
+ * A path that could leave the channel: 400 `invalid_path`, before the body is read. A full buffer, or a
+ * data file that does not take the event: 507 `relay_full` with Retry-After, and the event is not kept.
  */
-export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, log }: IngressOptions) {
+export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
-    const channel = store.get(target.channelId);
-    if (!channel) return sendProblem(res, 'not_found', { detail: 'No such channel.' });
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');
     const declared = Number(contentLength ?? Number.NaN);
+    // The data file did not take the event (ENOSPC, EIO…): it is not kept, and the sender retries it.
+    const unsaved = (channel: Channel, stored: StoredEvent) => {
+      store.discard(channel, stored);
+      sendProblem(res, 'relay_full', { detail: 'The relay cannot write its data file just now; the event was not kept.', retryAfter: retryAfterSeconds });
+    };
+    const refuse = async (code: ProblemCode, options: ProblemOptions) => {
+      const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
+      sendProblem(res, code, options, true);
+      if (!drained) res.once('finish', () => req.socket.destroy());
+    };
+    // Before anything is read or stored: the path must stay under the channel (issue 10).
+    const refusal = pathRefusal(target.path);
+    if (refusal) return refuse('invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
+    const channel = store.get(target.channelId);
+    if (!channel) return refuse('not_found', { detail: 'No such channel.' });
     let body: Buffer;
     try {
       const read = readBody(req, maxBodyBytes, declared);
@@ -70,7 +93,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     } catch (error) {
       if (!(error instanceof BodyReadError)) throw error;
       if (error.reason === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
-      return sendProblem(res, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` }, true);
+      return refuse('body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` });
     }
     const headers = endToEnd(req.rawHeaders);
     // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
@@ -91,23 +114,21 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       eventName,
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
     });
-    if (!stored) {
-      const detail = hub.audience(channel.id, eventName) === 'none'
-        ? 'No listener is connected and the channel buffer is full.'
-        : 'The channel buffer is full of events the listener has not acknowledged yet.';
-      return sendProblem(res, 'no_listener', { detail, retryAfter: retryAfterSeconds });
+    if (typeof stored === 'string') {
+      // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence (issue 10).
+      return sendProblem(res, 'relay_full', { detail: FULL[stored], retryAfter: retryAfterSeconds });
     }
     // A sequence number reaches a listener only once it is reserved on disk, or a crash could reuse it.
     const reserving = store.reserved();
-    if (reserving) await reserving.catch((error: Error) => log(`cannot save the sequence reservation: ${error.message}`));
+    if (reserving && !(await reserving.then(() => true, () => false))) return unsaved(channel, stored);
     const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
       // would only fill the buffer (nothing resends it while the listener stays connected).
-      if (store.ack(channel, stored.seq)) store.commitSoon((error) => log(`cannot save acks: ${error.message}`));
+      if (store.ack(channel, stored.seq)) store.commitSoon();
     } else if (outcome.kind === 'gone') {
-      // The 503 promises the event is kept: it must be on disk before the sender reads it.
-      await store.commit().catch((error: Error) => log(`cannot save the buffer: ${error.message}`));
+      // The 503 promises the event is kept: it must be on disk before the sender reads it, or it is not kept.
+      if (!(await store.commit().then(() => true, () => false))) return unsaved(channel, stored);
     }
     switch (outcome.kind) {
       case 'reply': {
@@ -139,6 +160,12 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     }
   };
 }
+
+const FULL: Record<AppendRefusal, string> = {
+  channel_events: 'The channel buffer holds as many unacknowledged events as it may.',
+  channel_bytes: 'The channel buffer holds as many bytes of unacknowledged events as it may.',
+  relay_bytes: 'The relay holds as many buffered bytes across channels as it may.',
+};
 
 const FILTERED = JSON.stringify({ relayed: false, reason: 'filtered_by_listener' });
 

@@ -1,14 +1,15 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
+import { CliphookError } from '../protocol/errors.js';
+import type { LineFileIo } from '../store/line-file-io.js';
 import { ChannelStore } from './channels.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
+import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
 
 /** Where the relay reports what happens; `console` fits. */
@@ -18,23 +19,42 @@ export interface RelayLogger {
 }
 
 export interface RelayServerOptions {
-  /** JSON file keeping channels and buffered events across restarts; `false` keeps them in memory. @default '.cliphook/relay.json' */
+  /**
+   * The data file keeping channels and buffered events across restarts (a snapshot of JSON lines, plus
+   * `<file>.journal` and `<file>.lock` beside it); `false` keeps them in memory. A version 1 file (one
+   * JSON document) is read and rewritten in the new format. @default '.cliphook/relay.json'
+   */
   file?: string | false;
   /** The public base URL senders use, for the `url` of new channels; without it, the request's Host. @example 'https://relay.example.com' */
   publicUrl?: string;
   /** When set, `POST /channels` needs `Authorization: Bearer <adminToken>`: for a relay on a public address. */
   adminToken?: string;
+  /**
+   * Lets `listen()` bind an address other than loopback without `adminToken`, so anyone who reaches the
+   * relay can create channels. Without it, that `listen()` rejects with a TypeError. @default false
+   */
+  open?: boolean;
+  /** Channels the relay holds at most; past it `POST /channels` answers 507 `relay_full`. @default 1000 */
+  maxChannels?: number;
+  /**
+   * Body bytes (as base64, as the data file keeps them) buffered across all channels; past it, once no
+   * acknowledged event is left to drop, the sender gets 507 `relay_full`. Bounds memory and the data file.
+   * @default 536_870_912 (512 MiB)
+   */
+  maxTotalBufferedBytes?: number;
+  /** The data file's writes: a seam for tests that count bytes or inject a failing disk. @default node:fs */
+  fileIo?: LineFileIo;
   /** Largest request body taken at `/in/…`; larger ones get 413 `body_too_large`. @default 1048576 */
   maxBodyBytes?: number;
   /** How long a sender waits for the local reply before 504 `local_timeout`; below the sender's own 10 s. @default 9000 */
   responseTimeoutMs?: number;
-  /** Events kept per channel (unacknowledged ones are never dropped for room; the sender gets 503 instead). @default 1000 */
+  /** Events kept per channel (unacknowledged ones are never dropped for room; the sender gets 507 `relay_full` instead). @default 1000 */
   maxBufferedEvents?: number;
   /** Body bytes (as base64) kept per channel, so large bodies cannot fill memory and the data file. @default 67_108_864 */
   maxBufferedBytes?: number;
   /** Events older than this are dropped from the buffer; the sender's retries end after about 3 hours. @default 86_400_000 */
   maxBufferAgeMs?: number;
-  /** `Retry-After` of a 503 `no_listener`, in seconds. @default 10 */
+  /** `Retry-After` of a 503 `no_listener` and a 507 `relay_full`, in seconds; also how often a failed data-file write is retried. @default 10 */
   retryAfterSeconds?: number;
   /** How often the relay pings each listener. @default 10_000 */
   pingIntervalMs?: number;
@@ -70,7 +90,7 @@ const CLOSE_GRACE_MS = 2_000;
 /**
  * The relay: channels, the `/in/<channel>` ingress and the WebSocket endpoint `listen` connects to.
  * @example
- * const relay = createRelayServer({ file: '.cliphook/relay.json', publicUrl: 'https://relay.example.com' });
+ * const relay = createRelayServer({ file: '.cliphook/relay.json', publicUrl: 'https://relay.example.com', adminToken: process.env.ADMIN_TOKEN });
  * const { url } = await relay.listen(8787, '0.0.0.0');
  */
 export class RelayServer {
@@ -82,6 +102,8 @@ export class RelayServer {
   readonly #publicUrl: string | null;
   readonly #adminHash: Buffer | null;
   readonly #logger: RelayLogger;
+  readonly #open: boolean;
+  readonly #retryAfterSeconds: number;
   #opened: Promise<void> | null = null;
   #server: Server | null = null;
   #ownsServer = false;
@@ -92,6 +114,10 @@ export class RelayServer {
     file = '.cliphook/relay.json',
     publicUrl,
     adminToken,
+    open = false,
+    maxChannels = 1_000,
+    maxTotalBufferedBytes = 512 * 1024 * 1024,
+    fileIo,
     maxBodyBytes = 1024 * 1024,
     responseTimeoutMs = 9_000,
     maxBufferedEvents = 1_000,
@@ -107,6 +133,10 @@ export class RelayServer {
     if (file !== false) nonEmptyString('file', file);
     this.#publicUrl = publicUrl === undefined ? null : httpUrl('publicUrl', publicUrl).href.replace(/\/+$/, '');
     this.#adminHash = adminToken === undefined ? null : sha256(nonEmptyString('adminToken', adminToken));
+    if (typeof open !== 'boolean') throw new TypeError(`Expected \`open\` to be a boolean, got ${JSON.stringify(open)}.`);
+    positiveInteger('maxChannels', maxChannels);
+    positiveInteger('maxTotalBufferedBytes', maxTotalBufferedBytes);
+    if (fileIo !== undefined && (typeof fileIo !== 'object' || typeof fileIo?.append !== 'function')) throw new TypeError('Expected `fileIo` to be a LineFileIo.');
     positiveInteger('maxBodyBytes', maxBodyBytes);
     positiveInteger('responseTimeoutMs', responseTimeoutMs);
     positiveInteger('maxBufferedEvents', maxBufferedEvents);
@@ -122,15 +152,31 @@ export class RelayServer {
     if (typeof scheduler?.setInterval !== 'function' || typeof scheduler.setTimeout !== 'function') throw new TypeError('Expected `scheduler` to have setInterval and setTimeout.');
     if (typeof logger?.info !== 'function' || typeof logger.warn !== 'function') throw new TypeError('Expected `logger` to have info and warn methods.');
     this.#logger = logger;
+    this.#open = open;
+    this.#retryAfterSeconds = retryAfterSeconds;
     const log = (message: string) => logger.warn(message);
     // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
     const maxFrameBytes = Math.max(maxBodyBytes, MAX_REPLY_BODY_BYTES) + MAX_HEAD_BYTES;
-    this.#store = new ChannelStore({ file, clock, maxEvents: maxBufferedEvents, maxBytes: maxBufferedBytes, maxAgeMs: maxBufferAgeMs, scheduler, lazyCommitMs: 1000, seqBlock: SEQ_BLOCK });
+    this.#store = new ChannelStore({
+      file,
+      clock,
+      maxEvents: maxBufferedEvents,
+      maxBytes: maxBufferedBytes,
+      maxAgeMs: maxBufferAgeMs,
+      maxChannels,
+      maxTotalBytes: maxTotalBufferedBytes,
+      scheduler,
+      lazyCommitMs: 1000,
+      seqBlock: SEQ_BLOCK,
+      retryMs: retryAfterSeconds * 1000,
+      log: logger,
+      ...(fileIo ? { io: fileIo } : {}),
+    });
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
     this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: false });
-    this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, log });
+    this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, scheduler });
   }
 
   /** The base URL once listening (`http://127.0.0.1:8787`), or `null`. */
@@ -149,8 +195,15 @@ export class RelayServer {
     return this.#opened;
   }
 
-  /** Starts an HTTP server of its own. @example const { url } = await relay.listen(0, '127.0.0.1'); */
+  /**
+   * Starts an HTTP server of its own. An address other than loopback needs `adminToken` or `open: true`.
+   * @example const { url } = await relay.listen(0, '127.0.0.1');
+   */
   async listen(port = 8787, host = '127.0.0.1'): Promise<{ url: string }> {
+    // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
+    if (!isLoopback(host) && this.#adminHash === null && !this.#open) {
+      throw new TypeError(`Refusing to listen on ${host} without \`adminToken\`: anyone who reaches it could create channels. Set \`adminToken\`, or \`open: true\` to run an open relay on purpose.`);
+    }
     const server = createServer();
     this.#ownsServer = true;
     await this.attach(server);
@@ -185,15 +238,25 @@ export class RelayServer {
     const stopped = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
     await this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down', CLOSE_GRACE_MS);
     this.#heartbeat.stop();
-    await this.#store.commit();
+    await this.#store.close().catch((error: Error) => this.#logger.warn(`cannot save the data file on close: ${error.message}`));
     server?.closeAllConnections();
     await stopped;
   }
 
-  /** Creates a channel and saves it before answering. */
+  /**
+   * Creates a channel and saves it before answering. Throws a `CliphookError` with code `relay_full`
+   * at `maxChannels` or when the data file cannot be written.
+   */
   async createChannel(base: string): Promise<ChannelInfo> {
-    const { channel, token } = this.#store.create();
-    await this.#store.commit();
+    const created = this.#store.create();
+    if (!created) throw new CliphookError('relay_full', 'The relay holds as many channels as it may.');
+    const { channel, token } = created;
+    try {
+      await this.#store.commit();
+    } catch (error) {
+      this.#store.delete(channel.id);
+      throw new CliphookError('relay_full', 'The relay cannot write its data file just now.', { cause: error });
+    }
     this.#logger.info(`channel ${channel.id} created`);
     return { channel: channel.id, url: `${this.#publicUrl ?? base}/in/${channel.id}`, token };
   }
@@ -204,16 +267,21 @@ export class RelayServer {
     if (exact) return this.#ingress(req, res, exact, exact.query);
     const url = splitTarget(target);
     req.resume(); // no other route reads a body
-    if (url.pathname === '/healthz') {
-      return sendJson(res, 200, { status: 'ok', channels: this.#store.size, listeners: this.#hub.listeners });
-    }
+    if (url.pathname === '/healthz') return this.#health(res);
     if (url.pathname === '/channels') {
       if (req.method !== 'POST') return sendNotAllowed(res, 'POST');
       if (this.#adminHash && !sameHash(this.#adminHash, bearer(req))) {
         return sendProblem(res, 'invalid_token', { detail: 'Creating a channel on this relay needs its admin token.' });
       }
       const base = `http://${req.headers.host ?? 'localhost'}`;
-      return sendJson(res, 201, await this.createChannel(base));
+      let info: ChannelInfo;
+      try {
+        info = await this.createChannel(base);
+      } catch (error) {
+        if (!(error instanceof CliphookError && error.code === 'relay_full')) throw error;
+        return sendProblem(res, 'relay_full', { detail: error.message, retryAfter: this.#retryAfterSeconds });
+      }
+      return sendJson(res, 201, info);
     }
     const match = CHANNEL_PATH.exec(url.pathname);
     if (match) {
@@ -223,12 +291,25 @@ export class RelayServer {
       if (check !== 'ok') return sendProblem(res, check, { detail: check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.' });
       this.#store.delete(id);
       this.#hub.closeChannel(id, CLOSE.channelGone, 'channel deleted');
-      await this.#store.commit();
+      // Deleted in memory at once; on disk once a write succeeds (it is retried by itself).
+      if (!(await this.#store.commit().then(() => true, () => false))) {
+        return sendProblem(res, 'relay_full', { detail: 'The channel is deleted, but the relay cannot write its data file just now.', retryAfter: this.#retryAfterSeconds });
+      }
       res.writeHead(204);
       res.end();
       return;
     }
     sendProblem(res, 'not_found', { detail: `Nothing at ${url.pathname}.` });
+  }
+
+  /** 200 while the data file takes writes; 503 saying why while it does not (issue 10), so a monitor notices. */
+  #health(res: ServerResponse): void {
+    const health = this.#store.health;
+    const persistence = health.ok
+      ? { ok: true }
+      : { ok: false, error: (health.error as NodeJS.ErrnoException).code ?? 'write_failed', detail: `cannot write the data file: ${health.error.message}`, since: new Date(health.since).toISOString() };
+    const body = { status: health.ok ? 'ok' : 'failing', channels: this.#store.size, listeners: this.#hub.listeners, bufferedBytes: this.#store.totalBytes, persistence };
+    sendJson(res, health.ok ? 200 : 503, body);
   }
 
   #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -258,37 +339,4 @@ export class RelayServer {
 export function createRelayServer(options: RelayServerOptions = {}): RelayServer {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected `options` to be an object.');
   return new RelayServer(options);
-}
-
-function bearer(req: IncomingMessage): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  return match?.[1];
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-function sameHash(expected: Buffer, given: string | undefined): boolean {
-  return given !== undefined && timingSafeEqual(expected, sha256(given));
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function sendNotAllowed(res: ServerResponse, allow: string): void {
-  res.setHeader('allow', allow);
-  sendProblem(res, 'method_not_allowed', { detail: `Use ${allow}.` });
-}
-
-function refuseUpgrade(socket: Duplex, code: ProblemCode, detail: string): void {
-  const body = problem(code, { detail });
-  const text = JSON.stringify(body);
-  const headers = Object.entries({ ...problemHeaders(body), 'content-length': String(Buffer.byteLength(text)), connection: 'close' })
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  socket.end(`HTTP/1.1 ${body.status} ${body.title}\r\n${headers}\r\n${text}`);
 }

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { copyFile, readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChannelStore, type StoredEvent } from '../../src/relay/channels.js';
 import { realScheduler } from '../../src/relay/heartbeat.js';
@@ -8,6 +8,8 @@ const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
+
+const seqOf = (stored: StoredEvent | string) => (typeof stored === 'string' ? stored : stored.seq);
 
 function event(receivedAt: number, deliveryId: string | null = null): Omit<StoredEvent, 'seq'> {
   return { receivedAt, method: 'POST', path: '', query: '', headers: [], body: Buffer.alloc(0), eventName: 'video.completed', deliveryId };
@@ -19,10 +21,11 @@ describe('ChannelStore', () => {
     cleanups.push(cleanup);
     const store = new ChannelStore({ file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
     await store.open();
-    const { channel, token } = store.create();
+    const { channel, token } = store.create()!;
     await store.commit();
     expect(Buffer.from(channel.id, 'base64url').length * 8).toBeGreaterThanOrEqual(128);
-    const text = await readFile(`${dir}/relay.json`, 'utf8');
+    const text = await readFile(`${dir}/relay.json.journal`, 'utf8');
+    await store.close();
     expect(text).not.toContain(token);
     expect(text).toContain(channel.tokenHash);
     expect(store.check(channel.id, token)).toBe('ok');
@@ -34,11 +37,11 @@ describe('ChannelStore', () => {
   it('numbers events, bounds them by count (refusing rather than dropping unacknowledged ones) and by age', () => {
     let now = 0;
     const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
-    const { channel } = store.create();
-    expect([1, 2, 3].map(() => store.append(channel, event(now))?.seq)).toEqual([1, 2, 3]);
-    expect(store.append(channel, event(now))).toBeNull();
+    const { channel } = store.create()!;
+    expect([1, 2, 3].map(() => seqOf(store.append(channel, event(now))))).toEqual([1, 2, 3]);
+    expect(store.append(channel, event(now))).toBe('channel_events');
     store.ack(channel, 1);
-    expect(store.append(channel, event(now))?.seq).toBe(4);
+    expect(seqOf(store.append(channel, event(now)))).toBe(4);
     expect(store.unacked(channel, () => true).map((e) => e.seq)).toEqual([2, 3, 4]);
     now = 5000;
     expect(store.unacked(channel, () => true)).toEqual([]);
@@ -46,13 +49,13 @@ describe('ChannelStore', () => {
 
   it('bounds the buffered body bytes too, dropping acknowledged events first', () => {
     const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 100, maxBytes: 100, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
-    const { channel } = store.create();
+    const { channel } = store.create()!;
     // Bounds count base64 bytes, as the data file keeps bodies: 45 bytes are 60.
     const sized = (base64Bytes: number) => ({ ...event(0), body: Buffer.alloc((base64Bytes / 4) * 3) });
-    expect(store.append(channel, sized(60))?.seq).toBe(1);
-    expect(store.append(channel, sized(60))).toBeNull();
+    expect(seqOf(store.append(channel, sized(60)))).toBe(1);
+    expect(store.append(channel, sized(60))).toBe('channel_bytes');
     store.ack(channel, 1);
-    expect(store.append(channel, sized(60))?.seq).toBe(2);
+    expect(seqOf(store.append(channel, sized(60)))).toBe(2);
     expect(channel.events.map((e) => e.seq)).toEqual([2]);
   });
 
@@ -62,11 +65,11 @@ describe('ChannelStore', () => {
     const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 };
     const store = new ChannelStore(options);
     await store.open();
-    const { channel, token } = store.create();
+    const { channel, token } = store.create()!;
     store.append(channel, event(0, 'dlv_a'));
     store.append(channel, event(0, 'dlv_b'));
     store.ack(channel, 1);
-    await store.commit();
+    await store.close();
     const reopened = new ChannelStore(options);
     await reopened.open();
     const again = reopened.get(channel.id)!;
@@ -74,7 +77,7 @@ describe('ChannelStore', () => {
     expect(reopened.find(again, '2')?.deliveryId).toBe('dlv_b');
     expect(reopened.find(again, 'dlv_a')?.seq).toBe(1);
     expect(reopened.unacked(again, () => true).map((e) => e.seq)).toEqual([2]);
-    expect(reopened.append(again, event(0))?.seq).toBe(3);
+    expect(seqOf(reopened.append(again, event(0)))).toBe(3);
   });
 
   it('reserves sequence numbers on disk before handing them out, so a crash never reuses one', async () => {
@@ -83,33 +86,35 @@ describe('ChannelStore', () => {
     const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 60_000, seqBlock: 4 };
     const store = new ChannelStore(options);
     await store.open();
-    const { channel } = store.create();
+    const { channel } = store.create()!;
     await store.commit();
-    expect(store.append(channel, event(0))?.seq).toBe(1);
-    expect(store.append(channel, event(0))?.seq).toBe(2);
+    expect(seqOf(store.append(channel, event(0)))).toBe(1);
+    expect(seqOf(store.append(channel, event(0)))).toBe(2);
     await store.reserved(); // what the ingress awaits before sending the event to a listener
     expect(store.reserved()).toBeNull();
     // Within the reserved block: no write, and nothing to wait for.
-    expect(store.append(channel, event(0))?.seq).toBe(3);
+    expect(seqOf(store.append(channel, event(0)))).toBe(3);
     expect(store.reserved()).toBeNull();
     // The relay dies here, before saving event 3 (a listener may have acked it): 3 and 4 are never reused.
-    const crashed = new ChannelStore(options);
+    // What it leaves on disk, copied to a new path (this process still holds the first file's lock).
+    await copyFile(`${dir}/relay.json.journal`, `${dir}/crashed.json.journal`);
+    const crashed = new ChannelStore({ ...options, file: `${dir}/crashed.json` });
     await crashed.open();
     const again = crashed.get(channel.id)!;
     expect(again.events.map((e) => e.seq)).toEqual([1, 2]);
-    expect(crashed.append(again, event(0))?.seq).toBe(5);
+    expect(seqOf(crashed.append(again, event(0)))).toBe(5);
   });
 
   it('keeps one unacknowledged copy per X-Service-Delivery: a retry replaces the waiting one', () => {
     const store = new ChannelStore({ file: false, clock: () => 0, maxEvents: 3, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
-    const { channel } = store.create();
-    for (let i = 0; i < 5; i++) expect(store.append(channel, event(0, 'dlv_same'))).not.toBeNull();
+    const { channel } = store.create()!;
+    for (let i = 0; i < 5; i++) expect(typeof store.append(channel, event(0, 'dlv_same'))).toBe('object');
     expect(store.unacked(channel, () => true).map((e) => [e.seq, e.deliveryId])).toEqual([[5, 'dlv_same']]);
     store.append(channel, event(0, null));
     store.append(channel, event(0, null));
     expect(store.ack(channel, 5)).toBe(true);
     // Once acknowledged, a new attempt of the same delivery is a new event again.
-    expect(store.append(channel, event(0, 'dlv_same'))?.seq).toBe(8);
+    expect(seqOf(store.append(channel, event(0, 'dlv_same')))).toBe(8);
     expect(store.unacked(channel, () => true).map((e) => e.seq)).toEqual([6, 7, 8]);
   });
 });

@@ -84,12 +84,13 @@ describe('cliphook listen: refusals, re-signing and warnings', () => {
     expect(app.handled.map(({ context }) => context.deliveryId)).toEqual(['dlv_ok']);
 
     const json = await run({ ...flags, json: true }, async (wait) => {
-      await fetch(`${channel.url}/..%2fadmin`, { method: 'POST', body, headers: signedHeaders(body, 'dlv_path') });
+      // (A path such as /..%2fadmin is refused by the relay itself now, before listen sees it: path-guard.test.ts.)
+      await fetch(`${channel.url}/admin`, { method: 'DELETE' });
       await fetch(channel.url, { method: 'POST', body, headers: signedHeaders(body, 'dlv_ok2') });
       await wait(/"type":"reply".*"status":200/);
     });
     const replies = json.map((line) => JSON.parse(line)).filter((record) => record.type === 'reply');
-    expect(replies[0]).toMatchObject({ status: 400, refused: { code: 'invalid_path' }, stale: false, resigned: false });
+    expect(replies[0]).toMatchObject({ status: 405, refused: { code: 'method_not_allowed' }, stale: false, resigned: false });
     expect(replies.every((record) => Number.isInteger(record.durationMs))).toBe(true);
   });
 

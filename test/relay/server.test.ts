@@ -206,10 +206,11 @@ describe('relay server', () => {
     const fiveArrived = new Promise<void>((resolve) => silent.on('message', () => ++frames === 5 && resolve()));
     const inFlight = Array.from({ length: 5 }, () => post());
     await fiveArrived;
-    // The buffer is full of events in flight; the listener is connected, so the 503 must not say otherwise.
+    // The buffer is full of events in flight: 507 relay_full (issue 10), not 503 no_listener.
     const full = await post();
-    expect(full.status).toBe(503);
-    expect(((await full.json()) as { detail: string }).detail).not.toMatch(/no listener/i);
+    expect(full.status).toBe(507);
+    expect(full.headers.get('retry-after')).toBe('10');
+    expect(((await full.json()) as { code: string }).code).toBe('relay_full');
     scheduler.fireTimeouts();
     expect((await Promise.all(inFlight)).map((res) => res.status)).toEqual([504, 504, 504, 504, 504]);
     const next = post();
@@ -231,8 +232,8 @@ describe('relay server', () => {
     const channel = await createChannel(url);
     const listener = await connectListener({ relayUrl: url, channel: channel.channel, token: channel.token, forwardTo: `${app.url}/hook` });
     cleanups.push(() => listener.close());
-    // Dot segments, backslashes and encoded slashes are refused by the listener (test/relay/gate.test.ts).
-    const targets = ['?', '/a/..b?x=1', "/p|q^{}?q='x'&a=1&a=2&e=%41%2b+", '//double//slash'];
+    // Dot segments, encoded slashes and backslashes are refused (issue 10, test/relay/path-guard.test.ts).
+    const targets = ['?', '/a/b?x=1&p=/../x', '/a%20b/c/', "/p|q^{}?q='x'&a=1&a=2&e=%41%2b+", '//double//slash', '/a.b/..c?%2e%2e'];
     for (const rest of targets) {
       const head = await rawRequest(url, `POST /in/${channel.channel}${rest} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi`);
       expect(head).toMatch(/^HTTP\/1\.1 200 /);

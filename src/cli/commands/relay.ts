@@ -1,4 +1,5 @@
 import { createRelayServer, type RelayLogger } from '../../relay/server.js';
+import { isLoopback } from '../../relay/server-http.js';
 import { ExitError } from '../errors.js';
 
 export interface RelayCommandOptions {
@@ -7,7 +8,20 @@ export interface RelayCommandOptions {
   publicUrl?: string;
   data: string;
   adminToken?: string;
+  open?: boolean;
+  maxChannels?: string;
+  maxTotalBufferedBytes?: string;
 }
+
+/** The flag of each library option the command sets, so an error names what the user typed. */
+const FLAGS: Record<string, string> = {
+  publicUrl: '--public-url',
+  adminToken: '--admin-token',
+  file: '--data',
+  open: '--open',
+  maxChannels: '--max-channels',
+  maxTotalBufferedBytes: '--max-total-buffered-bytes',
+};
 
 /** Where the command writes, and what stops it: injectable for tests. */
 export interface RelayIo {
@@ -23,16 +37,24 @@ export interface RelayIo {
 export async function relay(options: RelayCommandOptions, io: RelayIo = processIo()): Promise<void> {
   const port = Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`--port must be 0-65535, got ${options.port}.`, 2);
+  // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
+  if (!isLoopback(options.host) && !options.adminToken && !options.open) {
+    throw new ExitError(`refusing to listen on ${options.host} without --admin-token (anyone could create channels); set --admin-token, or --open to run an open relay on purpose.`, 2);
+  }
   let server;
   try {
     server = createRelayServer({
       file: options.data,
       logger: io.logger,
+      open: options.open === true,
       ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
+      ...(options.maxChannels !== undefined ? { maxChannels: integer('--max-channels', options.maxChannels) } : {}),
+      ...(options.maxTotalBufferedBytes !== undefined ? { maxTotalBufferedBytes: integer('--max-total-buffered-bytes', options.maxTotalBufferedBytes) } : {}),
     });
   } catch (error) {
-    if (error instanceof TypeError) throw new ExitError(error.message, 2);
+    // The library names its options (`publicUrl`); the user typed flags (--public-url).
+    if (error instanceof TypeError) throw new ExitError(error.message.replace(/`(\w+)`/g, (name, option: string) => FLAGS[option] ?? name), 2);
     throw error;
   }
   try {
@@ -46,7 +68,7 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
   } catch (error) {
     throw new ExitError(`cannot listen on ${options.host}:${port}: ${(error as Error).message}`, 1);
   }
-  const guard = options.adminToken ? 'channel creation needs the admin token' : 'anyone can create channels (set --admin-token on a public address)';
+  const guard = options.adminToken ? 'channel creation needs the admin token' : options.open ? 'anyone can create channels (--open)' : 'anyone on this machine can create channels';
   io.out(`relay listening on ${url} (data: ${options.data}; ${guard})`);
   if (options.publicUrl) io.out(`channel URLs start with ${options.publicUrl.replace(/\/+$/, '')}/in/`);
   await new Promise<void>((resolve) => {
@@ -55,6 +77,12 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
   });
   await server.close();
   io.out('relay stopped');
+}
+
+/** A flag's text as a whole number, or a usage error naming the flag (the library then checks its range). */
+function integer(flag: string, text: string): number {
+  if (!/^\d+$/.test(text.trim())) throw new ExitError(`${flag} must be a whole number, got ${JSON.stringify(text)}.`, 2);
+  return Number(text);
 }
 
 function processIo(): RelayIo {
