@@ -30,7 +30,10 @@ export async function hmacWeb(body: Body, secret: string): Promise<Uint8Array> {
 
 /**
  * Signs a body the way the service does, on Web Crypto: `sha256=` and the lowercase hex HMAC-SHA256.
- * @example await signWeb('{"event":"video.completed"}', 'whsec_test') // 'sha256=5f…'
+ * Exported by `cliphook/web` as `sign`.
+ * @example
+ * import { sign } from 'cliphook/web';
+ * await sign('{"event":"video.completed"}', 'whsec_test') // 'sha256=5f…', as the Node entry's sign()
  */
 export async function signWeb(body: Body, secret: string): Promise<string> {
   assertBody(body);
@@ -54,8 +57,11 @@ export async function checkSignatureWeb(body: Body, header: unknown, secrets: st
 
 /**
  * `verifySignature` on Web Crypto: checks `header` against the HMAC of `body` under each secret
- * (`[newSecret, oldSecret]` during a rotation). Resolves false for a malformed header.
- * @example await verifySignatureWeb(rawBody, request.headers.get('x-service-signature'), ['whsec_new', 'whsec_old'])
+ * (`[newSecret, oldSecret]` during a rotation). Resolves false for a malformed header. Exported by
+ * `cliphook/web` as `verifySignature`.
+ * @example
+ * import { verifySignature } from 'cliphook/web';
+ * await verifySignature(rawBody, request.headers.get('x-service-signature'), ['whsec_new', 'whsec_old'])
  */
 export async function verifySignatureWeb(body: Body, header: unknown, secrets: string | readonly string[]): Promise<boolean> {
   assertBody(body);

@@ -12,7 +12,12 @@ const WEB_RUNTIME: ReceiverRuntime = {
   defaultStore: (clock) => new MemoryDeliveryStore({ clock }),
 };
 
-/** A receiver for Fetch API runtimes: handlers per event, dedupe, and a `fetch(request)` handler. */
+/**
+ * A receiver for Fetch API runtimes: handlers per event, dedupe, and a `fetch(request)` handler.
+ * Exported by `cliphook/web` as `WebhookReceiver`; made by its `createReceiver`.
+ * @example
+ * const receiver: WebhookReceiver = createReceiver({ secret: env.SIGNING_SECRET });
+ */
 export class WebReceiver extends ReceiverCore {
   constructor(options: ReceiverOptions) {
     super(options, WEB_RUNTIME);
@@ -31,8 +36,9 @@ export class WebReceiver extends ReceiverCore {
 /**
  * Creates a webhook receiver for Cloudflare Workers, Deno, Bun or any Fetch API runtime: verifies
  * `X-Service-Signature` on the raw body with Web Crypto, dedupes by `X-Service-Delivery` and by the
- * signed event, and calls typed handlers.
+ * signed event, and calls typed handlers. Exported by `cliphook/web` as `createReceiver`.
  * @example
+ * import { createReceiver } from 'cliphook/web';
  * const receiver = createReceiver({ secret: env.SIGNING_SECRET });
  * receiver.on('video.completed', async (event) => console.log(event.video_url));
  * return receiver.fetch(request);

@@ -22,8 +22,10 @@ const decode = (bytes: Uint8Array): string => decoder.decode(bytes);
 /**
  * Verifies a webhook request on Web Crypto (Workers, Deno, Bun, browsers): signature over the raw bytes,
  * delivery id, JSON shape (spec 2.12) and the replay window. Rejects with `WebhookVerificationError`
- * (a `code` and a `status`); the Node entry's `verifyWebhook` does the same synchronously.
+ * (a `code` and a `status`); the Node entry's `verifyWebhook` does the same synchronously. Exported by
+ * `cliphook/web` as `verifyWebhook`.
  * @example
+ * import { verifyWebhook } from 'cliphook/web';
  * const { deliveryId, event } = await verifyWebhook(new Uint8Array(await request.arrayBuffer()), request.headers, { secret: env.SIGNING_SECRET });
  */
 export async function verifyWebhookWeb(rawBody: Uint8Array | string, headers: HeaderSource, options: VerifyOptions): Promise<VerifiedWebhook> {
