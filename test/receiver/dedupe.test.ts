@@ -2,7 +2,7 @@
 // also claims a key derived from the signed body without `delivered_at`.
 import { writeFile } from 'node:fs/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { FileDeliveryStore, MemoryDeliveryStore, createReceiver, sign, type WebhookEvent } from '../../src/index.js';
+import { FileDeliveryStore, MemoryDeliveryStore, createReceiver, sign, type DeliveryStore, type WebhookEvent } from '../../src/index.js';
 import { SECRET, failedEvent, signedRequest, tempDir } from '../helpers/webhooks.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -22,7 +22,7 @@ function payload(overrides: Partial<WebhookEvent> = {}): Omit<WebhookEvent, 'del
   return rest;
 }
 
-function setup(store = new MemoryDeliveryStore({ clock: () => NOW })) {
+function setup(store: DeliveryStore = new MemoryDeliveryStore({ clock: () => NOW })) {
   const receiver = createReceiver({ secret: SECRET, store, clock: () => NOW });
   const handler = vi.fn();
   receiver.onAny(handler);
@@ -114,7 +114,7 @@ describe('receiver dedupe: what counts as the same event', () => {
       // Before issue 10 a row held `d:<delivery id>` and `e:<event>:<video id>`.
       await writeFile(file, JSON.stringify({ version: 1, processed: [['d:dlv_old', 'e:video.failed:4242', NOW - 60_000]] }));
       const store = new FileDeliveryStore({ file, clock: () => NOW });
-      const { handler, send } = setup(store as unknown as MemoryDeliveryStore);
+      const { handler, send } = setup(store);
       expect((await send(attempt(payload(), at(0), 'dlv_old'))).body.duplicate).toBe(true);
       // The old event key no longer blocks a new, distinct event for the same video.
       expect((await send(attempt(payload({ error_code: 'cancelled' }), at(0), 'dlv_new'))).status).toBe(200);
