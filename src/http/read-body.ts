@@ -1,15 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import getRawBody from 'raw-body';
+import { BodyReadError } from './body-error.js';
 
-/** Why a request body could not be read: over the limit, or the sender left (or the socket failed) mid-body. */
-export class BodyReadError extends Error {
-  readonly reason: 'too_large' | 'aborted';
-  constructor(reason: 'too_large' | 'aborted') {
-    super(reason === 'too_large' ? 'The body is larger than the limit.' : 'The request body could not be read completely.');
-    this.name = 'BodyReadError';
-    this.reason = reason;
-  }
-}
+export { BodyReadError, isAborted } from './body-error.js';
 
 /**
  * The body of a Node request, capped at `limit` bytes: the receiver's and the relay's one reader.

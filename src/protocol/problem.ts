@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-
 /** What a person can do about an error (spec section 7, `user_action.kind`). */
 export type UserActionKind = 'top_up' | 'confirm_consent' | 'raise_budget' | 'upload_photo' | 'contact_support';
 
@@ -166,9 +164,17 @@ export function problem(code: ProblemCode, options: ProblemOptions = {}): Proble
     retryable: entry.retryable,
     retry_after: options.retryAfter ?? null,
     user_action: entry.userAction ? { kind: entry.userAction, url: options.userActionUrl ?? null } : null,
-    trace_id: options.traceId ?? randomBytes(8).toString('hex'),
+    trace_id: options.traceId ?? traceId(),
     ...options.extra,
   };
+}
+
+/** 16 random hex digits from Web Crypto (global in Node 20 and every Fetch API runtime), so `cliphook/web` can build problems. */
+function traceId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  let hex = '';
+  for (let i = 0; i < bytes.length; i++) hex += bytes[i]!.toString(16).padStart(2, '0');
+  return hex;
 }
 
 /** The response headers that go with a problem body. */

@@ -1,11 +1,11 @@
 import { createHash, hash } from 'node:crypto';
 import { SIGNATURE_PREFIX } from './headers.js';
+import { assertBody, assertSecret, assertSecrets, DIGEST_BYTES as DIGEST, hasSignatureForm, sameDigest, type Body, type SignatureCheck } from './signature-form.js';
 
-/** A request body as bytes, or as a string (encoded as UTF-8). */
-export type Body = Uint8Array | string;
+export { assertBody, assertSecret };
+export type { Body, SignatureCheck };
 
 const BLOCK = 64; // SHA-256 block size in bytes
-const DIGEST = 32;
 
 interface Pads {
   ipad: Buffer;
@@ -70,33 +70,13 @@ export function sign(body: Body, secret: string): string {
   return SIGNATURE_PREFIX + hmac(body, secret).toString('hex');
 }
 
-const HEADER_LENGTH = SIGNATURE_PREFIX.length + 2 * DIGEST;
-
-/**
- * True when `header` has the form of one `X-Service-Signature` value: `sha256=` and 64 hex digits (either
- * case). Looks only at the header, which the sender chose, so it may return early.
- */
-function hasSignatureForm(header: string): boolean {
-  if (header.length !== HEADER_LENGTH || !header.startsWith(SIGNATURE_PREFIX)) return false;
-  for (let i = SIGNATURE_PREFIX.length; i < HEADER_LENGTH; i++) {
-    const code = header.charCodeAt(i);
-    if (code >= 0x30 && code <= 0x39) continue; // '0'-'9'
-    const lower = code | 0x20; // 'A'-'F' to 'a'-'f'; nothing else lands there
-    if (lower < 0x61 || lower > 0x66) return false;
-  }
-  return true;
-}
-
 /**
  * Parses an `X-Service-Signature` value into its 32 digest bytes, or `null` when it is malformed:
  * not a single string, no `sha256=` prefix, not hex, or not 64 hex digits.
  */
 export function parseSignatureHeader(header: unknown): Buffer | null {
-  return typeof header === 'string' && hasSignatureForm(header) ? Buffer.from(header.slice(SIGNATURE_PREFIX.length), 'hex') : null;
+  return hasSignatureForm(header) ? Buffer.from(header.slice(SIGNATURE_PREFIX.length), 'hex') : null;
 }
-
-/** What `checkSignature` found: a header of the wrong form, or of the right form and a wrong or right digest. */
-export type SignatureCheck = 'malformed' | 'invalid' | 'valid';
 
 /**
  * Checks the form of `header`, then its digest against the HMAC of `body` under each secret (checked
@@ -106,27 +86,11 @@ export type SignatureCheck = 'malformed' | 'invalid' | 'valid';
  * fifth of a 450 B verify.
  */
 export function checkSignature(body: Body, header: unknown, secrets: string | readonly string[]): SignatureCheck {
-  if (typeof header !== 'string' || !hasSignatureForm(header)) return 'malformed';
+  if (!hasSignatureForm(header)) return 'malformed';
   if (typeof secrets === 'string') return sameDigest(hmac(body, secrets), header) ? 'valid' : 'invalid';
   let ok = false;
   for (let i = 0; i < secrets.length; i++) if (sameDigest(hmac(body, secrets[i]!), header)) ok = true;
   return ok ? 'valid' : 'invalid';
-}
-
-/** `header` has the signature form; folding it to lowercase (| 0x20) is then exact. */
-function sameDigest(digest: Buffer, header: string): boolean {
-  let diff = 0;
-  for (let i = 0, at = SIGNATURE_PREFIX.length; i < DIGEST; i++, at += 2) {
-    const byte = digest[i]!;
-    diff |= ((header.charCodeAt(at) | 0x20) ^ hexCode(byte >> 4)) | ((header.charCodeAt(at + 1) | 0x20) ^ hexCode(byte & 0xf));
-  }
-  return diff === 0;
-}
-
-/** The char code of the lowercase hex digit for `nibble` (0-15), without a branch or a table. */
-function hexCode(nibble: number): number {
-  // 9 - nibble is negative from 10 up: its sign bit adds the 39 that takes '0' + 10 to 'a'.
-  return nibble + 0x30 + (((9 - nibble) >> 31) & 39);
 }
 
 /**
@@ -137,25 +101,6 @@ function hexCode(nibble: number): number {
  */
 export function verifySignature(body: Body, header: unknown, secrets: string | readonly string[]): boolean {
   assertBody(body);
-  // An empty secret would make a signature anyone can compute valid: refuse it loudly.
-  if (typeof secrets === 'string') assertSecret(secrets, 'secrets');
-  else if (!Array.isArray(secrets) || secrets.length === 0) throw new TypeError('Expected `secrets` to be a non-empty string or a non-empty array of them.');
-  else for (let i = 0; i < secrets.length; i++) assertSecret(secrets[i], 'secrets');
+  assertSecrets(secrets);
   return checkSignature(body, header, secrets) === 'valid';
-}
-
-/** Throws a TypeError unless `body` is the raw body: a string or bytes, not a parsed object. */
-export function assertBody(body: unknown): asserts body is Body {
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) {
-    throw new TypeError(
-      `Expected \`body\` to be the raw request body (Buffer, Uint8Array or string), got ${body === null ? 'null' : typeof body}: sign and verify the bytes before any JSON parsing.`,
-    );
-  }
-}
-
-/** Throws a TypeError unless `secret` is a non-empty string. */
-export function assertSecret(secret: unknown, name = 'secret'): asserts secret is string {
-  if (typeof secret !== 'string' || secret.length === 0) {
-    throw new TypeError(`Expected \`${name}\` to be a non-empty string, got ${JSON.stringify(secret) ?? String(secret)}.`);
-  }
 }

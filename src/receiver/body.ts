@@ -1,29 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import { BodyReadError, readBody } from '../http/read-body.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { tooLarge } from './limit.js';
 
-const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
-
-/**
- * Turns a size limit (`262144`, `'256kb'`, `'1mb'`) into bytes; throws a TypeError naming the option.
- */
-export function parseLimit(limit: unknown, name = 'limit'): number {
-  if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0) return limit;
-  const match = typeof limit === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(limit) : null;
-  if (match) {
-    const bytes = Math.floor(Number(match[1]) * UNITS[(match[2] ?? 'b').toLowerCase()]!);
-    if (bytes > 0) return bytes;
-  }
-  throw new TypeError(`Expected \`${name}\` to be a positive number of bytes or a size like '256kb', got ${JSON.stringify(limit)}.`);
-}
-
-export function tooLarge(limit: number): WebhookVerificationError {
-  return new WebhookVerificationError('body_too_large', 413, `The body is larger than the receiver's limit of ${limit} bytes.`);
-}
-
-export const FETCH_PARSED_HINT =
-  'The Request body was already read (request.json(), text() or a framework parser), so the signature cannot be checked over the raw bytes. ' +
-  'Pass the untouched Request to receiver.fetch() (in Hono: c.req.raw, before any c.req.json()).';
+export { parseLimit, tooLarge } from './limit.js';
+export { FETCH_PARSED_HINT, readFetchBody } from './fetch-body.js';
 
 export const PARSED_BODY_HINT =
   'The request body was already consumed by a body parser, so the signature cannot be checked over the raw bytes. ' +
@@ -76,6 +57,11 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
   if (req.readableEnded || (req as { _body?: boolean })._body === true) {
     throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
   }
+  // Text chunks are not the signed bytes (and raw-body refuses such a stream): a misconfigured app, not
+  // a client that went away.
+  if (typeof req.readableEncoding === 'string') {
+    throw new WebhookVerificationError('invalid_json', 400, 'The request stream has an encoding set (req.setEncoding), so its raw bytes cannot be read.');
+  }
   const declared = Number(headers.get('content-length') ?? Number.NaN);
   try {
     return readBody(req, limit, declared);
@@ -85,40 +71,11 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
 }
 
 /**
- * The receiver's error for a body that could not be read (a `BodyReadError`); anything else as it is.
- * The adapter maps a rejected read with it too, which spares a `.catch` promise on every request.
+ * The receiver's error for a body over the limit (a `BodyReadError('too_large')`); anything else as it
+ * is, including an aborted read, which the adapters drop without a reply (nothing is wrong with the body
+ * the sender meant to send). The adapter maps a rejected read with it too, which spares a `.catch`
+ * promise on every request.
  */
 export function bodyError(error: unknown, limit: number): unknown {
-  if (!(error instanceof BodyReadError)) return error;
-  if (error.reason === 'too_large') return tooLarge(limit);
-  // The sender went away mid-body, or the socket failed: a bad request, not a server error.
-  return new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
-}
-
-/** The raw body of a Fetch API request, read chunk by chunk and abandoned as soon as it passes `limit`. */
-export async function readFetchBody(req: Request, limit: number): Promise<Uint8Array> {
-  const declared = Number(req.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, FETCH_PARSED_HINT);
-  if (!req.body) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = req.body.getReader();
-  for (;;) {
-    let step: ReadableStreamReadResult<Uint8Array>;
-    try {
-      step = await reader.read();
-    } catch {
-      // The client went away mid-body: a bad request, not a server error.
-      throw new WebhookVerificationError('invalid_json', 400, 'The request body could not be read completely.');
-    }
-    if (step.done) break;
-    size += step.value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge(limit);
-    }
-    chunks.push(step.value);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  return error instanceof BodyReadError && error.reason === 'too_large' ? tooLarge(limit) : error;
 }

@@ -1,20 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import { WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
-import { parseLimit } from './body.js';
-import { expressAdapter, type NodeMiddleware } from './express.js';
-import { fetchAdapter } from './fetch.js';
 import type { DeliveryStore } from './delivery-store.js';
-import { FileDeliveryStore } from './file-delivery-store.js';
-import { checkTolerance, normaliseSecrets, verifyWith, type HeaderSource } from './verify.js';
+import { parseLimit } from './limit.js';
+import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
+
+// This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
 
 export interface ReceiverOptions {
   /** The signing secret shown when the key was created, or `[new, old]` during a rotation. */
   secret: string | readonly string[];
   /**
    * Where processed deliveries are remembered.
-   * @default FileDeliveryStore.shared() — the process-wide store on '.cliphook/deliveries.json' 
+   * @default FileDeliveryStore.shared() on '.cliphook/deliveries.json' (the process-wide store); in `cliphook/web`, a MemoryDeliveryStore
    */
   store?: DeliveryStore;
   /**
@@ -55,40 +53,54 @@ export interface ReceiverReply {
   body: string;
 }
 
+/** What differs between runtimes: how a request is verified and its event keyed, and the default store. */
+export interface ReceiverRuntime {
+  /** Throws (or rejects with) a `WebhookVerificationError`; a promise only where the crypto is async. */
+  verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
+  /** The signed event's dedupe key (event-key.ts). */
+  eventKey(verified: VerifiedRequest): string | Promise<string>;
+  defaultStore(clock: () => number): DeliveryStore;
+}
+
+const encoder = new TextEncoder();
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
 // Claim owners: unique across processes sharing a store (random prefix) and cheap per request (counter).
-const OWNER_PREFIX = `${randomUUID()}:`;
+// The prefix is drawn on first use: Workers refuse random values at module scope.
+let ownerPrefix: string | undefined;
 let ownerCount = 0;
 const jsonReply = (body: string): ReceiverReply =>
-  Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(Buffer.byteLength(body)) }), body });
+  Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(encoder.encode(body).byteLength) }), body });
 const ACK = jsonReply('{"received":true}');
 const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
 // The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
 const IN_PROGRESS_RETRY_AFTER_S = 5;
 
 /**
- * The receiver: verification, dedupe and dispatch, independent of any framework. `express()` and
- * `fetch()` only read the body and headers and write the reply.
+ * The receiver: verification, dedupe and dispatch, independent of any framework and runtime. The
+ * adapters only read the body and headers and write the reply; the runtime brings the crypto.
  */
-export class Receiver {
+export class ReceiverCore {
   readonly store: DeliveryStore;
   readonly limit: number;
   readonly #secrets: readonly string[];
   readonly #tolerance: number | false;
   readonly #leaseMs: number;
   readonly #clock: () => number;
+  readonly #runtime: ReceiverRuntime;
   readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
   readonly #any: WebhookHandler[] = [];
   readonly #errorListeners: ErrorListener[] = [];
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now }: ReceiverOptions) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
+    if (typeof clock !== 'function') throw new TypeError(`Expected \`clock\` to be a function returning milliseconds, got ${typeof clock}.`);
     this.#leaseMs = leaseMs;
     this.#clock = clock;
-    this.store = store ?? FileDeliveryStore.shared({ clock });
+    this.#runtime = runtime;
+    this.store = store ?? runtime.defaultStore(clock);
   }
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */
@@ -120,19 +132,23 @@ export class Receiver {
   async receive(rawBody: Uint8Array, headers: HeaderSource): Promise<ReceiverReply> {
     const receivedAt = this.#clock();
     let verified;
+    let eventKey;
     try {
       if (rawBody.byteLength > this.limit) throw new WebhookVerificationError('body_too_large', 413, `The body is larger than ${this.limit} bytes.`);
-      verified = verifyWith(rawBody, headers, this.#secrets, this.#tolerance, receivedAt);
+      verified = this.#runtime.verify(rawBody, headers, this.#secrets, this.#tolerance, receivedAt);
+      if (isThenable(verified)) verified = await verified;
+      eventKey = this.#runtime.eventKey(verified);
+      if (typeof eventKey !== 'string') eventKey = await eventKey;
     } catch (error) {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
-    // X-Service-Delivery is not signed, so the signed event and id are claimed too: a captured request
-    // replayed under a forged delivery id finds its event already processed.
-    const keys = [`d:${deliveryId}`, `e:${event.event}:${event.id}`];
+    // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
+    // request replayed under a forged delivery id finds its event already processed.
+    const keys = [`d:${deliveryId}`, eventKey];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
     // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
-    const owner = `${OWNER_PREFIX}${++ownerCount}`;
+    const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
     // microtask queue on the hot path (bench/middleware.ts).
     let outcome;
@@ -218,37 +234,5 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 function reply(code: ProblemCode, detail: string, options: { status?: number; retryAfter?: number } = {}): ReceiverReply {
   const body = problem(code, { detail, ...options });
   const text = JSON.stringify(body);
-  return { status: body.status, headers: { ...problemHeaders(body), 'content-length': String(Buffer.byteLength(text)) }, body: text };
-}
-
-/** A receiver with its framework adapters. */
-export class WebhookReceiver extends Receiver {
-  /**
-   * Express (or Connect, or `node:http`) middleware.
-   * @example app.post('/webhooks', receiver.express());
-   */
-  express(): NodeMiddleware {
-    return expressAdapter(this);
-  }
-
-  /**
-   * Fetch API handler.
-   * @example export const POST = (req: Request) => receiver.fetch(req);
-   */
-  fetch(req: Request): Promise<Response> {
-    return fetchAdapter(this, req);
-  }
-}
-
-/**
- * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by
- * `X-Service-Delivery`, and calls typed handlers.
- * @example
- * const receiver = createReceiver({ secret: process.env.SIGNING_SECRET! });
- * receiver.on('video.completed', async (event) => console.log(event.video_url));
- * app.post('/webhooks', receiver.express());
- */
-export function createReceiver(options: ReceiverOptions): WebhookReceiver {
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected an options object with a `secret`.');
-  return new WebhookReceiver(options);
+  return { status: body.status, headers: { ...problemHeaders(body), 'content-length': String(encoder.encode(text).byteLength) }, body: text };
 }

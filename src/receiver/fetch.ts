@@ -1,15 +1,24 @@
-import { readFetchBody } from './body.js';
-import type { Receiver, ReceiverReply } from './core.js';
+import { isAborted } from '../http/body-error.js';
+import type { ReceiverCore, ReceiverReply } from './core.js';
+import { readFetchBody } from './fetch-body.js';
+
+/**
+ * The answer to a request whose client went away mid-body: nobody reads it, and it is not a refused
+ * webhook (the sender never finished sending one), so it carries no problem and no listener hears it.
+ * 499 is the status proxies log for a client that closed the request.
+ */
+export const ABORTED_STATUS = 499;
 
 /**
  * Adapts a receiver to the Fetch API (Next.js route handlers, Hono, Bun, Deno, Workers): reads the raw
- * body of a `Request` up to the limit and answers with a `Response`.
+ * body of a `Request` up to the limit and answers with a `Response`. Needs no Node module.
  */
-export async function fetchAdapter(receiver: Receiver, req: Request): Promise<Response> {
+export async function fetchAdapter(receiver: ReceiverCore, req: Request): Promise<Response> {
   let result: ReceiverReply;
   try {
     result = await receiver.receive(await readFetchBody(req, receiver.limit), req.headers);
   } catch (error) {
+    if (isAborted(error)) return new Response(null, { status: ABORTED_STATUS });
     result = receiver.refuse(error);
   }
   return new Response(result.body, { status: result.status, headers: result.headers });

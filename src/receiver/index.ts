@@ -1,4 +1,4 @@
-export { createReceiver, Receiver, WebhookReceiver } from './core.js';
+export { createReceiver, Receiver, WebhookReceiver } from './node.js';
 export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply } from './core.js';
 export type { NodeMiddleware } from './express.js';
 export { verifyWebhook } from './verify.js';

@@ -1,117 +1,44 @@
 import { isUtf8 } from 'node:buffer';
-import { WebhookVerificationError, InvalidPayloadError } from '../protocol/errors.js';
-import { parseEvent, type WebhookEvent } from '../protocol/events.js';
-import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
-import { assertSecret, checkSignature } from '../protocol/signature.js';
+import { checkSignature } from '../protocol/signature.js';
+import {
+  assertSignatureValid,
+  checkTolerance,
+  normaliseSecrets,
+  signatureHeader,
+  verifySigned,
+  type HeaderSource,
+  type VerifiedRequest,
+  type VerifiedWebhook,
+  type VerifyOptions,
+} from './verify-core.js';
 
-/**
- * Request headers as Node (`req.headers`) or the Fetch API (`Headers`) give them, or anything with a
- * `get(name)` that answers for a lowercase name.
- */
-export type HeaderSource = Pick<Headers, 'get'> | Readonly<Record<string, string | readonly string[] | undefined>>;
-
-export interface VerifyOptions {
-  /** The signing secret, or several during a rotation (`[new, old]`). */
-  secret: string | readonly string[];
-  /**
-   * How far `delivered_at` may be from now, in seconds, either way; `false` turns the check off.
-   * @default 300
-   */
-  tolerance?: number | false;
-  /** Milliseconds since the epoch. @default Date.now */
-  now?: number;
-}
-
-/** A webhook whose signature, shape and freshness were checked. */
-export interface VerifiedWebhook<E extends WebhookEvent = WebhookEvent> {
-  /** `X-Service-Delivery`: the same on every attempt of one delivery. */
-  deliveryId: string;
-  event: E;
-}
-
-/** Reads one header; several values (an array, as Node gives repeated headers) come back as they are. */
-export function readHeader(headers: HeaderSource, name: string): string | readonly string[] | undefined {
-  if (typeof headers.get === 'function') return (headers as Pick<Headers, 'get'>).get(name) ?? undefined;
-  const record = headers as Record<string, string | readonly string[] | undefined>;
-  return record[name] ?? findCaseInsensitive(record, name);
-}
-
-function findCaseInsensitive(record: Record<string, string | readonly string[] | undefined>, name: string) {
-  for (const key of Object.keys(record)) if (key.toLowerCase() === name) return record[key];
-  return undefined;
-}
-
-/** Throws a TypeError naming the option unless `secret` is a non-empty string or array of them. */
-export function normaliseSecrets(secret: unknown): readonly string[] {
-  const list = Array.isArray(secret) ? secret : [secret];
-  if (list.length === 0) throw new TypeError('Expected `secret` to be a non-empty string or a non-empty array of them, got [].');
-  list.forEach((value) => assertSecret(value));
-  return Object.freeze([...(list as string[])]);
-}
-
-/** Throws a TypeError unless `tolerance` is `false` or a non-negative number of seconds. */
-export function checkTolerance(tolerance: unknown): number | false {
-  if (tolerance === false) return false;
-  if (typeof tolerance === 'number' && Number.isFinite(tolerance) && tolerance >= 0) return tolerance;
-  throw new TypeError(`Expected \`tolerance\` to be a non-negative number of seconds or false, got ${String(tolerance)}.`);
-}
-
+export { checkTolerance, normaliseSecrets, readHeader } from './verify-core.js';
+export type { HeaderSource, VerifiedWebhook, VerifyOptions } from './verify-core.js';
 
 /**
  * Verifies a webhook request without any framework: signature over the raw bytes, delivery id, JSON
  * shape (spec 2.12) and the replay window. Throws `WebhookVerificationError` with a `code` and `status`.
+ * (In `cliphook/web` the same function runs on Web Crypto and returns a promise.)
  * @example
  * const { deliveryId, event } = verifyWebhook(rawBody, req.headers, { secret: process.env.SIGNING_SECRET! });
  */
 export function verifyWebhook(rawBody: Uint8Array | string, headers: HeaderSource, options: VerifyOptions): VerifiedWebhook {
   const secrets = normaliseSecrets(options.secret);
   const tolerance = checkTolerance(options.tolerance ?? 300);
-  return verifyWith(rawBody, headers, secrets, tolerance, options.now ?? Date.now());
+  const { deliveryId, event } = verifyWith(rawBody, headers, secrets, tolerance, options.now ?? Date.now());
+  return { deliveryId, event };
 }
 
-/** `verifyWebhook` with options already checked: the receiver's hot path. */
+/** `verifyWebhook` with options already checked: the receiver's hot path. Also returns the body as text. */
 export function verifyWith(
   rawBody: Uint8Array | string,
   headers: HeaderSource,
   secrets: readonly string[],
   tolerance: number | false,
   now: number,
-): VerifiedWebhook {
-  const header = readHeader(headers, HEADER_SIGNATURE);
-  if (header === undefined || header === '') {
-    throw new WebhookVerificationError('missing_signature', 401, 'The X-Service-Signature header is missing.');
-  }
-  const check = checkSignature(rawBody, header, secrets);
-  if (check === 'malformed') {
-    throw new WebhookVerificationError(
-      'malformed_signature',
-      400,
-      'X-Service-Signature must be one value of the form sha256=<64 hex digits>.',
-    );
-  }
-  if (check === 'invalid') {
-    throw new WebhookVerificationError('invalid_signature', 401, 'X-Service-Signature does not match the body under any configured secret.');
-  }
-  const deliveryId = readHeader(headers, HEADER_DELIVERY);
-  if (typeof deliveryId !== 'string' || deliveryId.length === 0 || deliveryId.length > 255) {
-    throw new WebhookVerificationError('missing_delivery_id', 400, 'X-Service-Delivery must be one value of 1-255 characters.');
-  }
-  const event = parseBody(rawBody);
-  const named = readHeader(headers, HEADER_EVENT);
-  if (named !== undefined && named !== event.event) {
-    throw new WebhookVerificationError('invalid_payload', 400, `X-Service-Event says ${String(named)} but the signed body says ${event.event}.`);
-  }
-  if (tolerance !== false) {
-    const skew = Math.abs(now - Date.parse(event.delivered_at));
-    if (skew > tolerance * 1000) {
-      throw new WebhookVerificationError(
-        'stale_delivery',
-        400,
-        `delivered_at is ${Math.round(skew / 1000)} s from this server's clock; the window is ${tolerance} s.`,
-      );
-    }
-  }
-  return { deliveryId, event };
+): VerifiedRequest {
+  assertSignatureValid(checkSignature(rawBody, signatureHeader(headers), secrets));
+  return verifySigned(rawBody, headers, tolerance, now, utf8);
 }
 
 /** The body as text; invalid UTF-8 throws (both calls are native and cheaper than a fatal TextDecoder). */
@@ -119,21 +46,4 @@ function utf8(bytes: Uint8Array): string {
   if (!isUtf8(bytes)) throw new Error('not UTF-8');
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return buffer.toString('utf8');
-}
-
-function parseBody(rawBody: Uint8Array | string): WebhookEvent {
-  let value: unknown;
-  try {
-    value = JSON.parse(typeof rawBody === 'string' ? rawBody : utf8(rawBody));
-  } catch {
-    throw new WebhookVerificationError('invalid_json', 400, 'The body is not valid UTF-8 JSON.');
-  }
-  try {
-    return parseEvent(value);
-  } catch (error) {
-    // parseEvent throws only InvalidPayloadError; anything else (a stack overflow on a hostile body) is
-    // still a bad payload, never a 500.
-    const detail = error instanceof InvalidPayloadError ? error.message : 'The body does not have the shape of a webhook.';
-    throw new WebhookVerificationError('invalid_payload', 400, detail);
-  }
 }

@@ -262,7 +262,7 @@ describe('receiver.express()', () => {
     const store = new MemoryDeliveryStore({ clock: () => now });
     const req = signedRequest(completedEvent({ delivered_at: new Date(now).toISOString() }));
     // The first process claimed the delivery, then died before completing it.
-    await store.claim(['d:' + req.headers['x-service-delivery'], `e:video.completed:${JSON.parse(req.body).id}`], 60_000, 'dead-process');
+    await store.claim(['d:' + req.headers['x-service-delivery']], 60_000, 'dead-process');
     const { receiver, app } = setup({ store, clock: () => now, leaseMs: 60_000 });
     const handler = vi.fn();
     receiver.onAny(handler);

@@ -30,6 +30,23 @@ describe('receiver.fetch()', () => {
     expect((await res.json()).code).toBe('malformed_signature');
   });
 
+  it('refuses an X-Service-Delivery sent twice (Headers joins it with ", ") with 400, as a repeated signature', async () => {
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore() });
+    const handler = vi.fn();
+    receiver.onAny(handler);
+    const req = signedRequest(completedEvent());
+    const headers = new Headers(req.headers);
+    headers.append('x-service-delivery', 'dlv_forged');
+    const res = await receiver.fetch(new Request(url, { method: 'POST', headers, body: req.body }));
+    expect(res.status).toBe(400);
+    expect((await res.json()).code).toBe('missing_delivery_id');
+    const signatureTwice = new Headers(req.headers);
+    signatureTwice.append('x-service-signature', req.headers['x-service-signature']!);
+    const res2 = await receiver.fetch(new Request(url, { method: 'POST', headers: signatureTwice, body: req.body }));
+    expect((await res2.json()).code).toBe('malformed_signature');
+    expect(handler).not.toHaveBeenCalled();
+  });
+
   it('stops reading a streamed body as soon as it passes the limit', async () => {
     const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), limit: 1024 });
     let pulled = 0;

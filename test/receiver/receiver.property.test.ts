@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import express from 'express';
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryDeliveryStore, createReceiver, sign } from '../../src/index.js';
-import { SECRET, completedEvent } from '../helpers/webhooks.js';
+import { SECRET, completedEvent, signedRequest } from '../helpers/webhooks.js';
 
 const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), limit: '4kb' });
 receiver.onAny(() => undefined);
@@ -91,14 +91,26 @@ describe('receiver under malformed input (property)', () => {
     );
   });
 
-  it('the Fetch adapter answers 400 when the client aborts mid-body', async () => {
+  it('the Fetch adapter answers 499 without a problem, an error listener call or a claim when the client aborts mid-body', async () => {
+    const store = new MemoryDeliveryStore();
+    const aborting = createReceiver({ secret: SECRET, store });
+    const heard: string[] = [];
+    const handler = vi.fn();
+    aborting.onError((error) => void heard.push(error.code)).onAny(handler);
+    const req = signedRequest(completedEvent());
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
-        controller.enqueue(new TextEncoder().encode('{"event":'));
+        controller.enqueue(new TextEncoder().encode(req.body.slice(0, 40)));
         controller.error(new Error('client aborted'));
       },
     });
-    const res = await receiver.fetch(new Request('http://127.0.0.1/webhooks', { method: 'POST', body: stream, duplex: 'half' } as RequestInit));
-    expect(res.status).toBe(400);
+    const res = await aborting.fetch(new Request('http://127.0.0.1/webhooks', { method: 'POST', headers: req.headers, body: stream, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(499);
+    expect(await res.text()).toBe('');
+    expect(heard).toEqual([]);
+    expect(handler).not.toHaveBeenCalled();
+    const retry = await aborting.fetch(new Request('http://127.0.0.1/webhooks', { method: 'POST', headers: req.headers, body: req.body }));
+    expect(await retry.json()).toEqual({ received: true });
+    expect(handler).toHaveBeenCalledTimes(1);
   });
 });

@@ -1,0 +1,44 @@
+import { BodyReadError } from '../http/body-error.js';
+import { WebhookVerificationError } from '../protocol/errors.js';
+import { tooLarge } from './limit.js';
+
+export const FETCH_PARSED_HINT =
+  'The Request body was already read (request.json(), text() or a framework parser), so the signature cannot be checked over the raw bytes. ' +
+  'Pass the untouched Request to receiver.fetch() (in Hono: c.req.raw, before any c.req.json()).';
+
+/**
+ * The raw body of a Fetch API request, read chunk by chunk and abandoned as soon as it passes `limit`.
+ * Rejects with a `BodyReadError('aborted')` when the stream fails (the client went away mid-body).
+ */
+export async function readFetchBody(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, FETCH_PARSED_HINT);
+  if (!req.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    let step: ReadableStreamReadResult<Uint8Array>;
+    try {
+      step = await reader.read();
+    } catch {
+      throw new BodyReadError('aborted');
+    }
+    if (step.done) break;
+    size += step.value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    chunks.push(step.value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
