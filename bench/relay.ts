@@ -50,7 +50,8 @@ async function role(name: string, args: string[]): Promise<void> {
     answerStats(send);
     server.listen(0, '127.0.0.1', () => send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
   } else if (name === 'relay') {
-    const relay = createRelayServer({ file: args[0] === 'memory' ? false : args[0]! });
+    // 10,000 idle listeners each need a channel: above the default cap of 1,000 (issue 10).
+    const relay = createRelayServer({ file: args[0] === 'memory' ? false : args[0]!, maxChannels: 20_000 });
     const { url } = await relay.listen(0, '127.0.0.1');
     answerStats(send);
     send({ url });

@@ -95,7 +95,7 @@ export interface LockHolder {
 
 /**
  * Another live process holds the data file (its `<file>.lock`): two processes on one file would
- * overwrite each other's marks. Give each process its own file, or share one store between them.
+ * overwrite each other's writes. Give each process its own file, or use Redis for several processes.
  * @example error.code // 'file_locked'; error.holder // { pid: 4242, hostname: 'web-1', since: '…', touchedAt: '…' }
  */
 export class FileLockedError extends CliphookError {
@@ -111,8 +111,8 @@ export class FileLockedError extends CliphookError {
       : 'another process';
     super(
       'file_locked',
-      `${file} is in use by ${who}: one ${what} per file, as two processes on one file overwrite each other's marks. ` +
-        "Give each process its own file (createReceiver's `store` option) or one store they share. " +
+      `${file} is in use by ${who}: one ${what} per file, as two processes on one file overwrite each other's writes. ` +
+        'Give each process its own file, or stop the other one. ' +
         `A lock left by a process that is gone is taken over by the next start: at once on the same machine, and ` +
         `once untouched for 30 s from another one (such as a new container); ${file}.lock says who holds it.`,
     );
@@ -125,7 +125,10 @@ function describe(value: unknown): string {
   return value instanceof Error ? value.message : String(value);
 }
 
-/** Why a relay refused or ended a listener: these cannot heal by reconnecting, so `listen` stops. */
+/**
+ * Why the relay refused a listener or a channel request. All but `relay_unreachable` (no HTTP answer at all)
+ * are answers that reconnecting cannot change, so `listen` stops on them.
+ */
 export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused' | 'relay_unreachable';
 
 /**
