@@ -4,7 +4,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     // Examples import the package by name, as a user would; tests run them against the source.
-    alias: { cliphook: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+    alias: [
+      { find: /^cliphook\/web$/, replacement: fileURLToPath(new URL('./src/web.ts', import.meta.url)) },
+      { find: /^cliphook$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+    ],
   },
   test: {
     include: ['test/**/*.test.ts'],

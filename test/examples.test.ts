@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryDeliveryStore } from '../src/index.js';
 import { start } from '../examples/express-receiver.js';
 import { POST, serve } from '../examples/fetch-receiver.js';
+import worker, { seen } from '../examples/worker-receiver.js';
 import { completedEvent, failedEvent, signedRequest } from './helpers/webhooks.js';
 
 describe('examples/express-receiver', () => {
@@ -84,5 +85,19 @@ describe('examples/fetch-receiver', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('examples/worker-receiver (cliphook/web)', () => {
+  it('verifies, dedupes and refuses as a Worker, with only the Fetch API', async () => {
+    const env = { SIGNING_SECRET: 'whsec_worker' };
+    const ok = signedRequest(completedEvent({ id: 41 }), { secret: 'whsec_worker' });
+    const post = (body: string, headers: Record<string, string>) => worker.fetch(new Request('https://example.workers.dev/webhooks', { method: 'POST', headers, body }), env);
+    expect((await post(ok.body, ok.headers)).status).toBe(200);
+    expect(await (await post(ok.body, ok.headers)).json()).toEqual({ received: true, duplicate: true });
+    const forged = signedRequest(completedEvent({ id: 42 }), { secret: 'whsec_wrong' });
+    expect((await post(forged.body, forged.headers)).status).toBe(401);
+    expect((await worker.fetch(new Request('https://example.workers.dev/'), env)).status).toBe(404);
+    expect(seen).toEqual([expect.stringMatching(/^clip 41 ready: /)]);
   });
 });
