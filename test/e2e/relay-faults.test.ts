@@ -1,41 +1,13 @@
-import { connect, createServer, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { connectListener, createChannel, createRelayServer } from 'cliphook';
 import { eventText, signedHeaders, startLocalApp, testdir } from '../relay/fixtures.js';
+import { startCuttableProxy } from '../helpers/proxy.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A TCP proxy in front of the relay whose connections the test can cut, as a flaky network would. */
-async function startCuttableProxy(target: URL) {
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
-      sockets.add(from);
-      from.on('error', () => to.destroy());
-      from.on('close', () => {
-        sockets.delete(from);
-        to.destroy();
-      });
-      from.pipe(to);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cut() {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
-  };
-}
 
 it('loses nothing and processes nothing twice when the listener socket drops 100 times during 2,000 events', async () => {
   const TOTAL = 2_000;

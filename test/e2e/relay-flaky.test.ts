@@ -2,41 +2,19 @@
 // connection 6 times while 1,000 events flow; senders retry 503s as the emitter would, only sooner.
 // Measured before the fix: 204 deliveries arrived 2-3 times, 281 events were still unacknowledged at the
 // end, and the reconnect wait grew to 30 s against a healthy relay.
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import express from 'express';
 import { afterEach, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { connectListener, createChannel, createReceiver, createRelayServer, MemoryDeliveryStore, type ChannelInfo } from 'cliphook';
 import { parseServerFrame } from '../../src/relay/frames.js';
 import { eventText, listen, SECRET, signedHeaders } from '../relay/fixtures.js';
+import { startCuttableProxy } from '../helpers/proxy.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A TCP proxy in front of the relay whose connections the test can cut, as a flaky network would. */
-async function startCuttableProxy(target: URL) {
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
-      sockets.add(from);
-      from.on('error', () => to.destroy());
-      from.on('close', () => {
-        sockets.delete(from);
-        to.destroy();
-      });
-      from.pipe(to);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cut: () => sockets.forEach((socket) => socket.destroy()),
-    close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
-  };
-}
 
 /** Sequence numbers the relay still holds unacknowledged: what a new connection would be sent. */
 async function unacked(relayUrl: string, channel: ChannelInfo): Promise<number[]> {
