@@ -3,70 +3,15 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CliphookError } from '../protocol/errors.js';
-import type { LineFileIo } from '../store/line-file-io.js';
 import { ChannelStore } from './channels.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
-import { Heartbeat, realScheduler, type Scheduler } from './heartbeat.js';
+import { Heartbeat } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
 import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
-import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
+import { resolveRelayOptions, type RelayLogger, type RelayServerOptions } from './server-options.js';
 
-/** Where the relay reports what happens; `console` fits. */
-export interface RelayLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
-export interface RelayServerOptions {
-  /**
-   * The data file keeping channels and buffered events across restarts (a snapshot of JSON lines, plus
-   * `<file>.journal` and `<file>.lock` beside it); `false` keeps them in memory. A version 1 file (one
-   * JSON document) is read and rewritten in the new format. @default '.cliphook/relay.json'
-   */
-  file?: string | false;
-  /** The public base URL senders use, for the `url` of new channels; without it, the request's Host. @example 'https://relay.example.com' */
-  publicUrl?: string;
-  /** When set, `POST /channels` needs `Authorization: Bearer <adminToken>`: for a relay on a public address. */
-  adminToken?: string;
-  /**
-   * Lets `listen()` bind an address other than loopback without `adminToken`, so anyone who reaches the
-   * relay can create channels. Without it, that `listen()` rejects with a TypeError. @default false
-   */
-  open?: boolean;
-  /** Channels the relay holds at most; past it `POST /channels` answers 507 `relay_full`. @default 1000 */
-  maxChannels?: number;
-  /**
-   * Body bytes (as base64, as the data file keeps them) buffered across all channels; past it, once no
-   * acknowledged event is left to drop, the sender gets 507 `relay_full`. Bounds memory and the data file.
-   * @default 536_870_912 (512 MiB)
-   */
-  maxTotalBufferedBytes?: number;
-  /** The data file's writes: a seam for tests that count bytes or inject a failing disk. @default node:fs */
-  fileIo?: LineFileIo;
-  /** Largest request body taken at `/in/…`; larger ones get 413 `body_too_large`. @default 1048576 */
-  maxBodyBytes?: number;
-  /** How long a sender waits for the local reply before 504 `local_timeout`; below the sender's own 10 s. @default 9000 */
-  responseTimeoutMs?: number;
-  /** Events kept per channel (unacknowledged ones are never dropped for room; the sender gets 507 `relay_full` instead). @default 1000 */
-  maxBufferedEvents?: number;
-  /** Body bytes (as base64) kept per channel, so large bodies cannot fill memory and the data file. @default 67_108_864 */
-  maxBufferedBytes?: number;
-  /** Events older than this are dropped from the buffer; the sender's retries end after about 3 hours. @default 86_400_000 */
-  maxBufferAgeMs?: number;
-  /** `Retry-After` of a 503 `no_listener` and a 507 `relay_full`, in seconds; also how often a failed data-file write is retried. @default 10 */
-  retryAfterSeconds?: number;
-  /** How often the relay pings each listener. @default 10_000 */
-  pingIntervalMs?: number;
-  /** A listener silent for longer is dropped; with the ping interval, a dead socket is noticed within 30 s. @default 20_000 */
-  readDeadlineMs?: number;
-  /** Milliseconds since the epoch. @default Date.now */
-  clock?: () => number;
-  /** Timers for pings and reply timeouts. @default real, unref'd timers */
-  scheduler?: Scheduler;
-  /** @default a logger that says nothing */
-  logger?: RelayLogger;
-}
+export type { RelayLogger, RelayServerOptions } from './server-options.js';
 
 /** What `POST /channels` returns. */
 export interface ChannelInfo {
@@ -78,7 +23,6 @@ export interface ChannelInfo {
   token: string;
 }
 
-const SILENT: RelayLogger = { info() {}, warn() {} };
 const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
 // Sequence numbers reserved per write of the channel's high-water mark: one write per 1,024 events, and a
@@ -110,47 +54,13 @@ export class RelayServer {
   #closing = false;
   #url: string | null = null;
 
-  constructor({
-    file = '.cliphook/relay.json',
-    publicUrl,
-    adminToken,
-    open = false,
-    maxChannels = 1_000,
-    maxTotalBufferedBytes = 512 * 1024 * 1024,
-    fileIo,
-    maxBodyBytes = 1024 * 1024,
-    responseTimeoutMs = 9_000,
-    maxBufferedEvents = 1_000,
-    maxBufferedBytes = 64 * 1024 * 1024,
-    maxBufferAgeMs = 86_400_000,
-    retryAfterSeconds = 10,
-    pingIntervalMs = 10_000,
-    readDeadlineMs = 20_000,
-    clock = Date.now,
-    scheduler = realScheduler,
-    logger = SILENT,
-  }: RelayServerOptions = {}) {
-    if (file !== false) nonEmptyString('file', file);
-    this.#publicUrl = publicUrl === undefined ? null : httpUrl('publicUrl', publicUrl).href.replace(/\/+$/, '');
-    this.#adminHash = adminToken === undefined ? null : sha256(nonEmptyString('adminToken', adminToken));
-    if (typeof open !== 'boolean') throw new TypeError(`Expected \`open\` to be a boolean, got ${JSON.stringify(open)}.`);
-    positiveInteger('maxChannels', maxChannels);
-    positiveInteger('maxTotalBufferedBytes', maxTotalBufferedBytes);
-    if (fileIo !== undefined && (typeof fileIo !== 'object' || typeof fileIo?.append !== 'function')) throw new TypeError('Expected `fileIo` to be a LineFileIo.');
-    positiveInteger('maxBodyBytes', maxBodyBytes);
-    positiveInteger('responseTimeoutMs', responseTimeoutMs);
-    positiveInteger('maxBufferedEvents', maxBufferedEvents);
-    positiveInteger('maxBufferedBytes', maxBufferedBytes);
-    positiveInteger('maxBufferAgeMs', maxBufferAgeMs);
-    positiveInteger('retryAfterSeconds', retryAfterSeconds);
-    positiveInteger('pingIntervalMs', pingIntervalMs);
-    positiveInteger('readDeadlineMs', readDeadlineMs);
-    if (readDeadlineMs <= pingIntervalMs) {
-      throw new TypeError(`Expected \`readDeadlineMs\` (${readDeadlineMs}) to be above \`pingIntervalMs\` (${pingIntervalMs}), or every quiet listener is dropped.`);
-    }
-    fn('clock', clock);
-    if (typeof scheduler?.setInterval !== 'function' || typeof scheduler.setTimeout !== 'function') throw new TypeError('Expected `scheduler` to have setInterval and setTimeout.');
-    if (typeof logger?.info !== 'function' || typeof logger.warn !== 'function') throw new TypeError('Expected `logger` to have info and warn methods.');
+  constructor(options: RelayServerOptions = {}) {
+    const {
+      file, publicUrl, adminToken, open, maxChannels, maxTotalBufferedBytes, fileIo, maxBodyBytes, responseTimeoutMs, maxBufferedEvents,
+      maxBufferedBytes, maxBufferAgeMs, retryAfterSeconds, pingIntervalMs, readDeadlineMs, clock, scheduler, logger,
+    } = resolveRelayOptions(options);
+    this.#publicUrl = publicUrl;
+    this.#adminHash = adminToken === null ? null : sha256(adminToken);
     this.#logger = logger;
     this.#open = open;
     this.#retryAfterSeconds = retryAfterSeconds;
