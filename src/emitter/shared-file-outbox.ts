@@ -85,8 +85,7 @@ export class SharedFileOutbox implements Outbox {
             this.#others.set(record.id, holder);
             continue;
           }
-          this.#mine.add(record.id);
-          this.#changes.set(record.id, record);
+          this.#changes.set(record.id, record); // this process's once #merge has written it so
         }
         records.push(record);
       }
@@ -114,9 +113,9 @@ export class SharedFileOutbox implements Outbox {
         const holder = senderHolder(this.file, owner);
         if (holder !== false) return { holder };
       }
-      this.#mine.add(id);
       if (row) row.owner = this.owner;
       await this.#merge(rows);
+      this.#mine.add(id); // only once the file says so: a failed write claimed nothing
       return undefined;
     });
   }
@@ -150,38 +149,47 @@ export class SharedFileOutbox implements Outbox {
   async #merge(rows: Record<string, unknown>[]): Promise<void> {
     const changes = this.#changes;
     this.#changes = new Map();
+    // Which deliveries this process sends once the file says so: applied only after the write succeeded.
+    const waiting = new Map<string, boolean>();
     try {
       const lines: string[] = [];
+      const matched = new Set<string>();
       for (const row of rows) {
         const id = row.id as string;
         if (!changes.has(id)) lines.push(JSON.stringify(row));
         else {
+          matched.add(id);
           const record = changes.get(id);
-          changes.delete(id);
           // Retention forgets finished deliveries; one another process has since taken stays.
           if (record === null) {
             if (typeof row.owner === 'string' && row.owner !== this.owner) lines.push(JSON.stringify(row));
-          } else lines.push(this.#line(record!));
+          } else lines.push(this.#line(record!, waiting));
         }
       }
-      for (const record of changes.values()) if (record) lines.push(this.#line(record));
+      for (const [id, record] of changes) if (record && !matched.has(id)) lines.push(this.#line(record, waiting));
       const pieces: Uint8Array[] = [OPEN];
       for (const line of lines) pieces.push(...(pieces.length > 1 ? [SEPARATOR] : []), utf8(line));
       pieces.push(CLOSE);
       await replaceFile(this.file, pieces);
     } catch (error) {
-      // Not written: the next write takes these changes again, unless newer ones replaced them.
+      // Not written: the next write takes every one of these changes again, unless newer ones replaced them.
       for (const [id, record] of changes) if (!this.#changes.has(id)) this.#changes.set(id, record);
       throw error;
     }
+    for (const [id, mine] of waiting) {
+      if (mine) this.#mine.add(id);
+      else this.#mine.delete(id);
+    }
   }
 
-  /** A record's line: owned by this process while it waits or is in flight, by nobody once finished. */
-  #line(record: DeliveryRecord): string {
-    const waiting = record.state === 'pending' || record.state === 'delivering';
-    if (waiting) this.#mine.add(record.id);
-    else this.#mine.delete(record.id);
-    return serialiseRecord(record, waiting ? this.owner : undefined);
+  /**
+   * A record's line: owned by this process while it waits or is in flight, by nobody once finished.
+   * Notes in `waiting` whether it is this process's, for `#mine` once the line is on disk.
+   */
+  #line(record: DeliveryRecord, waiting: Map<string, boolean>): string {
+    const mine = record.state === 'pending' || record.state === 'delivering';
+    waiting.set(record.id, mine);
+    return serialiseRecord(record, mine ? this.owner : undefined);
   }
 
   /** Reads the file under the lock; a torn one is moved aside, its complete deliveries kept. */

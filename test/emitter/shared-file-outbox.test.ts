@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -33,6 +33,7 @@ function record(id: string, state: DeliveryRecord['state'] = 'pending'): Deliver
   };
 }
 
+const rowsOnDisk = async () => JSON.parse(await readFile(file, 'utf8')).deliveries as { id: string; state: string; owner?: string }[];
 const idsOnDisk = async () => JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id);
 
 describe('SharedFileOutbox', () => {
@@ -64,6 +65,37 @@ describe('SharedFileOutbox', () => {
     expect(await b.claim('dlv_done')).toBeUndefined(); // b redelivers it
     await a.delete(['dlv_done', 'dlv_old']);
     expect(await idsOnDisk()).toEqual(['dlv_done']);
+  });
+
+  it('keeps a change whose write failed, and writes it on close: a finished delivery is not resumed as waiting', async () => {
+    const a = open();
+    await a.load();
+    const sent = record('dlv_sent');
+    await a.save(sent);
+    // A folder where the write's temporary file goes: the write fails (even for root).
+    const temp = join(dir, '.outbox.json.tmp');
+    await mkdir(temp);
+    await expect(a.save({ ...sent, state: 'delivered', nextAttemptAt: null })).rejects.toThrow();
+    expect(await rowsOnDisk()).toMatchObject([{ id: 'dlv_sent', state: 'pending', owner: a.owner }]);
+    await rmdir(temp);
+    await a.close();
+    expect(await rowsOnDisk()).toEqual([expect.not.objectContaining({ owner: expect.anything() })]);
+    expect(await rowsOnDisk()).toMatchObject([{ id: 'dlv_sent', state: 'delivered' }]);
+    const next = open();
+    expect((await next.load()).map((r) => [r.id, r.state])).toEqual([['dlv_sent', 'delivered']]);
+  });
+
+  it('claims a delivery only once the file says so: a claim whose write failed is made again', async () => {
+    const a = open();
+    await a.save(record('dlv_done', 'delivered'));
+    const b = open();
+    await b.load();
+    const temp = join(dir, '.outbox.json.tmp');
+    await mkdir(temp);
+    await expect(b.claim('dlv_done')).rejects.toThrow();
+    await rmdir(temp);
+    expect(await b.claim('dlv_done')).toBeUndefined();
+    expect(await rowsOnDisk()).toMatchObject([{ id: 'dlv_done', owner: b.owner }]);
   });
 
   it('waits for a lock another process holds a moment, and fails naming it once lockWaitMs have passed', async () => {
