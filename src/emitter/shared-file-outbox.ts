@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 import { FileLock, realClock, type WaitClock } from '../store/file-lock.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { replaceFile } from '../store/json-file.js';
 import { DEFAULT_OUTBOX_FILE } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
-import { CLOSE, OPEN, parseOutbox, SEPARATOR, serialiseRecord, toRecord, utf8, type OutboxRows } from './outbox-format.js';
+import { CLOSE, OPEN, parseOutbox, repairTornFile, SEPARATOR, serialiseRecord, toRecord, utf8, type OutboxRows } from './outbox-format.js';
 import type { DeliveryRecord } from './types.js';
 
 export interface SharedFileOutboxOptions {
@@ -24,6 +24,9 @@ export interface SharedFileOutboxOptions {
   warn?: (message: string) => void;
 }
 
+/** The file as read: its rows, and its text, which a torn file is copied aside from. */
+type FileRead = OutboxRows & { text: string };
+
 /** Another live process sending a delivery: its lock's holder (`null` while its lock file is being written). */
 export interface Sender {
   holder: LockHolder | null;
@@ -35,7 +38,7 @@ export interface Sender {
  * changes only this process's deliveries, so none of another's vanish. A delivery waiting to be sent
  * belongs to one process (its line says `"owner"`, and `<file>.senders/<owner>.lock` is alive while that
  * process runs): `load()` takes the waiting deliveries whose owner is gone, never those of a live one,
- * so no delivery is sent by two processes. A file that is not valid JSON (torn) is kept aside and every
+ * so no delivery is sent by two processes. A file that is not valid JSON (torn) is copied aside and every
  * complete delivery in it is kept.
  * @example createEmitter({ store: new SharedFileOutbox({ file: '.cliphook/outbox.json' }), allowPrivateNetworks: true })
  */
@@ -72,10 +75,10 @@ export class SharedFileOutbox implements Outbox {
     // Alive from before the first claim, so no other process takes this one's deliveries for orphans.
     this.#sender ??= FileLock.acquire(senderPath(this.file, this.owner), 'cliphook sender');
     return this.#locked(async () => {
-      const { rows, torn } = await this.#read();
+      const read = await this.#read();
       const records: DeliveryRecord[] = [];
       const alive = new Map<string, LockHolder | null | false>();
-      for (const row of rows) {
+      for (const row of read.rows) {
         const record = toRecord(row)!;
         const owner = typeof row.owner === 'string' ? row.owner : null;
         if (record.state === 'pending' || record.state === 'delivering') {
@@ -89,7 +92,7 @@ export class SharedFileOutbox implements Outbox {
         }
         records.push(record);
       }
-      if (torn || this.#changes.size > 0) await this.#merge(rows);
+      if (read.torn || this.#changes.size > 0) await this.#writeOver(read);
       return records;
     });
   }
@@ -106,15 +109,15 @@ export class SharedFileOutbox implements Outbox {
   async claim(id: string): Promise<Sender | undefined> {
     if (this.#mine.has(id)) return undefined; // taken by load(), and perhaps in flight already
     return this.#locked(async () => {
-      const { rows } = await this.#read();
-      const row = rows.find((r) => r.id === id);
+      const read = await this.#read();
+      const row = read.rows.find((r) => r.id === id);
       const owner = typeof row?.owner === 'string' ? row.owner : null;
       if (row && owner !== null && owner !== this.owner) {
         const holder = senderHolder(this.file, owner);
         if (holder !== false) return { holder };
       }
       if (row) row.owner = this.owner;
-      await this.#merge(rows);
+      await this.#writeOver(read);
       this.#mine.add(id); // only once the file says so: a failed write claimed nothing
       return undefined;
     });
@@ -142,7 +145,18 @@ export class SharedFileOutbox implements Outbox {
 
   async #write(): Promise<void> {
     if (this.#changes.size === 0) return;
-    await this.#locked(async () => this.#merge((await this.#read()).rows));
+    await this.#locked(async () => this.#writeOver(await this.#read()));
+  }
+
+  /**
+   * Writes the file as just read (under the lock) with this process's changes over it. A torn file is
+   * repaired so (see `repairTornFile`): it stays in place until the repaired one is written.
+   */
+  async #writeOver({ rows, torn, text }: FileRead): Promise<void> {
+    if (!torn) return this.#merge(rows);
+    const aside = await repairTornFile(this.file, text, this.#clock.now(), () => this.#merge(rows));
+    const n = rows.length;
+    this.#warn(`${this.file} was torn (not valid JSON): recovered ${n} deliver${n === 1 ? 'y' : 'ies'} from it; the torn file is kept as ${aside}`);
   }
 
   /** Writes `rows` (the file as just read, under the lock) with this process's changes over them. */
@@ -192,18 +206,11 @@ export class SharedFileOutbox implements Outbox {
     return serialiseRecord(record, mine ? this.owner : undefined);
   }
 
-  /** Reads the file under the lock; a torn one is moved aside, its complete deliveries kept. */
-  async #read(): Promise<OutboxRows> {
+  /** Reads the file under the lock; a torn one is read as far as it goes, for `#writeOver` to repair. */
+  async #read(): Promise<FileRead> {
     const text = await readText(this.file);
-    if (text === null) return { rows: [], torn: false };
-    const read = parseOutbox(text, this.file);
-    if (read.torn) {
-      const aside = `${this.file}.torn-${this.#clock.now()}`;
-      await rename(this.file, aside);
-      const n = read.rows.length;
-      this.#warn(`${this.file} was torn (not valid JSON): recovered ${n} deliver${n === 1 ? 'y' : 'ies'} from it; the torn file is kept as ${aside}`);
-    }
-    return read;
+    if (text === null) return { rows: [], torn: false, text: '' };
+    return { ...parseOutbox(text, this.file), text };
   }
 
   async #locked<T>(run: () => Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, rmdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function open(options: { lockWaitMs?: number; clock?: { now(): number; setTimeout(callback: () => void, ms: number): unknown } } = {}): SharedFileOutbox {
+function open(options: { lockWaitMs?: number; clock?: { now(): number; setTimeout(callback: () => void, ms: number): unknown }; warn?: (message: string) => void } = {}): SharedFileOutbox {
   const outbox = new SharedFileOutbox({ file, warn: () => undefined, ...options });
   cleanups.push(() => outbox.close());
   return outbox;
@@ -96,6 +96,41 @@ describe('SharedFileOutbox', () => {
     await rmdir(temp);
     expect(await b.claim('dlv_done')).toBeUndefined();
     expect(await rowsOnDisk()).toMatchObject([{ id: 'dlv_done', owner: b.owner }]);
+  });
+
+  it('leaves a torn file in place until its repair is written, then recovers every complete delivery in it', async () => {
+    const writer = open();
+    for (const id of ['dlv_one', 'dlv_two', 'dlv_three']) await writer.save(record(id, 'delivered'));
+    await writer.close();
+    const whole = await readFile(file, 'utf8');
+    const torn = whole.slice(0, whole.indexOf('dlv_three') + 30);
+    await writeFile(file, torn);
+    const warnings: string[] = [];
+    const warn = (message: string) => void warnings.push(message);
+    const tornCopies = async () => (await readdir(dir)).filter((name) => name.startsWith('outbox.json.torn-'));
+
+    // The copy cannot be made (its name is taken): nothing is touched.
+    const clock = { now: () => 7, setTimeout: (callback: () => void) => setImmediate(callback) };
+    await mkdir(`${file}.torn-7`);
+    await expect(open({ clock, warn }).load()).rejects.toThrow();
+    expect(await readFile(file, 'utf8')).toBe(torn);
+    await rmdir(`${file}.torn-7`);
+
+    // The repaired file cannot be written (a folder where its temporary file goes, as a full disk would).
+    const temp = join(dir, '.outbox.json.tmp');
+    await mkdir(temp);
+    await expect(open({ warn }).load()).rejects.toThrow();
+    expect(await readFile(file, 'utf8')).toBe(torn);
+    expect(await tornCopies()).toEqual([]);
+    expect(warnings).toEqual([]);
+    await rmdir(temp);
+
+    expect((await open({ warn }).load()).map((r) => r.id)).toEqual(['dlv_one', 'dlv_two']);
+    expect(await idsOnDisk()).toEqual(['dlv_one', 'dlv_two']);
+    expect(warnings).toEqual([expect.stringMatching(/recovered 2 deliveries from it; the torn file is kept as .*outbox\.json\.torn-\d+$/)]);
+    const copies = await tornCopies();
+    expect(copies).toHaveLength(1);
+    expect(await readFile(join(dir, copies[0]!), 'utf8')).toBe(torn);
   });
 
   it('waits for a lock another process holds a moment, and fails naming it once lockWaitMs have passed', async () => {
