@@ -92,7 +92,8 @@ export class SharedFileOutbox implements Outbox {
         }
         records.push(record);
       }
-      if (read.torn || this.#changes.size > 0) await this.#writeOver(read);
+      const orphans = this.#forgetDeadOwners(read.rows, alive);
+      if (read.torn || orphans || this.#changes.size > 0) await this.#writeOver(read);
       return records;
     });
   }
@@ -161,6 +162,7 @@ export class SharedFileOutbox implements Outbox {
 
   /** Writes `rows` (the file as just read, under the lock) with this process's changes over them. */
   async #merge(rows: Record<string, unknown>[]): Promise<void> {
+    this.#forgetDeadOwners(rows);
     const changes = this.#changes;
     this.#changes = new Map();
     // Which deliveries this process sends once the file says so: applied only after the write succeeded.
@@ -204,6 +206,27 @@ export class SharedFileOutbox implements Outbox {
     const mine = record.state === 'pending' || record.state === 'delivering';
     waiting.set(record.id, mine);
     return serialiseRecord(record, mine ? this.owner : undefined);
+  }
+
+  /**
+   * Clears, in `rows` (read under the lock), the owner of each finished delivery whose process is gone:
+   * one that died between `claim()` and its first save left its name there, and retention keeps a
+   * delivery another process owns, so no one would ever forget it. `alive` caches whose process runs.
+   * @returns whether any row changed
+   */
+  #forgetDeadOwners(rows: Record<string, unknown>[], alive = new Map<string, LockHolder | null | false>()): boolean {
+    let changed = false;
+    for (const row of rows) {
+      const owner = row.owner;
+      if (typeof owner !== 'string' || owner === this.owner || !(row.state === 'delivered' || row.state === 'failed')) continue;
+      const holder = alive.get(owner) ?? senderHolder(this.file, owner);
+      alive.set(owner, holder);
+      if (holder === false) {
+        delete row.owner;
+        changed = true;
+      }
+    }
+    return changed;
   }
 
   /** Reads the file under the lock; a torn one is read as far as it goes, for `#writeOver` to repair. */

@@ -67,6 +67,38 @@ describe('SharedFileOutbox', () => {
     expect(await idsOnDisk()).toEqual(['dlv_done']);
   });
 
+  it('treats the owner of a finished delivery as gone once its process is: retention forgets it, a load clears it', async () => {
+    const a = open();
+    await a.save(record('dlv_done', 'delivered'));
+    await a.save(record('dlv_old', 'delivered'));
+    const b = open();
+    await b.load();
+    expect(await b.claim('dlv_done')).toBeUndefined();
+    expect(await b.claim('dlv_old')).toBeUndefined();
+    await b.close(); // b dies before its redeliveries' first save: both rows stay finished, owned by b
+    expect(await rowsOnDisk()).toMatchObject([{ id: 'dlv_done', owner: b.owner }, { id: 'dlv_old', owner: b.owner }]);
+
+    const c = open();
+    await c.load();
+    expect(await rowsOnDisk()).toEqual([
+      expect.not.objectContaining({ owner: expect.anything() }),
+      expect.not.objectContaining({ owner: expect.anything() }),
+    ]);
+    await a.delete(['dlv_done', 'dlv_old']);
+    expect(await idsOnDisk()).toEqual([]);
+  });
+
+  it('lets retention forget a finished delivery whose claiming process died, without a load in between', async () => {
+    const a = open();
+    await a.save(record('dlv_done', 'delivered'));
+    const b = open();
+    await b.load();
+    expect(await b.claim('dlv_done')).toBeUndefined();
+    await b.close();
+    await a.delete(['dlv_done']);
+    expect(await idsOnDisk()).toEqual([]);
+  });
+
   it('keeps a change whose write failed, and writes it on close: a finished delivery is not resumed as waiting', async () => {
     const a = open();
     await a.load();
