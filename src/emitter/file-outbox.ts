@@ -1,8 +1,8 @@
-import { mkdir, readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { JsonFile } from '../store/json-file.js';
 import type { Outbox } from './outbox.js';
-import { CLOSE, OPEN, salvageRows, SEPARATOR, serialiseRecord, toRecord, utf8 } from './outbox-format.js';
+import { CLOSE, OPEN, repairTornFile, salvageRows, SEPARATOR, serialiseRecord, toRecord, utf8 } from './outbox-format.js';
 import type { DeliveryRecord } from './types.js';
 
 export interface FileOutboxOptions {
@@ -26,8 +26,8 @@ const openFiles = new Set<string>();
  * of sends costs a couple of writes, not one each. A delivery is in the file before its first attempt.
  * One outbox per file: a second one on a file that is open in this process is a TypeError until the
  * first is closed (`emitter.stop()` closes it); several processes on one file are not detected (the
- * CLI's commands share theirs through `SharedFileOutbox`). A torn file (not valid JSON) is set aside as
- * `<file>.torn-<ms>` and every complete delivery in it is kept, with a warning.
+ * CLI's commands share theirs through `SharedFileOutbox`). A torn file (not valid JSON) is copied aside
+ * as `<file>.torn-<ms>` and every complete delivery in it is kept, with a warning.
  * @example createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) })
  */
 export class FileOutbox implements Outbox {
@@ -134,17 +134,17 @@ export class FileOutbox implements Outbox {
 
   /**
    * A torn file (a crash of the machine mid-write on some file systems, a full disk) must not stop every
-   * delivery: keep it aside for inspection, take every complete delivery it holds, and write them back.
+   * delivery: keep a copy for inspection, take every complete delivery it holds, and write them back.
+   * Until that write succeeds the torn file stays where it is (load() fails, the next one tries again).
    */
   async #recover(): Promise<void> {
-    const rows = salvageRows(await readFile(this.file, 'utf8'));
-    const aside = `${this.file}.torn-${Date.now()}`;
-    await rename(this.file, aside);
+    const text = await readFile(this.file, 'utf8');
+    const rows = salvageRows(text);
     for (const row of rows) {
       const record = toRecord(row)!;
       this.#records.set(record.id, record);
     }
-    await this.#json.commit();
+    const aside = await repairTornFile(this.file, text, Date.now(), () => this.#json.commit());
     process.emitWarning(`${this.file} was torn (not valid JSON): recovered ${rows.length} deliveries from it, kept as ${aside}.`, {
       code: 'CLIPHOOK_STORE_RECOVERED',
     });

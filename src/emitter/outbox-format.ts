@@ -1,3 +1,4 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { isWebhookEventName } from '../protocol/events.js';
 import type { DeliveryRecord, DeliveryState } from './types.js';
 
@@ -110,4 +111,32 @@ export function salvageRows(text: string): Record<string, unknown>[] {
     } else if (c === ']' && depth === 0) break;
   }
   return rows;
+}
+
+/**
+ * Repairs a torn outbox file, for both outboxes, without ever leaving `file` missing: the torn `text` is
+ * first copied aside as `<file>.torn-<stamp>` (a new file, never over another one, private like the
+ * outbox), then `write` replaces the torn file, atomically, with what was recovered from it. If either
+ * step fails this throws with the torn file still at `file`, so the next run recovers the same
+ * deliveries; a copy that is not needed then is removed. Resolves with the copy's path once the repaired
+ * file is written: only then may a warning say the deliveries were recovered.
+ */
+export async function repairTornFile(file: string, text: string, stamp: number, write: () => Promise<void>): Promise<string> {
+  const aside = `${file}.torn-${stamp}`;
+  try {
+    await writeFile(aside, text, { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    // A copy cut short (a full disk) is no copy; a file that was there already is not this one to remove.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') await rm(aside, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  try {
+    await write();
+  } catch (error) {
+    // The torn file is normally still in place (the write renames over it only once whole), and then the
+    // copy is redundant; if the rename did happen (a failed flush after it), the copy is the torn text's only one.
+    if ((await readFile(file, 'utf8').catch(() => null)) === text) await rm(aside, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  return aside;
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 import { FileLock, realClock, type WaitClock } from '../store/file-lock.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { replaceFile } from '../store/json-file.js';
 import { DEFAULT_OUTBOX_FILE } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
-import { CLOSE, OPEN, parseOutbox, SEPARATOR, serialiseRecord, toRecord, utf8, type OutboxRows } from './outbox-format.js';
+import { CLOSE, OPEN, parseOutbox, repairTornFile, SEPARATOR, serialiseRecord, toRecord, utf8, type OutboxRows } from './outbox-format.js';
 import type { DeliveryRecord } from './types.js';
 
 export interface SharedFileOutboxOptions {
@@ -24,6 +24,9 @@ export interface SharedFileOutboxOptions {
   warn?: (message: string) => void;
 }
 
+/** The file as read: its rows, and its text, which a torn file is copied aside from. */
+type FileRead = OutboxRows & { text: string };
+
 /** Another live process sending a delivery: its lock's holder (`null` while its lock file is being written). */
 export interface Sender {
   holder: LockHolder | null;
@@ -35,7 +38,7 @@ export interface Sender {
  * changes only this process's deliveries, so none of another's vanish. A delivery waiting to be sent
  * belongs to one process (its line says `"owner"`, and `<file>.senders/<owner>.lock` is alive while that
  * process runs): `load()` takes the waiting deliveries whose owner is gone, never those of a live one,
- * so no delivery is sent by two processes. A file that is not valid JSON (torn) is kept aside and every
+ * so no delivery is sent by two processes. A file that is not valid JSON (torn) is copied aside and every
  * complete delivery in it is kept.
  * @example createEmitter({ store: new SharedFileOutbox({ file: '.cliphook/outbox.json' }), allowPrivateNetworks: true })
  */
@@ -72,10 +75,10 @@ export class SharedFileOutbox implements Outbox {
     // Alive from before the first claim, so no other process takes this one's deliveries for orphans.
     this.#sender ??= FileLock.acquire(senderPath(this.file, this.owner), 'cliphook sender');
     return this.#locked(async () => {
-      const { rows, torn } = await this.#read();
+      const read = await this.#read();
       const records: DeliveryRecord[] = [];
       const alive = new Map<string, LockHolder | null | false>();
-      for (const row of rows) {
+      for (const row of read.rows) {
         const record = toRecord(row)!;
         const owner = typeof row.owner === 'string' ? row.owner : null;
         if (record.state === 'pending' || record.state === 'delivering') {
@@ -85,12 +88,12 @@ export class SharedFileOutbox implements Outbox {
             this.#others.set(record.id, holder);
             continue;
           }
-          this.#mine.add(record.id);
-          this.#changes.set(record.id, record);
+          this.#changes.set(record.id, record); // this process's once #merge has written it so
         }
         records.push(record);
       }
-      if (torn || this.#changes.size > 0) await this.#merge(rows);
+      const orphans = this.#forgetDeadOwners(read.rows, alive);
+      if (read.torn || orphans || this.#changes.size > 0) await this.#writeOver(read);
       return records;
     });
   }
@@ -107,16 +110,16 @@ export class SharedFileOutbox implements Outbox {
   async claim(id: string): Promise<Sender | undefined> {
     if (this.#mine.has(id)) return undefined; // taken by load(), and perhaps in flight already
     return this.#locked(async () => {
-      const { rows } = await this.#read();
-      const row = rows.find((r) => r.id === id);
+      const read = await this.#read();
+      const row = read.rows.find((r) => r.id === id);
       const owner = typeof row?.owner === 'string' ? row.owner : null;
       if (row && owner !== null && owner !== this.owner) {
         const holder = senderHolder(this.file, owner);
         if (holder !== false) return { holder };
       }
-      this.#mine.add(id);
       if (row) row.owner = this.owner;
-      await this.#merge(rows);
+      await this.#writeOver(read);
+      this.#mine.add(id); // only once the file says so: a failed write claimed nothing
       return undefined;
     });
   }
@@ -143,59 +146,94 @@ export class SharedFileOutbox implements Outbox {
 
   async #write(): Promise<void> {
     if (this.#changes.size === 0) return;
-    await this.#locked(async () => this.#merge((await this.#read()).rows));
+    await this.#locked(async () => this.#writeOver(await this.#read()));
+  }
+
+  /**
+   * Writes the file as just read (under the lock) with this process's changes over it. A torn file is
+   * repaired so (see `repairTornFile`): it stays in place until the repaired one is written.
+   */
+  async #writeOver({ rows, torn, text }: FileRead): Promise<void> {
+    if (!torn) return this.#merge(rows);
+    const aside = await repairTornFile(this.file, text, this.#clock.now(), () => this.#merge(rows));
+    const n = rows.length;
+    this.#warn(`${this.file} was torn (not valid JSON): recovered ${n} deliver${n === 1 ? 'y' : 'ies'} from it; the torn file is kept as ${aside}`);
   }
 
   /** Writes `rows` (the file as just read, under the lock) with this process's changes over them. */
   async #merge(rows: Record<string, unknown>[]): Promise<void> {
+    this.#forgetDeadOwners(rows);
     const changes = this.#changes;
     this.#changes = new Map();
+    // Which deliveries this process sends once the file says so: applied only after the write succeeded.
+    const waiting = new Map<string, boolean>();
     try {
       const lines: string[] = [];
+      const matched = new Set<string>();
       for (const row of rows) {
         const id = row.id as string;
         if (!changes.has(id)) lines.push(JSON.stringify(row));
         else {
+          matched.add(id);
           const record = changes.get(id);
-          changes.delete(id);
           // Retention forgets finished deliveries; one another process has since taken stays.
           if (record === null) {
             if (typeof row.owner === 'string' && row.owner !== this.owner) lines.push(JSON.stringify(row));
-          } else lines.push(this.#line(record!));
+          } else lines.push(this.#line(record!, waiting));
         }
       }
-      for (const record of changes.values()) if (record) lines.push(this.#line(record));
+      for (const [id, record] of changes) if (record && !matched.has(id)) lines.push(this.#line(record, waiting));
       const pieces: Uint8Array[] = [OPEN];
       for (const line of lines) pieces.push(...(pieces.length > 1 ? [SEPARATOR] : []), utf8(line));
       pieces.push(CLOSE);
       await replaceFile(this.file, pieces);
     } catch (error) {
-      // Not written: the next write takes these changes again, unless newer ones replaced them.
+      // Not written: the next write takes every one of these changes again, unless newer ones replaced them.
       for (const [id, record] of changes) if (!this.#changes.has(id)) this.#changes.set(id, record);
       throw error;
     }
-  }
-
-  /** A record's line: owned by this process while it waits or is in flight, by nobody once finished. */
-  #line(record: DeliveryRecord): string {
-    const waiting = record.state === 'pending' || record.state === 'delivering';
-    if (waiting) this.#mine.add(record.id);
-    else this.#mine.delete(record.id);
-    return serialiseRecord(record, waiting ? this.owner : undefined);
-  }
-
-  /** Reads the file under the lock; a torn one is moved aside, its complete deliveries kept. */
-  async #read(): Promise<OutboxRows> {
-    const text = await readText(this.file);
-    if (text === null) return { rows: [], torn: false };
-    const read = parseOutbox(text, this.file);
-    if (read.torn) {
-      const aside = `${this.file}.torn-${this.#clock.now()}`;
-      await rename(this.file, aside);
-      const n = read.rows.length;
-      this.#warn(`${this.file} was torn (not valid JSON): recovered ${n} deliver${n === 1 ? 'y' : 'ies'} from it; the torn file is kept as ${aside}`);
+    for (const [id, mine] of waiting) {
+      if (mine) this.#mine.add(id);
+      else this.#mine.delete(id);
     }
-    return read;
+  }
+
+  /**
+   * A record's line: owned by this process while it waits or is in flight, by nobody once finished.
+   * Notes in `waiting` whether it is this process's, for `#mine` once the line is on disk.
+   */
+  #line(record: DeliveryRecord, waiting: Map<string, boolean>): string {
+    const mine = record.state === 'pending' || record.state === 'delivering';
+    waiting.set(record.id, mine);
+    return serialiseRecord(record, mine ? this.owner : undefined);
+  }
+
+  /**
+   * Clears, in `rows` (read under the lock), the owner of each finished delivery whose process is gone:
+   * one that died between `claim()` and its first save left its name there, and retention keeps a
+   * delivery another process owns, so no one would ever forget it. `alive` caches whose process runs.
+   * @returns whether any row changed
+   */
+  #forgetDeadOwners(rows: Record<string, unknown>[], alive = new Map<string, LockHolder | null | false>()): boolean {
+    let changed = false;
+    for (const row of rows) {
+      const owner = row.owner;
+      if (typeof owner !== 'string' || owner === this.owner || !(row.state === 'delivered' || row.state === 'failed')) continue;
+      const holder = alive.get(owner) ?? senderHolder(this.file, owner);
+      alive.set(owner, holder);
+      if (holder === false) {
+        delete row.owner;
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /** Reads the file under the lock; a torn one is read as far as it goes, for `#writeOver` to repair. */
+  async #read(): Promise<FileRead> {
+    const text = await readText(this.file);
+    if (text === null) return { rows: [], torn: false, text: '' };
+    return { ...parseOutbox(text, this.file), text };
   }
 
   async #locked<T>(run: () => Promise<T>): Promise<T> {

@@ -153,6 +153,41 @@ describe('FileOutbox', () => {
     expect(await readFile(join(dirname(file), aside[0]!), 'utf8')).toBe(torn);
   });
 
+  it('leaves a torn file in place while its repair cannot be written, and the next load recovers it', async () => {
+    const file = await tempFile();
+    const writer = new FileOutbox({ file });
+    for (const id of ['dlv_one', 'dlv_two', 'dlv_three']) await writer.save(record(id));
+    await writer.close();
+    const whole = await readFile(file, 'utf8');
+    const torn = whole.slice(0, whole.indexOf('dlv_three') + 30);
+    await writeFile(file, torn);
+    const tornCopies = async () => (await readdir(dirname(file))).filter((name) => name.startsWith('outbox.json.torn-'));
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      // The repaired file cannot be written (a folder where its temporary file goes, as a full disk would).
+      const temp = join(dirname(file), '.outbox.json.tmp');
+      await mkdir(temp);
+      const failing = new FileOutbox({ file });
+      await expect(failing.load()).rejects.toThrow();
+      await failing.close();
+      expect(await readFile(file, 'utf8')).toBe(torn);
+      expect(await tornCopies()).toEqual([]); // the torn file itself is still the copy to recover from
+      expect(warn).not.toHaveBeenCalled();
+      await rmdir(temp);
+
+      const next = new FileOutbox({ file });
+      expect((await next.load()).map((r) => r.id)).toEqual(['dlv_one', 'dlv_two']);
+      await next.close();
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
+    }
+    expect(JSON.parse(await readFile(file, 'utf8')).deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_one', 'dlv_two']);
+    const copies = await tornCopies();
+    expect(copies).toHaveLength(1);
+    expect(await readFile(join(dirname(file), copies[0]!), 'utf8')).toBe(torn);
+  });
+
   it('refuses a second outbox on a file that is open, until the first is closed', async () => {
     const file = await tempFile();
     const first = new FileOutbox({ file });
