@@ -4,6 +4,7 @@ import { checkSignature } from '../protocol/signature.js';
 import type { EventFrame, RawHeaders } from './frames.js';
 import { targetPath } from './forward.js';
 import type { ListenerRefusalCode } from './listener-types.js';
+import { pathRefusal } from './path-guard.js';
 
 /**
  * The listener's own checks on an event before it reaches the local app (issue 10: whoever has the channel
@@ -59,22 +60,16 @@ export function refusalFor(frame: EventFrame, signature: { valid: boolean | null
   return null;
 }
 
-// `.` or `..` as a whole segment, raw or with any dot percent-encoded (`%2e`, `%2E`, or twice: `%252e`);
-// `/` and `\` both end one, and so does `;` (Tomcat reads `/..;/` as `/../`).
-const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e|%252e){1,2}(?=[/\\;]|$)/i;
-// An encoded `/` or `\`, once or twice: a decoding proxy or app would split the path there.
-const ENCODED_SEPARATOR = /%(?:25)?(?:2f|5c)/i;
-
 /**
  * Why the extra path of `frame` could leave `forwardTo`'s path once the local app or a proxy normalises
- * it, or `null` when it cannot. Checked on the raw path and on what URL parsing makes of the target.
+ * it, or `null` when it cannot. The relay's own ingress rule (`pathRefusal`) comes first, in full: the
+ * listener cannot tell which relay it talks to, so its check must not be weaker than the ingress's.
  */
 export function unsafePath(forwardTo: URL, frame: Pick<EventFrame, 'path' | 'query'>): string | null {
   const { path } = frame;
   if (path === '') return null;
-  if (path.includes('\\')) return 'a backslash';
-  if (DOT_SEGMENT.test(path)) return 'a dot segment';
-  if (ENCODED_SEPARATOR.test(path)) return 'an encoded slash or backslash';
+  const refused = pathRefusal(path);
+  if (refused !== null) return refused;
   // Belt and braces: the URL the listener builds, read the way WHATWG URL parsers read it, stays under the prefix.
   const prefix = forwardTo.pathname.replace(/\/+$/, '');
   // Concatenated, not resolved against the origin: `//host/x` is a path here, never another host.
