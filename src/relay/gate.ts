@@ -16,7 +16,10 @@ import { pathRefusal } from './path-guard.js';
 export interface Refusal {
   code: ListenerRefusalCode;
   status: number;
+  /** What the sender reads: fixed sentences, since whoever has the channel URL is anonymous. */
   detail: string;
+  /** Why, for listen's own output only: it may name the local path (`it leaves /hooks`). */
+  reason: string;
   /** Extra reply headers (`Allow` for a 405). */
   headers: RawHeaders;
 }
@@ -48,14 +51,15 @@ export function signatureValues(headers: RawHeaders): string[] {
 export function refusalFor(frame: EventFrame, signature: { valid: boolean | null; missing: boolean }, options: GateOptions): Refusal | null {
   if (!options.methods.has(frame.method)) {
     const allow = [...options.methods].join(', ');
-    return { code: 'method_not_allowed', status: 405, detail: `listen forwards only ${allow} (listen --methods).`, headers: ['Allow', allow] };
+    const detail = `listen forwards only ${allow} (listen --methods).`;
+    return { code: 'method_not_allowed', status: 405, detail, reason: detail, headers: ['Allow', allow] };
   }
   const path = unsafePath(options.forwardTo, frame);
-  if (path !== null) return { code: 'invalid_path', status: 400, detail: `The path is not forwarded: ${path}.`, headers: [] };
+  if (path !== null) return { code: 'invalid_path', status: 400, detail: 'The path is not forwarded.', reason: `The path is not forwarded: ${path}.`, headers: [] };
   if (signature.valid === false && !options.forwardInvalid) {
     return signature.missing
-      ? { code: 'missing_signature', status: 401, detail: 'The X-Service-Signature header is missing.', headers: [] }
-      : { code: 'invalid_signature', status: 401, detail: 'X-Service-Signature does not match the body under the secret listen was given.', headers: [] };
+      ? { code: 'missing_signature', status: 401, detail: 'The X-Service-Signature header is missing.', reason: 'The X-Service-Signature header is missing.', headers: [] }
+      : { code: 'invalid_signature', status: 401, detail: 'X-Service-Signature does not match the body under the secret listen was given.', reason: 'X-Service-Signature does not match the body under the secret listen was given.', headers: [] };
   }
   return null;
 }

@@ -98,7 +98,10 @@ export interface ListenerReply {
   /** The status the sender gets: the local app's, or the listener's own refusal; `null` when the app was unreachable or too slow. */
   status: number | null;
   error: { code: 'local_unreachable' | 'local_timeout'; detail: string } | null;
-  /** Set when the listener answered the event itself with a problem body: the local app never saw it. */
+  /**
+   * Set when the listener answered the event itself with a problem body: the local app never saw it.
+   * `detail` is listen's own reason, which may name the local path; the sender reads a fixed sentence.
+   */
   refused: { code: ListenerRefusalCode; detail: string } | null;
   /**
    * The local app refused the event as stale (400 `stale_delivery`) and, without `secret` to re-sign it,

@@ -60,7 +60,7 @@ export class LocalHop {
     if (refusal) {
       // Sent as a reply so the sender reads why; it also acknowledges the event, which no retry can mend.
       const own = refusalReply(refusal);
-      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.detail }, stale: false, durationMs: 0 };
+      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.reason }, stale: false, durationMs: 0 };
       return { reply, frame: encodeFrame({ type: 'reply', seq, ...own }) };
     }
     const started = performance.now();

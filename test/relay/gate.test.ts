@@ -89,6 +89,7 @@ describe('listen answers what it will not forward, and the local app never sees 
     await new Promise((resolve) => wss.once('listening', resolve));
     cleanups.push(() => new Promise((resolve) => wss.close(resolve)));
     const answers: Array<{ seq: number; status: number; code: string }> = [];
+    const told = new Set<string>();
     let allAnswered!: () => void;
     const all = new Promise<void>((resolve) => (allAnswered = resolve));
     let relaySocket!: WebSocket;
@@ -100,6 +101,7 @@ describe('listen answers what it will not forward, and the local app never sees 
           if (frame.type !== 'reply') return;
           const text = frame.body.toString();
           answers.push({ seq: frame.seq, status: frame.status, code: text.startsWith('{') ? JSON.parse(text).code : text });
+          if (text.startsWith('{')) told.add(JSON.parse(text).detail);
           if (answers.length === paths.length) allAnswered();
         });
         socket.send(JSON.stringify({ type: 'hello', channel: 'c', listener: 'l', pingIntervalMs: 10_000 }));
@@ -109,6 +111,8 @@ describe('listen answers what it will not forward, and the local app never sees 
     const app = await recordingApp();
     const listener = await connectListener({ relayUrl: `http://127.0.0.1:${(wss.address() as AddressInfo).port}`, channel: 'c', token: 't', forwardTo: `${app.url}/hooks` });
     cleanups.push(() => listener.close());
+    const reasons = new Map<number, string | undefined>();
+    listener.on('reply', (reply) => reasons.set(reply.event.seq, reply.refused?.detail));
     await connected;
     paths.forEach((path, i) => {
       const frame: EventFrame = { type: 'event', seq: i + 1, receivedAt: Date.now(), method: 'POST', path, query: '', headers: [], body: Buffer.from('{}'), backlog: false, replay: false };
@@ -120,6 +124,10 @@ describe('listen answers what it will not forward, and the local app never sees 
       { seq: paths.length, status: 200, code: 'ok' },
     ]);
     expect(app.seen.map((request) => request.url)).toEqual(['/hooks/ok']);
+    // The anonymous sender reads one fixed sentence, never why (a reason can name the local path); listen's own line says why.
+    expect([...told]).toEqual(['The path is not forwarded.']);
+    expect(reasons.get(refused.indexOf('/../admin/users') + 1)).toBe('The path is not forwarded: a dot segment.');
+    expect(reasons.get(paths.length)).toBeUndefined();
   });
 
   it('with a secret, answers a bad or missing signature with 401 and forwards it only with forwardInvalid', async () => {
