@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { connectListener, createChannel, createRelayServer, sign, type ListenerReply } from 'cliphook';
 import { encodeFrame, parseClientFrame, type EventFrame } from '../../src/relay/frames.js';
-import { unsafePath } from '../../src/relay/gate.js';
+import { refusalFor, signatureOf, unsafePath } from '../../src/relay/gate.js';
 import { ALLOWED_PATHS, eventText, listen, REFUSED_PATHS, SECRET, signedHeaders } from './fixtures.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -55,6 +55,40 @@ describe('unsafePath', () => {
   });
   it.each([...ALLOWED_PATHS, '/x', '/x/y.json', '/..x', '/x..', '/.well-known/a', '/%41', '/a/...'])('lets %s through', (path) => {
     expect(unsafePath(forwardTo, { path, query: '?a=../b' })).toBeNull();
+  });
+});
+
+describe('signatureOf and refusalFor', () => {
+  const body = Buffer.from('{"event":"video.completed"}');
+  const good = sign(body, SECRET);
+  const verdict = (...values: string[]) => signatureOf({ body, headers: values.flatMap((value) => ['X-Service-Signature', value]) }, SECRET);
+  const options = { forwardTo: new URL('http://localhost:3000/hooks'), methods: new Set(['POST']), secret: SECRET, forwardInvalid: false };
+  const frame: EventFrame = { type: 'event', seq: 1, receivedAt: 0, method: 'POST', path: '', query: '', headers: [], body, backlog: false, replay: false };
+  const answer = (...values: string[]) => {
+    const refusal = refusalFor(frame, verdict(...values), options);
+    return refusal && [refusal.status, refusal.code];
+  };
+
+  it('answers as the receiver does: 401 missing, 400 malformed or repeated, 401 invalid', () => {
+    expect(answer(good)).toBeNull();
+    expect(answer()).toEqual([401, 'missing_signature']);
+    expect(answer('')).toEqual([401, 'missing_signature']);
+    expect(answer('sha256=zz')).toEqual([400, 'malformed_signature']);
+    expect(answer(good.toUpperCase())).toEqual([400, 'malformed_signature']); // the prefix must be lower-case
+    expect(answer(`${good}, ${good}`)).toEqual([400, 'malformed_signature']);
+    // Two headers: a receiver behind Node reads them joined with ", ", never as the first or the second.
+    expect(answer(good, good)).toEqual([400, 'malformed_signature']);
+    expect(answer('', good)).toEqual([400, 'malformed_signature']);
+    expect(answer(good, '')).toEqual([400, 'malformed_signature']);
+    expect(answer(sign(body, 'whsec_guess'))).toEqual([401, 'invalid_signature']);
+  });
+
+  it('says which secret verified, and nothing without a secret', () => {
+    const headers = ['x-service-signature', sign(body, 'whsec_old')];
+    expect(signatureOf({ body, headers }, ['whsec_new', 'whsec_old'])).toEqual({ valid: true, problem: null, secret: 'whsec_old' });
+    expect(signatureOf({ body, headers }, ['whsec_new'])).toEqual({ valid: false, problem: 'invalid_signature', secret: null });
+    expect(signatureOf({ body, headers }, undefined)).toEqual({ valid: null, problem: null, secret: null });
+    expect(refusalFor(frame, signatureOf({ body, headers: [] }, SECRET), { ...options, forwardInvalid: true })).toBeNull();
   });
 });
 
@@ -130,7 +164,7 @@ describe('listen answers what it will not forward, and the local app never sees 
     expect(reasons.get(paths.length)).toBeUndefined();
   });
 
-  it('with a secret, answers a bad or missing signature with 401 and forwards it only with forwardInvalid', async () => {
+  it('with a secret, answers a bad, missing or malformed signature as the receiver does and forwards it only with forwardInvalid', async () => {
     const app = await recordingApp();
     const { channel, replies } = await relayWithListener(`${app.url}/hooks`, { secret: SECRET });
     const body = eventText(1);
@@ -142,11 +176,15 @@ describe('listen answers what it will not forward, and the local app never sees 
     const unsigned = await fetch(channel.url, { method: 'POST', body, headers: { 'x-service-delivery': 'dlv_unsigned' } });
     expect(unsigned.status).toBe(401);
     expect(await unsigned.json()).toMatchObject({ code: 'missing_signature' });
+    const malformed = await fetch(channel.url, { method: 'POST', body, headers: { ...signedHeaders(body, 'dlv_malformed'), 'x-service-signature': 'sha256=not-hex' } });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: 'malformed_signature', status: 400 });
     expect(app.seen.map((request) => request.body)).toEqual([body]);
     expect(replies.map((reply) => [reply.event.signatureValid, reply.refused?.code ?? null])).toEqual([
       [true, null],
       [false, 'invalid_signature'],
       [false, 'missing_signature'],
+      [false, 'malformed_signature'],
     ]);
 
     const debugging = await relayWithListener(`${app.url}/hooks`, { secret: SECRET, forwardInvalid: true });
