@@ -38,7 +38,8 @@ export class LocalHop {
     const { secret, forwardTo, clock } = this.#options;
     const signature = signatureOf(frame, secret);
     const refusal = refusalFor(frame, signature, this.#options);
-    const fresh = refusal === null && signature.valid === true ? resign(frame, typeof secret === 'string' ? secret : secret![0]!, clock()) : null;
+    // Re-signed only with the secret the signature verified under (see `SignatureVerdict.secret`).
+    const fresh = refusal === null && signature.secret !== null ? resign(frame, signature.secret, clock()) : null;
     const outgoing = fresh ? { ...frame, ...fresh } : frame;
     const event: ListenerEvent = {
       seq: frame.seq,
