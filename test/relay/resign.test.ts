@@ -62,6 +62,26 @@ describe('resign', () => {
   });
 });
 
+describe('resign on a body with delivered_at more than once', () => {
+  it('re-signs a stale top-level delivered_at even when a nested one after it is fresh', () => {
+    const now = T0 + HOUR;
+    const text = `{"delivered_at":"${new Date(T0).toISOString()}","data":{"delivered_at":"${new Date(now).toISOString()}"}}`;
+    expect(resign(buffered(text), SECRET, now)?.body.toString()).toBe(text.replace(new Date(T0).toISOString(), new Date(now).toISOString()));
+  });
+
+  it('leaves alone a body whose key repeats with an escape: what the receiver reads would not be the value written', () => {
+    const old = new Date(T0).toISOString();
+    for (const text of [`{"delivered_at":"${old}","delivered\\u005fat":"${old}"}`, `{"delivered\\u005fat":"${old}","delivered_at":"${old}"}`]) {
+      expect(JSON.parse(text).delivered_at).toBe(old);
+      const fresh = resign(buffered(text), SECRET, T0 + HOUR);
+      // Either not re-signed, or re-signed so that the value a receiver reads is the fresh one.
+      if (fresh) expect(JSON.parse(fresh.body.toString()).delivered_at).toBe(new Date(T0 + HOUR).toISOString());
+    }
+    // The escaped key last: JSON.parse keeps its stale value, which a rewrite of the plain key would not change.
+    expect(resign(buffered(`{"delivered_at":"${old}","delivered\\u005fat":"${old}"}`), SECRET, T0 + HOUR)).toBeNull();
+  });
+});
+
 describe('resign on a body with spaces around the colon', () => {
   it('still finds delivered_at by the full scan', () => {
     const text = `{"event":"video.completed","delivered_at" : "${new Date(T0).toISOString()}"}`;
@@ -94,5 +114,14 @@ describe('re-signing in the local hop', () => {
     // One signed with the new secret is re-signed with it.
     const current = hop(['whsec_new', 'whsec_old_leaked'], T0 + HOUR).prepare(eventFrame(text, sign(text, 'whsec_new'))).outgoing;
     expect(signatureIn(current)).toBe(sign(current.body, 'whsec_new'));
+  });
+
+  it('with forwardInvalid, forwards a forged event buffered an hour as it came: not re-signed, its forged signature unchanged', () => {
+    const forged = sign(text, 'whsec_guess');
+    const { event, outgoing, refusal } = hop(SECRET, T0 + HOUR, true).prepare(eventFrame(text, forged));
+    expect(refusal).toBeNull();
+    expect(event).toMatchObject({ signatureValid: false, resigned: false });
+    expect(signatureIn(outgoing)).toBe(forged);
+    expect(outgoing.body.toString()).toBe(text);
   });
 });
