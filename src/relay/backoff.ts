@@ -25,29 +25,51 @@ export function healthySession(helloAt: number | null, proved: boolean, closedAt
   return helloAt !== null && (proved || closedAt - helloAt >= HEALTHY_SESSION_MS);
 }
 
+/** What a closed connection did: what the wait before the next one depends on. */
+export interface SessionRecord {
+  /** When the relay said hello, by the listener's clock; `null` when it never did. */
+  helloAt: number | null;
+  /** A pong came after the hello. */
+  proved: boolean;
+  /** Events the relay sent on it. */
+  events: number;
+  /** When it closed, by the listener's clock. */
+  closedAt: number;
+  /** Its close code. */
+  code: number;
+}
+
 /**
  * The listener's reconnect backoff. It outlives a session (p-retry's state cannot, hence our own): a
- * healthy session starts it over and is followed by an immediate reconnect, and a close for something the
- * listener sent (1008/1009/1011) always waits first, so a relay that keeps refusing a reply is not hit in a loop.
+ * healthy session starts it over, and a close for something the listener sent (1008/1009/1011) always
+ * waits first, so a relay that keeps refusing a reply is not hit in a loop. Only a healthy session that
+ * did something (up `HEALTHY_SESSION_MS`, or carried an event) is followed by an immediate reconnect: one
+ * that said hello, answered the ping and dropped would otherwise buy a handshake and a catch-up in a
+ * tight loop, so after it the listener waits the shortest delay (`reconnectDelay(1)`, with its jitter).
  */
 export class ReconnectBackoff {
   readonly #options: Required<ReconnectOptions>;
+  readonly #random: () => number;
   /** Consecutive failed connects and short or refused sessions: what the next wait grows with. */
   #failures = 0;
 
-  constructor(options: Required<ReconnectOptions>) {
+  constructor(options: Required<ReconnectOptions>, random: () => number = Math.random) {
     this.#options = options;
+    this.#random = random;
   }
 
   /** The wait after a connect that failed. */
   afterFailedConnect(): number {
-    return reconnectDelay(++this.#failures, this.#options);
+    return reconnectDelay(++this.#failures, this.#options, this.#random);
   }
 
-  /** The wait after a session closed with `code`; `healthy` as `healthySession` says. */
-  afterSession(healthy: boolean, code: number): number {
+  /** The wait after `session` closed. */
+  afterSession({ helloAt, proved, events, closedAt, code }: SessionRecord): number {
+    const healthy = healthySession(helloAt, proved, closedAt);
     if (healthy) this.#failures = 0;
-    return !healthy || BACK_OFF_CODES.has(code) ? reconnectDelay(++this.#failures, this.#options) : 0;
+    if (!healthy || BACK_OFF_CODES.has(code)) return reconnectDelay(++this.#failures, this.#options, this.#random);
+    const lasted = helloAt !== null && closedAt - helloAt >= HEALTHY_SESSION_MS;
+    return lasted || events > 0 ? 0 : reconnectDelay(1, this.#options, this.#random);
   }
 }
 

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import { RelayError } from '../protocol/errors.js';
 import { CLOSE, encodeFrame, FrameError, parseServerFrame, type ClientFrame, type EventFrame } from './frames.js';
-import { healthySession, ReconnectBackoff, sleep } from './backoff.js';
+import { ReconnectBackoff, sleep } from './backoff.js';
 import { corkPerTurn } from './cork.js';
 import { createForwarder, type Forwarder } from './forward.js';
 import { Heartbeat } from './heartbeat.js';
@@ -25,6 +25,8 @@ interface Session {
   helloAt: number | null;
   /** A pong came after the hello: the relay answers on this connection. */
   proved: boolean;
+  /** Events that came on it: a session that carried one is worth reconnecting to at once. */
+  events: number;
 }
 
 /** Holds events until released: `connectListener` uses it so none is emitted before its caller can subscribe. */
@@ -98,7 +100,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       if (code === CLOSE.invalidToken) return this.#stop(new RelayError('invalid_token', 'The relay no longer accepts this token.'));
       if (code === CLOSE.channelGone) return this.#stop(new RelayError('channel_not_found', 'The channel was deleted.'));
       if (this.#stopped) break;
-      delayMs = backoff.afterSession(healthySession(session.helloAt, session.proved, this.#options.clock()), code);
+      delayMs = backoff.afterSession({ helloAt: session.helloAt, proved: session.proved, events: session.events, closedAt: this.#options.clock(), code });
       this.emit('reconnecting', { attempt: 0, error: new Error(`connection closed (${code})`), delayMs });
     }
     this.#stop(null);
@@ -172,7 +174,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       socket.once('open', () => {
         if (this.#stopped) return socket.terminate();
         const closed = new Promise<number>((done) => socket.once('close', (code) => done(code)));
-        const session: Session = { socket, cork, closed, backlog: Promise.resolve(), helloAt: null, proved: false };
+        const session: Session = { socket, cork, closed, backlog: Promise.resolve(), helloAt: null, proved: false, events: 0 };
         this.#session = session;
         socket.on('error', () => undefined); // the close that follows is what matters
         this.#heartbeat.watch(socket);
@@ -199,6 +201,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
       return void this.emit('connected', { channel: frame.channel, listener: frame.listener });
     }
     if (frame.type === 'replay_missing') return void this.#settleReplay(session, null);
+    session.events++;
     if (this.#held) this.#held.push([frame, session]);
     else this.#dispatch(frame, session);
   }

@@ -30,9 +30,11 @@ export interface ListenerOptions {
   forwardTo: string;
   /**
    * Signing secret(s). When set, an event whose `X-Service-Signature` does not verify is answered by the
-   * listener (401 `invalid_signature` or `missing_signature`) and never reaches the local app, and an
-   * authentic event that waited at the relay is re-signed with a fresh `delivered_at` (the first secret
-   * signs). Without it, anyone who has the channel URL can send the local app anything it accepts.
+   * listener as the receiver would (401 `invalid_signature` or `missing_signature`, 400 `malformed_signature`
+   * for a malformed or repeated header) and never reaches the local app, and an authentic event that waited
+   * at the relay is re-signed with a fresh `delivered_at` (by the secret its signature verified under, so
+   * an old secret never vouches for the new one). Without it, anyone who has the channel URL can send the
+   * local app anything it accepts.
    */
   secret?: string | readonly string[];
   /**
@@ -90,7 +92,7 @@ export interface ListenerEvent {
 }
 
 /** Why the listener answered an event itself instead of forwarding it. */
-export type ListenerRefusalCode = 'method_not_allowed' | 'invalid_path' | 'invalid_signature' | 'missing_signature';
+export type ListenerRefusalCode = 'method_not_allowed' | 'invalid_path' | 'invalid_signature' | 'missing_signature' | 'malformed_signature';
 
 /** What the local app answered, or why it did not. */
 export interface ListenerReply {
@@ -98,7 +100,10 @@ export interface ListenerReply {
   /** The status the sender gets: the local app's, or the listener's own refusal; `null` when the app was unreachable or too slow. */
   status: number | null;
   error: { code: 'local_unreachable' | 'local_timeout'; detail: string } | null;
-  /** Set when the listener answered the event itself with a problem body: the local app never saw it. */
+  /**
+   * Set when the listener answered the event itself with a problem body: the local app never saw it.
+   * `detail` is listen's own reason, which may name the local path; the sender reads a fixed sentence.
+   */
   refused: { code: ListenerRefusalCode; detail: string } | null;
   /**
    * The local app refused the event as stale (400 `stale_delivery`) and, without `secret` to re-sign it,

@@ -38,7 +38,8 @@ export class LocalHop {
     const { secret, forwardTo, clock } = this.#options;
     const signature = signatureOf(frame, secret);
     const refusal = refusalFor(frame, signature, this.#options);
-    const fresh = refusal === null && signature.valid === true ? resign(frame, typeof secret === 'string' ? secret : secret![0]!, clock()) : null;
+    // Re-signed only with the secret the signature verified under (see `SignatureVerdict.secret`).
+    const fresh = refusal === null && signature.secret !== null ? resign(frame, signature.secret, clock()) : null;
     const outgoing = fresh ? { ...frame, ...fresh } : frame;
     const event: ListenerEvent = {
       seq: frame.seq,
@@ -60,7 +61,7 @@ export class LocalHop {
     if (refusal) {
       // Sent as a reply so the sender reads why; it also acknowledges the event, which no retry can mend.
       const own = refusalReply(refusal);
-      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.detail }, stale: false, durationMs: 0 };
+      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.reason }, stale: false, durationMs: 0 };
       return { reply, frame: encodeFrame({ type: 'reply', seq, ...own }) };
     }
     const started = performance.now();

@@ -23,8 +23,11 @@ export const RESIGN_AFTER_MS = 30_000;
  */
 export function resign(frame: Pick<EventFrame, 'body' | 'headers' | 'receivedAt'>, secret: string, now: number): { body: Buffer; headers: RawHeaders } | null {
   // Most events are fresh: a native search spares them the byte-by-byte scan (which a large body would feel).
-  if (!frame.body.includes('"delivered_at"')) return null;
-  const quick = frame.body.lastIndexOf(QUICK);
+  const key = frame.body.indexOf(KEY);
+  if (key === -1) return null;
+  // Only a key that occurs once can be read without the scan: with two, the one found may be nested (a
+  // fresh nested value would spare a stale top-level one its re-signing), so the scan decides.
+  const quick = key === frame.body.lastIndexOf(KEY) && frame.body.indexOf(QUICK, key) === key ? key : -1;
   if (quick !== -1) {
     const quickAt = Date.parse(frame.body.toString('latin1', quick + QUICK.length, frame.body.indexOf(QUOTE, quick + QUICK.length)));
     if (Math.abs(now - quickAt) <= RESIGN_AFTER_MS) return null;
@@ -53,6 +56,7 @@ function readDeliveredAt(body: Buffer): unknown {
 }
 
 const QUOTE = 0x22;
+const KEY = '"delivered_at"';
 const QUICK = '"delivered_at":"';
 const BACKSLASH = 0x5c;
 

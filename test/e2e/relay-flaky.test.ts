@@ -143,6 +143,6 @@ it('loses nothing, duplicates no more than the events in flight at the cuts, and
   expect(handled.size).toBe(TOTAL);
   expect([...arrivals.keys()].length).toBe(TOTAL);
   expect(duplicated).toBeLessThanOrEqual(bound);
-  // Every cut came after a healthy connection: the next one was tried at once, never after a growing wait.
+  // Every cut came after a healthy connection that carried events: the next one was tried at once, never after a growing wait.
   expect(sessionWaits).toEqual(Array(CUTS).fill(0));
 }, 60_000);

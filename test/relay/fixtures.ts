@@ -8,6 +8,20 @@ import { createReceiver, MemoryDeliveryStore, sign, type WebhookContext, type We
 
 export const SECRET = 'whsec_relay_test';
 
+/**
+ * Extra paths under a channel that must never reach the local app: the relay's ingress (`pathRefusal`) and
+ * the listener's own check (`unsafePath`) both refuse every one, so neither relies on the other (issue 10).
+ */
+export const REFUSED_PATHS: readonly string[] = [
+  '/..', '/../admin/users', '/a/../../admin', '/.', '/./x', '/%2e%2e/admin', '/%2E%2e/admin', '/.%2e/admin', '/%2e./admin', '/%2E',
+  '/a%2fb', '/a%2F..%2Fadmin', '/a\\b', '/..\\admin', '/a%5cb', '/a%5C..', '/..;/admin', '/a;jsessionid=1', '/a%3b', '/%00', '/a%00.json',
+  '/a%0d%0aX: y', '/%7f', '/%252e%252e/admin', '/%c0%ae%c0%ae/admin', '/\uff0e\uff0e/admin', '/caf\u00e9', '/a#/../admin', '/%u002e%u002e/admin',
+  // Found in review: each once passed the listener's weaker check.
+  '/..%00/admin', '/.%00', '/%25%32%65%25%32%65/admin', '/a%25%32%66..%25%32%66admin', '/%25252e%25252e/admin', '/..%3b/admin', '/%2e%2e%3b/admin', '/..%09/',
+];
+/** Paths both checks let through. */
+export const ALLOWED_PATHS: readonly string[] = ['', '/', '/hooks/v1', '//double//slash', '/a.b/c..d/...', '/.well-known', '/a%20b', "/p|q^{}!$&'()*+,=:@~", '/%41%2B'];
+
 /** A temporary folder, removed by the returned function. */
 export async function testdir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'cliphook-relay-'));
