@@ -43,6 +43,8 @@ export const PROBLEM_CODES = {
   reference_media_unavailable: spec(400, 'Reference video and audio are not offered'),
   // Spec 4.12 names this refusal ("400 … invalid subject_consent") without a code: ours.
   invalid_subject_consent: spec(400, 'Invalid subject_consent'),
+  // Query and path parameters (limit, offset, status, before, wait, ids): the spec shows no code for them.
+  invalid_parameter: spec(400, 'Invalid parameter'),
   // 401-404
   invalid_auth_header: spec(401, 'Missing or malformed Authorization header'),
   invalid_api_key: spec(401, 'Invalid API key'),

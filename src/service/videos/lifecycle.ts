@@ -45,6 +45,8 @@ export interface Video {
   plan: { startAt: number; endAt: number; outcome: 'done' | VideoErrorCode };
   /** A `simulate:<code>:sticky` marker: a retry of this task fails the same way. */
   sticky: boolean;
+  /** Its webhook is in the emitter's outbox (spec 6); a restart sends the ones that are not. */
+  webhookQueued?: boolean;
 }
 
 export interface VideoTables {

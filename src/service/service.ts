@@ -1,0 +1,234 @@
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
+import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
+import { Assets, type AssetTables } from './assets/assets.js';
+import { SimulatedClock } from './clock.js';
+import { Credits } from './credits.js';
+import { Idempotency, type IdempotencyRow } from './idempotency.js';
+import type { ImageJobTables } from './images/jobs.js';
+import { MediaSigner } from './media.js';
+import { RateLimiter, rateLimitHeaders } from './rate-limit.js';
+import { fail, type Result } from './result.js';
+import { ServiceStore } from './state.js';
+import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
+import { webhookPayload } from './videos/views.js';
+
+/** The service's own settings, kept in its data file so signed links outlive a restart. */
+interface MetaRow {
+  id: 'service';
+  mediaSecret: string;
+}
+
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & { idempotency: IdempotencyRow; meta: MetaRow };
+
+const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta'] as const;
+
+/** The first account's starting balance when none is given. */
+export const DEFAULT_BALANCE = 1000;
+
+/** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
+export type ImageFetcher = (url: string, options: { strict: boolean }) => Promise<{ ok: true } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
+
+export interface ServiceOptions {
+  /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */
+  file?: string | false;
+  /** The simulated clock every time rule reads. @default a clock running with real time */
+  clock?: SimulatedClock;
+  /** How long generation takes: `fast` (a few seconds) or `realistic` (1-2 minutes, as the spec says). @default 'fast' */
+  speed?: Speed;
+  /** The spec's rules where local development relaxes them: https-only callbacks and image URLs, no private addresses. @default false */
+  strict?: boolean;
+  /** The base URL clients reach the service at, for `poll_url` and signed links. @default 'http://127.0.0.1:8080' */
+  origin?: string;
+  /** Fix the first account's API key, its webhook signing secret and its starting balance. */
+  apiKey?: string;
+  webhookSecret?: string;
+  /** @default 1000 */
+  balance?: number;
+  /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
+  emitter?: WebhookEmitter;
+  fetchImage?: ImageFetcher;
+  /** @default Math.random */
+  random?: () => number;
+  /** Where failures the service cannot answer with (a write of a transition) are reported. @default console.warn */
+  warn?: (message: string) => void;
+}
+
+/** Who is calling, once `guard` let them through, and the rate-limit headers every keyed response carries. */
+export interface Caller {
+  account: Account;
+  key: ApiKey;
+  headers: Record<string, string>;
+}
+
+/**
+ * The simulated Clip and Image Generation Service, without HTTP: its records, its clock, its rules and the
+ * webhooks of finished clips. Operations (`videos/operations.ts`, …) answer `Result`s, so the `/v1`
+ * routes and the assistant's tools share one implementation and cannot disagree.
+ * @example
+ * const service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }) });
+ * const caller = service.guard(`Bearer ${service.first().apiKey}`);
+ */
+export class Service {
+  origin: string;
+  readonly strict: boolean;
+  readonly speed: Speed;
+  readonly clock: SimulatedClock;
+  readonly store: ServiceStore<ServiceTables>;
+  readonly accounts: Accounts;
+  readonly credits: Credits;
+  readonly videos: VideoLifecycle;
+  readonly assets: Assets;
+  readonly idempotency: Idempotency;
+  readonly limiter: RateLimiter;
+  readonly signer: MediaSigner;
+  readonly emitter: WebhookEmitter;
+  readonly fetchImage: ImageFetcher | undefined;
+  /** Tasks whose retry is being created (spec 4.6: 409 retry_in_progress). */
+  readonly retrying = new Set<number>();
+  readonly #warn: (message: string) => void;
+  readonly #ownsEmitter: boolean;
+
+  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter) {
+    const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
+    this.store = store;
+    this.clock = clock;
+    this.speed = speed;
+    this.strict = strict;
+    this.origin = origin.replace(/\/+$/, '');
+    this.#warn = warn;
+    this.fetchImage = options.fetchImage;
+    const now = () => clock.now();
+    this.accounts = new Accounts(store, now);
+    this.credits = new Credits(this.accounts);
+    const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
+    this.videos = new VideoLifecycle({ store, accounts: this.accounts, credits: this.credits, clock, speed, onError, ...(random ? { random } : {}) });
+    this.assets = new Assets({ store, clock, speed, onError, ...(random ? { random } : {}) });
+    this.idempotency = new Idempotency({ table: store.table('idempotency'), now });
+    this.limiter = new RateLimiter({ now });
+    const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
+    this.signer = new MediaSigner(meta.mediaSecret);
+    this.emitter = emitter;
+    this.#ownsEmitter = options.emitter === undefined;
+    this.videos.on('terminal', (video) => void this.#sendWebhook(video));
+  }
+
+  /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
+  static async open(options: ServiceOptions = {}): Promise<Service> {
+    const { file = '.cliphook/service.json', balance, apiKey, webhookSecret } = options;
+    if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
+    if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
+    if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
+    const clock = options.clock ?? new SimulatedClock();
+    const store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES });
+    const emitter =
+      options.emitter ??
+      createEmitter({
+        store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }),
+        clock,
+        // Local development delivers to http://localhost; --strict applies the spec's https-only rule and the SSRF guard.
+        allowPrivateNetworks: !(options.strict ?? false),
+        logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
+      });
+    try {
+      if (options.emitter === undefined) await emitter.start();
+      const service = new Service(store, clock, options, emitter);
+      service.#firstAccount({ balance, apiKey, webhookSecret });
+      service.videos.resume();
+      service.assets.resume();
+      for (const video of store.table('video').values()) if ((video.status === 'done' || video.status === 'error') && video.callbackUrl && !video.webhookQueued) void service.#sendWebhook(video);
+      await store.commit();
+      return service;
+    } catch (error) {
+      if (options.emitter === undefined) await emitter.stop().catch(() => undefined);
+      await store.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The first account's key, secret and balance: what `cliphook serve` prints at start-up. */
+  first(): { accountId: number; apiKey: string; webhookSecret: string; balance: number } {
+    const { account, key } = this.accounts.first()!;
+    return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
+  }
+
+  /**
+   * The checks every keyed endpoint makes first (spec 4, 5 and 8): the bearer key (401 with
+   * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`), and a balance of at least 10
+   * credits (402), which the account settings skip, being how one tops up.
+   */
+  guard(authorization: string | undefined, { lowBalanceOk = false } = {}): { ok: true; caller: Caller } | { ok: false; result: Result } {
+    const who = this.accounts.authenticate(authorization);
+    if (typeof who === 'string') {
+      const result = fail(who, { detail: who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.' });
+      const challenge = who === 'invalid_auth_header' ? 'Bearer realm="cliphook"' : 'Bearer realm="cliphook", error="invalid_token"';
+      return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': challenge } } };
+    }
+    const decision = this.limiter.check(who.key.id);
+    const headers = rateLimitHeaders(decision);
+    if (!decision.allowed) {
+      const result = fail('rate_limit_exceeded', { detail: `At most ${decision.limit} requests a minute per API key.`, retryAfter: decision.retryAfter });
+      return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
+    }
+    who.account.usage.requests++;
+    if (!lowBalanceOk && who.account.balance < MIN_BALANCE_FOR_KEYS) {
+      const result = this.insufficient(who.account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
+      return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
+    }
+    return { ok: true, caller: { account: who.account, key: who.key, headers } };
+  }
+
+  /** 402 insufficient_credits with `required`, `balance` and the top-up action (spec 7). */
+  insufficient(account: Account, required: number, detail?: string): Result {
+    return fail('insufficient_credits', {
+      detail: detail ?? `This costs ${required} credits; the balance is ${account.balance}.`,
+      userActionUrl: `${this.origin}/settings/top-up`,
+      extra: { required, balance: account.balance },
+    });
+  }
+
+  /** Seconds until a task is expected to end (spec 2.2 `estimated_time_seconds`). */
+  estimateSeconds(video: Video): number {
+    return Math.max(0, Math.ceil((video.plan.endAt - this.clock.now()) / 1000));
+  }
+
+  /** Stops timers and the emitter, and writes a fresh snapshot. */
+  async close(): Promise<void> {
+    this.videos.stop();
+    this.assets.stop();
+    if (this.#ownsEmitter) await this.emitter.stop();
+    this.clock.stop();
+    await this.store.close();
+  }
+
+  #firstAccount({ balance, apiKey, webhookSecret }: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined }): void {
+    const first = this.accounts.first();
+    if (!first) {
+      this.accounts.create({ balance: balance ?? DEFAULT_BALANCE, ...(apiKey ? { token: apiKey } : {}), ...(webhookSecret ? { webhookSecret } : {}) });
+      return;
+    }
+    // Flags given again on a later start pin the key, the secret and the balance to what they say.
+    if (apiKey !== undefined || webhookSecret !== undefined) this.accounts.update(first.key, { ...(apiKey ? { token: apiKey } : {}), ...(webhookSecret ? { webhookSecret } : {}) });
+    if (balance !== undefined && first.account.balance !== balance) {
+      first.account.balance = balance;
+      this.accounts.save(first.account);
+    }
+  }
+
+  /** Spec 6: a POST to callback_url when a clip reaches done or error, signed with the secret of the key that created it. */
+  async #sendWebhook(video: Video): Promise<void> {
+    if (!video.callbackUrl || video.webhookQueued) return;
+    const key = this.accounts.key(video.keyId);
+    if (!key) return;
+    const { event, payload } = webhookPayload(video, this);
+    try {
+      await this.emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload });
+      video.webhookQueued = true;
+      this.store.table('video').put(video);
+      await this.store.commit();
+    } catch (error) {
+      this.#warn(`cannot send the webhook of clip ${video.id}: ${(error as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,251 @@
+import type { Asset } from '../assets/assets.js';
+import { fingerprint, parseIdempotencyKey } from '../idempotency.js';
+import { clipPrice } from '../pricing.js';
+import { fail, ok, refused, type Result } from '../result.js';
+import type { Caller, Service } from '../service.js';
+import { parseSimulation, type RequestCode } from '../simulate.js';
+import { validateBatch } from './batch.js';
+import { VideoLifecycle, type Video } from './lifecycle.js';
+import { retryOutcome, retryRefusal } from './retry.js';
+import { validateVideo, type Refusal, type VideoCommand } from './validate.js';
+import { batchItemView, createdView, retryView, videoView, type ViewContext } from './views.js';
+
+/** Spec 4.3 and 8. */
+const VIDEO_STATUSES = ['pending', 'generating', 'done', 'error', 'cancelled'] as const;
+
+const view = (service: Service): ViewContext => ({ origin: service.origin, signer: service.signer, now: service.clock.now(), estimate: (video) => service.estimateSeconds(video) });
+
+/** The sentence of a request-level `simulate:` problem (nothing was charged). */
+const SIMULATED: Record<RequestCode, string> = {
+  upstream_busy: 'The generation service is busy; nothing was charged. Try again shortly.',
+  no_session_available: 'No generation session is available; nothing was charged. Try again shortly.',
+  generation_paused: 'Generation is paused; nothing was charged. Try again later.',
+  moderation_pending: 'Checking the photos takes longer than usual; nothing was charged. Use the asset_ids when they are trusted.',
+  task_create_failed: 'The task could not be created; the credits were refunded. Retry with the same Idempotency-Key.',
+  internal_error: 'Something went wrong on our side; the credits were refunded. Retry with the same Idempotency-Key.',
+  region_unavailable: 'Creating is unavailable where the account was last used.',
+  image_fetch_failed: 'One of the image_urls could not be downloaded; upload it as an asset and use asset_ids.',
+  photo_rejected: 'A photo failed moderation; send another photo.',
+};
+
+/**
+ * Runs an operation that creates tasks under the idempotency rules of spec 7: a replay answers the first
+ * response with `Idempotent-Replayed: true`; a request still running, 409; another body, 422; a failure
+ * before a task existed releases the key. `run` returns its result; a 2xx one is kept with the tasks.
+ */
+async function idempotent(service: Service, caller: Caller, header: string | string[] | undefined, path: string, body: unknown, run: () => Promise<Result>): Promise<Result> {
+  const key = parseIdempotencyKey(header);
+  if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
+  if (key === null) return run();
+  const start = service.idempotency.begin(String(caller.account.id), key, fingerprint('POST', path, body));
+  if (start.kind === 'replay') return { ...start.response, headers: { 'idempotent-replayed': 'true' } };
+  if (start.kind === 'in_progress') return fail('idempotency_in_progress', { detail: 'The first request with this Idempotency-Key is still running.', retryAfter: 1 });
+  if (start.kind === 'reused') return fail('idempotency_key_reused', { detail: 'This Idempotency-Key was used with a different request; use a new key.' });
+  let result: Result | null = null;
+  try {
+    result = await run();
+    return result;
+  } finally {
+    start.finish(result && { status: result.status, body: result.body });
+  }
+}
+
+/** The request-level simulation of a prompt, as its problem; `null` when there is none. */
+function simulatedProblem(prompt: unknown, index?: number): Result | null {
+  const simulation = typeof prompt === 'string' ? parseSimulation(prompt) : null;
+  if (simulation?.kind !== 'request') return null;
+  const code = simulation.code;
+  const retryAfter = ['upstream_busy', 'no_session_available', 'generation_paused', 'moderation_pending'].includes(code) ? 5 : undefined;
+  return fail(code, {
+    detail: SIMULATED[code],
+    ...(retryAfter ? { retryAfter } : {}),
+    extra: { ...(index === undefined ? {} : { item_index: index }), ...(code === 'photo_rejected' ? { reason_code: 'simulated' } : {}), ...(code === 'moderation_pending' ? { asset_ids: [] } : {}) },
+  });
+}
+
+/** Checks a command's photos: the caller's own trusted assets, and external URLs downloaded as the service would. */
+async function checkPhotos(service: Service, caller: Caller, command: VideoCommand): Promise<{ ok: true; assetIdsUsed: number[] | null } | { ok: false; refusal: Refusal }> {
+  const owned = (id: number): Asset | undefined => {
+    const asset = service.assets.get(caller.account.id, id);
+    return asset && service.assets.usable(asset) ? asset : undefined;
+  };
+  if (command.assetSource === 'asset_ids') {
+    const bad = command.assetIds!.find((id) => !owned(id));
+    if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_asset_id', detail: `Asset ${bad} is not yours, or not moderated yet.` } };
+    return { ok: true, assetIdsUsed: command.assetIds };
+  }
+  if (command.assetSource === 'default_asset_ids') {
+    const usable = caller.key.defaultAssetIds.filter((id) => owned(id));
+    return { ok: true, assetIdsUsed: usable };
+  }
+  if (command.assetSource === 'image_urls') {
+    const bad = command.assetUris.find((id) => !owned(id));
+    if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_image_url', detail: `asset://${bad} is not one of your moderated assets.` } };
+    for (const url of command.imageUrls) {
+      if (url.startsWith('asset://') || !service.fetchImage) continue;
+      const fetched = await service.fetchImage(url, { strict: service.strict });
+      if (!fetched.ok) return { ok: false, refusal: { code: fetched.code, detail: fetched.detail } };
+    }
+    return { ok: true, assetIdsUsed: command.assetUris.length > 0 ? command.assetUris : null };
+  }
+  return { ok: true, assetIdsUsed: null };
+}
+
+/** Creates the task of a checked command; the caller has charged `price` in this turn. */
+function createTask(service: Service, caller: Caller, command: VideoCommand, price: number, assetIdsUsed: number[] | null, extra: { batchId?: string } = {}): Video {
+  const simulation = parseSimulation(command.prompt);
+  caller.account.usage.videosCreated++;
+  return service.videos.create({
+    accountId: caller.account.id, keyId: caller.key.id, prompt: command.prompt, model: command.model, duration: command.duration,
+    ratio: command.ratio, resolution: command.resolution, imageUrls: command.imageUrls, assetIdsUsed, assetSource: command.assetSource,
+    subjectConsent: command.subjectConsent, callbackUrl: command.callbackUrl, charged: price, retryOf: null, batchId: extra.batchId ?? null,
+    sticky: simulation?.kind === 'task' && simulation.sticky, outcome: simulation?.kind === 'task' ? simulation.code : 'done',
+  });
+}
+
+/** POST /videos (spec 4.1). */
+export function createVideo(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
+  return idempotent(service, caller, idempotencyKey, '/v1/videos', body, async () => {
+    const validated = validateVideo(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
+    if (!validated.ok) return refused(validated.refusal);
+    const command = validated.value;
+    const photos = await checkPhotos(service, caller, command);
+    if (!photos.ok) return refused(photos.refusal);
+    // A valid request that the simulated upstream refuses, as `simulate:<code>` asks: nothing is charged.
+    const simulated = simulatedProblem(command.prompt);
+    if (simulated) return simulated;
+    const price = clipPrice(command.model, command.duration);
+    const shortfall = service.credits.charge(caller.account, price);
+    if (shortfall) return service.insufficient(caller.account, price);
+    const video = createTask(service, caller, command, price, photos.assetIdsUsed);
+    await service.store.commit();
+    return ok(202, createdView(video, command.warnings, view(service)));
+  });
+}
+
+/** POST /videos/batch (spec 4.2): all or nothing, one charge for the total, a task and a webhook per item. */
+export function createBatch(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
+  return idempotent(service, caller, idempotencyKey, '/v1/videos/batch', body, async () => {
+    const validated = validateBatch(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
+    if (!validated.ok) return refused(validated.refusal);
+    const checked: Array<{ command: VideoCommand; price: number; assetIdsUsed: number[] | null }> = [];
+    for (const [index, command] of validated.value.entries()) {
+      const photos = await checkPhotos(service, caller, command);
+      if (!photos.ok) return refused({ ...photos.refusal, detail: `items[${index}]: ${photos.refusal.detail}`, extra: { item_index: index } });
+      checked.push({ command, price: clipPrice(command.model, command.duration), assetIdsUsed: photos.assetIdsUsed });
+    }
+    for (const [index, { command }] of checked.entries()) {
+      const simulated = simulatedProblem(command.prompt, index);
+      if (simulated) return simulated;
+    }
+    const total = checked.reduce((sum, item) => sum + item.price, 0);
+    if (service.credits.charge(caller.account, total)) return service.insufficient(caller.account, total);
+    const batchId = `batch_${service.clock.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+    const videos = checked.map(({ command, price, assetIdsUsed }) => createTask(service, caller, command, price, assetIdsUsed, { batchId }));
+    await service.store.commit();
+    const ctx = view(service);
+    return ok(207, {
+      batch_id: batchId,
+      total_credits_used: total,
+      items_count: videos.length,
+      created_at: new Date(videos[0]!.createdAt).toISOString(),
+      items: videos.map((video, index) => batchItemView(video, index, ctx)),
+    });
+  });
+}
+
+/** The caller's task `id` (a path segment), or the 404 of spec 4.4: unknown ids and other accounts' look the same. */
+function own(service: Service, caller: Caller, id: string): Video | Result {
+  const video = /^[1-9]\d{0,15}$/.test(id) ? service.videos.get(Number(id)) : undefined;
+  return video && video.accountId === caller.account.id ? video : fail('not_found', { detail: `No video ${id}.` });
+}
+
+const isResult = (value: Video | Result): value is Result => 'status' in value && 'body' in value;
+
+/** GET /videos/{id} (spec 4.4): fresh signed links on every call. */
+export function getVideo(service: Service, caller: Caller, id: string): Result {
+  const video = own(service, caller, id);
+  return isResult(video) ? video : ok(200, videoView(video, view(service)));
+}
+
+/** GET /videos (spec 4.3): newest first, `limit` 1-100 (20), `offset` >= 0, `status`. */
+export function listVideos(service: Service, caller: Caller, query: Record<string, unknown>): Result {
+  const limit = integer(query.limit, 20, 1, 100);
+  const offset = integer(query.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+  if (limit === null) return fail('invalid_parameter', { detail: 'limit is an integer from 1 to 100.' });
+  if (offset === null) return fail('invalid_parameter', { detail: 'offset is an integer >= 0.' });
+  const status = query.status;
+  if (status !== undefined && !(VIDEO_STATUSES as readonly unknown[]).includes(status)) {
+    return fail('invalid_parameter', { detail: `status is one of ${VIDEO_STATUSES.join(', ')}.`, extra: { allowed_values: VIDEO_STATUSES } });
+  }
+  const mine = [...service.store.table('video').values()].filter((video) => video.accountId === caller.account.id && (status === undefined || video.status === status));
+  mine.sort((a, b) => b.id - a.id);
+  const ctx = view(service);
+  return ok(200, { data: mine.slice(offset, offset + limit).map((video) => videoView(video, ctx)), total: mine.length, limit, offset });
+}
+
+/** DELETE /videos/{id} (spec 4.5). */
+export async function deleteVideo(service: Service, caller: Caller, id: string): Promise<Result> {
+  const video = own(service, caller, id);
+  if (isResult(video)) return video;
+  const outcome = service.videos.remove(video);
+  if (outcome === 'already_rendering') return fail('already_rendering', { detail: `Video ${video.id} is already rendering; it will finish and be charged.` });
+  await service.store.commit();
+  return ok(200, { success: true, action: outcome.action, id: video.id, credits_refunded: outcome.refunded });
+}
+
+/** POST /videos/{id}/retry (spec 3.1, 4.6): a new task from the original's parameters, at the API price. */
+export async function retryVideo(service: Service, caller: Caller, id: string): Promise<Result> {
+  const original = own(service, caller, id);
+  if (isResult(original)) return original;
+  const refusal = retryRefusal(original, service.retrying.has(original.id));
+  if (refusal) return refused(refusal);
+  service.retrying.add(original.id);
+  try {
+    const price = clipPrice(original.model, original.duration);
+    if (service.credits.charge(caller.account, price)) return service.insufficient(caller.account, price);
+    caller.account.usage.videosCreated++;
+    const retry = service.videos.create({
+      accountId: caller.account.id, keyId: original.keyId, prompt: original.prompt, model: original.model, duration: original.duration,
+      ratio: original.ratio, resolution: original.resolution, imageUrls: original.imageUrls, assetIdsUsed: original.assetIdsUsed,
+      assetSource: original.assetSource, subjectConsent: original.subjectConsent, callbackUrl: original.callbackUrl, charged: price,
+      retryOf: original.id, batchId: null, sticky: original.sticky, outcome: retryOutcome(original),
+    });
+    service.videos.markRetried(original, retry);
+    await service.store.commit();
+    return ok(202, retryView(retry, view(service)));
+  } finally {
+    service.retrying.delete(original.id);
+  }
+}
+
+/** GET /account (spec 4.16): balance and API usage (the fields are not shown by the spec; these are ours). */
+export function getAccount(service: Service, caller: Caller): Result {
+  const { account } = caller;
+  const videos = [...service.store.table('video').values()].filter((video) => video.accountId === account.id);
+  return ok(200, {
+    id: account.id,
+    object: 'account',
+    balance: account.balance,
+    currency: 'credits',
+    topped_up: account.toppedUp,
+    keys: service.accounts.keysOf(account.id).filter((key) => key.revokedAt === null).length,
+    api_usage: {
+      requests: account.usage.requests,
+      credits_spent: account.usage.creditsSpent,
+      credits_refunded: account.usage.creditsRefunded,
+      videos_created: account.usage.videosCreated,
+      videos_in_progress: videos.filter((video) => video.status === 'pending' || video.status === 'generating').length,
+      credits_used: videos.reduce((sum, video) => sum + VideoLifecycle.creditsUsed(video), 0),
+    },
+  });
+}
+
+/** A query integer within bounds, its default when absent, or `null` when it is not one. */
+function integer(value: unknown, fallback: number, min: number, max: number): number | null {
+  if (value === undefined || value === '') return fallback;
+  if (typeof value !== 'string' || !/^\d{1,16}$/.test(value)) return null;
+  const number = Number(value);
+  return number >= min && number <= max ? number : null;
+}
+
