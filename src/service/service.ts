@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
 import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
@@ -6,7 +9,8 @@ import { Assets, type AssetTables } from './assets/assets.js';
 import { SimulatedClock } from './clock.js';
 import { Credits } from './credits.js';
 import { Idempotency, type IdempotencyRow } from './idempotency.js';
-import type { ImageJobTables } from './images/jobs.js';
+import { ImageJobs, type ImageJobTables } from './images/jobs.js';
+import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
 import { RateLimiter, rateLimitHeaders } from './rate-limit.js';
 import { fail, type Result } from './result.js';
@@ -23,6 +27,9 @@ interface MetaRow {
 export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & { idempotency: IdempotencyRow; meta: MetaRow };
 
 const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta'] as const;
+
+/** The data file of `cliphook serve` when none is given. */
+export const DEFAULT_FILE = '.cliphook/service.json';
 
 /** The first account's starting balance when none is given. */
 export const DEFAULT_BALANCE = 1000;
@@ -80,6 +87,12 @@ export class Service {
   readonly credits: Credits;
   readonly videos: VideoLifecycle;
   readonly assets: Assets;
+  readonly images: ImageJobs;
+  /**
+   * Where uploaded assets (`assets/<sha256>.<ext>`) and made images (`images/<token>.<ext>`) are kept: beside
+   * the data file, or a temporary folder for a service in memory.
+   */
+  readonly filesDir: string;
   readonly idempotency: Idempotency;
   readonly limiter: RateLimiter;
   readonly signer: MediaSigner;
@@ -105,6 +118,17 @@ export class Service {
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
     this.videos = new VideoLifecycle({ store, accounts: this.accounts, credits: this.credits, clock, speed, onError, ...(random ? { random } : {}) });
     this.assets = new Assets({ store, clock, speed, onError, ...(random ? { random } : {}) });
+    this.filesDir = options.file === false ? mkdtempSync(join(tmpdir(), 'cliphook-service-')) : join(dirname(options.file ?? DEFAULT_FILE), 'service-files');
+    const renderer = new SharpRenderer({
+      dir: join(this.filesDir, 'images'),
+      // An edit shows the photos it was given: the caller's assets, read from where uploads are kept.
+      sources: async (job) =>
+        job.command.assetIds.flatMap((id) => {
+          const asset = this.assets.get(job.accountId, id);
+          return asset ? [readFileSync(this.assetPath(asset.sha256, asset.ext))] : [];
+        }),
+    });
+    this.images = new ImageJobs(store, { accounts: this.accounts, credits: this.credits, renderer, clock, speed, onError, ...(random ? { random } : {}) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now });
     this.limiter = new RateLimiter({ now });
     const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
@@ -116,7 +140,7 @@ export class Service {
 
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
   static async open(options: ServiceOptions = {}): Promise<Service> {
-    const { file = '.cliphook/service.json', balance, apiKey, webhookSecret } = options;
+    const { file = DEFAULT_FILE, balance, apiKey, webhookSecret } = options;
     if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
     if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
     if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
@@ -137,6 +161,7 @@ export class Service {
       service.#firstAccount({ balance, apiKey, webhookSecret });
       service.videos.resume();
       service.assets.resume();
+      service.images.resume();
       for (const video of store.table('video').values()) if ((video.status === 'done' || video.status === 'error') && video.callbackUrl && !video.webhookQueued) void service.#sendWebhook(video);
       await store.commit();
       return service;
@@ -188,6 +213,11 @@ export class Service {
     });
   }
 
+  /** Where the bytes of an uploaded asset are kept: once per sha256, shared by the accounts that uploaded them. */
+  assetPath(sha256: string, ext: string): string {
+    return join(this.filesDir, 'assets', `${sha256}.${ext}`);
+  }
+
   /** Seconds until a task is expected to end (spec 2.2 `estimated_time_seconds`). */
   estimateSeconds(video: Video): number {
     return Math.max(0, Math.ceil((video.plan.endAt - this.clock.now()) / 1000));
@@ -197,9 +227,12 @@ export class Service {
   async close(): Promise<void> {
     this.videos.stop();
     this.assets.stop();
+    this.images.stop();
     if (this.#ownsEmitter) await this.emitter.stop();
     this.clock.stop();
     await this.store.close();
+    // A service in memory leaves nothing behind, its files included.
+    if (this.store.file === false) await rm(this.filesDir, { recursive: true, force: true });
   }
 
   #firstAccount({ balance, apiKey, webhookSecret }: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined }): void {
