@@ -55,9 +55,13 @@ export const PROBLEM_CODES = {
   idempotency_in_progress: spec(409, 'A request with this Idempotency-Key is still running', true),
   already_rendering: spec(409, 'The clip is already rendering'),
   already_retried: spec(409, 'The task was already retried'),
+  // Spec 5.2 limits an account to 5 keys without naming the refusal: ours.
+  key_limit_reached: spec(409, 'API key limit reached'),
   retry_in_progress: spec(409, 'A retry is starting'),
   media_not_ready: spec(409, 'Media not ready', true),
   link_expired: spec(410, 'Link expired'),
+  // A Range header outside a media file (RFC 9110 §15.5.17); the spec shows Range support, not this refusal.
+  range_not_satisfiable: spec(416, 'Range not satisfiable'),
   too_large: spec(413, 'File too large'),
   body_too_large: spec(413, 'Body too large'),
   // 422

@@ -100,3 +100,35 @@ export function imageCharge(reserved: number, count: number, made: number): numb
   const extra = reserved % count;
   return base * made + Math.min(made, extra);
 }
+
+/**
+ * GET /pricing (spec 4.17; its fields are not shown, these are ours): every model with its tier, duration
+ * range and per-second prices, the API discount, example prices, and the image prices.
+ */
+export function pricingView() {
+  return {
+    object: 'pricing',
+    currency: 'credits',
+    api_discount: API_DISCOUNT,
+    formula: 'ceil(credits_per_second x seconds x (1 - api_discount))',
+    models: VIDEO_MODELS.map((id) => {
+      const spec = MODEL_SPECS[id];
+      const examples = [5, 10, 15, 30].filter((seconds) => seconds <= spec.maxDuration);
+      return {
+        id,
+        family: spec.family,
+        resolution: spec.resolution,
+        min_duration: spec.minDuration,
+        max_duration: spec.maxDuration,
+        credits_per_second: spec.perSecond,
+        examples: Object.fromEntries(examples.map((seconds) => [`${seconds}s`, clipPrice(id, seconds)])),
+      };
+    }),
+    images: {
+      standard: { '1': IMAGE_PRICES.standard[1], '4': IMAGE_PRICES.standard[4], megapixels: IMAGE_MEGAPIXELS.standard },
+      hd: { '1': IMAGE_PRICES.hd[1], '4': IMAGE_PRICES.hd[4], megapixels: IMAGE_MEGAPIXELS.hd },
+      character: IMAGE_PRICES.character,
+    },
+    assistant: { api_discount: 0, note: 'Assistants (MCP) pay the base price per second.' },
+  };
+}
