@@ -13,7 +13,8 @@ export interface SimulatedClockOptions {
    */
   start?: number;
   /**
-   * `true`: time stands still between `advance()` calls, so a test decides every step. `false`: it runs
+   * `true`: time stands still between `advance()` calls, so a test decides every step (what is due at the
+   * current instant still runs at once). `false`: it runs
    * with the real clock, ahead of it by what `advance()` added (what `cliphook serve` uses). @default false
    */
   frozen?: boolean;
@@ -153,14 +154,17 @@ export class SimulatedClock {
 
   /** Keeps one real timer armed for the earliest pending timer (running clocks only). */
   #arm(): void {
-    if (this.frozen || this.#stopped) return;
+    if (this.#stopped) return;
     const next = this.#peek();
-    // Compared in real time: an advance brings the same timer nearer, and its real timer must follow.
-    if (this.#armed && next && this.#armed.at === next.at - this.#offset) return;
+    // Frozen time stands still, but what is due at this instant still runs (a webhook due now goes now).
+    const wait = next && (!this.frozen || next.at <= this.now()) ? next : undefined;
+    // Keyed by the real time it fires at: an advance brings the same timer nearer, and its real timer must follow.
+    const key = wait ? (this.frozen ? 0 : wait.at - this.#offset) : null;
+    if (this.#armed && wait && this.#armed.at === key) return;
     if (this.#armed) this.#real.clearTimeout(this.#armed.handle);
     this.#armed = null;
-    if (!next) return;
-    const delay = Math.min(Math.max(0, next.at - this.now()), MAX_TIMER_MS);
+    if (!wait) return;
+    const delay = Math.min(Math.max(0, wait.at - this.now()), MAX_TIMER_MS);
     const handle = this.#real.setTimeout(() => {
       this.#armed = null;
       // Real time has reached it: fire what is due, in order, then arm for the rest.
@@ -168,7 +172,7 @@ export class SimulatedClock {
       for (let due = this.#peek(); due && due.at <= now; due = this.#peek()) this.#fire(this.#pop()!);
       this.#arm();
     }, delay);
-    this.#armed = { handle, at: next.at - this.#offset };
+    this.#armed = { handle, at: key! };
   }
 
   #peek(): Timer | undefined {

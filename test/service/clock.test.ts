@@ -100,6 +100,21 @@ describe('SimulatedClock, frozen', () => {
     }
   });
 
+  it('runs what is due at the current instant without an advance, and nothing later', async () => {
+    const fake = fakeReal();
+    const clock = new SimulatedClock({ frozen: true, start: T0, real: fake.real });
+    const fired: string[] = [];
+    clock.setTimeout(() => fired.push('now'), 0);
+    clock.setTimeout(() => fired.push('later'), 1);
+    expect(fake.armed()).toBe(1);
+    fake.tick(0);
+    expect(fired).toEqual(['now']);
+    fake.tick(60_000);
+    expect(fired).toEqual(['now']);
+    await clock.advance(1);
+    expect(fired).toEqual(['now', 'later']);
+  });
+
   it('fits the emitter clock interface', () => {
     const clock: EmitterClock = new SimulatedClock({ frozen: true });
     expect(typeof clock.now()).toBe('number');
