@@ -69,6 +69,8 @@ export class SimulatedClock {
   #seq = 0;
   /** The real timer armed for the earliest timer, and the real time it fires at. */
   #armed: { handle: unknown; at: number } | null = null;
+  /** Further settle conditions registered by the service (its webhooks in flight). */
+  readonly #settlers = new Set<() => Promise<void>>();
   /** `advance()` calls run one after another. */
   #advancing: Promise<void> = Promise.resolve();
   #stopped = false;
@@ -116,6 +118,16 @@ export class SimulatedClock {
     return run;
   }
 
+  /**
+   * Adds a condition `advance()` waits for after each timer it fires, as Stripe's test clocks wait for the
+   * work an advance starts: the service registers its webhook attempts in flight, so a retry schedule
+   * walked by `advance()` sees each attempt's outcome before time moves on. Returns the unregister.
+   */
+  settleWith(settle: () => Promise<void>): () => void {
+    this.#settlers.add(settle);
+    return () => void this.#settlers.delete(settle);
+  }
+
   /** Stops arming real timers (the service is closing); pending timers never fire. */
   stop(): void {
     this.#stopped = true;
@@ -130,6 +142,7 @@ export class SimulatedClock {
       this.#moveTo(timer.at);
       this.#fire(this.#pop()!);
       await this.#settle();
+      for (const settle of this.#settlers) await settle();
     }
     this.#moveTo(target);
     this.#arm();

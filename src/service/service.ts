@@ -102,6 +102,9 @@ export class Service {
   readonly retrying = new Set<number>();
   readonly #warn: (message: string) => void;
   readonly #ownsEmitter: boolean;
+  /** Webhooks being handed to the emitter (its outbox write), which `clock.advance()` waits for. */
+  #sending = 0;
+  readonly #unsettle: () => void;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
@@ -136,6 +139,18 @@ export class Service {
     this.emitter = emitter;
     this.#ownsEmitter = options.emitter === undefined;
     this.videos.on('terminal', (video) => void this.#sendWebhook(video));
+    this.#unsettle = clock.settleWith(() => this.#webhooksSettled());
+  }
+
+  /**
+   * Resolves once no webhook is being queued or attempted, so an advance of the clock sees each attempt's
+   * outcome (and the retry it schedules) before moving on. Bounded by the attempt time-out in real time.
+   */
+  async #webhooksSettled(): Promise<void> {
+    const giveUp = Date.now() + 15_000;
+    // `stats` is read defensively: tests may hand in a minimal emitter that only records what it is sent.
+    const inFlight = () => (this.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0;
+    while ((this.#sending > 0 || inFlight() > 0) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
   }
 
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
@@ -225,6 +240,7 @@ export class Service {
 
   /** Stops timers and the emitter, and writes a fresh snapshot. */
   async close(): Promise<void> {
+    this.#unsettle();
     this.videos.stop();
     this.assets.stop();
     this.images.stop();
@@ -255,6 +271,7 @@ export class Service {
     const key = this.accounts.key(video.keyId);
     if (!key) return;
     const { event, payload } = webhookPayload(video, this);
+    this.#sending++;
     try {
       await this.emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload });
       video.webhookQueued = true;
@@ -262,6 +279,8 @@ export class Service {
       await this.store.commit();
     } catch (error) {
       this.#warn(`cannot send the webhook of clip ${video.id}: ${(error as Error).message}`);
+    } finally {
+      this.#sending--;
     }
   }
 }

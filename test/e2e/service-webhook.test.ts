@@ -1,0 +1,71 @@
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterEach, expect, it } from 'vitest';
+import { createReceiver, MemoryDeliveryStore, type WebhookEvent } from 'cliphook';
+import { SimulatedClock } from '../../src/service/clock.js';
+import { Service } from '../../src/service/service.js';
+import { createVideo, getVideo } from '../../src/service/videos/operations.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function receiverApp(secret: string, status = () => 200) {
+  const events: Array<{ event: WebhookEvent; deliveryId: string }> = [];
+  const receiver = createReceiver({ secret, store: new MemoryDeliveryStore() });
+  receiver.onAny((event, { deliveryId }) => void events.push({ event, deliveryId }));
+  const app = express();
+  let attempts = 0;
+  app.post('/webhooks', (req, res, next) => {
+    attempts++;
+    const code = status();
+    if (code !== 200) return void res.status(code).end();
+    next();
+  }, receiver.express());
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`, events, attempts: () => attempts };
+}
+
+async function service(clock: SimulatedClock) {
+  const opened = await Service.open({ file: false, clock, warn: () => undefined });
+  cleanups.push(() => opened.close());
+  const guard = opened.guard(`Bearer ${opened.first().apiKey}`);
+  if (!guard.ok) throw new Error('guard');
+  return { service: opened, caller: guard.caller };
+}
+
+it('a clip with a callback_url reaches createReceiver as a verified video.completed with the fields GET /videos/{id} shows', async () => {
+  const clock = new SimulatedClock({ frozen: true });
+  const { service: svc, caller } = await service(clock);
+  const app = await receiverApp(svc.first().webhookSecret);
+  const created = await createVideo(svc, caller, { prompt: 'a red fox in the snow', duration: 10, model: 'cinema', callback_url: app.url });
+  expect(created.status).toBe(202);
+  await clock.advance(10_000);
+  await expect.poll(() => app.events.length).toBe(1);
+  const { event, deliveryId } = app.events[0]!;
+  const shown = getVideo(svc, caller, '1').body as Record<string, unknown>;
+  expect(event).toMatchObject({ event: 'video.completed', id: shown.id, status: shown.status, prompt: shown.prompt, credits_used: shown.credits_used, duration: shown.duration, model: shown.model, created_at: shown.created_at, completed_at: shown.completed_at });
+  expect(deliveryId).toMatch(/^dlv_/);
+  // The webhook's video_url is the clip's page, as spec 6.5 says; GET /videos/{id} gives the signed link.
+  expect(event.video_url).toBe(`${svc.origin}/videos/1`);
+});
+
+it('retries a failing receiver on the spec schedule as the simulated clock moves, with the same delivery id', async () => {
+  const clock = new SimulatedClock({ frozen: true });
+  const { service: svc, caller } = await service(clock);
+  let failures = 2;
+  const app = await receiverApp(svc.first().webhookSecret, () => (failures-- > 0 ? 503 : 200));
+  await createVideo(svc, caller, { prompt: 'x simulate:upstream_busy', callback_url: app.url });
+  await clock.advance(10_000);
+  await expect.poll(() => app.attempts()).toBe(1);
+  await clock.advance(30_000);
+  await expect.poll(() => app.attempts()).toBe(2);
+  await clock.advance(120_000);
+  await expect.poll(() => app.events.length).toBe(1);
+  expect(app.events[0]!.event).toMatchObject({ event: 'video.failed', error_code: 'upstream_busy', credits_used: 0 });
+  const [delivery] = svc.emitter.list();
+  expect(delivery?.attempts.map((a) => a.status)).toEqual([503, 503, 200]);
+});
