@@ -1,0 +1,134 @@
+import { createReadStream } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mediaFile } from '../media-files.js';
+import { pricingView } from '../pricing.js';
+import { fail, ok, withHeaders, type Result } from '../result.js';
+import { Service, type Caller, type ServiceOptions } from '../service.js';
+import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
+import { advanceClock, getClock } from '../test-helpers.js';
+import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
+import { Router, type RouteRequest } from './router.js';
+
+/** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
+export interface ServiceApp {
+  (req: IncomingMessage, res: ServerResponse): void;
+  readonly service: Service;
+  /** Stops the service's timers and emitter and writes its data file. */
+  close(): Promise<void>;
+}
+
+type Keyed = (caller: Caller, request: RouteRequest) => Result | Promise<Result>;
+
+/**
+ * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given): `/v1`
+ * (keyed except GET /pricing and GET /media), the account settings at `/settings` and the simulated
+ * clock at `/test_helpers` (both keyed, and open below 10 credits, since they are how one tops up).
+ * @example
+ * const app = await createServiceApp({ file: false, speed: 'fast' });
+ * http.createServer(app).listen(8080);
+ */
+export async function createServiceApp(options: ServiceOptions & { service?: Service } = {}): Promise<ServiceApp> {
+  const service = options.service ?? (await Service.open(options));
+  const router = routes(service);
+  const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
+  const app = ((req, res) => void router.handle(req, res, (error) => warn(`request failed: ${error.stack ?? error.message}`))) as ServiceApp;
+  Object.defineProperties(app, {
+    service: { value: service },
+    close: { value: () => service.close() },
+  });
+  return app;
+}
+
+function routes(service: Service): Router {
+  const keyed = (handler: Keyed, { lowBalanceOk = false } = {}) => async (request: RouteRequest) => {
+    const guard = service.guard(request.req.headers.authorization, { lowBalanceOk });
+    if (!guard.ok) return guard.result;
+    return withHeaders(await handler(guard.caller, request), guard.caller.headers);
+  };
+  const settings = (handler: Keyed) => keyed(handler, { lowBalanceOk: true });
+  const idempotencyKey = (req: IncomingMessage) => req.headers['idempotency-key'];
+
+  return new Router()
+    .add('GET', '/v1/pricing', () => ok(200, pricingView()))
+    .add('GET', '/v1/media/:file', async ({ req, params, query }, res) => {
+      const answer = await mediaFile(service, params.file!, query, req.headers.range);
+      if ('body' in answer) return answer;
+      res.writeHead(answer.status, answer.headers);
+      createReadStream(answer.path, { start: answer.start, end: answer.end }).pipe(res);
+    })
+    .add('POST', '/v1/videos', keyed((caller, { req, body }) => createVideo(service, caller, body, idempotencyKey(req))))
+    .add('POST', '/v1/videos/batch', keyed((caller, { req, body }) => createBatch(service, caller, body, idempotencyKey(req))))
+    .add('GET', '/v1/videos', keyed((caller, { query }) => listVideos(service, caller, query)))
+    .add('GET', '/v1/videos/:id', keyed((caller, { params }) => getVideo(service, caller, params.id!)))
+    .add('DELETE', '/v1/videos/:id', keyed((caller, { params }) => deleteVideo(service, caller, params.id!)))
+    .add('POST', '/v1/videos/:id/retry', keyed((caller, { params }) => retryVideo(service, caller, params.id!)))
+    .add('GET', '/v1/account', keyed((caller) => getAccount(service, caller)))
+    .add('POST', '/settings/top-up', settings((caller, { body }) => topUp(service, caller, body)))
+    .add('GET', '/settings/keys', settings((caller) => listKeys(service, caller)))
+    .add('POST', '/settings/keys', settings((caller) => createKey(service, caller)))
+    .add('DELETE', '/settings/keys/:id', settings((caller, { params }) => revokeKey(service, caller, params.id!)))
+    .add('POST', '/settings/keys/:id/rotate-secret', settings((caller, { params }) => rotateSecret(service, caller, params.id!)))
+    .add('PUT', '/settings/keys/:id/default-assets', settings((caller, { params, body }) => setDefaultAssets(service, caller, params.id!, body)))
+    .add('GET', '/test_helpers/clock', settings(() => getClock(service)))
+    .add('POST', '/test_helpers/clock/advance', settings((_caller, { body }) => advanceClock(service, body)))
+    // The webhook's video_url (spec 6.5): the clip's page in the web UI, which opens only for a signed-in browser.
+    .add('GET', '/videos/:id', () =>
+      fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' }),
+    );
+}
+
+/** What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are. */
+export interface StartedService {
+  /** The base URL, with `/v1`: `http://127.0.0.1:54321/v1`. */
+  url: string;
+  /** The origin, for `/settings` and `/test_helpers`. */
+  origin: string;
+  apiKey: string;
+  webhookSecret: string;
+  clock: Service['clock'];
+  service: Service;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the service on 127.0.0.1 and a free port for a user's own tests: the in-process equivalent of
+ * stripe-mock, with state, webhooks and a clock the test moves. In memory unless `file` is given.
+ * @example
+ * const svc = await startService();
+ * const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}` }, body: JSON.stringify({ prompt: 'a fox' }) });
+ * await svc.clock.advance(10_000);
+ * await svc.close();
+ */
+export async function startService(options: ServiceOptions & { port?: number; host?: string } = {}): Promise<StartedService> {
+  const { port = 0, host = '127.0.0.1', ...rest } = options;
+  const app = await createServiceApp({ file: false, ...rest });
+  const server = createServer(app);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const address = server.address() as AddressInfo;
+  const origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  app.service.origin = origin;
+  const first = app.service.first();
+  return {
+    url: `${origin}/v1`,
+    origin,
+    apiKey: first.apiKey,
+    webhookSecret: first.webhookSecret,
+    clock: app.service.clock,
+    service: app.service,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await app.close();
+    },
+  };
+}
+
