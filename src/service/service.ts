@@ -8,6 +8,7 @@ import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type Accoun
 import { Assets, type AssetTables } from './assets/assets.js';
 import { SimulatedClock } from './clock.js';
 import { Credits } from './credits.js';
+import { fetchImage } from './fetch-image.js';
 import { Idempotency, type IdempotencyRow } from './idempotency.js';
 import { ImageJobs, type ImageJobTables } from './images/jobs.js';
 import { SharpRenderer } from './images/render.js';
@@ -55,6 +56,7 @@ export interface ServiceOptions {
   balance?: number;
   /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
   emitter?: WebhookEmitter;
+  /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */
   fetchImage?: ImageFetcher;
   /** @default Math.random */
   random?: () => number;
@@ -97,7 +99,7 @@ export class Service {
   readonly limiter: RateLimiter;
   readonly signer: MediaSigner;
   readonly emitter: WebhookEmitter;
-  readonly fetchImage: ImageFetcher | undefined;
+  readonly fetchImage: ImageFetcher;
   /** Tasks whose retry is being created (spec 4.6: 409 retry_in_progress). */
   readonly retrying = new Set<number>();
   readonly #warn: (message: string) => void;
@@ -114,7 +116,8 @@ export class Service {
     this.strict = strict;
     this.origin = origin.replace(/\/+$/, '');
     this.#warn = warn;
-    this.fetchImage = options.fetchImage;
+    // External image_urls are downloaded and checked by their bytes, as the real service does (spec 4.1).
+    this.fetchImage = options.fetchImage ?? ((url, { strict: isStrict }) => fetchImage(url, { strict: isStrict }));
     const now = () => clock.now();
     this.accounts = new Accounts(store, now);
     this.credits = new Credits(this.accounts);

@@ -82,7 +82,7 @@ async function checkPhotos(service: Service, caller: Caller, command: VideoComma
     const bad = command.assetUris.find((id) => !owned(id));
     if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_image_url', detail: `asset://${bad} is not one of your moderated assets.` } };
     for (const url of command.imageUrls) {
-      if (url.startsWith('asset://') || !service.fetchImage) continue;
+      if (url.startsWith('asset://')) continue;
       const fetched = await service.fetchImage(url, { strict: service.strict });
       if (!fetched.ok) return { ok: false, refusal: { code: fetched.code, detail: fetched.detail } };
     }
