@@ -9,6 +9,8 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   registerDeliveries,
   registerRelay,
   registerListen,
+  registerServe,
+  registerService,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -94,4 +96,32 @@ function registerListen(program: Command): void {
     .addOption(new Option('--admin-token <token>', "the relay's admin token, to create the channel").env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--state <file>', 'where the channel made by listen is kept, so its URL stays the same', '.cliphook/listen.json')
     .action(async (options) => (await import('./commands/listen.js')).listen(options));
+}
+
+function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('run the Clip and Image Generation Service, simulated: the whole v1 API with state, webhooks and a test clock')
+    .option('--port <port>', 'port to listen on', '8080')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--data <file>', 'the data file (accounts, keys, tasks, idempotency records) kept across restarts', '.cliphook/service.json')
+    .addOption(new Option('--speed <speed>', 'fast (a few seconds) or realistic (1-2 minutes, as the real service)').choices(['fast', 'realistic']).default('fast'))
+    .option('--strict', "the spec's rules local development relaxes: https-only callbacks and image URLs, no private addresses")
+    .addOption(new Option('--api-key <key>', "fix the first account's API key").env('CLIPHOOK_API_KEY'))
+    .addOption(new Option('--webhook-secret <secret>', "fix that key's webhook signing secret").env('CLIPHOOK_WEBHOOK_SECRET'))
+    .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
+    .option('--json', 'print the start-up line as JSON')
+    .action(async (options) => (await import('./commands/serve.js')).serve(options));
+}
+
+function registerService(program: Command): void {
+  program
+    .command('service')
+    .description('account settings and the test clock of a running cliphook serve: top-up <credits>, keys [list|create|revoke <id>], rotate-secret <key id>, advance <seconds>')
+    .argument('<action>', 'top-up, keys, rotate-secret or advance')
+    .argument('[args...]', 'the action\'s arguments')
+    .addOption(new Option('--url <url>', 'the service').env('CLIPHOOK_SERVICE_URL').default('http://127.0.0.1:8080'))
+    .addOption(new Option('--api-key <key>', 'an API key of the account').env('CLIPHOOK_API_KEY'))
+    .option('--json', 'print the answer as JSON')
+    .action(async (action: string, args: string[], options) => (await import('./commands/service.js')).serviceCommand(action, args, options));
 }

@@ -1,0 +1,96 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { FileLockedError } from '../../protocol/errors.js';
+import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
+import { ExitError } from '../errors.js';
+
+export interface ServeCommandOptions {
+  port: string;
+  host: string;
+  data: string;
+  speed: string;
+  strict?: boolean;
+  apiKey?: string;
+  webhookSecret?: string;
+  balance?: string;
+  json?: boolean;
+}
+
+/** Where the command writes, and what stops it: injectable for tests. */
+export interface ServeIo {
+  out(line: string): void;
+  err(line: string): void;
+  signal: AbortSignal;
+}
+
+const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--webhook-secret', balance: '--balance', file: '--data' };
+
+/**
+ * `cliphook serve`: the Clip and Image Generation Service, simulated, until SIGINT/SIGTERM. Prints the
+ * base URL, the API key, its webhook signing secret and the balance (with `--json`, one JSON line).
+ */
+export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
+  const port = Number(options.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`--port must be 0-65535, got ${options.port}.`, 2);
+  if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
+  let balance: number | undefined;
+  if (options.balance !== undefined) {
+    if (!/^\d{1,12}$/.test(options.balance)) throw new ExitError(`--balance must be a whole number of credits, got ${JSON.stringify(options.balance)}.`, 2);
+    balance = Number(options.balance);
+  }
+  let app: ServiceApp;
+  try {
+    app = await createServiceApp({
+      file: options.data,
+      speed: options.speed,
+      strict: options.strict === true,
+      ...(options.apiKey ? { apiKey: options.apiKey } : {}),
+      ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),
+      ...(balance === undefined ? {} : { balance }),
+      warn: (message) => io.err(`warning: ${message}`),
+    });
+  } catch (error) {
+    if (error instanceof TypeError) throw new ExitError(error.message.replace(/`(\w+)`/g, (name, option: string) => FLAGS[option] ?? name), 2);
+    if (error instanceof FileLockedError) throw new ExitError(error.message, 1);
+    throw new ExitError(`cannot open ${options.data}: ${(error as Error).message}`, 1);
+  }
+  const server = createServer(app);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host, () => resolve());
+    });
+  } catch (error) {
+    await app.close();
+    throw new ExitError(`cannot listen on ${options.host}:${port}: ${(error as Error).message}`, 1);
+  }
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  app.service.origin = `http://${host}:${address.port}`;
+  const first = app.service.first();
+  const info = { url: `${app.service.origin}/v1`, origin: app.service.origin, apiKey: first.apiKey, webhookSecret: first.webhookSecret, balance: first.balance, data: options.data, speed: options.speed, strict: options.strict === true };
+  if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
+  else {
+    io.out(`cliphook serve: the Clip and Image Generation Service, simulated (${options.speed}${options.strict ? ', strict' : ''}; data: ${options.data})`);
+    io.out(`  base URL        ${info.url}`);
+    io.out(`  API key         ${info.apiKey}`);
+    io.out(`  webhook secret  ${info.webhookSecret}`);
+    io.out(`  balance         ${info.balance} credits`);
+    io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
+    io.out('Ctrl-C to stop.');
+  }
+  await new Promise<void>((resolve) => {
+    if (io.signal.aborted) resolve();
+    io.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await app.close();
+  if (!options.json) io.out('cliphook serve stopped');
+}
+
+function processIo(): ServeIo {
+  const controller = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+  return { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`), signal: controller.signal };
+}

@@ -1,0 +1,82 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runBin, spawnBin, tempDir } from './helpers.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Starts `cliphook serve --json` on a free port and resolves with its ready line. */
+async function serve(args: string[]) {
+  const child = spawnBin(['serve', '--port', '0', '--json', ...args]);
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  cleanups.push(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  const ready = await new Promise<Record<string, any>>((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (chunk) => (err += chunk));
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line));
+    });
+    child.once('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+  return { child, ready, exited };
+}
+
+describe('cliphook serve', () => {
+  it('prints the base URL, key, secret and balance; keeps them across a restart; stops cleanly on SIGTERM', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const data = join(dir, 'service.json');
+    const first = await serve(['--data', data, '--balance', '500']);
+    expect(first.ready).toMatchObject({ type: 'ready', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), apiKey: expect.stringMatching(/^sk_/), webhookSecret: expect.stringMatching(/^whsec_/), balance: 500 });
+    const { url, apiKey } = first.ready;
+    const created = await fetch(`${url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a fox' }) });
+    expect(created.status).toBe(202);
+    const topped = await runBin(['service', 'top-up', '100', '--url', first.ready.origin, '--api-key', apiKey]);
+    expect(topped).toMatchObject({ code: 0, stdout: 'balance: 591 credits\n' });
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    cleanups.pop();
+
+    const second = await serve(['--data', data]);
+    expect(second.ready).toMatchObject({ apiKey, webhookSecret: first.ready.webhookSecret, balance: 591 });
+    const listed = (await (await fetch(`${second.ready.url}/videos`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { total: number };
+    expect(listed.total).toBe(1);
+  });
+
+  it('refuses bad flags with exit 2 naming the flag, and a held data file with exit 1', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    expect(await runBin(['serve', '--speed', 'slow', '--data', join(dir, 's.json')])).toMatchObject({ code: 2 });
+    const bad = await runBin(['serve', '--api-key', 'short', '--data', join(dir, 's.json')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^cliphook: .*--api-key/);
+    const held = await serve(['--data', join(dir, 'held.json')]);
+    const second = await runBin(['serve', '--port', '0', '--data', join(dir, 'held.json')]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/in use by process/);
+    expect(held.ready.type).toBe('ready');
+  });
+
+  it('service actions: keys, rotate-secret, advance, and a clear error for a bad key', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const { ready } = await serve(['--data', join(dir, 's.json')]);
+    const flags = ['--url', ready.origin, '--api-key', ready.apiKey];
+    expect((await runBin(['service', 'keys', ...flags])).stdout).toMatch(/^key_\S+ {2}sk_/);
+    const created = await runBin(['service', 'keys', 'create', ...flags]);
+    expect(created.stdout).toMatch(/API key\s+sk_/);
+    const keyId = /created (key_\S+)/.exec(created.stdout)![1]!;
+    expect((await runBin(['service', 'rotate-secret', keyId, ...flags])).stdout).toMatch(/new webhook secret of key_\S+: whsec_/);
+    expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock: \d{4}-/);
+    expect(await runBin(['service', 'top-up', '5', '--url', ready.origin, '--api-key', 'sk_wrong_key_1'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/401 invalid_api_key/) });
+    expect((await runBin(['service', 'fly', ...flags])).code).toBe(2);
+  });
+});
