@@ -6,6 +6,7 @@ export default defineConfig({
     // Examples import the package by name, as a user would; tests run them against the source.
     alias: [
       { find: /^cliphook\/web$/, replacement: fileURLToPath(new URL('./src/web.ts', import.meta.url)) },
+      { find: /^cliphook\/service$/, replacement: fileURLToPath(new URL('./src/service/index.ts', import.meta.url)) },
       { find: /^cliphook$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
     ],
   },

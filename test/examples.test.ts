@@ -4,6 +4,7 @@ import { MemoryDeliveryStore } from '../src/index.js';
 import { start } from '../examples/express-receiver.js';
 import { POST, serve } from '../examples/fetch-receiver.js';
 import worker, { seen } from '../examples/worker-receiver.js';
+import { makeClip } from '../examples/service-in-tests.js';
 import { completedEvent, failedEvent, signedRequest } from './helpers/webhooks.js';
 
 describe('examples/express-receiver', () => {
@@ -99,5 +100,12 @@ describe('examples/worker-receiver (cliphook/web)', () => {
     expect((await post(forged.body, forged.headers)).status).toBe(401);
     expect((await worker.fetch(new Request('https://example.workers.dev/'), env)).status).toBe(404);
     expect(seen).toEqual([expect.stringMatching(/^clip 41 ready: /)]);
+  });
+});
+
+describe('examples/service-in-tests (cliphook/service)', () => {
+  it('makes a clip against the in-process service and sees it done with a signed link', async () => {
+    const clip = await makeClip('a red fox');
+    expect(clip).toMatchObject({ status: 'done', credits_used: 9, video_url: expect.stringMatching(/\/v1\/media\/1\.mp4\?exp=\d+&sig=/) });
   });
 });

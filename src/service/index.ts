@@ -1,0 +1,11 @@
+// `cliphook/service`: the simulated service for a user's own tests and tools. Kept out of the main entry,
+// so an app that only receives webhooks never loads the service's image and upload libraries.
+export { createServiceApp, startService } from './http/app.js';
+export type { ServiceApp, StartedService } from './http/app.js';
+export { Service, DEFAULT_BALANCE, DEFAULT_FILE } from './service.js';
+export type { ServiceOptions, Caller, ImageFetcher } from './service.js';
+export { SimulatedClock } from './clock.js';
+export type { SimulatedClockOptions, RealTimers } from './clock.js';
+export type { Speed } from './videos/lifecycle.js';
+export { clipPrice, assistantClipPrice, imagePrice, MODEL_SPECS, VIDEO_MODELS, API_DISCOUNT, IMAGE_PRICES } from './pricing.js';
+export { fetchImage } from './fetch-image.js';
