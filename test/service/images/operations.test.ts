@@ -1,0 +1,271 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import sharp from 'sharp';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { WebhookEmitter } from '../../../src/emitter/index.js';
+import { getAsset, listAssets } from '../../../src/service/assets/operations.js';
+import { SimulatedClock } from '../../../src/service/clock.js';
+import { characterAsset, createImage, deleteImage, getImage, imageFile, listImages, registerCharacterAssets } from '../../../src/service/images/operations.js';
+import type { Result } from '../../../src/service/result.js';
+import { Service, type Caller, type ImageFetcher } from '../../../src/service/service.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const DAY = 86_400_000;
+const services: Service[] = [];
+afterEach(async () => {
+  for (const service of services.splice(0)) await service.close();
+});
+
+const fakeEmitter = () => ({ send: async () => undefined, stop: async () => undefined }) as unknown as WebhookEmitter;
+
+async function open({ register = true, ...options }: { balance?: number; fetchImage?: ImageFetcher; register?: boolean } = {}) {
+  const clock = new SimulatedClock({ frozen: true, start: T0 });
+  const service = await Service.open({ file: false, clock, emitter: fakeEmitter(), random: () => 0.5, ...options });
+  services.push(service);
+  // What service.ts is to call once at open; some tests leave it out to see what works without it.
+  if (register) registerCharacterAssets(service);
+  const guard = service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
+  if (!guard.ok) throw new Error('guard');
+  return { service, clock, caller: guard.caller };
+}
+
+const body = (result: Result) => result.body as Record<string, any>;
+const created = async (result: Promise<Result>) => {
+  const answer = await result;
+  expect(answer.status).toBe(202);
+  return body(answer);
+};
+
+/**
+ * Moves the clock past a job's end and waits for it: the renderer draws with sharp in real time, after
+ * the simulated instant fires.
+ */
+async function finish(service: Service, clock: SimulatedClock, caller: Caller, id: number, ms = 5_000) {
+  const ended = getImage(service, caller, String(id), { wait: '30' });
+  await clock.advance(ms);
+  return body(await ended);
+}
+
+const fileName = (url: string) => url.split('/').pop()!;
+
+describe('POST /images (spec 4.7, 3.3)', () => {
+  it('answers 202 generating with credits reserved, then done: files on disk that decode, exact charge', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { description: 'a lighthouse at dusk', count: 4 }));
+    expect(job).toMatchObject({ id: 1, object: 'image_job', status: 'generating', type: 'image', quality: 'standard', aspect_ratio: '1:1', count: 4, credits_reserved: 7, credits_charged: null, images: [], estimated_time_seconds: 2, poll_url: 'http://127.0.0.1:8080/v1/images/1' });
+    expect(job).not.toHaveProperty('credits_refunded');
+    expect(caller.account.balance).toBe(993);
+    const done = await finish(service, clock, caller, job.id);
+    expect(done).toMatchObject({ status: 'done', credits_charged: 7, credits_refunded: 0, estimated_time_seconds: 0 });
+    expect(done.images).toHaveLength(4);
+    for (const image of done.images) {
+      expect(image).toMatchObject({ format: 'jpeg', animate: 'ok', trusted_until: null });
+      const file = imageFile(service, fileName(image.url));
+      expect(file?.mime).toBe('image/jpeg');
+      expect(await sharp(file!.path).metadata()).toMatchObject({ format: 'jpeg', width: image.width, height: image.height });
+      const thumb = imageFile(service, fileName(image.thumbnail_url));
+      expect(thumb?.mime).toBe('image/webp');
+      expect(await sharp(thumb!.path).metadata()).toMatchObject({ format: 'webp', width: 320 });
+    }
+    expect(caller.account.balance).toBe(993);
+  });
+
+  it('simulate:partial with count 4: 3 images and the exact unused part refunded', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { description: 'a garden simulate:partial', count: 4, quality: 'hd' }));
+    const ended = await finish(service, clock, caller, job.id);
+    expect(ended).toMatchObject({ status: 'partial', credits_reserved: 14, credits_charged: 11, credits_refunded: 3 });
+    expect(ended.images).toHaveLength(3);
+    expect(caller.account.balance).toBe(1000 - 11);
+  });
+
+  it('simulate:fail:copyright_blocked ends failed with its error_code, nothing charged', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { description: 'a famous logo simulate:fail:copyright_blocked' }));
+    expect(caller.account.balance).toBe(998);
+    expect(await finish(service, clock, caller, job.id)).toMatchObject({ status: 'failed', error_code: 'copyright_blocked', credits_charged: 0, credits_refunded: 2, images: [] });
+    expect(caller.account.balance).toBe(1000);
+  });
+
+  it('answers the request-level markers with their problem, reserving nothing and making no job', async () => {
+    const { service, caller } = await open();
+    const cases = [['prompt_blocked', 422], ['document_blocked', 422], ['religious_text', 422], ['minor_blocked', 422], ['upstream_busy', 503], ['generation_paused', 503], ['moderation_pending', 503]] as const;
+    for (const [code, status] of cases) {
+      const result = await createImage(service, caller, { description: `a card simulate:${code}` });
+      expect(result).toMatchObject({ status, body: { code } });
+      if (status === 503) expect(result.headers?.['retry-after']).toBe('5');
+    }
+    expect(await createImage(service, caller, { description: 'x simulate:request:upstream_busy' })).toMatchObject({ status: 503 });
+    expect(caller.account.balance).toBe(1000);
+    expect(body(listImages(service, caller, {})).data).toEqual([]);
+  });
+
+  it('refuses what validateImage refuses, and 402 with required and balance when the balance is short', async () => {
+    const { service, caller } = await open({ balance: 12 });
+    expect(await createImage(service, caller, {})).toMatchObject({ status: 400, body: { code: 'missing_input' } });
+    expect(await createImage(service, caller, { template: 'poster' })).toMatchObject({ status: 400, body: { code: 'field_required' } });
+    expect(await createImage(service, caller, { description: 'x', count: 4, quality: 'hd' })).toMatchObject({ status: 402, body: { code: 'insufficient_credits', required: 14, balance: 12 } });
+    expect(caller.account.balance).toBe(12);
+  });
+
+  it('takes only the caller\'s own usable assets (400 invalid_asset_id / invalid_image_url) and checks external URLs', async () => {
+    const fetched: string[] = [];
+    const fetchImage: ImageFetcher = async (url) => {
+      fetched.push(url);
+      if (url.includes('gone')) return { ok: false, code: 'image_fetch_failed', detail: 'HTTP 404' };
+      if (url.includes('private')) return { ok: false, code: 'invalid_image_url', detail: 'a private address' };
+      return { ok: true };
+    };
+    const { service, clock, caller } = await open({ fetchImage });
+    const other = service.accounts.create({ balance: 100 });
+    const photo = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#808000' } }).png().toBuffer();
+    const sha = 'f'.repeat(64);
+    const file = { sha256: sha, name: 'vase.png', fileSize: photo.length, mimeType: 'image/png', ext: 'png', subjectConsent: 'no_real_person' as const };
+    const mine = service.assets.add({ ...file, accountId: caller.account.id }).asset;
+    const theirs = service.assets.add({ ...file, accountId: other.account.id }).asset;
+    mkdirSync(dirname(service.assetPath(sha, 'png')), { recursive: true });
+    writeFileSync(service.assetPath(sha, 'png'), photo);
+    const edit = (extra: Record<string, unknown>) => createImage(service, caller, { description: 'a vase on marble', subject_consent: 'no_real_person', ...extra });
+    expect(await edit({ asset_ids: [mine.id] })).toMatchObject({ status: 400, body: { code: 'invalid_asset_id' } });
+    await clock.advance(2_000);
+    expect(await edit({ asset_ids: [theirs.id] })).toMatchObject({ status: 400, body: { code: 'invalid_asset_id' } });
+    expect(await edit({ image_urls: [`asset://${theirs.id}`] })).toMatchObject({ status: 400, body: { code: 'invalid_image_url' } });
+    expect(await edit({ image_urls: ['https://example.com/gone.jpg'] })).toMatchObject({ status: 422, body: { code: 'image_fetch_failed' } });
+    expect(await edit({ image_urls: ['https://example.com/private.jpg'] })).toMatchObject({ status: 400, body: { code: 'invalid_image_url' } });
+    expect(await createImage(service, caller, { description: 'a vase', image_urls: ['https://example.com/a.jpg'] })).toMatchObject({ status: 422, body: { code: 'consent_required' } });
+    expect(caller.account.balance).toBe(1000);
+    const job = await created(edit({ asset_ids: [mine.id], image_urls: [`asset://${mine.id}`, 'https://example.com/ok.jpg'] }));
+    expect(fetched).toEqual(['https://example.com/gone.jpg', 'https://example.com/private.jpg', 'https://example.com/ok.jpg']);
+    expect(await finish(service, clock, caller, job.id)).toMatchObject({ status: 'done', images: [{ animate: 'ok' }] });
+  });
+
+  it('replays an idempotent request with Idempotent-Replayed, refuses another body under the key, and releases a failed one', async () => {
+    const { service, caller } = await open();
+    const first = await createImage(service, caller, { description: 'a fox' }, 'img-1');
+    expect(await createImage(service, caller, { description: 'a fox' }, 'img-1')).toEqual({ status: 202, body: first.body, headers: { 'idempotent-replayed': 'true' } });
+    expect(await createImage(service, caller, { description: 'a cat' }, 'img-1')).toMatchObject({ status: 422, body: { code: 'idempotency_key_reused' } });
+    expect(await createImage(service, caller, { description: 'x simulate:upstream_busy' }, 'img-2')).toMatchObject({ status: 503 });
+    expect((await createImage(service, caller, { description: 'a dog' }, 'img-2')).status).toBe(202);
+    expect(await createImage(service, caller, { description: 'a dog' }, 'bad key')).toMatchObject({ status: 400, body: { code: 'invalid_idempotency_key' } });
+    expect(caller.account.balance).toBe(1000 - 2 - 2);
+  });
+
+  it('limits: a 4th job at once is 429 concurrency_limit with Retry-After; the 31st in 10 minutes is 429 rate_limited', async () => {
+    const { service, clock, caller } = await open();
+    for (let i = 0; i < 3; i++) await created(createImage(service, caller, { description: `job ${i} simulate:fail:busy` }));
+    const fourth = await createImage(service, caller, { description: 'one more' });
+    expect(fourth).toMatchObject({ status: 429, body: { code: 'concurrency_limit', retry_after: 2 }, headers: { 'retry-after': '2' } });
+    expect(caller.account.balance).toBe(1000 - 6);
+    for (let round = 0; round < 9; round++) {
+      await clock.advance(3_000);
+      for (let i = 0; i < 3; i++) await created(createImage(service, caller, { description: `round ${round} simulate:fail:busy` }));
+    }
+    await clock.advance(3_000);
+    expect(await createImage(service, caller, { description: 'the 31st' })).toMatchObject({ status: 429, body: { code: 'rate_limited' } });
+    expect(caller.account.balance).toBe(1000);
+  });
+});
+
+describe('GET /images/{id}, GET /images, DELETE /images/{id} (spec 4.9-4.11)', () => {
+  it('waits up to `wait` seconds on the simulated clock, returning as soon as the job ends; refuses a bad wait; 404 for others', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { description: 'a kite simulate:fail:busy' }));
+    const short = getImage(service, caller, String(job.id), { wait: '1' });
+    await clock.advance(1_000);
+    expect(body(await short)).toMatchObject({ status: 'generating', estimated_time_seconds: 1 });
+    const long = getImage(service, caller, String(job.id), { wait: '30' });
+    await clock.advance(1_000);
+    expect(body(await long)).toMatchObject({ status: 'failed', error_code: 'busy' });
+    expect(clock.now()).toBe(T0 + 2_000);
+    for (const wait of ['31', '-1', 'x', '1.5']) expect(await getImage(service, caller, String(job.id), { wait })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
+    const other = service.accounts.create({ balance: 100 });
+    const stranger: Caller = { account: other.account, key: other.key, headers: {} };
+    for (const id of [String(job.id), '0', 'abc', '99']) expect(await getImage(service, stranger, id)).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(await deleteImage(service, stranger, String(job.id))).toMatchObject({ status: 404 });
+  });
+
+  it('lists newest first, paging with before and next_before, and refuses bad values', async () => {
+    const { service, clock, caller } = await open();
+    for (let i = 1; i <= 5; i++) {
+      await created(createImage(service, caller, { description: `job ${i} simulate:fail:busy` }));
+      if (i === 3) await clock.advance(3_000);
+    }
+    const ids = (result: Result) => body(result).data.map((job: { id: number }) => job.id);
+    const first = listImages(service, caller, { limit: '2' });
+    expect([ids(first), body(first).next_before]).toEqual([[5, 4], 4]);
+    const second = listImages(service, caller, { limit: '2', before: '4' });
+    expect([ids(second), body(second).next_before]).toEqual([[3, 2], 2]);
+    const last = listImages(service, caller, { limit: '2', before: '2' });
+    expect([ids(last), body(last).next_before]).toEqual([[1], null]);
+    expect(body(listImages(service, caller, {}))).toMatchObject({ next_before: null });
+    expect(ids(listImages(service, caller, {}))).toEqual([5, 4, 3, 2, 1]);
+    for (const query of [{ limit: '0' }, { limit: '51' }, { limit: 'x' }, { before: '0' }, { before: 'abc' }]) {
+      expect(listImages(service, caller, query)).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
+    }
+  });
+
+  it('deletes the images: images_deleted, files gone, links answer null, no refund', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { template: 'poster', fields: { headline: 'Grand opening' }, count: 4 }));
+    const done = await finish(service, clock, caller, job.id);
+    expect(done.images.map((image: { format: string }) => image.format)).toEqual(['png', 'png', 'png', 'png']);
+    const files = done.images.flatMap((image: { url: string; thumbnail_url: string }) => [imageFile(service, fileName(image.url))!.path, imageFile(service, fileName(image.thumbnail_url))!.path]);
+    expect(files.every((path: string) => existsSync(path))).toBe(true);
+    expect(await deleteImage(service, caller, String(job.id))).toEqual({ status: 200, body: { id: job.id, deleted: true, images_deleted: 4 } });
+    expect(files.some((path: string) => existsSync(path))).toBe(false);
+    expect(imageFile(service, fileName(done.images[0].url))).toBeNull();
+    expect(body(await getImage(service, caller, String(job.id)))).toMatchObject({ status: 'done', images: [], credits_charged: 7 });
+    expect(caller.account.balance).toBe(993);
+  });
+
+  it('a job deleted while generating loses its images as soon as it ends, with or without the registered hook', async () => {
+    for (const register of [true, false]) {
+      const { service, clock, caller } = await open({ register });
+      const job = await created(createImage(service, caller, { description: 'a boat' }));
+      expect(await deleteImage(service, caller, String(job.id))).toMatchObject({ status: 200, body: { images_deleted: 0 } });
+      await finish(service, clock, caller, job.id);
+      expect(body(await getImage(service, caller, String(job.id)))).toMatchObject({ status: 'done', images: [] });
+      expect(service.images.get(caller.account.id, job.id)!.images).toEqual([]);
+    }
+  });
+});
+
+describe('AI characters (spec 2.7)', () => {
+  it('makes each photo a trusted asset usable as a clip reference for 30 days; deleting the images removes them', async () => {
+    const { service, clock, caller } = await open();
+    const job = await created(createImage(service, caller, { type: 'character', character: { age: '26-35', style: 'photo' } }));
+    expect(job).toMatchObject({ type: 'character', count: 4, credits_reserved: 5 });
+    const done = await finish(service, clock, caller, job.id);
+    const endAt = T0 + 3_000;
+    expect(done.images.map((image: { animate: string; trusted_until: string }) => [image.animate, image.trusted_until])).toEqual(Array(4).fill(['trusted', new Date(endAt + 30 * DAY).toISOString()]));
+    const assets = done.images.map((image: { url: string }) => characterAsset(service, caller.account.id, image.url));
+    expect(assets.every(Boolean)).toBe(true);
+    for (const asset of assets) {
+      expect(body(getAsset(service, caller, String(asset!.id)))).toMatchObject({ status: 'trusted', trust_level: 'generated', subject_consent: 'no_real_person', asset_uri: `asset://${asset!.id}` });
+      expect(existsSync(service.assetPath(asset!.sha256, 'jpg'))).toBe(true);
+    }
+    expect(body(listAssets(service, caller, {})).total).toBe(4);
+    // Usable in an edit until trusted_until, then no longer.
+    expect((await createImage(service, caller, { description: 'her in a café', asset_ids: [assets[0]!.id], subject_consent: 'no_real_person' })).status).toBe(202);
+    await clock.advance(30 * DAY);
+    expect(await createImage(service, caller, { description: 'her again', asset_ids: [assets[0]!.id], subject_consent: 'no_real_person' })).toMatchObject({ status: 400, body: { code: 'invalid_asset_id' } });
+    expect(body(listAssets(service, caller, {})).total).toBe(0);
+    expect(await deleteImage(service, caller, String(job.id))).toMatchObject({ body: { images_deleted: 4 } });
+    for (const asset of assets) {
+      expect(getAsset(service, caller, String(asset!.id)).status).toBe(404);
+      expect(existsSync(service.assetPath(asset!.sha256, 'jpg'))).toBe(false);
+    }
+  });
+
+  it('registerCharacterAssets also adopts the photos of characters that ended before it was attached (a restart)', async () => {
+    const { service, clock, caller } = await open({ register: false });
+    const job = await created(createImage(service, caller, { type: 'character', character: { age: '51+', style: 'cinematic' } }));
+    const done = await finish(service, clock, caller, job.id);
+    expect(characterAsset(service, caller.account.id, done.images[0].url)).toBeUndefined();
+    const detach = registerCharacterAssets(service);
+    expect(done.images.every((image: { url: string }) => characterAsset(service, caller.account.id, image.url))).toBe(true);
+    expect(body(listAssets(service, caller, {})).total).toBe(4);
+    detach();
+    expect(service.images.listenerCount('ended')).toBe(0);
+  });
+});
