@@ -1,5 +1,5 @@
 // An Express app that receives the service's clip webhooks.
-// Run: npm start   (or: SIGNING_SECRET=whsec_… PORT=3000 node --import tsx examples/express-receiver.ts)
+// Run: SIGNING_SECRET=whsec_… PORT=3000 node --import tsx examples/express-receiver.ts   (npm start runs cliphook dev, which has a receiver of its own)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';

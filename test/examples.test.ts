@@ -26,7 +26,7 @@ describe('examples/express-receiver', () => {
     }
   });
 
-  it('npm start prints a curl command that the running example accepts', async () => {
+  it('the example prints a curl command that the running example accepts', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/express-receiver.ts'], {
       env: { ...process.env, PORT: '0', SIGNING_SECRET: 'whsec_start' },
       stdio: ['ignore', 'pipe', 'pipe'],

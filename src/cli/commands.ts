@@ -11,6 +11,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   registerListen,
   registerServe,
   registerService,
+  registerDev,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -124,4 +125,16 @@ function registerService(program: Command): void {
     .addOption(new Option('--api-key <key>', 'an API key of the account').env('CLIPHOOK_API_KEY'))
     .option('--json', 'print the answer as JSON')
     .action(async (action: string, args: string[], options) => (await import('./commands/service.js')).serviceCommand(action, args, options));
+}
+
+function registerDev(program: Command): void {
+  program
+    .command('dev')
+    .description('run the service, a relay, listen and a receiver together, and watch a webhook travel through them (npm start)')
+    .option('--port <port>', "the service's port (a free one if taken)", '8080')
+    .option('--relay-port <port>', "the relay's port (a free one if taken)", '8787')
+    .option('--receiver-port <port>', "the receiver's port (a free one if taken)", '3000')
+    .option('--data <dir>', 'where the service, the relay and the receiver keep their files', '.cliphook/dev')
+    .addOption(new Option('--speed <speed>', 'fast or realistic').choices(['fast', 'realistic']).default('fast'))
+    .action(async (options) => (await import('./commands/dev.js')).dev(options));
 }

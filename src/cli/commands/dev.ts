@@ -1,0 +1,137 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { FileDeliveryStore } from '../../receiver/file-delivery-store.js';
+import { createReceiver } from '../../receiver/node.js';
+import { createRelayServer } from '../../relay/server.js';
+import { createChannel } from '../../relay/api.js';
+import { connectListener } from '../../relay/client.js';
+import { createServiceApp } from '../../service/http/app.js';
+import { ExitError } from '../errors.js';
+import { palette, type Palette } from '../output.js';
+
+export interface DevCommandOptions {
+  port: string;
+  relayPort: string;
+  receiverPort: string;
+  data: string;
+  speed: string;
+}
+
+export interface DevIo {
+  out(line: string): void;
+  signal: AbortSignal;
+  palette: Palette;
+}
+
+/**
+ * `cliphook dev` (what `npm start` runs): the whole toolkit on this machine. The simulated service sends
+ * its webhooks to a relay channel; `listen` forwards them to a receiver that verifies and dedupes them.
+ * It prints a curl that makes a clip, and one line per hop as its webhook travels
+ * service → emitter → relay → listen → receiver. Ctrl-C stops every part and exits 0.
+ */
+export async function dev(options: DevCommandOptions, io: DevIo = processIo()): Promise<void> {
+  const ports = [['--port', options.port], ['--relay-port', options.relayPort], ['--receiver-port', options.receiverPort]].map(([flag, text]) => {
+    const port = Number(text);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`${flag} must be 0-65535, got ${text}.`, 2);
+    return port;
+  }) as [number, number, number];
+  if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
+  const p = io.palette;
+  const line = (who: string, text: string) => io.out(`${p.dim(new Date().toTimeString().slice(0, 8))}  ${p.bold(who.padEnd(8))} ${text}`);
+  const stops: Array<() => Promise<unknown>> = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    const app = await createServiceApp({ file: join(options.data, 'service.json'), speed: options.speed, warn: (message) => line('service', p.yellow(message)) });
+    stops.push(() => app.close());
+    const service = app.service;
+    const serviceUrl = await listenOn(createServer(app), ports[0], stops);
+    service.origin = serviceUrl;
+    const { apiKey, webhookSecret } = service.first();
+
+    const relay = createRelayServer({ file: join(options.data, 'relay.json'), logger: { info: () => undefined, warn: (message) => line('relay', p.yellow(message)) } });
+    const { url: relayUrl } = await relay.listen(ports[1], '127.0.0.1').catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EADDRINUSE' || ports[1] === 0) throw error;
+      return relay.listen(0, '127.0.0.1');
+    });
+    stops.push(() => relay.close());
+
+    const receiver = createReceiver({ secret: webhookSecret, store: new FileDeliveryStore({ file: join(options.data, 'dev-deliveries.json') }) });
+    receiver.on('video.completed', (event, { deliveryId }) => line('receiver', p.green(`clip ${event.id} is ready: ${event.duration} s, ${event.credits_used} credits [${deliveryId}]`)));
+    receiver.on('video.failed', (event, { deliveryId }) => line('receiver', p.red(`clip ${event.id} failed: ${event.error_code} [${deliveryId}]`)));
+    receiver.onError((error) => line('receiver', p.red(`refused: ${error.code}`)));
+    const handle = receiver.express();
+    const receiverServer = createServer((req, res) => {
+      if (req.method === 'POST' && req.url === '/webhooks') return handle(req, res, () => undefined);
+      req.resume();
+      res.writeHead(404).end();
+    });
+    const receiverUrl = `${await listenOn(receiverServer, ports[2], stops)}/webhooks`;
+    stops.push(() => receiver.close());
+
+    const channel = await createChannel(relayUrl);
+    const listener = await connectListener({ relayUrl, channel: channel.channel, token: channel.token, forwardTo: receiverUrl, secret: webhookSecret });
+    stops.push(() => listener.close());
+    // The relay's hop shows here: listen hears of each event from it.
+    listener.on('event', (event) => line('relay', `--> listen: ${event.eventName ?? event.method} [${event.deliveryId ?? '-'}] sig ${event.signatureValid ? '✓' : '✗'}${event.resigned ? ' (re-signed)' : ''}`));
+    listener.on('reply', (reply) => line('listen', `<-- [${reply.status ?? 'ERR'}] ${reply.event.url} (${reply.durationMs} ms)`));
+
+    service.videos.on('change', (video) => {
+      if (video.status === 'generating' && video.progress === '0%') line('service', `clip ${video.id} is rendering`);
+    });
+    service.videos.on('terminal', (video) => line('service', `clip ${video.id} is ${video.status}${video.errorCode ? ` (${video.errorCode})` : ''}; its webhook goes to ${video.callbackUrl ?? 'nowhere (no callback_url)'}`));
+    service.emitter.on('attempt', (delivery, attempt) => line('emitter', `${delivery.event} [${delivery.id}] attempt ${delivery.attempts.length} → ${attempt.status ?? attempt.error} (${attempt.latencyMs} ms)`));
+
+    io.out(p.bold('cliphook dev: the service, a relay, listen and a receiver, on this machine'));
+    io.out(`  service   ${serviceUrl}/v1   API key ${apiKey}`);
+    io.out(`  relay     ${relayUrl}   channel ${channel.url}`);
+    io.out(`  receiver  ${receiverUrl}   webhook secret ${webhookSecret}`);
+    io.out('');
+    io.out('Make a clip whose webhook travels service → emitter → relay → listen → receiver:');
+    io.out('');
+    io.out(`curl -s -X POST ${serviceUrl}/v1/videos -H 'Authorization: Bearer ${apiKey}' -H 'Content-Type: application/json' -d '{"prompt":"a red fox in the snow","callback_url":"${channel.url}"}'`);
+    io.out('');
+    io.out(p.dim('Ctrl-C stops every part.'));
+    await new Promise<void>((resolve) => {
+      if (io.signal.aborted) resolve();
+      io.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } catch (error) {
+    await stopAll();
+    if (error instanceof ExitError) throw error;
+    throw new ExitError(`cliphook dev could not start: ${(error as Error).message}`, 1);
+  }
+  await stopAll();
+  io.out('cliphook dev stopped');
+}
+
+/** Listens on 127.0.0.1:`port`, or on a free port when that one is taken (a second `npm start`). */
+async function listenOn(server: Server, port: number, stops: Array<() => Promise<unknown>>): Promise<string> {
+  const tryPort = (value: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(value, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  try {
+    await tryPort(port);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw error;
+    await tryPort(0);
+  }
+  stops.push(() => {
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function processIo(): DevIo {
+  const controller = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+  return { out: (text) => process.stdout.write(`${text}\n`), signal: controller.signal, palette: palette(process.stdout) };
+}
