@@ -11,6 +11,7 @@ import { Credits } from './credits.js';
 import { fetchImage } from './fetch-image.js';
 import { Idempotency, type IdempotencyRow } from './idempotency.js';
 import { ImageJobs, type ImageJobTables } from './images/jobs.js';
+import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
 import { RateLimiter, rateLimitHeaders } from './rate-limit.js';
@@ -146,14 +147,14 @@ export class Service {
   }
 
   /**
-   * Resolves once no webhook is being queued or attempted, so an advance of the clock sees each attempt's
-   * outcome (and the retry it schedules) before moving on. Bounded by the attempt time-out in real time.
+   * Resolves once no webhook is being queued or attempted and no image job's files are being made, so an
+   * advance of the clock sees each outcome (and what it schedules) before moving on. Bounded in real time.
    */
   async #webhooksSettled(): Promise<void> {
     const giveUp = Date.now() + 15_000;
     // `stats` is read defensively: tests may hand in a minimal emitter that only records what it is sent.
     const inFlight = () => (this.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0;
-    while ((this.#sending > 0 || inFlight() > 0) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+    while ((this.#sending > 0 || inFlight() > 0 || this.images.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
   }
 
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
@@ -180,6 +181,8 @@ export class Service {
       service.videos.resume();
       service.assets.resume();
       service.images.resume();
+      // A character's photos become trusted assets once its job ends (spec 2.7 animate: trusted).
+      registerCharacterAssets(service, { onError: (error) => service.#warn(`cannot keep a character's photos: ${error.message}`) });
       for (const video of store.table('video').values()) if ((video.status === 'done' || video.status === 'error') && video.callbackUrl && !video.webhookQueued) void service.#sendWebhook(video);
       await store.commit();
       return service;

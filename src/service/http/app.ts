@@ -1,6 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../assets/operations.js';
+import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
 import { mediaFile } from '../media-files.js';
 import { pricingView } from '../pricing.js';
 import { fail, ok, withHeaders, type Result } from '../result.js';
@@ -64,6 +66,17 @@ function routes(service: Service): Router {
     .add('DELETE', '/v1/videos/:id', keyed((caller, { params }) => deleteVideo(service, caller, params.id!)))
     .add('POST', '/v1/videos/:id/retry', keyed((caller, { params }) => retryVideo(service, caller, params.id!)))
     .add('GET', '/v1/account', keyed((caller) => getAccount(service, caller)))
+    .add('POST', '/v1/assets', keyed((caller, { req }) => uploadAsset(service, caller, req)), { rawBody: true })
+    .add('GET', '/v1/assets', keyed((caller, { query }) => listAssets(service, caller, query)))
+    .add('GET', '/v1/assets/:id', keyed((caller, { params }) => getAsset(service, caller, params.id!)))
+    .add('DELETE', '/v1/assets/:id', keyed((caller, { params }) => deleteAsset(service, caller, params.id!)))
+    .add('POST', '/v1/images', keyed((caller, { req, body }) => createImage(service, caller, body, idempotencyKey(req))))
+    .add('GET', '/v1/images', keyed((caller, { query }) => listImages(service, caller, query)))
+    .add('GET', '/v1/images/:id', keyed((caller, { params, query }) => getImage(service, caller, params.id!, query)))
+    .add('DELETE', '/v1/images/:id', keyed((caller, { params }) => deleteImage(service, caller, params.id!)))
+    // Public, unguessable file links (spec 2.6 public_url, 2.7 url and thumbnail_url): the token is the credential.
+    .add('GET', '/files/assets/:file', ({ params }, res) => sendFile(res, assetFile(service, params.file!)))
+    .add('GET', '/files/images/:file', ({ params }, res) => sendFile(res, imageFile(service, params.file!)))
     .add('POST', '/settings/top-up', settings((caller, { body }) => topUp(service, caller, body)))
     .add('GET', '/settings/keys', settings((caller) => listKeys(service, caller)))
     .add('POST', '/settings/keys', settings((caller) => createKey(service, caller)))
@@ -76,6 +89,14 @@ function routes(service: Service): Router {
     .add('GET', '/videos/:id', () =>
       fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' }),
     );
+}
+
+/** Streams a stored file, or answers 404 when its link no longer works (deleted). */
+async function sendFile(res: ServerResponse, file: { path: string; mime: string } | null): Promise<Result | undefined> {
+  if (!file) return fail('not_found', { detail: 'This file was deleted, or never existed.' });
+  res.writeHead(200, { 'content-type': file.mime, 'cache-control': 'private, max-age=3600', 'x-content-type-options': 'nosniff' });
+  createReadStream(file.path).on('error', () => res.destroy()).pipe(res);
+  return undefined;
 }
 
 /** What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are. */

@@ -104,6 +104,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   readonly #options: ImageJobsOptions;
   readonly #timers = new Map<number, unknown>();
   #nextImageId = 1;
+  /** Jobs whose files are being made: `clock.advance()` waits for them (the service registers it). */
+  #finishing = 0;
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -198,6 +200,11 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     });
   }
 
+  /** Whether a job's files are being made now. */
+  get busy(): boolean {
+    return this.#finishing > 0;
+  }
+
   resume(): void {
     for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
   }
@@ -210,7 +217,10 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   #arm(job: ImageJob): void {
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
-      void this.#finish(job).catch((error: Error) => this.#options.onError?.(error));
+      this.#finishing++;
+      void this.#finish(job)
+        .catch((error: Error) => this.#options.onError?.(error))
+        .finally(() => this.#finishing--);
     }, Math.max(0, job.plan.endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
   }
@@ -218,7 +228,9 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   async #finish(job: ImageJob): Promise<void> {
     const { make, failWith } = job.plan;
     const images: ImageItem[] = [];
-    for (let index = 0; index < make; index++) {
+    // Images deleted while the job ran (spec 4.11: no refund) are made and charged, but never written.
+    const keep = !job.imagesDeleted;
+    for (let index = 0; index < make && keep; index++) {
       const rendered = await this.#options.renderer.render(job, index);
       const character = job.command.type === 'character';
       images.push({
@@ -229,14 +241,15 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
         assetId: rendered.assetId ?? null,
       });
     }
-    const charged = imageCharge(job.creditsReserved, job.command.count, images.length);
+    const made = keep ? images.length : make;
+    const charged = imageCharge(job.creditsReserved, job.command.count, made);
     const refund = job.creditsReserved - charged;
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
     Object.assign(job, {
       images,
-      status: images.length === 0 ? 'failed' : images.length < job.command.count ? 'partial' : 'done',
-      errorCode: images.length === 0 ? failWith ?? 'failed' : null,
+      status: made === 0 ? 'failed' : made < job.command.count ? 'partial' : 'done',
+      errorCode: made === 0 ? failWith ?? 'failed' : null,
       creditsCharged: charged,
       creditsRefunded: refund,
       completedAt: job.plan.endAt,

@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/clock.js';
@@ -76,6 +77,43 @@ describe('the service over HTTP', () => {
     expect(part.headers['content-range']).toMatch(/^bytes 0-15\/\d+$/);
     expect((await request(handler).get(`${link.pathname}?exp=1&sig=${'0'.repeat(64)}`)).body.code).toBe('invalid_signature');
     expect((await request(handler).get('/videos/1')).status).toBe(401);
+  });
+});
+
+describe('assets and images over HTTP', () => {
+  it('uploads a photo (multipart), moderates it on the clock, lists it and serves its public_url', async () => {
+    const { app: handler, auth } = await app();
+    const jpeg = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#0a0' } }).jpeg().toBuffer();
+    const uploaded = await request(handler).post('/v1/assets').set('authorization', auth).field('subject_consent', 'self').attach('file', jpeg, 'me.png');
+    expect(uploaded.status).toBe(200);
+    expect(uploaded.body).toMatchObject({ id: 1, status: 'pending', mime_type: 'image/jpeg', deduped: false, asset_uri: null });
+    expect((await request(handler).get('/v1/assets').set('authorization', auth)).body.total).toBe(0);
+    await request(handler).post('/test_helpers/clock/advance').set('authorization', auth).send({ seconds: 60 });
+    expect((await request(handler).get('/v1/assets/1').set('authorization', auth)).body).toMatchObject({ status: 'trusted', asset_uri: 'asset://1' });
+    const file = await request(handler).get(new URL(uploaded.body.public_url as string).pathname);
+    expect(file.status).toBe(200);
+    expect(file.headers['content-type']).toBe('image/jpeg');
+    const notMultipart = await request(handler).post('/v1/assets').set('authorization', auth).send({ file: 'x' });
+    expect(notMultipart).toMatchObject({ status: 400, body: { code: 'no_file' } });
+    expect((await request(handler).post('/v1/videos').set('authorization', auth).send({ asset_ids: [1] })).body).toMatchObject({ asset_source: 'asset_ids', asset_ids_used: [1] });
+  });
+
+  it('makes an image job, waits for it, and serves the file at its permanent link', async () => {
+    const { app: handler, auth } = await app();
+    const created = await request(handler).post('/v1/images').set('authorization', auth).send({ template: 'poster', fields: { headline: 'Grand opening' } });
+    expect(created).toMatchObject({ status: 202, body: { object: 'image_job', status: 'generating', credits_reserved: 2, credits_charged: null } });
+    await request(handler).post('/test_helpers/clock/advance').set('authorization', auth).send({ seconds: 10 });
+    const done = await request(handler).get('/v1/images/1').set('authorization', auth);
+    expect(done.body).toMatchObject({ status: 'done', credits_charged: 2, images: [{ format: 'png' }] });
+    const file = await request(handler).get(new URL(done.body.images[0].url as string).pathname).buffer(true).parse((res, callback) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => callback(null, Buffer.concat(chunks)));
+    });
+    expect(file.headers['content-type']).toBe('image/png');
+    expect((await sharp(file.body as Buffer).metadata()).format).toBe('png');
+    expect((await request(handler).delete('/v1/images/1').set('authorization', auth)).body).toMatchObject({ deleted: true, images_deleted: 1 });
+    expect((await request(handler).get(new URL(done.body.images[0].url as string).pathname)).status).toBe(404);
   });
 });
 

@@ -128,6 +128,15 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     expect(account.balance).toBe(93);
   });
 
+  it('DELETE while the job runs: the job ends charged as made, and no image is written', async () => {
+    const { clock, jobs, start, account } = await setup();
+    const job = start({ description: 'a kite', count: 4 });
+    expect(jobs.deleteImages(job)).toBe(0);
+    await clock.advance(60_000);
+    expect(job).toMatchObject({ status: 'done', images: [], imagesDeleted: true, creditsCharged: 7, creditsRefunded: 0 });
+    expect(account.balance).toBe(93);
+  });
+
   it('reads the markers and tells animate apart (spec 2.7)', () => {
     expect(parseImageSimulation('x simulate:fail:busy')).toEqual({ failWith: 'busy' });
     expect(parseImageSimulation('simulate:fail:nothing')).toBeNull();
