@@ -95,8 +95,11 @@ describe('POST /videos', () => {
 
   it('answers the request-level simulate: codes without charging, and ends task-level ones in error with a refund', async () => {
     const { service, clock, caller, sent } = await open();
-    for (const [code, status] of [['upstream_busy', 503], ['generation_paused', 503], ['no_session_available', 503], ['task_create_failed', 500], ['region_unavailable', 451]] as const) {
-      const marker = code === 'upstream_busy' ? 'request:upstream_busy' : code;
+    for (const [code, status] of [
+      ['upstream_busy', 503], ['generation_paused', 503], ['no_session_available', 503], ['moderation_pending', 503], ['task_create_failed', 500],
+      ['internal_error', 500], ['region_unavailable', 451], ['photo_rejected', 422], ['image_fetch_failed', 422],
+    ] as const) {
+      const marker = code === 'upstream_busy' || code === 'image_fetch_failed' ? `request:${code}` : code;
       expect(await createVideo(service, caller, { prompt: `x simulate:${marker}` })).toMatchObject({ status, body: { code } });
     }
     expect(caller.account.balance).toBe(1000);
