@@ -37,7 +37,10 @@ export const DEFAULT_FILE = '.cliphook/service.json';
 export const DEFAULT_BALANCE = 1000;
 
 /** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
-export type ImageFetcher = (url: string, options: { strict: boolean }) => Promise<{ ok: true } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
+export type ImageFetcher = (
+  url: string,
+  options: { strict: boolean },
+) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
 
 export interface ServiceOptions {
   /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */

@@ -1,4 +1,7 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Asset } from '../assets/assets.js';
+import { characterAsset } from '../images/operations.js';
 import { fingerprint, parseIdempotencyKey } from '../idempotency.js';
 import { clipPrice } from '../pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
@@ -63,8 +66,23 @@ function simulatedProblem(prompt: unknown, index?: number): Result | null {
   });
 }
 
-/** Checks a command's photos: the caller's own trusted assets, and external URLs downloaded as the service would. */
-async function checkPhotos(service: Service, caller: Caller, command: VideoCommand): Promise<{ ok: true; assetIdsUsed: number[] | null } | { ok: false; refusal: Refusal }> {
+/** An external photo downloaded for a request: kept only if moderation is slow (503 moderation_pending). */
+interface Fetched {
+  url: string;
+  bytes: Buffer;
+  mime: string;
+  ext: string;
+  sha256: string;
+}
+
+type Photos = { ok: true; assetIdsUsed: number[] | null; fetched: Fetched[] } | { ok: false; refusal: Refusal };
+
+/**
+ * Checks a command's photos: the caller's own trusted assets; `asset://` URIs and the service's own AI
+ * character photos (spec 2.7: usable by their url until trusted_until) as those assets; other URLs
+ * downloaded and checked as the service would.
+ */
+async function checkPhotos(service: Service, caller: Caller, command: VideoCommand): Promise<Photos> {
   const owned = (id: number): Asset | undefined => {
     const asset = service.assets.get(caller.account.id, id);
     return asset && service.assets.usable(asset) ? asset : undefined;
@@ -72,23 +90,44 @@ async function checkPhotos(service: Service, caller: Caller, command: VideoComma
   if (command.assetSource === 'asset_ids') {
     const bad = command.assetIds!.find((id) => !owned(id));
     if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_asset_id', detail: `Asset ${bad} is not yours, or not moderated yet.` } };
-    return { ok: true, assetIdsUsed: command.assetIds };
+    return { ok: true, assetIdsUsed: command.assetIds, fetched: [] };
   }
   if (command.assetSource === 'default_asset_ids') {
-    const usable = caller.key.defaultAssetIds.filter((id) => owned(id));
-    return { ok: true, assetIdsUsed: usable };
+    return { ok: true, assetIdsUsed: caller.key.defaultAssetIds.filter((id) => owned(id)), fetched: [] };
   }
-  if (command.assetSource === 'image_urls') {
-    const bad = command.assetUris.find((id) => !owned(id));
-    if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_image_url', detail: `asset://${bad} is not one of your moderated assets.` } };
-    for (const url of command.imageUrls) {
-      if (url.startsWith('asset://')) continue;
-      const fetched = await service.fetchImage(url, { strict: service.strict });
-      if (!fetched.ok) return { ok: false, refusal: { code: fetched.code, detail: fetched.detail } };
+  if (command.assetSource !== 'image_urls') return { ok: true, assetIdsUsed: null, fetched: [] };
+  const bad = command.assetUris.find((id) => !owned(id));
+  if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_image_url', detail: `asset://${bad} is not one of your moderated assets.` } };
+  const used = [...command.assetUris];
+  const fetched: Fetched[] = [];
+  for (const url of command.imageUrls) {
+    if (url.startsWith('asset://')) continue;
+    const character = characterAsset(service, caller.account.id, url);
+    if (character) {
+      used.push(character.id);
+      continue;
     }
-    return { ok: true, assetIdsUsed: command.assetUris.length > 0 ? command.assetUris : null };
+    const result = await service.fetchImage(url, { strict: service.strict });
+    if (!result.ok) return { ok: false, refusal: { code: result.code, detail: result.detail } };
+    if (result.bytes && result.mime && result.ext && result.sha256) fetched.push({ url, bytes: result.bytes, mime: result.mime, ext: result.ext, sha256: result.sha256 });
   }
-  return { ok: true, assetIdsUsed: null };
+  return { ok: true, assetIdsUsed: used.length > 0 ? used : null, fetched };
+}
+
+/**
+ * Spec 5: external photos whose moderation takes longer than about 40 s answer 503 moderation_pending
+ * "with the asset_ids to use later": the downloaded photos become the caller's assets, pending.
+ */
+function pendingAssets(service: Service, caller: Caller, command: VideoCommand, fetched: readonly Fetched[]): number[] {
+  return fetched.map((photo) => {
+    const path = service.assetPath(photo.sha256, photo.ext);
+    if (!existsSync(path)) {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      writeFileSync(path, photo.bytes, { mode: 0o600 });
+    }
+    const name = new URL(photo.url).pathname.split('/').pop() || `photo.${photo.ext}`;
+    return service.assets.add({ accountId: caller.account.id, sha256: photo.sha256, name, fileSize: photo.bytes.length, mimeType: photo.mime, ext: photo.ext, subjectConsent: command.subjectConsent }).asset.id;
+  });
 }
 
 /** Creates the task of a checked command; the caller has charged `price` in this turn. */
@@ -113,7 +152,12 @@ export function createVideo(service: Service, caller: Caller, body: unknown, ide
     if (!photos.ok) return refused(photos.refusal);
     // A valid request that the simulated upstream refuses, as `simulate:<code>` asks: nothing is charged.
     const simulated = simulatedProblem(command.prompt);
-    if (simulated) return simulated;
+    if (simulated) {
+      if ((simulated.body as { code: string }).code !== 'moderation_pending' || photos.fetched.length === 0) return simulated;
+      const assetIds = pendingAssets(service, caller, command, photos.fetched);
+      await service.store.commit();
+      return { ...simulated, body: { ...(simulated.body as object), asset_ids: assetIds } };
+    }
     const price = clipPrice(command.model, command.duration);
     const shortfall = service.credits.charge(caller.account, price);
     if (shortfall) return service.insufficient(caller.account, price);

@@ -3,6 +3,7 @@ import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/clock.js';
 import { createServiceApp, startService, type ServiceApp, type StartedService } from '../../../src/service/http/app.js';
+import type { ImageFetcher } from '../../../src/service/service.js';
 
 const apps: ServiceApp[] = [];
 const started: StartedService[] = [];
@@ -11,8 +12,8 @@ afterEach(async () => {
   for (const svc of started.splice(0)) await svc.close();
 });
 
-async function app() {
-  const made = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true, start: Date.parse('2026-01-01T00:00:00Z') }), random: () => 0.5, warn: () => undefined });
+async function app(options: { fetchImage?: ImageFetcher } = {}) {
+  const made = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true, start: Date.parse('2026-01-01T00:00:00Z') }), random: () => 0.5, warn: () => undefined, ...options });
   apps.push(made);
   return { app: made, auth: `Bearer ${made.service.first().apiKey}` };
 }
@@ -114,6 +115,37 @@ describe('assets and images over HTTP', () => {
     expect((await sharp(file.body as Buffer).metadata()).format).toBe('png');
     expect((await request(handler).delete('/v1/images/1').set('authorization', auth)).body).toMatchObject({ deleted: true, images_deleted: 1 });
     expect((await request(handler).get(new URL(done.body.images[0].url as string).pathname)).status).toBe(404);
+  });
+});
+
+describe('photos in clips', () => {
+  it('an AI character is a clip reference by its url with no_real_person, end to end, with no download', async () => {
+    const fetched: string[] = [];
+    const { app: handler, auth } = await app({ fetchImage: async (url) => (fetched.push(url), { ok: false, code: 'image_fetch_failed', detail: 'no network in tests' }) });
+    const job = await request(handler).post('/v1/images').set('authorization', auth).send({ type: 'character', character: { age: '26-35', style: 'photo' } });
+    expect(job.status).toBe(202);
+    await request(handler).post('/test_helpers/clock/advance').set('authorization', auth).send({ seconds: 300 });
+    const done = await request(handler).get('/v1/images/1').set('authorization', auth);
+    expect(done.body).toMatchObject({ status: 'done', images: [{ animate: 'trusted', trusted_until: expect.any(String) }, {}, {}, {}] });
+    const url = done.body.images[0].url as string;
+    const clip = await request(handler).post('/v1/videos').set('authorization', auth).send({ image_urls: [url], subject_consent: 'no_real_person', prompt: 'she waves' });
+    expect(clip.status).toBe(202);
+    expect(clip.body).toMatchObject({ asset_source: 'image_urls', image_urls: [url], asset_ids_used: [expect.any(Number)], subject_consent: 'no_real_person' });
+    expect(fetched).toEqual([]);
+  });
+
+  it('answers 503 moderation_pending with the asset_ids to use later when the check is slow, and those assets work once trusted', async () => {
+    const jpeg = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#00f' } }).jpeg().toBuffer();
+    const { createHash } = await import('node:crypto');
+    const fetchImage: ImageFetcher = async () => ({ ok: true, bytes: jpeg, mime: 'image/jpeg', ext: 'jpg', sha256: createHash('sha256').update(jpeg).digest('hex') });
+    const { app: handler, auth } = await app({ fetchImage });
+    const slow = await request(handler).post('/v1/videos').set('authorization', auth).send({ prompt: 'a lake simulate:moderation_pending', image_urls: ['https://example.com/lake.jpg'], subject_consent: 'no_real_person' });
+    expect(slow).toMatchObject({ status: 503, body: { code: 'moderation_pending', asset_ids: [1], retryable: true } });
+    expect(slow.headers['retry-after']).toBeDefined();
+    expect((await request(handler).get('/v1/account').set('authorization', auth)).body.balance).toBe(1000);
+    await request(handler).post('/test_helpers/clock/advance').set('authorization', auth).send({ seconds: 60 });
+    const later = await request(handler).post('/v1/videos').set('authorization', auth).send({ prompt: 'a lake', asset_ids: [1], subject_consent: 'no_real_person' });
+    expect(later).toMatchObject({ status: 202, body: { asset_source: 'asset_ids', asset_ids_used: [1] } });
   });
 });
 
