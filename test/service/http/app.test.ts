@@ -99,6 +99,16 @@ describe('assets and images over HTTP', () => {
     expect((await request(handler).post('/v1/videos').set('authorization', auth).send({ asset_ids: [1] })).body).toMatchObject({ asset_source: 'asset_ids', asset_ids_used: [1] });
   });
 
+  it('refuses an upload of 20 MB + 1 byte with 413 too_large while reading it, and keeps nothing', async () => {
+    const { app: handler, auth } = await app();
+    const jpeg = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#a00' } }).jpeg().toBuffer();
+    const big = Buffer.concat([jpeg, Buffer.alloc(20 * 1024 * 1024 + 1 - jpeg.length, 1)]);
+    const refused = await request(handler).post('/v1/assets').set('authorization', auth).attach('file', big, 'big.jpg');
+    expect(refused).toMatchObject({ status: 413, body: { code: 'too_large' } });
+    const exact = await request(handler).post('/v1/assets').set('authorization', auth).attach('file', big.subarray(0, 20 * 1024 * 1024), 'max.jpg');
+    expect(exact).toMatchObject({ status: 200, body: { id: 1, file_size: 20 * 1024 * 1024 } });
+  });
+
   it('makes an image job, waits for it, and serves the file at its permanent link', async () => {
     const { app: handler, auth } = await app();
     const created = await request(handler).post('/v1/images').set('authorization', auth).send({ template: 'poster', fields: { headline: 'Grand opening' } });
