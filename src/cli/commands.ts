@@ -111,6 +111,7 @@ function registerServe(program: Command): void {
     .addOption(new Option('--api-key <key>', "fix the first account's API key").env('CLIPHOOK_API_KEY'))
     .addOption(new Option('--webhook-secret <secret>', "fix that key's webhook signing secret").env('CLIPHOOK_WEBHOOK_SECRET'))
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
+    .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
     .option('--json', 'print the start-up line as JSON')
     .action(async (options) => (await import('./commands/serve.js')).serve(options));
 }

@@ -44,7 +44,7 @@ export function parseIdempotencyKey(header: string | readonly string[] | undefin
  * The idempotency rules of spec section 7, for POST /videos, /videos/batch and /images. A request that
  * succeeded is kept 24 h and replayed; one still running makes a second one wait (409); another body under
  * the same key is refused (422); a request that failed before a task existed releases the key.
- * The record is put in the same group commit as the task it made, so a crash cannot keep one without the other.
+ * The record is put before the operation's commit (`create-once.ts`), so a crash keeps the task and its key, or neither.
  */
 export class Idempotency {
   readonly #table: Table<IdempotencyRow>;
@@ -83,6 +83,11 @@ export class Idempotency {
         }
       },
     };
+  }
+
+  /** Forgets a key's record (its request's write failed and was undone): the key can be used again. */
+  forget(scope: string, key: string): void {
+    this.#table.remove(`${scope}:${key}`);
   }
 
   /** Drops records past their window, at most once an hour. */

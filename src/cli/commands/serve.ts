@@ -13,6 +13,7 @@ export interface ServeCommandOptions {
   apiKey?: string;
   webhookSecret?: string;
   balance?: string;
+  publicUrl?: string;
   json?: boolean;
 }
 
@@ -33,6 +34,9 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
   const port = Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`--port must be 0-65535, got ${options.port}.`, 2);
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
+  if (options.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?(v1\/?)?$/.test(options.publicUrl)) {
+    throw new ExitError(`--public-url is the origin clients reach the service at (http://host:port), got ${JSON.stringify(options.publicUrl)}.`, 2);
+  }
   let balance: number | undefined;
   if (options.balance !== undefined) {
     if (!/^\d{1,12}$/.test(options.balance)) throw new ExitError(`--balance must be a whole number of credits, got ${JSON.stringify(options.balance)}.`, 2);
@@ -65,8 +69,10 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     throw new ExitError(`cannot listen on ${options.host}:${port}: ${(error as Error).message}`, 1);
   }
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  app.service.origin = `http://${host}:${address.port}`;
+  // poll_url and signed links must work for the client: a wildcard bind address is no address to call.
+  const wildcard = address.address === '0.0.0.0' || address.address === '::';
+  const host = wildcard ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  app.service.origin = options.publicUrl ? options.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '') : `http://${host}:${address.port}`;
   const first = app.service.first();
   const info = { url: `${app.service.origin}/v1`, origin: app.service.origin, apiKey: first.apiKey, webhookSecret: first.webhookSecret, balance: first.balance, data: options.data, speed: options.speed, strict: options.strict === true };
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));

@@ -5,12 +5,12 @@ import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../as
 import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
 import { mediaFile } from '../media-files.js';
 import { pricingView } from '../pricing.js';
-import { fail, ok, withHeaders, type Result } from '../result.js';
+import { fail, ok, type Result } from '../result.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
-import { Router, type RouteRequest } from './router.js';
+import { Router, type Guard, type RouteRequest } from './router.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
@@ -19,8 +19,6 @@ export interface ServiceApp {
   /** Stops the service's timers and emitter and writes its data file. */
   close(): Promise<void>;
 }
-
-type Keyed = (caller: Caller, request: RouteRequest) => Result | Promise<Result>;
 
 /**
  * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given): `/v1`
@@ -34,7 +32,8 @@ export async function createServiceApp(options: ServiceOptions & { service?: Ser
   const service = options.service ?? (await Service.open(options));
   const router = routes(service);
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
-  const app = ((req, res) => void router.handle(req, res, (error) => warn(`request failed: ${error.stack ?? error.message}`))) as ServiceApp;
+  const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
+  const app = ((req, res) => void router.handle(req, res, report).catch(report)) as ServiceApp;
   Object.defineProperties(app, {
     service: { value: service },
     close: { value: () => service.close() },
@@ -43,13 +42,17 @@ export async function createServiceApp(options: ServiceOptions & { service?: Ser
 }
 
 function routes(service: Service): Router {
-  const keyed = (handler: Keyed, { lowBalanceOk = false } = {}) => async (request: RouteRequest) => {
-    const guard = service.guard(request.req.headers.authorization, { lowBalanceOk });
-    if (!guard.ok) return guard.result;
-    return withHeaders(await handler(guard.caller, request), guard.caller.headers);
+  const guard = (lowBalanceOk: boolean): Guard<Caller> => (req) => {
+    const checked = service.guard(req.headers.authorization, { lowBalanceOk });
+    return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
   };
-  const settings = (handler: Keyed) => keyed(handler, { lowBalanceOk: true });
+  // `/v1`: every keyed endpoint answers 402 below 10 credits (spec 4). The idempotent POSTs check it
+  // themselves, after looking for a replay: a replay returns the original response whatever the balance.
+  const keyed = { guard: guard(false) };
+  const idempotentPost = { guard: guard(true) };
+  const settings = { guard: guard(true) };
   const idempotencyKey = (req: IncomingMessage) => req.headers['idempotency-key'];
+  type Req = RouteRequest<Caller>;
 
   return new Router()
     .add('GET', '/v1/pricing', () => ok(200, pricingView()))
@@ -57,38 +60,40 @@ function routes(service: Service): Router {
       const answer = await mediaFile(service, params.file!, query, req.headers.range);
       if ('body' in answer) return answer;
       res.writeHead(answer.status, answer.headers);
-      createReadStream(answer.path, { start: answer.start, end: answer.end }).pipe(res);
+      createReadStream(answer.path, { start: answer.start, end: answer.end }).on('error', () => res.destroy()).pipe(res);
+      return undefined;
     })
-    .add('POST', '/v1/videos', keyed((caller, { req, body }) => createVideo(service, caller, body, idempotencyKey(req))))
-    .add('POST', '/v1/videos/batch', keyed((caller, { req, body }) => createBatch(service, caller, body, idempotencyKey(req))))
-    .add('GET', '/v1/videos', keyed((caller, { query }) => listVideos(service, caller, query)))
-    .add('GET', '/v1/videos/:id', keyed((caller, { params }) => getVideo(service, caller, params.id!)))
-    .add('DELETE', '/v1/videos/:id', keyed((caller, { params }) => deleteVideo(service, caller, params.id!)))
-    .add('POST', '/v1/videos/:id/retry', keyed((caller, { params }) => retryVideo(service, caller, params.id!)))
-    .add('GET', '/v1/account', keyed((caller) => getAccount(service, caller)))
-    .add('POST', '/v1/assets', keyed((caller, { req }) => uploadAsset(service, caller, req)), { rawBody: true })
-    .add('GET', '/v1/assets', keyed((caller, { query }) => listAssets(service, caller, query)))
-    .add('GET', '/v1/assets/:id', keyed((caller, { params }) => getAsset(service, caller, params.id!)))
-    .add('DELETE', '/v1/assets/:id', keyed((caller, { params }) => deleteAsset(service, caller, params.id!)))
-    .add('POST', '/v1/images', keyed((caller, { req, body }) => createImage(service, caller, body, idempotencyKey(req))))
-    .add('GET', '/v1/images', keyed((caller, { query }) => listImages(service, caller, query)))
-    .add('GET', '/v1/images/:id', keyed((caller, { params, query }) => getImage(service, caller, params.id!, query)))
-    .add('DELETE', '/v1/images/:id', keyed((caller, { params }) => deleteImage(service, caller, params.id!)))
+    .add('POST', '/v1/videos', ({ req, caller, body }: Req) => createVideo(service, caller, body, idempotencyKey(req)), idempotentPost)
+    .add('POST', '/v1/videos/batch', ({ req, caller, body }: Req) => createBatch(service, caller, body, idempotencyKey(req)), idempotentPost)
+    .add('GET', '/v1/videos', ({ caller, query }: Req) => listVideos(service, caller, query), keyed)
+    .add('GET', '/v1/videos/:id', ({ caller, params }: Req) => getVideo(service, caller, params.id!), keyed)
+    .add('DELETE', '/v1/videos/:id', ({ caller, params }: Req) => deleteVideo(service, caller, params.id!), keyed)
+    .add('POST', '/v1/videos/:id/retry', ({ caller, params }: Req) => retryVideo(service, caller, params.id!), keyed)
+    .add('GET', '/v1/account', ({ caller }: Req) => getAccount(service, caller), keyed)
+    .add('POST', '/v1/assets', ({ req, caller }: Req) => uploadAsset(service, caller, req), { ...keyed, rawBody: true })
+    .add('GET', '/v1/assets', ({ caller, query }: Req) => listAssets(service, caller, query), keyed)
+    .add('GET', '/v1/assets/:id', ({ caller, params }: Req) => getAsset(service, caller, params.id!), keyed)
+    .add('DELETE', '/v1/assets/:id', ({ caller, params }: Req) => deleteAsset(service, caller, params.id!), keyed)
+    .add('POST', '/v1/images', ({ req, caller, body }: Req) => createImage(service, caller, body, idempotencyKey(req)), idempotentPost)
+    .add('GET', '/v1/images', ({ caller, query }: Req) => listImages(service, caller, query), keyed)
+    .add('GET', '/v1/images/:id', ({ caller, params, query }: Req) => getImage(service, caller, params.id!, query), keyed)
+    .add('DELETE', '/v1/images/:id', ({ caller, params }: Req) => deleteImage(service, caller, params.id!), keyed)
     // Public, unguessable file links (spec 2.6 public_url, 2.7 url and thumbnail_url): the token is the credential.
     .add('GET', '/files/assets/:file', ({ params }, res) => sendFile(res, assetFile(service, params.file!)))
     .add('GET', '/files/images/:file', ({ params }, res) => sendFile(res, imageFile(service, params.file!)))
-    .add('POST', '/settings/top-up', settings((caller, { body }) => topUp(service, caller, body)))
-    .add('GET', '/settings/keys', settings((caller) => listKeys(service, caller)))
-    .add('POST', '/settings/keys', settings((caller) => createKey(service, caller)))
-    .add('DELETE', '/settings/keys/:id', settings((caller, { params }) => revokeKey(service, caller, params.id!)))
-    .add('POST', '/settings/keys/:id/rotate-secret', settings((caller, { params }) => rotateSecret(service, caller, params.id!)))
-    .add('PUT', '/settings/keys/:id/default-assets', settings((caller, { params, body }) => setDefaultAssets(service, caller, params.id!, body)))
-    .add('GET', '/test_helpers/clock', settings(() => getClock(service)))
-    .add('POST', '/test_helpers/clock/advance', settings((_caller, { body }) => advanceClock(service, body)))
+    .add('POST', '/settings/top-up', ({ caller, body }: Req) => topUp(service, caller, body), settings)
+    .add('GET', '/settings/keys', ({ caller }: Req) => listKeys(service, caller), settings)
+    .add('POST', '/settings/keys', ({ caller }: Req) => createKey(service, caller), settings)
+    .add('DELETE', '/settings/keys/:id', ({ caller, params }: Req) => revokeKey(service, caller, params.id!), settings)
+    .add('POST', '/settings/keys/:id/rotate-secret', ({ caller, params }: Req) => rotateSecret(service, caller, params.id!), settings)
+    .add('PUT', '/settings/keys/:id/default-assets', ({ caller, params, body }: Req) => setDefaultAssets(service, caller, params.id!, body), settings)
+    .add('GET', '/test_helpers/clock', () => getClock(service), settings)
+    .add('POST', '/test_helpers/clock/advance', ({ body }: Req) => advanceClock(service, body), settings)
     // The webhook's video_url (spec 6.5): the clip's page in the web UI, which opens only for a signed-in browser.
-    .add('GET', '/videos/:id', () =>
-      fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' }),
-    );
+    .add('GET', '/videos/:id', () => {
+      const result = fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' });
+      return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
+    });
 }
 
 /** Streams a stored file, or answers 404 when its link no longer works (deleted). */

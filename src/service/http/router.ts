@@ -1,11 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, readBody } from '../../http/read-body.js';
 import { PROBLEM_CONTENT_TYPE } from '../../protocol/problem.js';
-import { fail, type Result } from '../result.js';
+import { fail, withHeaders, type Result } from '../result.js';
+
+/** Who is calling, once a keyed route's guard let them in; `null` on public routes. */
+export interface Guarded<C> {
+  caller: C;
+  /** Headers every response to this caller carries (the rate-limit ones). */
+  headers: Record<string, string>;
+}
+
+/** Checks a request before its body is read: a key, a rate limit. Refusing answers at once. */
+export type Guard<C> = (req: IncomingMessage) => { ok: true; value: Guarded<C> } | { ok: false; result: Result };
 
 /** What a route handler gets: the request, its path parameters and query, and its body once read. */
-export interface RouteRequest {
+export interface RouteRequest<C = unknown> {
   req: IncomingMessage;
+  /** The guard's caller, on keyed routes. */
+  caller: C;
   params: Record<string, string>;
   query: Record<string, string>;
   /** The parsed JSON body (`undefined` when the route reads its own body, or there was none). */
@@ -13,15 +25,16 @@ export interface RouteRequest {
 }
 
 /** A handler answers a `Result`, or writes the response itself (a file) and answers `undefined`. */
-export type Handler = (request: RouteRequest, res: ServerResponse) => Result | Promise<Result | undefined>;
+export type Handler<C = unknown> = (request: RouteRequest<C>, res: ServerResponse) => Result | Promise<Result | undefined>;
 
 interface Route {
   method: string;
   pattern: RegExp;
   names: string[];
-  handler: Handler;
+  handler: Handler<unknown>;
   /** Reads its own body (a multipart upload); others get JSON parsed up to the limit. */
   rawBody: boolean;
+  guard: Guard<unknown> | null;
 }
 
 /** The largest JSON body the API takes (spec 8: "not shown"); a larger one is 413 body_too_large. */
@@ -35,43 +48,71 @@ export const MAX_JSON_BYTES = 1024 * 1024;
 export class Router {
   readonly #routes: Route[] = [];
 
-  add(method: string, template: string, handler: Handler, { rawBody = false } = {}): this {
+  add<C>(method: string, template: string, handler: Handler<C>, { rawBody = false, guard = null }: { rawBody?: boolean; guard?: Guard<C> | null } = {}): this {
     const names: string[] = [];
     const source = template.replace(/:([a-z]+)/g, (_, name: string) => {
       names.push(name);
       return '([^/]+)';
     });
-    this.#routes.push({ method, pattern: new RegExp(`^${source}$`), names, handler, rawBody });
+    this.#routes.push({ method, pattern: new RegExp(`^${source}$`), names, handler: handler as Handler<unknown>, rawBody, guard: guard as Guard<unknown> | null });
     return this;
   }
 
   /** Answers one request; never throws (an unexpected failure is a 500 with no internals, spec 7). */
   async handle(req: IncomingMessage, res: ServerResponse, onError: (error: Error) => void): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://service.invalid');
+    let path = '/';
+    let headers: Record<string, string> = {};
     try {
+      // A target URL cannot parse (`//`, `http://[`) is a stranger's mistake: a problem, never a crash.
+      const url = URL.canParse(req.url ?? '/', 'http://service.invalid') ? new URL(req.url ?? '/', 'http://service.invalid') : null;
+      if (!url) {
+        req.resume();
+        return send(res, fail('not_found', { detail: 'That is not a path this service has.' }));
+      }
+      path = url.pathname;
       const matches = this.#routes.filter((route) => route.pattern.test(url.pathname));
-      const route = matches.find((candidate) => candidate.method === req.method);
+      // HEAD is GET without the body (RFC 9110 §9.3.2); Node leaves the body out of a HEAD response itself.
+      const method = req.method === 'HEAD' ? 'GET' : req.method;
+      const route = matches.find((candidate) => candidate.method === method);
       if (!route) {
         req.resume();
         if (matches.length === 0) return send(res, fail('not_found', { detail: `Nothing at ${url.pathname}.`, instance: url.pathname }));
-        const allow = [...new Set(matches.map((candidate) => candidate.method))].join(', ');
+        const methods = [...new Set(matches.map((candidate) => candidate.method))];
+        const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
         const result = fail('method_not_allowed', { detail: `${url.pathname} takes ${allow}.`, instance: url.pathname });
         return send(res, { ...result, headers: { ...result.headers, allow } });
       }
-      const values = route.pattern.exec(url.pathname)!.slice(1);
-      const params = Object.fromEntries(route.names.map((name, i) => [name, decodeURIComponent(values[i]!)]));
+      let params: Record<string, string>;
+      try {
+        const values = route.pattern.exec(url.pathname)!.slice(1);
+        params = Object.fromEntries(route.names.map((name, i) => [name, decodeURIComponent(values[i]!)]));
+      } catch {
+        req.resume();
+        return send(res, fail('not_found', { detail: `Nothing at ${url.pathname}.`, instance: url.pathname }));
+      }
+      // The key is checked before the body is read: a stranger gets 401, not a parse of what they sent.
+      let caller: unknown = null;
+      if (route.guard) {
+        const guarded = route.guard(req);
+        if (!guarded.ok) {
+          req.resume();
+          return send(res, withInstance(guarded.result, path));
+        }
+        caller = guarded.value.caller;
+        headers = guarded.value.headers;
+      }
       const query = Object.fromEntries(url.searchParams);
       let body: unknown;
       if (!route.rawBody) {
         const read = await readJson(req);
-        if (read.ok === false) return send(res, { ...read.result, body: { ...(read.result.body as object), instance: url.pathname } });
+        if (read.ok === false) return send(res, withHeaders(withInstance(read.result, path), headers));
         body = read.value;
       }
-      const result = await route.handler({ req, params, query, body }, res);
-      if (result && !res.headersSent) send(res, withInstance(result, url.pathname));
+      const result = await route.handler({ req, caller, params, query, body }, res);
+      if (result && !res.headersSent) send(res, withHeaders(withInstance(result, path), headers));
     } catch (error) {
       onError(error as Error);
-      if (!res.headersSent) send(res, fail('internal_error', { detail: 'Something went wrong on our side.', instance: url.pathname }));
+      if (!res.headersSent) send(res, withHeaders(fail('internal_error', { detail: 'Something went wrong on our side.', instance: path }), headers));
       else res.destroy();
     }
   }

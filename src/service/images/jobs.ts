@@ -173,6 +173,15 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     return job;
   }
 
+  /** Takes a just-started job back, its reservation refunded, as if never made: its start could not be saved. */
+  discard(job: ImageJob): void {
+    this.#options.clock.clearTimeout(this.#timers.get(job.id));
+    this.#timers.delete(job.id);
+    const account = this.#options.accounts.get(job.accountId);
+    if (account) this.#options.credits.refund(account, job.creditsReserved);
+    this.#jobs.remove(job.id);
+  }
+
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;

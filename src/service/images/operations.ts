@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import type { ProblemCode } from '../../protocol/problem.js';
 import type { Asset } from '../assets/assets.js';
 import { removeAsset } from '../assets/operations.js';
-import { fingerprint, parseIdempotencyKey } from '../idempotency.js';
+import { createOnce, type Created } from '../create-once.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob } from './jobs.js';
@@ -37,26 +37,6 @@ const MIME = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' } as cons
 /** Seconds until a job is expected to end (spec 2.7 `estimated_time_seconds`); 0 once it has. */
 const estimate = (service: Service, job: ImageJob): number => (job.status === 'generating' ? Math.max(0, Math.ceil((job.plan.endAt - service.clock.now()) / 1000)) : 0);
 const view = (service: Service, job: ImageJob) => imageJobView(job, service.origin, estimate(service, job));
-
-/**
- * The idempotency rules of spec 7 for POST /images, as `videos/operations.ts` applies them to clips (its
- * helper is private to that module; this is the same few lines over the same `Idempotency` store).
- */
-async function idempotent(service: Service, caller: Caller, header: string | string[] | undefined, body: unknown, run: () => Promise<Result>): Promise<Result> {
-  const key = parseIdempotencyKey(header);
-  if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
-  if (key === null) return run();
-  const start = service.idempotency.begin(String(caller.account.id), key, fingerprint('POST', '/v1/images', body));
-  if (start.kind === 'replay') return { ...start.response, headers: { 'idempotent-replayed': 'true' } };
-  if (start.kind === 'in_progress') return fail('idempotency_in_progress', { detail: 'The first request with this Idempotency-Key is still running.', retryAfter: 1 });
-  if (start.kind === 'reused') return fail('idempotency_key_reused', { detail: 'This Idempotency-Key was used with a different request; use a new key.' });
-  let result: Result | null = null;
-  try {
-    return (result = await run());
-  } finally {
-    start.finish(result && { status: result.status, body: result.body });
-  }
-}
 
 /** The problem a description's request-level marker asks for, or `null`. */
 function simulatedProblem(description: string): Result | null {
@@ -101,23 +81,22 @@ async function checkPhotos(service: Service, caller: Caller, command: ImageComma
  * @example await createImage(service, caller, { template: 'poster', fields: { headline: 'Open' } }, 'key-1') // { status: 202, body: { object: 'image_job', status: 'generating', … } }
  */
 export function createImage(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
-  return idempotent(service, caller, idempotencyKey, body, async () => {
+  return createOnce(service, caller, idempotencyKey, '/v1/images', body, async (): Promise<Created> => {
     const validated = validateImage(body);
-    if (!validated.ok) return refused(validated.refusal);
+    if (!validated.ok) return { result: refused(validated.refusal) };
     const command = validated.value;
     const photos = await checkPhotos(service, caller, command);
-    if (photos) return photos;
+    if (photos) return { result: photos };
     const simulated = simulatedProblem(command.description);
-    if (simulated) return simulated;
+    if (simulated) return { result: simulated };
     const limit = service.images.limit(caller.account.id);
     if (limit) {
       const detail = limit.code === 'concurrency_limit' ? 'At most 3 image jobs run at once per account.' : 'At most 30 image jobs per 10 minutes per account.';
-      return fail(limit.code, { detail, retryAfter: limit.retryAfter });
+      return { result: fail(limit.code, { detail, retryAfter: limit.retryAfter }) };
     }
-    if (service.credits.charge(caller.account, command.price)) return service.insufficient(caller.account, command.price);
+    if (service.credits.charge(caller.account, command.price)) return { result: service.insufficient(caller.account, command.price) };
     const job = service.images.start(caller.account, caller.key.id, command);
-    await service.store.commit();
-    return ok(202, view(service, job));
+    return { result: ok(202, view(service, job)), undo: () => service.images.discard(job) };
   });
 }
 

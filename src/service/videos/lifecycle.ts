@@ -153,6 +153,13 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     return { action: 'deleted', refunded: 0 };
   }
 
+  /** Takes a just-created clip back, refunded, as if never made: its creation could not be saved. */
+  discard(video: Video): void {
+    this.#disarm(video.id);
+    this.#refund(video);
+    this.#videos.remove(video.id);
+  }
+
   /** Marks `video` as retried by `retry` (spec 3.1: one retry per task). */
   markRetried(video: Video, retry: Video): void {
     video.retriedBy = retry.id;

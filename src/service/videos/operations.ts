@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Asset } from '../assets/assets.js';
 import { characterAsset } from '../images/operations.js';
-import { fingerprint, parseIdempotencyKey } from '../idempotency.js';
+import { createOnce, type Created } from '../create-once.js';
 import { clipPrice } from '../pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
@@ -31,28 +32,6 @@ const SIMULATED: Record<RequestCode, string> = {
   photo_rejected: 'A photo failed moderation; send another photo.',
 };
 
-/**
- * Runs an operation that creates tasks under the idempotency rules of spec 7: a replay answers the first
- * response with `Idempotent-Replayed: true`; a request still running, 409; another body, 422; a failure
- * before a task existed releases the key. `run` returns its result; a 2xx one is kept with the tasks.
- */
-async function idempotent(service: Service, caller: Caller, header: string | string[] | undefined, path: string, body: unknown, run: () => Promise<Result>): Promise<Result> {
-  const key = parseIdempotencyKey(header);
-  if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
-  if (key === null) return run();
-  const start = service.idempotency.begin(String(caller.account.id), key, fingerprint('POST', path, body));
-  if (start.kind === 'replay') return { ...start.response, headers: { 'idempotent-replayed': 'true' } };
-  if (start.kind === 'in_progress') return fail('idempotency_in_progress', { detail: 'The first request with this Idempotency-Key is still running.', retryAfter: 1 });
-  if (start.kind === 'reused') return fail('idempotency_key_reused', { detail: 'This Idempotency-Key was used with a different request; use a new key.' });
-  let result: Result | null = null;
-  try {
-    result = await run();
-    return result;
-  } finally {
-    start.finish(result && { status: result.status, body: result.body });
-  }
-}
-
 /** The request-level simulation of a prompt, as its problem; `null` when there is none. */
 function simulatedProblem(prompt: unknown, index?: number): Result | null {
   const simulation = typeof prompt === 'string' ? parseSimulation(prompt) : null;
@@ -75,7 +54,7 @@ interface Fetched {
   sha256: string;
 }
 
-type Photos = { ok: true; assetIdsUsed: number[] | null; fetched: Fetched[] } | { ok: false; refusal: Refusal };
+type Photos = { ok: true; command: VideoCommand; assetIdsUsed: number[] | null; fetched: Fetched[] } | { ok: false; refusal: Refusal };
 
 /**
  * Checks a command's photos: the caller's own trusted assets; `asset://` URIs and the service's own AI
@@ -90,12 +69,16 @@ async function checkPhotos(service: Service, caller: Caller, command: VideoComma
   if (command.assetSource === 'asset_ids') {
     const bad = command.assetIds!.find((id) => !owned(id));
     if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_asset_id', detail: `Asset ${bad} is not yours, or not moderated yet.` } };
-    return { ok: true, assetIdsUsed: command.assetIds, fetched: [] };
+    return { ok: true, command, assetIdsUsed: command.assetIds, fetched: [] };
   }
   if (command.assetSource === 'default_asset_ids') {
-    return { ok: true, assetIdsUsed: caller.key.defaultAssetIds.filter((id) => owned(id)), fetched: [] };
+    const usable = caller.key.defaultAssetIds.filter((id) => owned(id));
+    if (usable.length > 0) return { ok: true, command, assetIdsUsed: usable, fetched: [] };
+    // The key's defaults were deleted or are not trusted: a clip with neither prompt nor photos is no request.
+    if (command.prompt.trim() === '') return { ok: false, refusal: { code: 'missing_input', detail: "Send a prompt, image_urls or asset_ids: the key's default assets are not usable." } };
+    return { ok: true, command: { ...command, assetSource: 'none' }, assetIdsUsed: null, fetched: [] };
   }
-  if (command.assetSource !== 'image_urls') return { ok: true, assetIdsUsed: null, fetched: [] };
+  if (command.assetSource !== 'image_urls') return { ok: true, command, assetIdsUsed: null, fetched: [] };
   const bad = command.assetUris.find((id) => !owned(id));
   if (bad !== undefined) return { ok: false, refusal: { code: 'invalid_image_url', detail: `asset://${bad} is not one of your moderated assets.` } };
   const used = [...command.assetUris];
@@ -111,7 +94,7 @@ async function checkPhotos(service: Service, caller: Caller, command: VideoComma
     if (!result.ok) return { ok: false, refusal: { code: result.code, detail: result.detail } };
     if (result.bytes && result.mime && result.ext && result.sha256) fetched.push({ url, bytes: result.bytes, mime: result.mime, ext: result.ext, sha256: result.sha256 });
   }
-  return { ok: true, assetIdsUsed: used.length > 0 ? used : null, fetched };
+  return { ok: true, command, assetIdsUsed: used.length > 0 ? used : null, fetched };
 }
 
 /**
@@ -144,57 +127,61 @@ function createTask(service: Service, caller: Caller, command: VideoCommand, pri
 
 /** POST /videos (spec 4.1). */
 export function createVideo(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
-  return idempotent(service, caller, idempotencyKey, '/v1/videos', body, async () => {
+  return createOnce(service, caller, idempotencyKey, '/v1/videos', body, async (): Promise<Created> => {
     const validated = validateVideo(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
-    if (!validated.ok) return refused(validated.refusal);
+    if (!validated.ok) return { result: refused(validated.refusal) };
     const command = validated.value;
     const photos = await checkPhotos(service, caller, command);
-    if (!photos.ok) return refused(photos.refusal);
+    if (!photos.ok) return { result: refused(photos.refusal) };
     // A valid request that the simulated upstream refuses, as `simulate:<code>` asks: nothing is charged.
     const simulated = simulatedProblem(command.prompt);
     if (simulated) {
-      if ((simulated.body as { code: string }).code !== 'moderation_pending' || photos.fetched.length === 0) return simulated;
+      if ((simulated.body as { code: string }).code !== 'moderation_pending' || photos.fetched.length === 0) return { result: simulated };
       const assetIds = pendingAssets(service, caller, command, photos.fetched);
       await service.store.commit();
-      return { ...simulated, body: { ...(simulated.body as object), asset_ids: assetIds } };
+      return { result: { ...simulated, body: { ...(simulated.body as object), asset_ids: assetIds } } };
     }
     const price = clipPrice(command.model, command.duration);
-    const shortfall = service.credits.charge(caller.account, price);
-    if (shortfall) return service.insufficient(caller.account, price);
-    const video = createTask(service, caller, command, price, photos.assetIdsUsed);
-    await service.store.commit();
-    return ok(202, createdView(video, command.warnings, view(service)));
+    if (service.credits.charge(caller.account, price)) return { result: service.insufficient(caller.account, price) };
+    const video = createTask(service, caller, photos.command, price, photos.assetIdsUsed);
+    return { result: ok(202, createdView(video, command.warnings, view(service))), undo: () => service.videos.discard(video) };
   });
 }
 
 /** POST /videos/batch (spec 4.2): all or nothing, one charge for the total, a task and a webhook per item. */
 export function createBatch(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
-  return idempotent(service, caller, idempotencyKey, '/v1/videos/batch', body, async () => {
+  return createOnce(service, caller, idempotencyKey, '/v1/videos/batch', body, async (): Promise<Created> => {
     const validated = validateBatch(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
-    if (!validated.ok) return refused(validated.refusal);
-    const checked: Array<{ command: VideoCommand; price: number; assetIdsUsed: number[] | null }> = [];
+    if (!validated.ok) return { result: refused(validated.refusal) };
+    const checked: Array<{ command: VideoCommand; price: number; assetIdsUsed: number[] | null; fetched: Fetched[] }> = [];
     for (const [index, command] of validated.value.entries()) {
       const photos = await checkPhotos(service, caller, command);
-      if (!photos.ok) return refused({ ...photos.refusal, detail: `items[${index}]: ${photos.refusal.detail}`, extra: { item_index: index } });
-      checked.push({ command, price: clipPrice(command.model, command.duration), assetIdsUsed: photos.assetIdsUsed });
+      if (!photos.ok) return { result: refused({ ...photos.refusal, detail: `items[${index}]: ${photos.refusal.detail}`, extra: { item_index: index } }) };
+      checked.push({ command: photos.command, price: clipPrice(command.model, command.duration), assetIdsUsed: photos.assetIdsUsed, fetched: photos.fetched });
     }
-    for (const [index, { command }] of checked.entries()) {
+    for (const [index, { command, fetched }] of checked.entries()) {
       const simulated = simulatedProblem(command.prompt, index);
-      if (simulated) return simulated;
+      if (!simulated) continue;
+      if ((simulated.body as { code: string }).code !== 'moderation_pending' || fetched.length === 0) return { result: simulated };
+      const assetIds = pendingAssets(service, caller, command, fetched);
+      await service.store.commit();
+      return { result: { ...simulated, body: { ...(simulated.body as object), asset_ids: assetIds } } };
     }
     const total = checked.reduce((sum, item) => sum + item.price, 0);
-    if (service.credits.charge(caller.account, total)) return service.insufficient(caller.account, total);
-    const batchId = `batch_${service.clock.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+    if (service.credits.charge(caller.account, total)) return { result: service.insufficient(caller.account, total) };
+    const batchId = `batch_${service.clock.now().toString(36)}${randomBytes(3).toString('hex')}`;
     const videos = checked.map(({ command, price, assetIdsUsed }) => createTask(service, caller, command, price, assetIdsUsed, { batchId }));
-    await service.store.commit();
     const ctx = view(service);
-    return ok(207, {
-      batch_id: batchId,
-      total_credits_used: total,
-      items_count: videos.length,
-      created_at: new Date(videos[0]!.createdAt).toISOString(),
-      items: videos.map((video, index) => batchItemView(video, index, ctx)),
-    });
+    return {
+      result: ok(207, {
+        batch_id: batchId,
+        total_credits_used: total,
+        items_count: videos.length,
+        created_at: new Date(videos[0]!.createdAt).toISOString(),
+        items: videos.map((video, index) => batchItemView(video, index, ctx)),
+      }),
+      undo: () => videos.forEach((video) => service.videos.discard(video)),
+    };
   });
 }
 
@@ -242,8 +229,15 @@ export async function deleteVideo(service: Service, caller: Caller, id: string):
 export async function retryVideo(service: Service, caller: Caller, id: string): Promise<Result> {
   const original = own(service, caller, id);
   if (isResult(original)) return original;
-  const refusal = retryRefusal(original, service.retrying.has(original.id));
+  // External photos were moderated for the first request only; the caller's character photos are trusted assets.
+  const external = (url: string) => !url.startsWith('asset://') && !characterAsset(service, caller.account.id, url);
+  const refusal = retryRefusal(original, service.retrying.has(original.id), external);
   if (refusal) return refused(refusal);
+  const gone = (original.assetIdsUsed ?? []).find((assetId) => {
+    const asset = service.assets.get(caller.account.id, assetId);
+    return !asset || !service.assets.usable(asset);
+  });
+  if (gone !== undefined) return fail('invalid_asset_id', { detail: `Task ${original.id} used asset ${gone}, which is gone or no longer trusted; submit a new request.` });
   service.retrying.add(original.id);
   try {
     const price = clipPrice(original.model, original.duration);
@@ -256,7 +250,15 @@ export async function retryVideo(service: Service, caller: Caller, id: string): 
       retryOf: original.id, batchId: null, sticky: original.sticky, outcome: retryOutcome(original),
     });
     service.videos.markRetried(original, retry);
-    await service.store.commit();
+    try {
+      await service.store.commit();
+    } catch {
+      // The retry could not be saved: refund it, take it back, and let the task be retried later.
+      service.videos.discard(retry);
+      original.retriedBy = null;
+      service.store.table('video').put(original);
+      return fail('task_create_failed', { detail: 'The retry could not be saved; the credits were refunded. Try again.' });
+    }
     return ok(202, retryView(retry, view(service)));
   } finally {
     service.retrying.delete(original.id);

@@ -47,7 +47,7 @@ describe('the service over HTTP', () => {
     expect(await request(handler).get('/v2/nothing')).toMatchObject({ status: 404, body: { code: 'not_found', instance: '/v2/nothing' } });
     const wrong = await request(handler).put('/v1/videos');
     expect(wrong).toMatchObject({ status: 405, body: { code: 'method_not_allowed' } });
-    expect(wrong.headers.allow).toBe('POST, GET');
+    expect(wrong.headers.allow).toBe('POST, GET, HEAD');
   });
 
   it('serves GET /v1/pricing without a key, the settings below 10 credits, and the test clock', async () => {

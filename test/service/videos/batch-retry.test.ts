@@ -51,8 +51,13 @@ describe('retryRefusal (spec 3.1 and 4.6), condition by condition', () => {
     expect(retryRefusal(failed({ retryOf: 2 }), false)?.code).toBe('cannot_retry_a_retry');
     expect(retryRefusal(failed({ retriedBy: 9 }), false)?.code).toBe('already_retried');
     expect(retryRefusal(failed(), true)?.code).toBe('retry_in_progress');
-    expect(retryRefusal(failed({ imageUrls: ['https://example.com/a.jpg'] }), false)?.code).toBe('consent_required');
-    expect(retryRefusal(failed({ imageUrls: ['asset://3'] }), false)).toBeNull();
+    expect(retryRefusal(failed({ imageUrls: ['https://example.com/a.jpg'], assetSource: 'image_urls' }), false)?.code).toBe('consent_required');
+    expect(retryRefusal(failed({ imageUrls: ['asset://3'], assetSource: 'image_urls' }), false)).toBeNull();
+    // URLs that asset_ids took priority over were never downloaded; a character photo is a trusted asset.
+    expect(retryRefusal(failed({ imageUrls: ['https://example.com/a.jpg'], assetSource: 'asset_ids' }), false)).toBeNull();
+    expect(retryRefusal(failed({ imageUrls: ['http://127.0.0.1/files/images/t.jpg'], assetSource: 'image_urls' }), false, () => false)).toBeNull();
+    // While the first retry is being saved, a second is told it is starting.
+    expect(retryRefusal(failed({ retriedBy: 9 }), true)?.code).toBe('retry_in_progress');
   });
 
   it('ends a retry of a simulated failure done, unless the marker was sticky', () => {

@@ -1,0 +1,60 @@
+import { MIN_BALANCE_FOR_KEYS } from './accounts.js';
+import { fingerprint, parseIdempotencyKey } from './idempotency.js';
+import { fail, type Result } from './result.js';
+import type { Caller, Service } from './service.js';
+
+/** What a creating operation made: its answer, and how to take it back if it cannot be saved. */
+export interface Created {
+  result: Result;
+  /** Refunds and removes what was made (tasks, jobs): the write failed, so nothing of it may stay. */
+  undo?: () => void;
+}
+
+/**
+ * Runs an operation that charges and creates tasks (POST /videos, /videos/batch, /images) under the rules
+ * of spec section 7, and makes it durable before it answers:
+ * - `Idempotency-Key` syntax (400), a replay of the first response with `Idempotent-Replayed: true`,
+ *   409 while the first still runs, 422 for another request under the key;
+ * - 402 below 10 credits (spec 4) only after the replay check: a replay answers whatever the balance;
+ * - the tasks, the charge and the key's record go to disk in one commit. If that write fails, the charge
+ *   is refunded, the tasks removed and the key released: 500 task_create_failed, as the spec says.
+ * A refusal before any task existed releases the key.
+ */
+export async function createOnce(service: Service, caller: Caller, header: string | string[] | undefined, path: string, body: unknown, run: () => Promise<Created>): Promise<Result> {
+  const key = parseIdempotencyKey(header);
+  if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
+  const scope = String(caller.account.id);
+  const start = key === null ? null : service.idempotency.begin(scope, key, fingerprint('POST', path, body));
+  if (start?.kind === 'replay') return { ...start.response, headers: { 'idempotent-replayed': 'true' } };
+  if (start?.kind === 'in_progress') return fail('idempotency_in_progress', { detail: 'The first request with this Idempotency-Key is still running.', retryAfter: 1 });
+  if (start?.kind === 'reused') return fail('idempotency_key_reused', { detail: 'This Idempotency-Key was used with a different request; use a new key.' });
+  let finished = false;
+  const finish = (response: Result | null) => {
+    finished = true;
+    if (start?.kind === 'fresh') start.finish(response && { status: response.status, body: response.body });
+  };
+  try {
+    if (caller.account.balance < MIN_BALANCE_FOR_KEYS) {
+      finish(null);
+      return service.insufficient(caller.account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
+    }
+    const created = await run();
+    const { result } = created;
+    if (result.status < 200 || result.status >= 300) {
+      finish(null);
+      return result;
+    }
+    // The key's record joins the tasks in the same commit: a crash keeps both or neither.
+    finish(result);
+    try {
+      await service.store.commit();
+    } catch {
+      created.undo?.();
+      if (key !== null) service.idempotency.forget(scope, key);
+      return fail('task_create_failed', { detail: 'The task could not be saved; the credits were refunded. Retry with the same Idempotency-Key.' });
+    }
+    return result;
+  } finally {
+    if (!finished) finish(null);
+  }
+}
