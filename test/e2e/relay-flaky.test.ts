@@ -4,10 +4,8 @@
 // end, and the reconnect wait grew to 30 s against a healthy relay.
 import express from 'express';
 import { afterEach, expect, it, vi } from 'vitest';
-import WebSocket from 'ws';
-import { connectListener, createChannel, createReceiver, createRelayServer, MemoryDeliveryStore, type ChannelInfo } from 'cliphook';
-import { parseServerFrame } from '../../src/relay/frames.js';
-import { eventText, listen, SECRET, signedHeaders } from '../relay/fixtures.js';
+import { connectListener, createChannel, createReceiver, createRelayServer, MemoryDeliveryStore } from 'cliphook';
+import { eventText, listen, SECRET, signedHeaders, unacked } from '../relay/fixtures.js';
 import { startCuttableProxy } from '../helpers/proxy.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -16,22 +14,6 @@ afterEach(async () => {
 });
 
 
-/** Sequence numbers the relay still holds unacknowledged: what a new connection would be sent. */
-async function unacked(relayUrl: string, channel: ChannelInfo): Promise<number[]> {
-  const socket = new WebSocket(`${relayUrl.replace('http', 'ws')}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` } });
-  const seqs: number[] = [];
-  await new Promise<void>((resolve, reject) => {
-    socket.on('message', (data, isBinary) => {
-      const frame = parseServerFrame(data, isBinary);
-      if (frame.type === 'hello') socket.send(JSON.stringify({ type: 'replay', ref: 'dlv_none' }));
-      else if (frame.type === 'event') seqs.push(frame.seq);
-      else resolve();
-    });
-    socket.once('error', reject);
-  });
-  socket.terminate();
-  return seqs;
-}
 
 it('loses nothing, duplicates no more than the events in flight at the cuts, and reconnects at once (6 cuts, 1,000 events)', async () => {
   const TOTAL = 1_000;

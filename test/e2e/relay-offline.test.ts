@@ -2,10 +2,8 @@
 // past the receiver's 5-minute replay window. One injected clock for the relay, the listener and the app.
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { connectListener, createChannel, createReceiver, createRelayServer, MemoryDeliveryStore, sign, type ChannelInfo, type ListenerReply, type WebhookContext } from 'cliphook';
-import { parseServerFrame } from '../../src/relay/frames.js';
-import { eventText, listen, manualScheduler, SECRET, signedHeaders } from '../relay/fixtures.js';
+import { eventText, listen, manualScheduler, SECRET, signedHeaders, unacked } from '../relay/fixtures.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -46,23 +44,6 @@ async function startListener(relayUrl: string, channel: ChannelInfo, forwardTo: 
   return { listener, replies, nextReply };
 }
 
-/** The events the relay still holds unacknowledged: what a new connection would be sent. */
-async function unacked(relayUrl: string, channel: ChannelInfo): Promise<number[]> {
-  const socket = new WebSocket(`${relayUrl.replace('http', 'ws')}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` } });
-  const seqs: number[] = [];
-  await new Promise<void>((resolve, reject) => {
-    socket.on('message', (data, isBinary) => {
-      const frame = parseServerFrame(data, isBinary);
-      // The catch-up follows the hello at once; a replay answer comes after it, in order.
-      if (frame.type === 'hello') socket.send(JSON.stringify({ type: 'replay', ref: 'dlv_none' }));
-      else if (frame.type === 'event') seqs.push(frame.seq);
-      else resolve();
-    });
-    socket.once('error', reject);
-  });
-  socket.terminate();
-  return seqs;
-}
 
 function signedEvent(id: number, deliveredAt: number) {
   const body = eventText(id, { deliveredAt: new Date(deliveredAt).toISOString() });

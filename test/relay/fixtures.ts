@@ -4,7 +4,9 @@ import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
-import { createReceiver, MemoryDeliveryStore, sign, type WebhookContext, type WebhookEvent } from 'cliphook';
+import WebSocket from 'ws';
+import { parseServerFrame } from '../../src/relay/frames.js';
+import { createReceiver, MemoryDeliveryStore, sign, type ChannelInfo, type WebhookContext, type WebhookEvent } from 'cliphook';
 
 export const SECRET = 'whsec_relay_test';
 
@@ -159,4 +161,22 @@ export function rawRequest(baseUrl: string, text: string): Promise<string> {
     socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
     socket.once('error', reject);
   });
+}
+
+/** The events the relay still holds unacknowledged: what a new connection would be sent. */
+export async function unacked(relayUrl: string, channel: ChannelInfo): Promise<number[]> {
+  const socket = new WebSocket(`${relayUrl.replace('http', 'ws')}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` } });
+  const seqs: number[] = [];
+  await new Promise<void>((resolve, reject) => {
+    socket.on('message', (data, isBinary) => {
+      const frame = parseServerFrame(data, isBinary);
+      // The catch-up follows the hello at once; a replay answer comes after it, in order.
+      if (frame.type === 'hello') socket.send(JSON.stringify({ type: 'replay', ref: 'dlv_none' }));
+      else if (frame.type === 'event') seqs.push(frame.seq);
+      else resolve();
+    });
+    socket.once('error', reject);
+  });
+  socket.terminate();
+  return seqs;
 }
