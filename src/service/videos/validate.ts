@@ -137,6 +137,9 @@ export function validateVideo(body: unknown, options: ValidateOptions): Validate
 
   const model = input.model == null ? 'standard' : isVideoModel(input.model) ? input.model : MODEL_ALIASES[input.model];
   if (model === undefined) return refuse('invalid_model', `Unknown model ${JSON.stringify(input.model)}.`, { allowed_values: VIDEO_MODELS });
+  if (input.model != null && input.model !== model) {
+    warnings.push({ code: 'model_id_deprecated', detail: `${input.model} is the id of an earlier version; responses use ${model}: send that.` });
+  }
   const spec = MODEL_SPECS[model];
 
   const duration = input.duration ?? DEFAULT_DURATION;
@@ -180,6 +183,8 @@ export function validateVideo(body: unknown, options: ValidateOptions): Validate
     const checked = checkCallback(input.callback_url, options.strict);
     if (checked.ok === false) return checked;
     callbackUrl = checked.value;
+    // Taken here for local development; the real service would refuse it (spec 4.1): say so now.
+    if (callbackUrl.startsWith('http:')) warnings.push({ code: 'callback_url_not_https', detail: 'The real service takes https callback URLs only; cliphook serve --strict refuses this one.' });
   }
 
   const assetSource: AssetSource =

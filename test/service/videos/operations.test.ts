@@ -77,7 +77,7 @@ describe('POST /videos', () => {
   it('answers 202 with CreateVideoResponse, charges up front, and the clip runs its course with a signed webhook', async () => {
     const { service, clock, caller, sent } = await open();
     const created = await createVideo(service, caller, { prompt: 'a fox', duration: 10, model: 'cinema', callback_url: 'http://127.0.0.1:3000/hooks' });
-    expect(created).toMatchObject({ status: 202, body: { id: 1, status: 'pending', credits_used: 27, model: 'cinema', callback_enabled: true, poll_url: 'http://127.0.0.1:8080/v1/videos/1', warnings: [] } });
+    expect(created).toMatchObject({ status: 202, body: { id: 1, status: 'pending', credits_used: 27, model: 'cinema', callback_enabled: true, poll_url: 'http://127.0.0.1:8080/v1/videos/1', warnings: [{ code: 'callback_url_not_https' }] } });
     expect(caller.account.balance).toBe(973);
     await clock.advance(10_000);
     expect(body(getVideo(service, caller, '1'))).toMatchObject({ status: 'done', credits_used: 27, video_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8080\/v1\/media\/1\.mp4\?exp=\d+&sig=[0-9a-f]{64}$/) });

@@ -58,7 +58,12 @@ describe('POST /videos body (spec 4.1), field by field', () => {
 
   it('model: the six ids, and the ids of earlier versions answered with the current id', () => {
     for (const model of ['standard', 'standard-hd', 'standard-fullhd', 'cinema', 'cinema-hd', 'cinema-fullhd']) expect(ok({ prompt: 'x', model }).model).toBe(model);
-    for (const [alias, current] of Object.entries(MODEL_ALIASES)) expect(ok({ prompt: 'x', model: alias }).model).toBe(current);
+    for (const [alias, current] of Object.entries(MODEL_ALIASES)) {
+      const command = ok({ prompt: 'x', model: alias });
+      expect(command.model).toBe(current);
+      expect(command.warnings.map((w) => w.code)).toEqual(['model_id_deprecated']);
+    }
+    expect(ok({ prompt: 'x', model: 'cinema' }).warnings).toEqual([]);
     expect(refused({ prompt: 'x', model: 'ultra' })).toMatchObject({ status: 400, code: 'invalid_model' });
     expect(refused({ prompt: 'x', model: 7 })).toMatchObject({ status: 400, code: 'invalid_model' });
   });
@@ -109,7 +114,8 @@ describe('POST /videos body (spec 4.1), field by field', () => {
 
   it('callback_url: https, at most 2048 characters; http for loopback hosts outside --strict', () => {
     expect(ok({ prompt: 'x', callback_url: 'https://example.com/hooks' }).callbackUrl).toBe('https://example.com/hooks');
-    expect(ok({ prompt: 'x', callback_url: 'http://127.0.0.1:3000/hooks' }).callbackUrl).toBe('http://127.0.0.1:3000/hooks');
+    expect(ok({ prompt: 'x', callback_url: 'http://127.0.0.1:3000/hooks' })).toMatchObject({ callbackUrl: 'http://127.0.0.1:3000/hooks', warnings: [{ code: 'callback_url_not_https' }] });
+    expect(ok({ prompt: 'x', callback_url: 'https://example.com/hooks' }).warnings).toEqual([]);
     expect(ok({ prompt: 'x', callback_url: 'http://localhost:3000/hooks' }).callbackUrl).toBe('http://localhost:3000/hooks');
     expect(refused({ prompt: 'x', callback_url: 'http://example.com/hooks' })).toMatchObject({ status: 400, code: 'invalid_callback_url' });
     expect(refused({ prompt: 'x', callback_url: 'http://127.0.0.1:3000/hooks' }, STRICT)).toMatchObject({ code: 'invalid_callback_url' });
