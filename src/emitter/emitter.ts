@@ -68,6 +68,9 @@ export class WebhookEmitter {
   /** Persists a delivery, then makes its first attempt at once. Resolves once it is on disk, not delivered. */
   async send(input: SendInput): Promise<Delivery> {
     this.#assertRunning();
+    // A caller's own id makes the enqueue idempotent: the delivery it names is not made twice.
+    const known = typeof input?.id === 'string' ? this.#book.get(input.id) : undefined;
+    if (known) return known;
     const record = createRecord(input, this.#options);
     this.#book.add(record);
     try {

@@ -16,7 +16,16 @@ export interface SendInput {
   payload: Record<string, unknown>;
   /** `false`: one attempt only, whatever its outcome. @default true */
   retry?: boolean;
+  /**
+   * The delivery id (`X-Service-Delivery`), for a sender that must not enqueue one event twice: a second
+   * `send()` with an id the emitter still holds returns that delivery and sends nothing. `dlv_` and 8-64
+   * letters, digits, `_` or `-`. @default a random one
+   */
+  id?: string;
 }
+
+/** The form of a caller's own delivery id. */
+export const DELIVERY_ID = /^dlv_[A-Za-z0-9_-]{8,64}$/;
 
 /**
  * Checks what `send()` got and makes the pending record of a new delivery, due now. Throws before
@@ -30,9 +39,12 @@ export function createRecord(input: SendInput, { allowPrivateNetworks, clock }: 
   const url = checkCallbackUrl(input.url, { allowPrivateNetworks }).href;
   assertSecret(secret);
   if (typeof retry !== 'boolean') throw new TypeError(`Expected \`retry\` to be a boolean, got ${JSON.stringify(retry)}.`);
+  if (input.id !== undefined && (typeof input.id !== 'string' || !DELIVERY_ID.test(input.id))) {
+    throw new TypeError(`Expected \`id\` to be dlv_ and 8-64 letters, digits, _ or -, got ${JSON.stringify(input.id)}.`);
+  }
   const now = clock.now();
   return {
-    id: `dlv_${randomBytes(12).toString('hex')}`,
+    id: input.id ?? `dlv_${randomBytes(12).toString('hex')}`,
     url, secret, event, state: 'pending', retry, createdAt: now, nextAttemptAt: now, round: 0, attempts: [],
     payload: serialisePayload(event, payload, now),
   };

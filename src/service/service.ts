@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -116,6 +116,8 @@ export class Service {
   /** Webhooks being handed to the emitter (its outbox write), which `clock.advance()` waits for. */
   #sending = 0;
   readonly #unsettle: () => void;
+  /** Keys the delivery ids of clip webhooks: unguessable, and the same for one clip across restarts. */
+  readonly #deliverySecret: string;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
@@ -148,6 +150,7 @@ export class Service {
     this.limiter = new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
     this.signer = new MediaSigner(meta.mediaSecret);
+    this.#deliverySecret = `${meta.mediaSecret}:deliveries`;
     this.emitter = emitter;
     this.#ownsEmitter = options.emitter === undefined;
     this.videos.on('terminal', (video) => void this.#sendWebhook(video));
@@ -287,7 +290,9 @@ export class Service {
     const { event, payload } = webhookPayload(video, this);
     this.#sending++;
     try {
-      await this.emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload });
+      // One delivery id per clip, derived with the service's secret: re-sent after a crash, it is not made twice.
+      const id = `dlv_${createHmac('sha256', this.#deliverySecret).update(String(video.id)).digest('hex').slice(0, 24)}`;
+      await this.emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload, id });
       video.webhookQueued = true;
       this.store.table('video').put(video);
       await this.store.commit();

@@ -69,3 +69,31 @@ it('retries a failing receiver on the spec schedule as the simulated clock moves
   const [delivery] = svc.emitter.list();
   expect(delivery?.attempts.map((a) => a.status)).toEqual([503, 503, 200]);
 });
+
+it('a webhook whose queueing a crash left unrecorded is not sent twice after the restart (one delivery id per clip)', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'cliphook-webhook-once-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'service.json');
+  const clock = new SimulatedClock({ frozen: true });
+  const first = await Service.open({ file, clock, warn: () => undefined });
+  const app = await receiverApp(first.first().webhookSecret);
+  const guard = first.guard(`Bearer ${first.first().apiKey}`);
+  if (!guard.ok) throw new Error('guard');
+  await createVideo(first, guard.caller, { prompt: 'a fox', callback_url: app.url });
+  await clock.advance(10_000);
+  await expect.poll(() => app.events.length).toBe(1);
+  // A crash after the emitter saved the delivery and before the clip's mark was written.
+  const video = first.videos.get(1)!;
+  video.webhookQueued = false;
+  first.store.table('video').put(video);
+  await first.close();
+  const second = await Service.open({ file, clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+  cleanups.push(() => second.close());
+  // The restart hands the clip's webhook to the emitter again; the emitter already holds its delivery id.
+  await expect.poll(() => second.videos.get(1)?.webhookQueued).toBe(true);
+  expect(second.emitter.list()).toHaveLength(1);
+  expect(app.attempts()).toBe(1);
+});

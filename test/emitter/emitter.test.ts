@@ -75,6 +75,22 @@ describe('the retry schedule', () => {
     expect(attempt.response).toBe('{"received":true}');
   });
 
+  it('takes a caller\'s own delivery id, and a second send with it enqueues nothing', async () => {
+    const clock = new FakeClock();
+    const receiver = track(await startReceiver(secret, () => clock.now()));
+    const emitter = emitterFor({ clock });
+    await emitter.start();
+    const input = { url: receiver.url, secret, event: 'video.completed' as const, payload: completedPayload(), id: 'dlv_clip_42_done' };
+    const [first, second] = await Promise.all([emitter.send(input), emitter.send(input)]);
+    expect(first.id).toBe('dlv_clip_42_done');
+    expect(second.id).toBe('dlv_clip_42_done');
+    await settled(emitter, first.id);
+    expect((await emitter.send(input)).state).toBe('delivered');
+    expect(receiver.handled).toHaveLength(1);
+    expect(emitter.list()).toHaveLength(1);
+    await expect(emitter.send({ ...input, id: 'not-an-id' })).rejects.toThrow(/`id`/);
+  });
+
   it('treats a 4xx as permanent: one attempt, no timer', async () => {
     const clock = new FakeClock();
     const server = track(await answering(410, '{"gone":true}'));
