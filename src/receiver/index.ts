@@ -9,3 +9,5 @@ export { FileDeliveryStore, DEFAULT_DELIVERIES_FILE } from './file-delivery-stor
 export { createTestWebhook } from './test-webhook.js';
 export type { TestWebhook, TestWebhookOptions } from './test-webhook.js';
 export type { FileDeliveryStoreOptions } from './file-delivery-store.js';
+export { RedisDeliveryStore } from './redis-delivery-store.js';
+export type { RedisDeliveryStoreOptions, RedisLike } from './redis-delivery-store.js';
