@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,7 @@ import { RateLimiter, rateLimitHeaders } from './rate-limit.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './state.js';
 import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
-import { webhookPayload } from './videos/views.js';
+import { ClipWebhooks } from './videos/webhooks.js';
 
 /** The service's own settings, kept in its data file so signed links outlive a restart. */
 interface MetaRow {
@@ -113,11 +113,8 @@ export class Service {
   readonly retrying = new Set<number>();
   readonly #warn: (message: string) => void;
   readonly #ownsEmitter: boolean;
-  /** Webhooks being handed to the emitter (its outbox write), which `clock.advance()` waits for. */
-  #sending = 0;
+  readonly #webhooks: ClipWebhooks;
   readonly #unsettle: () => void;
-  /** Keys the delivery ids of clip webhooks: unguessable, and the same for one clip across restarts. */
-  readonly #deliverySecret: string;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
@@ -150,22 +147,20 @@ export class Service {
     this.limiter = new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
     this.signer = new MediaSigner(meta.mediaSecret);
-    this.#deliverySecret = `${meta.mediaSecret}:deliveries`;
     this.emitter = emitter;
     this.#ownsEmitter = options.emitter === undefined;
-    this.videos.on('terminal', (video) => void this.#sendWebhook(video));
-    this.#unsettle = clock.settleWith(() => this.#webhooksSettled());
+    this.#webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: () => this.origin, secret: `${meta.mediaSecret}:deliveries`, warn });
+    this.videos.on('terminal', (video) => void this.#webhooks.send(video));
+    this.#unsettle = clock.settleWith(() => this.#settled());
   }
 
   /**
    * Resolves once no webhook is being queued or attempted and no image job's files are being made, so an
    * advance of the clock sees each outcome (and what it schedules) before moving on. Bounded in real time.
    */
-  async #webhooksSettled(): Promise<void> {
+  async #settled(): Promise<void> {
     const giveUp = Date.now() + 15_000;
-    // `stats` is read defensively: tests may hand in a minimal emitter that only records what it is sent.
-    const inFlight = () => (this.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0;
-    while ((this.#sending > 0 || inFlight() > 0 || this.images.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+    while ((this.#webhooks.busy || this.images.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
   }
 
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
@@ -194,7 +189,7 @@ export class Service {
       service.images.resume();
       // A character's photos become trusted assets once its job ends (spec 2.7 animate: trusted).
       registerCharacterAssets(service, { onError: (error) => service.#warn(`cannot keep a character's photos: ${error.message}`) });
-      for (const video of store.table('video').values()) if ((video.status === 'done' || video.status === 'error') && video.callbackUrl && !video.webhookQueued) void service.#sendWebhook(video);
+      service.#webhooks.resume();
       await store.commit();
       return service;
     } catch (error) {
@@ -279,27 +274,6 @@ export class Service {
     if (balance !== undefined && first.account.balance !== balance) {
       first.account.balance = balance;
       this.accounts.save(first.account);
-    }
-  }
-
-  /** Spec 6: a POST to callback_url when a clip reaches done or error, signed with the secret of the key that created it. */
-  async #sendWebhook(video: Video): Promise<void> {
-    if (!video.callbackUrl || video.webhookQueued) return;
-    const key = this.accounts.key(video.keyId);
-    if (!key) return;
-    const { event, payload } = webhookPayload(video, this);
-    this.#sending++;
-    try {
-      // One delivery id per clip, derived with the service's secret: re-sent after a crash, it is not made twice.
-      const id = `dlv_${createHmac('sha256', this.#deliverySecret).update(String(video.id)).digest('hex').slice(0, 24)}`;
-      await this.emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload, id });
-      video.webhookQueued = true;
-      this.store.table('video').put(video);
-      await this.store.commit();
-    } catch (error) {
-      this.#warn(`cannot send the webhook of clip ${video.id}: ${(error as Error).message}`);
-    } finally {
-      this.#sending--;
     }
   }
 }
