@@ -8,6 +8,7 @@ import { createChannel } from '../../relay/api.js';
 import { connectListener } from '../../relay/client.js';
 import { createServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
+import { aborted, parsePort, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
 
 export interface DevCommandOptions {
@@ -31,11 +32,7 @@ export interface DevIo {
  * service → emitter → relay → listen → receiver. Ctrl-C stops every part and exits 0.
  */
 export async function dev(options: DevCommandOptions, io: DevIo = processIo()): Promise<void> {
-  const ports = [['--port', options.port], ['--relay-port', options.relayPort], ['--receiver-port', options.receiverPort]].map(([flag, text]) => {
-    const port = Number(text);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`${flag} must be 0-65535, got ${text}.`, 2);
-    return port;
-  }) as [number, number, number];
+  const ports = [parsePort('--port', options.port), parsePort('--relay-port', options.relayPort), parsePort('--receiver-port', options.receiverPort)] as const;
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
   const p = io.palette;
   const line = (who: string, text: string) => io.out(`${p.dim(new Date().toTimeString().slice(0, 8))}  ${p.bold(who.padEnd(8))} ${text}`);
@@ -94,10 +91,7 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     io.out(`curl -s -X POST ${serviceUrl}/v1/videos -H 'Authorization: Bearer ${apiKey}' -H 'Content-Type: application/json' -d '{"prompt":"a red fox in the snow","callback_url":"${channel.url}"}'`);
     io.out('');
     io.out(p.dim('Ctrl-C stops every part.'));
-    await new Promise<void>((resolve) => {
-      if (io.signal.aborted) resolve();
-      io.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
+    await aborted(io.signal);
   } catch (error) {
     await stopAll();
     if (error instanceof ExitError) throw error;
@@ -131,7 +125,5 @@ async function listenOn(server: Server, port: number, stops: Array<() => Promise
 }
 
 function processIo(): DevIo {
-  const controller = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
-  return { out: (text) => process.stdout.write(`${text}\n`), signal: controller.signal, palette: palette(process.stdout) };
+  return { out: (text) => process.stdout.write(`${text}\n`), signal: stopSignal(), palette: palette(process.stdout) };
 }

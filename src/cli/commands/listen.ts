@@ -5,6 +5,7 @@ import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/cl
 import { resolveListenerOptions } from '../../relay/listener-options.js';
 import { JsonFile } from '../../store/json-file.js';
 import { ExitError } from '../errors.js';
+import { flagError, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
 
 export interface ListenCommandOptions {
@@ -154,10 +155,7 @@ const FLAGS: Readonly<Record<string, string>> = {
 };
 
 /** A library TypeError about an option, as a usage error about the flag the user typed. */
-function asFlagError(error: TypeError): ExitError {
-  const message = error.message.replace(/`(\w+)`/g, (whole, name: string) => FLAGS[name] ?? whole);
-  return new ExitError(message.split('\n')[0]!, 2);
-}
+const asFlagError = (error: TypeError): ExitError => flagError(error, FLAGS);
 
 /** What the developer should know about the flags they started with (issue 10: the channel URL is a capability). */
 function startWarnings(options: ListenCommandOptions, methods: string[] | undefined, forwardTo: string): Array<[string, string]> {
@@ -210,12 +208,10 @@ function replyRecord(reply: ListenerReply) {
 }
 
 function processIo(): ListenIo {
-  const controller = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
   return {
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
-    signal: controller.signal,
+    signal: stopSignal(),
     now: () => new Date(),
     palette: palette(process.stdout),
   };

@@ -1,6 +1,7 @@
 import { createRelayServer, type RelayLogger } from '../../relay/server.js';
 import { isLoopback } from '../../relay/server-http.js';
 import { ExitError } from '../errors.js';
+import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 
 export interface RelayCommandOptions {
   port: string;
@@ -35,8 +36,7 @@ export interface RelayIo {
  * SIGINT/SIGTERM, then closes the listeners and saves the buffer.
  */
 export async function relay(options: RelayCommandOptions, io: RelayIo = processIo()): Promise<void> {
-  const port = Number(options.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`--port must be 0-65535, got ${options.port}.`, 2);
+  const port = parsePort('--port', options.port);
   // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
   if (!isLoopback(options.host) && !options.adminToken && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host} without --admin-token (anyone could create channels); set --admin-token, or --open to run an open relay on purpose.`, 2);
@@ -54,7 +54,7 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
     });
   } catch (error) {
     // The library names its options (`publicUrl`); the user typed flags (--public-url).
-    if (error instanceof TypeError) throw new ExitError(error.message.replace(/`(\w+)`/g, (name, option: string) => FLAGS[option] ?? name), 2);
+    if (error instanceof TypeError) throw flagError(error, FLAGS);
     throw error;
   }
   try {
@@ -71,10 +71,7 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
   const guard = options.adminToken ? 'channel creation needs the admin token' : options.open ? 'anyone can create channels (--open)' : 'anyone on this machine can create channels';
   io.out(`relay listening on ${url} (data: ${options.data}; ${guard})`);
   if (options.publicUrl) io.out(`channel URLs start with ${options.publicUrl.replace(/\/+$/, '')}/in/`);
-  await new Promise<void>((resolve) => {
-    if (io.signal.aborted) resolve();
-    io.signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await aborted(io.signal);
   await server.close();
   io.out('relay stopped');
 }
@@ -86,8 +83,6 @@ function integer(flag: string, text: string): number {
 }
 
 function processIo(): RelayIo {
-  const controller = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
   const line = (prefix: string) => (message: string) => process.stderr.write(`${new Date().toISOString()} ${prefix}${message}\n`);
-  return { out: (text) => process.stdout.write(`${text}\n`), logger: { info: line(''), warn: line('warning: ') }, signal: controller.signal };
+  return { out: (text) => process.stdout.write(`${text}\n`), logger: { info: line(''), warn: line('warning: ') }, signal: stopSignal() };
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
+import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 
 export interface ServeCommandOptions {
   port: string;
@@ -31,8 +32,7 @@ const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--w
  * base URL, the API key, its webhook signing secret and the balance (with `--json`, one JSON line).
  */
 export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
-  const port = Number(options.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ExitError(`--port must be 0-65535, got ${options.port}.`, 2);
+  const port = parsePort('--port', options.port);
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
   if (options.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?(v1\/?)?$/.test(options.publicUrl)) {
     throw new ExitError(`--public-url is the origin clients reach the service at (http://host:port), got ${JSON.stringify(options.publicUrl)}.`, 2);
@@ -54,7 +54,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       warn: (message) => io.err(`warning: ${message}`),
     });
   } catch (error) {
-    if (error instanceof TypeError) throw new ExitError(error.message.replace(/`(\w+)`/g, (name, option: string) => FLAGS[option] ?? name), 2);
+    if (error instanceof TypeError) throw flagError(error, FLAGS);
     if (error instanceof FileLockedError) throw new ExitError(error.message, 1);
     throw new ExitError(`cannot open ${options.data}: ${(error as Error).message}`, 1);
   }
@@ -85,10 +85,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
     io.out('Ctrl-C to stop.');
   }
-  await new Promise<void>((resolve) => {
-    if (io.signal.aborted) resolve();
-    io.signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await aborted(io.signal);
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   await app.close();
@@ -96,7 +93,5 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
 }
 
 function processIo(): ServeIo {
-  const controller = new AbortController();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
-  return { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`), signal: controller.signal };
+  return { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`), signal: stopSignal() };
 }
