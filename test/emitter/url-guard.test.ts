@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { resolver } from '../helpers/resolver.js';
 import { checkCallbackUrl, createEmitter, InvalidCallbackUrlError, MemoryOutbox, type LookupFunction } from 'cliphook';
 import { guardLookup } from '../../src/emitter/url-guard.js';
 import { answering, completedPayload, settled, type TestServer } from './helpers.js';
@@ -9,17 +10,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-/** A resolver that answers every name with the given addresses. */
-function resolver(...addresses: string[]): LookupFunction & { calls: string[] } {
-  const calls: string[] = [];
-  const lookup: LookupFunction = (hostname, options, callback) => {
-    calls.push(hostname);
-    const all = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    if (options.all) callback(null, all);
-    else callback(null, all[0]!.address, all[0]!.family);
-  };
-  return Object.assign(lookup, { calls });
-}
 
 function lookupOnce(lookup: LookupFunction, hostname: string, all: boolean) {
   return new Promise<{ error: Error | null; result: unknown }>((resolve) => {

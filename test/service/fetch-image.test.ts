@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { resolver } from '../helpers/resolver.js';
 import type { LookupFunction } from '../../src/emitter/url-guard.js';
 import { checkImageTarget, fetchImage, redirectTarget } from '../../src/service/fetch-image.js';
 import { version } from '../../src/version.js';
@@ -57,17 +58,6 @@ function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-/** A resolver answering every name with the given addresses, recording the names asked. */
-function resolver(...addresses: string[]): LookupFunction & { calls: string[] } {
-  const calls: string[] = [];
-  const lookup: LookupFunction = (hostname, options, callback) => {
-    calls.push(hostname);
-    const all = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    if (options.all) callback(null, all);
-    else callback(null, all[0]!.address, all[0]!.family);
-  };
-  return Object.assign(lookup, { calls });
-}
 
 const body = (type: string, bytes: Buffer | string): Handler => (_req, res) => res.writeHead(200, { 'content-type': type }).end(bytes);
 const redirect = (location: string, status = 302): Handler => (_req, res) => res.writeHead(status, { location }).end();
