@@ -97,6 +97,8 @@ export const PROBLEM_CODES = {
   stale_delivery: spec(400, 'Delivery outside the replay window'),
   body_already_parsed: spec(500, 'Body already parsed by another middleware', true),
   delivery_in_progress: spec(503, 'This delivery is still being processed', true),
+  // The delivery store (Redis, say) did not answer the claim: nothing ran, so the sender's retry is safe.
+  store_unavailable: spec(503, 'Delivery store unavailable', true),
   // relay (cliphook)
   no_listener: spec(503, 'No listener connected', true),
   local_unreachable: spec(502, 'Local app unreachable', true),

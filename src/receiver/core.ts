@@ -74,6 +74,8 @@ const ACK = jsonReply('{"received":true}');
 const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
 // The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
 const IN_PROGRESS_RETRY_AFTER_S = 5;
+/** Seconds a sender waits after `store_unavailable`: long enough for a Redis failover or restart. */
+const STORE_RETRY_AFTER_S = 5;
 
 /**
  * The receiver: verification, dedupe and dispatch, independent of any framework and runtime. The
@@ -156,7 +158,10 @@ export class ReceiverCore {
       outcome = this.store.claim(keys, this.#leaseMs, owner);
       if (typeof outcome !== 'string') outcome = await outcome;
     } catch (error) {
-      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+      // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
+      // reads as a handler failure.
+      this.#emitError(new WebhookHandlerError(deliveryId, error), context);
+      return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
     }
     if (outcome === 'processed') return DUPLICATE;
     if (outcome === 'in_progress') {
