@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
 import { DEFAULT_RETENTION_MS, type ClaimOutcome, type DeliveryStore } from './delivery-store.js';
 
 /** The part of an ioredis client the store uses: a Lua script per operation, one round trip each. */
 export interface RedisLike {
   eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  /** Runs a script Redis has cached by its SHA-1: the store sends each script's text once, not per call. */
+  evalsha?(sha: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
   quit(): Promise<unknown>;
 }
 
@@ -22,32 +25,35 @@ export interface RedisDeliveryStoreOptions {
   clock?: () => number;
 }
 
-// Keys come in pairs: KEYS[2i-1] is the processed mark of key i, KEYS[2i] its claim. ARGV: now (-1: ask
-// Redis), lease ms, owner, retention ms. Marks and claims also carry a PX, so Redis forgets them itself.
+// One Redis key per delivery key: `p<at>` once processed, `c<until>|<owner>` while claimed, each with a PX
+// so Redis forgets it by itself (retention or lease, plus a minute). ARGV: now (-1: ask Redis), lease ms,
+// owner, retention ms. Kept lean, as every webhook runs CLAIM: one MGET and two SETs for a delivery.
 const NOW = `local now = tonumber(ARGV[1]) if now < 0 then local t = redis.call('TIME') now = t[1] * 1000 + math.floor(t[2] / 1000) end`;
 const CLAIM = `${NOW}
-local lease, owner, retention = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local busy = false
-for i = 1, #KEYS, 2 do
-  local at = redis.call('GET', KEYS[i])
-  if at and tonumber(at) > now - retention then return 'processed' end
-  local claim = redis.call('GET', KEYS[i + 1])
-  if claim and tonumber(string.match(claim, '^(%d+)|')) > now then busy = true end
+local values = redis.call('MGET', unpack(KEYS))
+for i = 1, #KEYS do
+  local v = values[i]
+  if v then
+    local kind = string.byte(v)
+    if kind == 112 then
+      if tonumber(string.sub(v, 2)) > now - tonumber(ARGV[4]) then return 'processed' end
+    elseif tonumber(string.sub(v, 2, string.find(v, '|', 2, true) - 1)) > now then busy = true end
+  end
 end
 if busy then return 'in_progress' end
-for i = 1, #KEYS, 2 do redis.call('SET', KEYS[i + 1], (now + lease) .. '|' .. owner, 'PX', lease + 60000) end
+local lease = tonumber(ARGV[2])
+local claim = 'c' .. (now + lease) .. '|' .. ARGV[3]
+for i = 1, #KEYS do redis.call('SET', KEYS[i], claim, 'PX', lease + 60000) end
 return 'claimed'`;
 const COMPLETE = `${NOW}
-local retention = tonumber(ARGV[4])
-for i = 1, #KEYS, 2 do
-  redis.call('SET', KEYS[i], now, 'PX', retention + 60000)
-  redis.call('DEL', KEYS[i + 1])
-end
+local mark, px = 'p' .. now, tonumber(ARGV[4]) + 60000
+for i = 1, #KEYS do redis.call('SET', KEYS[i], mark, 'PX', px) end
 return 1`;
 // Compare-and-delete: a claim another owner took over after this one's lease expired is left alone.
-const RELEASE = `for i = 1, #KEYS, 2 do
-  local claim = redis.call('GET', KEYS[i + 1])
-  if claim and string.sub(claim, (string.find(claim, '|', 1, true) or 0) + 1) == ARGV[3] then redis.call('DEL', KEYS[i + 1]) end
+const RELEASE = `for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v and string.byte(v) == 99 and string.sub(v, string.find(v, '|', 2, true) + 1) == ARGV[3] then redis.call('DEL', KEYS[i]) end
 end
 return 1`;
 
@@ -73,6 +79,8 @@ export class RedisDeliveryStore implements DeliveryStore {
   readonly #retentionMs: number;
   readonly #clock: (() => number) | undefined;
   readonly #client: Promise<RedisLike>;
+  /** The client once `#client` has resolved, so later calls skip awaiting it. */
+  #ready: RedisLike | null = null;
   readonly #owns: boolean;
   #closed: Promise<void> | null = null;
 
@@ -92,8 +100,8 @@ export class RedisDeliveryStore implements DeliveryStore {
     this.#client.catch(() => undefined);
   }
 
-  async claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
-    return (await this.#run(CLAIM, keys, leaseMs, owner)) as ClaimOutcome;
+  claim(keys: readonly string[], leaseMs: number, owner: string): Promise<ClaimOutcome> {
+    return this.#run(CLAIM, keys, leaseMs, owner) as Promise<ClaimOutcome>;
   }
 
   async complete(keys: readonly string[]): Promise<void> {
@@ -110,10 +118,25 @@ export class RedisDeliveryStore implements DeliveryStore {
     return this.#closed;
   }
 
-  async #run(script: string, keys: readonly string[], leaseMs: number, owner: string): Promise<unknown> {
-    const client = await this.#client;
-    const names = keys.flatMap((key) => [`${this.#prefix}p:${key}`, `${this.#prefix}c:${key}`]);
-    const now = this.#clock ? this.#clock() : -1;
-    return client.eval(script, names.length, ...names, now, leaseMs, owner, this.#retentionMs);
+  /** One EVALSHA (EVAL when Redis has not cached the script), without a promise layer of its own on the hot path. */
+  #run(script: string, keys: readonly string[], leaseMs: number, owner: string): Promise<unknown> {
+    const client = this.#ready;
+    if (!client) return this.#client.then((ready) => ((this.#ready = ready), this.#run(script, keys, leaseMs, owner)));
+    const args: Array<string | number> = [keys.length];
+    for (const key of keys) args.push(this.#prefix + key);
+    args.push(this.#clock ? this.#clock() : -1, leaseMs, owner, this.#retentionMs);
+    if (!client.evalsha) return client.eval(script, ...(args as [number, ...Array<string | number>]));
+    return client.evalsha(sha1(script), ...(args as [number, ...Array<string | number>])).catch((error: unknown) => {
+      // Not cached yet (a fresh or restarted Redis, or SCRIPT FLUSH): EVAL sends the text and caches it.
+      if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+      return client.eval(script, ...(args as [number, ...Array<string | number>]));
+    });
   }
+}
+
+const shas = new Map<string, string>();
+function sha1(script: string): string {
+  let sha = shas.get(script);
+  if (sha === undefined) shas.set(script, (sha = createHash('sha1').update(script).digest('hex')));
+  return sha;
 }
