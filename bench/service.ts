@@ -164,7 +164,7 @@ async function fill(dir: string, count: number): Promise<void> {
   const { createVideo } = await import('../src/service/videos/operations.js');
   const openService = await serviceOpener();
   const service = await openService(dir, 1e12);
-  const guard = service.guard(`Bearer ${service.first().apiKey}`);
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`);
   if (!guard.ok) throw new Error('The first key was refused.');
   const before = measure();
   const started = performance.now();

@@ -24,14 +24,25 @@ export async function createOnce(service: Service, caller: Caller, header: strin
   const key = parseIdempotencyKey(header);
   if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
   const scope = String(caller.account.id);
-  const start = key === null ? null : service.idempotency.begin(scope, key, fingerprint('POST', path, body));
+  let start;
+  try {
+    start = key === null ? null : await service.idempotency.begin(scope, key, fingerprint('POST', path, body));
+  } catch (error) {
+    // Redis (`redisUrl`) did not answer: nothing was charged, and the same request may be sent again.
+    service.warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
+    return fail('upstream_busy', { detail: 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', retryAfter: 5 });
+  }
   if (start?.kind === 'replay') return { ...start.response, headers: { 'idempotent-replayed': 'true' } };
   if (start?.kind === 'in_progress') return fail('idempotency_in_progress', { detail: 'The first request with this Idempotency-Key is still running.', retryAfter: 1 });
   if (start?.kind === 'reused') return fail('idempotency_key_reused', { detail: 'This Idempotency-Key was used with a different request; use a new key.' });
   let finished = false;
   const finish = (response: Result | null) => {
     finished = true;
-    if (start?.kind === 'fresh') start.finish(response && { status: response.status, body: response.body });
+    if (start?.kind !== 'fresh') return;
+    const stored = response && { status: response.status, body: response.body };
+    start.finish(stored);
+    // A released key is released in Redis in the background: the refusal is the answer either way.
+    if (!stored) start.share(null).catch((error: Error) => service.warn(`could not release an Idempotency-Key in Redis: ${error.message}`));
   };
   try {
     if (caller.account.balance < MIN_BALANCE_FOR_KEYS) {
@@ -50,8 +61,13 @@ export async function createOnce(service: Service, caller: Caller, header: strin
       await service.store.commit();
     } catch {
       created.undo?.();
-      if (key !== null) service.idempotency.forget(scope, key);
+      if (key !== null) await service.idempotency.forget(scope, key).catch(() => undefined);
       return fail('task_create_failed', { detail: 'The task could not be saved; the credits were refunded. Retry with the same Idempotency-Key.' });
+    }
+    if (start?.kind === 'fresh') {
+      // Other processes learn the key once the task is durable here. If Redis fails now the task stands
+      // (it is charged and saved): answering it is right, and this process still replays the key itself.
+      await start.share({ status: result.status, body: result.body }).catch((error: Error) => service.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
     }
     return result;
   } finally {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { RedisIdempotency } from './redis/idempotency.js';
 import type { Table } from './state.js';
 
 /** Spec section 7: a key's replay window. */
@@ -21,8 +22,12 @@ export interface IdempotencyRow {
 }
 
 export type IdempotencyStart =
-  /** First use (or the window passed, or the first request failed): run it, then `finish`. */
-  | { kind: 'fresh'; finish(response: StoredResponse | null): void }
+  /**
+   * First use (or the window passed, or the first request failed): run it, then `finish` (here, joining the
+   * operation's commit), then, once that commit is durable, `share` (the record for other processes on
+   * Redis; resolves at once without one). A failure calls both with `null`, which releases the key.
+   */
+  | { kind: 'fresh'; finish(response: StoredResponse | null): void; share(response: StoredResponse | null): Promise<void> }
   /** The same request again within 24 h: answer `response` with `Idempotent-Replayed: true`. */
   | { kind: 'replay'; response: StoredResponse }
   /** 409 idempotency_in_progress: the first request with this key is still running. */
@@ -51,14 +56,33 @@ export class Idempotency {
   readonly #now: () => number;
   /** Keys whose first request is running, with its fingerprint: in memory, as a restart ends them. */
   readonly #running = new Map<string, string>();
+  readonly #shared: RedisIdempotency | undefined;
   #sweepAt = 0;
 
-  constructor({ table, now }: { table: Table<IdempotencyRow>; now: () => number }) {
+  /** With `shared`, the records are also kept in Redis, so every process on it sees every key. */
+  constructor({ table, now, shared }: { table: Table<IdempotencyRow>; now: () => number; shared?: RedisIdempotency }) {
     this.#table = table;
     this.#now = now;
+    this.#shared = shared;
   }
 
-  begin(scope: string, key: string, fingerprint: string): IdempotencyStart {
+  /** Looks in this process first, then, for a key it does not know, in Redis. */
+  async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyStart> {
+    const local = this.#beginHere(scope, key, fingerprint);
+    if (local.kind !== 'fresh' || !this.#shared) return local;
+    let shared;
+    try {
+      shared = await this.#shared.begin(`${scope}:${key}`, fingerprint);
+    } catch (error) {
+      local.finish(null);
+      throw error;
+    }
+    if (shared.kind === 'fresh') return { kind: 'fresh', finish: local.finish, share: shared.finish };
+    local.finish(null);
+    return shared;
+  }
+
+  #beginHere(scope: string, key: string, fingerprint: string): IdempotencyStart {
     const id = `${scope}:${key}`;
     const now = this.#now();
     this.#sweep(now);
@@ -73,6 +97,7 @@ export class Idempotency {
     let finished = false;
     return {
       kind: 'fresh',
+      share: async () => undefined,
       finish: (response) => {
         if (finished) return;
         finished = true;
@@ -86,8 +111,9 @@ export class Idempotency {
   }
 
   /** Forgets a key's record (its request's write failed and was undone): the key can be used again. */
-  forget(scope: string, key: string): void {
+  async forget(scope: string, key: string): Promise<void> {
     this.#table.remove(`${scope}:${key}`);
+    await this.#shared?.forget(`${scope}:${key}`);
   }
 
   /** Drops records past their window, at most once an hour. */

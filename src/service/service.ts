@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,9 @@ import { ImageJobs, type ImageJobTables } from './images/jobs.js';
 import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
-import { RateLimiter, rateLimitHeaders } from './rate-limit.js';
+import { RATE_LIMIT, RateLimiter, rateLimitHeaders, type RateDecision } from './rate-limit.js';
+import type { RedisRateLimiter } from './redis/rate-limit.js';
+import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './state.js';
 import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
@@ -71,7 +73,19 @@ export interface ServiceOptions {
   rateLimitPerMinute?: number;
   /** Where failures the service cannot answer with (a write of a transition) are reported. @default console.warn */
   warn?: (message: string) => void;
+  /**
+   * Shares the rate limits and idempotency records with every `serve` process on this Redis, so several
+   * behind one load balancer count one limit per key and never charge a retried request twice: a
+   * connected ioredis client (not closed by the service)…
+   */
+  redis?: unknown;
+  /** …or a `redis://` URL. @example 'redis://127.0.0.1:6379' */
+  redisUrl?: string;
+  /** Prefix of the service's Redis keys. @default 'cliphook:service:' */
+  redisPrefix?: string;
 }
+
+type GuardResult = { ok: true; caller: Caller } | { ok: false; result: Result };
 
 /** Who is calling, once `guard` let them through, and the rate-limit headers every keyed response carries. */
 export interface Caller {
@@ -86,7 +100,7 @@ export interface Caller {
  * routes and the assistant's tools share one implementation and cannot disagree.
  * @example
  * const service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }) });
- * const caller = service.guard(`Bearer ${service.first().apiKey}`);
+ * const caller = await service.guard(`Bearer ${service.first().apiKey}`);
  */
 export class Service {
   origin: string;
@@ -105,7 +119,7 @@ export class Service {
    */
   readonly filesDir: string;
   readonly idempotency: Idempotency;
-  readonly limiter: RateLimiter;
+  readonly limiter: RateLimiter | RedisRateLimiter;
   readonly signer: MediaSigner;
   readonly emitter: WebhookEmitter;
   readonly fetchImage: ImageFetcher;
@@ -115,8 +129,9 @@ export class Service {
   readonly #ownsEmitter: boolean;
   readonly #webhooks: ClipWebhooks;
   readonly #unsettle: () => void;
+  readonly #shared: SharedRecords | undefined;
 
-  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter) {
+  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
     this.store = store;
     this.clock = clock;
@@ -143,8 +158,9 @@ export class Service {
         }),
     });
     this.images = new ImageJobs(store, { accounts: this.accounts, credits: this.credits, renderer, clock, speed, onError, ...(random ? { random } : {}) });
-    this.idempotency = new Idempotency({ table: store.table('idempotency'), now });
-    this.limiter = new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
+    this.#shared = shared;
+    this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
+    this.limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
     this.signer = new MediaSigner(meta.mediaSecret);
     this.emitter = emitter;
@@ -169,8 +185,19 @@ export class Service {
     if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
     if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
     if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
+    const redisOptions = sharedOptions(options);
+    if (options.rateLimitPerMinute !== undefined && !(Number.isSafeInteger(options.rateLimitPerMinute) && options.rateLimitPerMinute > 0)) {
+      throw new TypeError(`Expected \`rateLimitPerMinute\` to be a positive integer, got ${options.rateLimitPerMinute}.`);
+    }
     const clock = options.clock ?? new SimulatedClock();
-    const store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES });
+    const shared = redisOptions && (await openShared(redisOptions, { now: () => clock.now(), limit: options.rateLimitPerMinute ?? RATE_LIMIT }));
+    let store: ServiceStore<ServiceTables>;
+    try {
+      store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES });
+    } catch (error) {
+      await shared?.close();
+      throw error;
+    }
     const emitter =
       options.emitter ??
       createEmitter({
@@ -182,7 +209,7 @@ export class Service {
       });
     try {
       if (options.emitter === undefined) await emitter.start();
-      const service = new Service(store, clock, options, emitter);
+      const service = new Service(store, clock, options, emitter, shared);
       service.#firstAccount({ balance, apiKey, webhookSecret });
       service.videos.resume();
       service.assets.resume();
@@ -195,6 +222,7 @@ export class Service {
     } catch (error) {
       if (options.emitter === undefined) await emitter.stop().catch(() => undefined);
       await store.close().catch(() => undefined);
+      await shared?.close();
       throw error;
     }
   }
@@ -210,14 +238,27 @@ export class Service {
    * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`), and a balance of at least 10
    * credits (402), which the account settings skip, being how one tops up.
    */
-  guard(authorization: string | undefined, { lowBalanceOk = false } = {}): { ok: true; caller: Caller } | { ok: false; result: Result } {
+  async guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
     const who = this.accounts.authenticate(authorization);
     if (typeof who === 'string') {
       const result = fail(who, { detail: who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.' });
       const challenge = who === 'invalid_auth_header' ? 'Bearer realm="cliphook"' : 'Bearer realm="cliphook", error="invalid_token"';
       return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': challenge } } };
     }
-    const decision = this.limiter.check(who.key.id);
+    let decision: RateDecision;
+    try {
+      // Counted in this process, or in Redis (`redisUrl`) with one round trip.
+      // In Redis a key is named by its token's hash: each process has its own `key_…` ids, and the
+      // same API key must count against one window wherever its requests land.
+      decision = await this.limiter.check(this.#shared ? createHash('sha256').update(who.key.token).digest('base64url') : who.key.id);
+    } catch (error) {
+      this.#warn(`cannot count a request in Redis: ${(error as Error).message}`);
+      return { ok: false, result: fail('upstream_busy', { detail: 'The rate limiter did not answer; retry shortly.', retryAfter: 5 }) };
+    }
+    return this.#admit(who, decision, lowBalanceOk);
+  }
+
+  #admit(who: { account: Account; key: ApiKey }, decision: RateDecision, lowBalanceOk: boolean): GuardResult {
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       const result = fail('rate_limit_exceeded', { detail: `At most ${decision.limit} requests a minute per API key.`, retryAfter: decision.retryAfter });
@@ -229,6 +270,11 @@ export class Service {
       return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
     }
     return { ok: true, caller: { account: who.account, key: who.key, headers } };
+  }
+
+  /** Reports a failure no response can carry (a write to Redis after the answer was settled, say). */
+  warn(message: string): void {
+    this.#warn(message);
   }
 
   /** 402 insufficient_credits with `required`, `balance` and the top-up action (spec 7). */
@@ -259,6 +305,7 @@ export class Service {
     if (this.#ownsEmitter) await this.emitter.stop();
     this.clock.stop();
     await this.store.close();
+    await this.#shared?.close();
     // A service in memory leaves nothing behind, its files included.
     if (this.store.file === false) await rm(this.filesDir, { recursive: true, force: true });
   }

@@ -32,7 +32,7 @@ async function receiverApp(secret: string, status = () => 200) {
 async function service(clock: SimulatedClock) {
   const opened = await Service.open({ file: false, clock, warn: () => undefined });
   cleanups.push(() => opened.close());
-  const guard = opened.guard(`Bearer ${opened.first().apiKey}`);
+  const guard = await opened.guard(`Bearer ${opened.first().apiKey}`);
   if (!guard.ok) throw new Error('guard');
   return { service: opened, caller: guard.caller };
 }
@@ -80,7 +80,7 @@ it('a webhook whose queueing a crash left unrecorded is not sent twice after the
   const clock = new SimulatedClock({ frozen: true });
   const first = await Service.open({ file, clock, warn: () => undefined });
   const app = await receiverApp(first.first().webhookSecret);
-  const guard = first.guard(`Bearer ${first.first().apiKey}`);
+  const guard = await first.guard(`Bearer ${first.first().apiKey}`);
   if (!guard.ok) throw new Error('guard');
   await createVideo(first, guard.caller, { prompt: 'a fox', callback_url: app.url });
   await clock.advance(10_000);

@@ -15,48 +15,48 @@ const B = fingerprint('POST', '/v1/videos', { prompt: 'a cat' });
 describe('Idempotency (spec section 7)', () => {
   it('replays a succeeded request within 24 h, and forgets it after', async () => {
     const { idem, advance } = await setup();
-    const first = idem.begin('1', 'key-1', A);
+    const first = await idem.begin('1', 'key-1', A);
     if (first.kind !== 'fresh') throw new Error(first.kind);
     first.finish({ status: 202, body: { id: 7 } });
     advance(24 * 3_600_000 - 1);
-    expect(idem.begin('1', 'key-1', A)).toEqual({ kind: 'replay', response: { status: 202, body: { id: 7 } } });
+    expect(await idem.begin('1', 'key-1', A)).toEqual({ kind: 'replay', response: { status: 202, body: { id: 7 } } });
     advance(1);
-    expect(idem.begin('1', 'key-1', A).kind).toBe('fresh');
+    expect((await idem.begin('1', 'key-1', A)).kind).toBe('fresh');
   });
 
   it('answers in_progress while the first runs, reused for another body, and scopes keys per account', async () => {
     const { idem } = await setup();
-    const first = idem.begin('1', 'k', A);
-    expect(idem.begin('1', 'k', A)).toEqual({ kind: 'in_progress' });
-    expect(idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
-    expect(idem.begin('2', 'k', A).kind).toBe('fresh');
+    const first = await idem.begin('1', 'k', A);
+    expect(await idem.begin('1', 'k', A)).toEqual({ kind: 'in_progress' });
+    expect(await idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
+    expect((await idem.begin('2', 'k', A)).kind).toBe('fresh');
     if (first.kind !== 'fresh') throw new Error(first.kind);
     first.finish({ status: 202, body: {} });
-    expect(idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
+    expect(await idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
   });
 
   it('releases the key when the first request failed before a task existed', async () => {
     const { idem } = await setup();
     for (const status of [400, 402, 422, 500, 503]) {
-      const first = idem.begin('1', `k${status}`, A);
+      const first = await idem.begin('1', `k${status}`, A);
       if (first.kind !== 'fresh') throw new Error(first.kind);
       first.finish({ status, body: { code: 'x' } });
-      expect(idem.begin('1', `k${status}`, B).kind).toBe('fresh');
+      expect((await idem.begin('1', `k${status}`, B)).kind).toBe('fresh');
     }
-    const crashed = idem.begin('1', 'k-null', A);
+    const crashed = await idem.begin('1', 'k-null', A);
     if (crashed.kind !== 'fresh') throw new Error(crashed.kind);
     crashed.finish(null);
-    expect(idem.begin('1', 'k-null', A).kind).toBe('fresh');
+    expect((await idem.begin('1', 'k-null', A)).kind).toBe('fresh');
   });
 
   it('keeps its records in the store, which sweeps expired ones', async () => {
     const { idem, store, advance } = await setup();
-    const first = idem.begin('1', 'k', A);
+    const first = await idem.begin('1', 'k', A);
     if (first.kind !== 'fresh') throw new Error(first.kind);
     first.finish({ status: 202, body: {} });
     expect(store.table('idempotency').size).toBe(1);
     advance(25 * 3_600_000);
-    idem.begin('1', 'other', A);
+    await idem.begin('1', 'other', A);
     expect(store.table('idempotency').get('1:k')).toBeUndefined();
   });
 

@@ -20,7 +20,7 @@ async function open(balance = 1000) {
   const emitter = { send: async () => undefined, stop: async () => undefined } as unknown as WebhookEmitter;
   const service = await Service.open({ file: false, clock, emitter, balance, random: () => 0.5 });
   services.push(service);
-  const guard = service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
   if (!guard.ok) throw new Error('guard');
   return { service, clock, caller: guard.caller };
 }
@@ -30,9 +30,9 @@ const body = (result: Result | MediaFile) => ('body' in result ? result.body : r
 describe('account settings (issue 11)', () => {
   it('tops up, which also works below 10 credits, and refuses a bad amount', async () => {
     const { service, caller } = await open(5);
-    expect(service.guard(`Bearer ${service.first().apiKey}`).ok).toBe(false);
+    expect((await service.guard(`Bearer ${service.first().apiKey}`)).ok).toBe(false);
     expect(await topUp(service, caller, { credits: 100 })).toMatchObject({ status: 200, body: { balance: 105, topped_up: true } });
-    expect(service.guard(`Bearer ${service.first().apiKey}`).ok).toBe(true);
+    expect((await service.guard(`Bearer ${service.first().apiKey}`)).ok).toBe(true);
     for (const credits of [0, -5, 1.5, '10', 2_000_000]) expect(await topUp(service, caller, { credits })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
   });
 
@@ -43,14 +43,14 @@ describe('account settings (issue 11)', () => {
     const created = await createKey(service, caller);
     expect(created).toMatchObject({ status: 201, body: { api_key: expect.stringMatching(/^sk_/), webhook_secret: expect.stringMatching(/^whsec_/) } });
     const token = body(created).api_key as string;
-    expect(service.guard(`Bearer ${token}`).ok).toBe(true);
+    expect((await service.guard(`Bearer ${token}`)).ok).toBe(true);
     const listed = body(listKeys(service, caller)).data as Array<Record<string, unknown>>;
     expect(listed).toHaveLength(2);
     expect(JSON.stringify(listed)).not.toContain(token);
     for (let i = 0; i < 3; i++) expect((await createKey(service, caller)).status).toBe(201);
     expect(await createKey(service, caller)).toMatchObject({ status: 409, body: { code: 'key_limit_reached' } });
     expect(await revokeKey(service, caller, body(created).id)).toMatchObject({ status: 200, body: { revoked: true } });
-    expect(service.guard(`Bearer ${token}`)).toMatchObject({ ok: false, result: { status: 401, body: { code: 'invalid_api_key' } } });
+    expect(await service.guard(`Bearer ${token}`)).toMatchObject({ ok: false, result: { status: 401, body: { code: 'invalid_api_key' } } });
     expect((await revokeKey(service, caller, 'key_nope')).status).toBe(404);
   });
 

@@ -42,8 +42,8 @@ export async function createServiceApp(options: ServiceOptions & { service?: Ser
 }
 
 function routes(service: Service): Router {
-  const guard = (lowBalanceOk: boolean): Guard<Caller> => (req) => {
-    const checked = service.guard(req.headers.authorization, { lowBalanceOk });
+  const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
+    const checked = await service.guard(req.headers.authorization, { lowBalanceOk });
     return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
   };
   // `/v1`: every keyed endpoint answers 402 below 10 credits (spec 4). The idempotent POSTs check it

@@ -11,7 +11,7 @@ export interface Guarded<C> {
 }
 
 /** Checks a request before its body is read: a key, a rate limit. Refusing answers at once. */
-export type Guard<C> = (req: IncomingMessage) => { ok: true; value: Guarded<C> } | { ok: false; result: Result };
+export type Guard<C> = (req: IncomingMessage) => Promise<{ ok: true; value: Guarded<C> } | { ok: false; result: Result }>;
 
 /** What a route handler gets: the request, its path parameters and query, and its body once read. */
 export interface RouteRequest<C = unknown> {
@@ -93,7 +93,7 @@ export class Router {
       // The key is checked before the body is read: a stranger gets 401, not a parse of what they sent.
       let caller: unknown = null;
       if (route.guard) {
-        const guarded = route.guard(req);
+        const guarded = await route.guard(req);
         if (!guarded.ok) {
           req.resume();
           return send(res, withInstance(guarded.result, path));

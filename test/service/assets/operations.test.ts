@@ -26,7 +26,7 @@ async function open() {
   const clock = new SimulatedClock({ frozen: true, start: T0 });
   const service = await Service.open({ file: false, clock, emitter: fakeEmitter(), random: () => 0.5 });
   services.push(service);
-  const guard = service.guard(`Bearer ${service.first().apiKey}`);
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`);
   if (!guard.ok) throw new Error('guard');
   const other = service.accounts.create({ balance: 100 });
   const stranger: Caller = { account: other.account, key: other.key, headers: {} };

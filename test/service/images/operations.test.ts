@@ -25,7 +25,7 @@ async function open({ register = false, ...options }: { balance?: number; fetchI
   services.push(service);
   // What service.ts is to call once at open; some tests leave it out to see what works without it.
   if (register) registerCharacterAssets(service);
-  const guard = service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
   if (!guard.ok) throw new Error('guard');
   return { service, clock, caller: guard.caller };
 }

@@ -11,7 +11,7 @@ let caller: Caller;
 beforeAll(async () => {
   const emitter = { send: async () => undefined, stop: async () => undefined } as unknown as WebhookEmitter;
   service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }), emitter, balance: 10_000_000, fetchImage: async () => ({ ok: true }) });
-  const guard = service.guard(`Bearer ${service.first().apiKey}`);
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`);
   if (!guard.ok) throw new Error('guard');
   caller = guard.caller;
 });

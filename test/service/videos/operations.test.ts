@@ -35,7 +35,7 @@ async function open(options: { balance?: number; file?: string | false; clock?: 
   const { emitter, sent } = fakeEmitter();
   const service = await Service.open({ file: options.file ?? false, clock, emitter, ...(options.balance === undefined ? {} : { balance: options.balance }), random: () => 0.5, ...(options.fetchImage ? { fetchImage: options.fetchImage } : {}) });
   services.push(service);
-  const guard = service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
+  const guard = await service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
   if (!guard.ok) throw new Error('guard');
   return { service, clock, sent, caller: guard.caller };
 }
@@ -46,7 +46,7 @@ describe('guard (spec 4, 5, 8)', () => {
   it('tells a missing header from an unknown key, both 401 with WWW-Authenticate', async () => {
     const { service } = await open();
     for (const [header, code] of [[undefined, 'invalid_auth_header'], ['Token abc', 'invalid_auth_header'], ['Bearer sk_unknown_key', 'invalid_api_key']] as const) {
-      const guard = service.guard(header);
+      const guard = await service.guard(header);
       expect(guard.ok).toBe(false);
       if (guard.ok) continue;
       expect(guard.result).toMatchObject({ status: 401, body: { code } });
@@ -58,18 +58,18 @@ describe('guard (spec 4, 5, 8)', () => {
     const { service, clock } = await open();
     const header = `Bearer ${service.first().apiKey}`;
     // The open() above used one.
-    for (let i = 2; i <= 60; i++) expect(service.guard(header)).toMatchObject({ ok: true, caller: { headers: { 'x-ratelimit-remaining': String(60 - i) } } });
-    const limited = service.guard(header);
+    for (let i = 2; i <= 60; i++) expect(await service.guard(header)).toMatchObject({ ok: true, caller: { headers: { 'x-ratelimit-remaining': String(60 - i) } } });
+    const limited = await service.guard(header);
     expect(limited).toMatchObject({ ok: false, result: { status: 429, body: { code: 'rate_limit_exceeded', retry_after: 60 }, headers: { 'retry-after': '60', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0' } } });
     await clock.advance(60_000);
-    expect(service.guard(header).ok).toBe(true);
+    expect((await service.guard(header)).ok).toBe(true);
   });
 
   it('answers 402 below 10 credits on every keyed endpoint, except the settings', async () => {
     const { service } = await open({ balance: 9 });
     const header = `Bearer ${service.first().apiKey}`;
-    expect(service.guard(header)).toMatchObject({ ok: false, result: { status: 402, body: { code: 'insufficient_credits', required: 10, balance: 9, user_action: { kind: 'top_up' } } } });
-    expect(service.guard(header, { lowBalanceOk: true }).ok).toBe(true);
+    expect(await service.guard(header)).toMatchObject({ ok: false, result: { status: 402, body: { code: 'insufficient_credits', required: 10, balance: 9, user_action: { kind: 'top_up' } } } });
+    expect((await service.guard(header, { lowBalanceOk: true })).ok).toBe(true);
   });
 });
 

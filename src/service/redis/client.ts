@@ -1,0 +1,22 @@
+import { createHash } from 'node:crypto';
+
+/** The part of an ioredis client the service's shared records use. */
+export interface ServiceRedis {
+  eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+}
+
+const shas = new Map<string, string>();
+
+/** Runs a Lua script by its SHA-1, sending the text only when Redis has not cached it yet (NOSCRIPT). */
+export async function runScript(redis: ServiceRedis, script: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  let sha = shas.get(script);
+  if (sha === undefined) shas.set(script, (sha = createHash('sha1').update(script).digest('hex')));
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+    return redis.eval(script, keys.length, ...keys, ...args);
+  }
+}

@@ -1,0 +1,93 @@
+import request from 'supertest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../src/service/clock.js';
+import { createServiceApp, type ServiceApp } from '../../src/service/http/app.js';
+import { redisAvailable, startRedis } from '../helpers/redis.js';
+
+// Two services on one private Redis stand for two `serve` processes behind one load balancer (issue 13):
+// what they share is the rate-limit window per key and the idempotency records.
+const redis = redisAvailable() ? await startRedis({ persist: true }) : null;
+afterAll(() => redis?.stop());
+const apps: ServiceApp[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+const API_KEY = 'sk_shared_test_key';
+let prefixes = 0;
+
+async function pair(options: { rateLimitPerMinute?: number } = {}) {
+  const prefix = `svc${++prefixes}:`;
+  const start = Date.parse('2026-01-01T00:00:00Z');
+  const make = async () => {
+    const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true, start }), random: () => 0.5, warn: () => undefined, apiKey: API_KEY, balance: 500, redisUrl: redis!.url, redisPrefix: prefix, ...options });
+    apps.push(app);
+    return app;
+  };
+  return [await make(), await make()] as const;
+}
+
+const auth = `Bearer ${API_KEY}`;
+
+describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
+  it('counts one rate-limit window per key across processes, and both see it end on their clocks', async () => {
+    const [a, b] = await pair({ rateLimitPerMinute: 5 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await request(i % 2 ? b : a).get('/v1/videos').set('authorization', auth)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    const limited = await request(a).get('/v1/videos').set('authorization', auth);
+    expect(limited.status).toBe(429);
+    expect(limited.headers).toMatchObject({ 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0', 'retry-after': '60' });
+    await a.service.clock.advance(60_000);
+    await b.service.clock.advance(60_000);
+    expect((await request(b).get('/v1/videos').set('authorization', auth)).headers['x-ratelimit-remaining']).toBe('4');
+  });
+
+  it('replays on one process what the other made under an Idempotency-Key, charging once', async () => {
+    const [a, b] = await pair();
+    const first = await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'retry-me').send({ prompt: 'a fox' });
+    expect(first.status).toBe(202);
+    const again = await request(b).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'retry-me').send({ prompt: 'a fox' });
+    expect(again.status).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const other = await request(b).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'retry-me').send({ prompt: 'a cat' });
+    expect(other).toMatchObject({ status: 422, body: { code: 'idempotency_key_reused' } });
+    // One charge across both processes: A paid for the clip, B charged nothing.
+    expect(a.service.first().balance).toBe(500 - first.body.credits_used);
+    expect(b.service.first().balance).toBe(500);
+  });
+
+  it('answers 409 in_progress on one process while the first request runs on the other, 422 for another body', async () => {
+    const [a, b] = await pair();
+    const first = await a.service.idempotency.begin('1', 'running', 'fingerprint-a');
+    expect(first.kind).toBe('fresh');
+    expect(await b.service.idempotency.begin('1', 'running', 'fingerprint-a')).toEqual({ kind: 'in_progress' });
+    expect(await b.service.idempotency.begin('1', 'running', 'fingerprint-b')).toEqual({ kind: 'reused' });
+    if (first.kind !== 'fresh') throw new Error(first.kind);
+    first.finish(null);
+    await first.share(null);
+    expect((await b.service.idempotency.begin('1', 'running', 'fingerprint-b')).kind).toBe('fresh');
+  });
+
+  it('frees a key on every process when its first request was refused before a task existed', async () => {
+    const [a, b] = await pair();
+    const refused = await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'fix-and-retry').send({ prompt: 'x', duration: 99 });
+    expect(refused.status).toBe(400);
+    await expect.poll(async () => (await request(b).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'fix-and-retry').send({ prompt: 'a fox, fixed' })).status).toBe(202);
+  });
+
+  it('answers 503 upstream_busy while Redis is down, charging nothing, and carries on once it is back', async () => {
+    const [a] = await pair();
+    await redis!.kill();
+    try {
+      const listed = await request(a).get('/v1/videos').set('authorization', auth);
+      expect(listed).toMatchObject({ status: 503, body: { code: 'upstream_busy', retryable: true } });
+      expect(listed.headers['retry-after']).toBe('5');
+    } finally {
+      await redis!.start();
+    }
+    expect(a.service.first().balance).toBe(500);
+    await expect.poll(async () => (await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'after-restart').send({ prompt: 'a fox' })).status, { timeout: 10_000 }).toBe(202);
+  });
+});
