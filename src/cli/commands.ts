@@ -113,6 +113,7 @@ function registerServe(program: Command): void {
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
     .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
     .option('--json', 'print the start-up line as JSON')
+    .addOption(new Option('--redis <url>', 'share rate limits, Idempotency-Keys and webhook delivery with every serve process on this Redis (redis://host:port)').env('CLIPHOOK_REDIS_URL'))
     .action(async (options) => (await import('./commands/serve.js')).serve(options));
 }
 

@@ -65,6 +65,18 @@ describe('cliphook serve', () => {
     expect(held.ready.type).toBe('ready');
   });
 
+  it('refuses a --redis that is not a redis:// URL with exit 2, and one nobody answers at with exit 1', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const bad = await runBin(['serve', '--port', '0', '--data', join(dir, 's.json'), '--redis', 'localhost:6379']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^cliphook: Expected --redis to be a redis:\/\/ or rediss:\/\/ URL/);
+    // Port 1 on loopback: refused at once, nothing leaves the machine. The environment variable works too.
+    const unreachable = await runBin(['serve', '--port', '0', '--data', join(dir, 's.json')], { CLIPHOOK_REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^cliphook: cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+  });
+
   it('service actions: keys, rotate-secret, advance, and a clear error for a bad key', async () => {
     const [dir, cleanup] = await tempDir();
     cleanups.push(cleanup);

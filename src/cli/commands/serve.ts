@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
-import { aborted, flagError, parsePort, stopSignal } from '../process.js';
+import { aborted, flagError, parsePort, redactUrl, stopSignal } from '../process.js';
 
 export interface ServeCommandOptions {
   port: string;
@@ -16,6 +16,8 @@ export interface ServeCommandOptions {
   balance?: string;
   publicUrl?: string;
   json?: boolean;
+  /** `--redis <url>` (or CLIPHOOK_REDIS_URL): rate limits, idempotency records and webhooks shared through Redis. */
+  redis?: string;
 }
 
 /** Where the command writes, and what stops it: injectable for tests. */
@@ -25,7 +27,7 @@ export interface ServeIo {
   signal: AbortSignal;
 }
 
-const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--webhook-secret', balance: '--balance', file: '--data' };
+const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--webhook-secret', balance: '--balance', file: '--data', redisUrl: '--redis' };
 
 /**
  * `cliphook serve`: the Clip and Image Generation Service, simulated, until SIGINT/SIGTERM. Prints the
@@ -51,11 +53,12 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),
       ...(balance === undefined ? {} : { balance }),
+      ...(options.redis === undefined ? {} : { redisUrl: options.redis }),
       warn: (message) => io.err(`warning: ${message}`),
     });
   } catch (error) {
     if (error instanceof TypeError) throw flagError(error, FLAGS);
-    if (error instanceof FileLockedError) throw new ExitError(error.message, 1);
+    if (error instanceof FileLockedError || /^cannot reach Redis/.test((error as Error).message)) throw new ExitError((error as Error).message, 1);
     throw new ExitError(`cannot open ${options.data}: ${(error as Error).message}`, 1);
   }
   const server = createServer(app);
@@ -74,7 +77,17 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
   const host = wildcard ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   app.service.origin = options.publicUrl ? options.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '') : `http://${host}:${address.port}`;
   const first = app.service.first();
-  const info = { url: `${app.service.origin}/v1`, origin: app.service.origin, apiKey: first.apiKey, webhookSecret: first.webhookSecret, balance: first.balance, data: options.data, speed: options.speed, strict: options.strict === true };
+  const info = {
+    url: `${app.service.origin}/v1`,
+    origin: app.service.origin,
+    apiKey: first.apiKey,
+    webhookSecret: first.webhookSecret,
+    balance: first.balance,
+    data: options.data,
+    speed: options.speed,
+    strict: options.strict === true,
+    redis: options.redis === undefined ? null : redactUrl(options.redis),
+  };
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
   else {
     io.out(`cliphook serve: the Clip and Image Generation Service, simulated (${options.speed}${options.strict ? ', strict' : ''}; data: ${options.data})`);
@@ -83,6 +96,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     io.out(`  webhook secret  ${info.webhookSecret}`);
     io.out(`  balance         ${info.balance} credits`);
     io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
+    if (info.redis) io.out(`  shared on       ${info.redis} (rate limits, Idempotency-Keys, webhooks)`);
     io.out('Ctrl-C to stop.');
   }
   await aborted(io.signal);
