@@ -24,6 +24,13 @@ interface Connection {
   readonly cork: () => void;
   /** Frames held while its catch-up is read (they go after it); `null` once the catch-up is sent. */
   held: ServerFrame[] | null;
+  /**
+   * The sequence numbers its catch-up carried. A live copy of one of them (stored by another process
+   * before the catch-up was read, published after it was sent) is not sent again: the catch-up copy's
+   * reply answers its sender, unless that reply came before the publish did (then the sender reads 504
+   * and retries, and the receiver dedupes).
+   */
+  caughtUp: ReadonlySet<number>;
 }
 
 export interface HubOptions {
@@ -75,7 +82,7 @@ export class Hub {
    */
   connect(channelId: string, socket: WebSocket, events: ReadonlySet<string> | null, transport: Writable): void {
     const filter = events ? [...events].sort().join(',') : '*';
-    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), held: [] };
+    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), held: [], caughtUp: new Set() };
     let set = this.#byChannel.get(channelId);
     if (!set) this.#byChannel.set(channelId, (set = new Set()));
     set.add(connection);
@@ -164,11 +171,10 @@ export class Hub {
     }
     const held = connection.held ?? [];
     connection.held = null;
+    connection.caughtUp = new Set(backlog.map((event) => event.seq));
     this.#send(connection, { type: 'hello', channel: connection.channelId, listener: connection.id, pingIntervalMs: this.#options.pingIntervalMs });
     for (const event of backlog) this.#send(connection, toFrame(event, { backlog: true, replay: false }));
-    // A live event stored before the read was in it: sent once, as backlog (its reply still answers the sender).
-    const sent = new Set(backlog.map((event) => event.seq));
-    for (const frame of held) if (!(frame.type === 'event' && !frame.replay && sent.has(frame.seq))) this.#send(connection, frame);
+    for (const frame of held) this.#send(connection, frame);
   }
 
   /** An event another process took: sent to the listeners here that want it; their answer goes back to `origin`. */
@@ -253,6 +259,7 @@ export class Hub {
 
   #send(connection: Connection, frame: ServerFrame): void {
     if (connection.held) return void connection.held.push(frame);
+    if (frame.type === 'event' && !frame.backlog && !frame.replay && connection.caughtUp.has(frame.seq)) return;
     // A socket that is closing drops the frame; its events stay unacknowledged and are caught up later.
     if (connection.socket.readyState !== connection.socket.OPEN) return;
     connection.cork();
