@@ -192,10 +192,13 @@ describe.each(backends)('RelayStore contract: $name', (backend) => {
     const { store } = await setup();
     const a = (await store.create())!;
     const b = (await store.create())!;
+    expect(await store.has(a.id)).toBe(true);
     await store.append(a.id, event(0, 'x', sized(400)), 'none');
     await store.append(b.id, event(0, 'y', sized(800)), 'none');
     await store.ack(a.id, 1);
     expect(await store.delete(a.id)).toBe('deleted');
+    expect(await store.has(a.id)).toBe(false);
+    expect(await store.append(a.id, event(0), 'none')).toEqual({ kind: 'not_found' });
     expect(await store.delete(a.id)).toBe('not_found');
     expect(await store.check(a.id, a.token)).toBe('not_found');
     expect(await store.unacked(a.id, all)).toEqual([]);

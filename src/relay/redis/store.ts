@@ -33,6 +33,11 @@ export class RedisRelayStore implements RelayStore {
   readonly #redis: RedisConnection;
   /** The figures `/healthz` shows while Redis is away. */
   #lastStats = { channels: 0, bufferedBytes: 0 };
+  /**
+   * Channels seen to exist, so the ingress's check before reading a body costs no round trip. Only a hint:
+   * one deleted by another process is still refused, by `append`, after its body was read.
+   */
+  readonly #known = new Set<string>();
 
   constructor(options: RedisRelayStoreOptions) {
     this.#options = options;
@@ -70,18 +75,23 @@ export class RedisRelayStore implements RelayStore {
   }
 
   async delete(id: string): Promise<'deleted' | 'not_found'> {
+    this.#known.delete(id);
     return (await this.#eval('DELETE', id)) === 1 ? 'deleted' : 'not_found';
   }
 
   async check(id: string, token: string | undefined): Promise<TokenCheck> {
     const stored = await this.#redis.command((client) => client.hget(this.#key(id), 'token'));
-    if (stored === null) return 'not_found';
+    if (stored === null) return this.#forget(id);
     if (token === undefined) return 'invalid_token';
     return timingSafeEqual(Buffer.from(hashToken(token), 'hex'), Buffer.from(stored, 'hex')) ? 'ok' : 'invalid_token';
   }
 
   async has(id: string): Promise<boolean> {
-    return (await this.#redis.command((client) => client.exists(this.#key(id)))) === 1;
+    if (this.#known.has(id)) return true;
+    if ((await this.#redis.command((client) => client.exists(this.#key(id)))) !== 1) return false;
+    if (this.#known.size >= 100_000) this.#known.clear();
+    this.#known.add(id);
+    return true;
   }
 
   async append(id: string, event: Omit<StoredEvent, 'seq'>, local: Audience): Promise<AppendResult> {
@@ -105,7 +115,8 @@ export class RedisRelayStore implements RelayStore {
     const kind = String(reply[0]);
     if (kind === 'stored') return { kind, event: { seq: reply[1] as number, ...event }, remote: reply[2] === 1 };
     if (kind === 'full') return { kind, reason: String(reply[1]) as 'channel_events' | 'channel_bytes' | 'relay_bytes' };
-    return { kind: kind as 'filtered' | 'not_found' };
+    if (kind === 'not_found') return { kind: this.#forget(id) };
+    return { kind: 'filtered' };
   }
 
   async keep(): Promise<void> {
@@ -130,6 +141,11 @@ export class RedisRelayStore implements RelayStore {
   async find(id: string, ref: string): Promise<StoredEvent | undefined> {
     const reply = (await this.#eval('FIND', id, ref)) as Buffer[] | null;
     return reply ? unpackEvent(Number(reply[0]!.toString()), reply[1]!) : undefined;
+  }
+
+  #forget(id: string): 'not_found' {
+    this.#known.delete(id);
+    return 'not_found';
   }
 
   #eval(name: Parameters<RedisConnection['eval']>[0], id: string, ...args: Array<string | number | Buffer>): Promise<unknown> {
