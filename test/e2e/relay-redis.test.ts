@@ -153,13 +153,15 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     await expect.poll(() => app.arrivals.length).toBe(5);
     expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4', 'dlv_5']);
     expect(second.replies.map((reply) => [reply.event.deliveryId, reply.event.backlog])).toEqual([['dlv_2', true], ['dlv_3', true], ['dlv_4', true], ['dlv_5', true]]);
+    // --replay works on any process too: event 1 was taken at B and answered through A.
+    expect(await second.client.replay('dlv_1')).toMatchObject({ status: 200, event: { replay: true, seq: 1, deliveryId: 'dlv_1' } });
     await second.client.close();
     // Acknowledged on B, acknowledged everywhere: neither process would send them again.
     expect(await unacked(a.url, channel)).toEqual([]);
     expect(await unacked(b.url, channel)).toEqual([]);
     await listener(a.url, channel, app.url);
     expect((await post(atB, 6)).status).toBe(200);
-    expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4', 'dlv_5', 'dlv_6']);
+    expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4', 'dlv_5', 'dlv_1', 'dlv_6']);
   });
 
   it('answers as one relay does: 503 buffered with nobody anywhere, 504 when a listener elsewhere never answers, 202 when filters elsewhere leave it out; a delete reaches the other process', async () => {
