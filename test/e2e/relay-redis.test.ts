@@ -20,6 +20,8 @@ afterEach(async () => {
 });
 
 const CHILD = fileURLToPath(new URL('./relay-redis.child.ts', import.meta.url));
+/** For what takes a few hops between processes (and ioredis's reconnect backoff, up to 5 s): no timed assertion, only a bound. */
+const SOON = { timeout: 15_000 };
 
 interface RelayProcess {
   child: ChildProcess;
@@ -106,7 +108,7 @@ async function problem(res: Response) {
 const healthz = async (url: string) => (await fetch(`${url}/healthz`)).status;
 const listeners = async (url: string) => ((await (await fetch(`${url}/healthz`)).json()) as { listeners: number }).listeners;
 
-describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
+describe.runIf(redis)('relay processes sharing one Redis (issue 13)', { timeout: 60_000 }, () => {
   it("carries an event taken by one process to a listener on the other, and that listener's reply back byte for byte; both ways", async () => {
     const { a, b } = await twoRelays(redis!.url);
     const bytes = Buffer.from([0x7b, 0x00, 0xff, 0xfe, 0x0d, 0x0a, 0xe2, 0x98, 0x83, 0x7d]);
@@ -134,7 +136,7 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     const channel = await createChannel(a.url);
     const [onA, onB] = [await listener(a.url, channel, app.url), await listener(b.url, channel, app.url)];
     expect((await post(`${b.url}/in/${channel.channel}`, 1)).status).toBe(200);
-    await expect.poll(() => onA.replies.length + onB.replies.length).toBe(2);
+    await expect.poll(() => onA.replies.length + onB.replies.length, SOON).toBe(2);
     expect(app.deliveries()).toEqual(['dlv_1', 'dlv_1']);
   });
 
@@ -146,11 +148,11 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     const first = await listener(a.url, channel, app.url);
     expect((await post(atB, 1)).status).toBe(200); // taken at B, answered by the listener on A
     await first.client.close();
-    await expect.poll(() => listeners(a.url)).toBe(0);
+    await expect.poll(() => listeners(a.url), SOON).toBe(0);
     // Offline: every event is buffered, whichever process takes it.
     for (const n of [2, 3, 4, 5]) expect(await problem(await post(n % 2 ? atB : channel.url, n))).toMatchObject({ status: 503, code: 'no_listener' });
     const second = await listener(b.url, channel, app.url);
-    await expect.poll(() => app.arrivals.length).toBe(5);
+    await expect.poll(() => app.arrivals.length, SOON).toBe(5);
     expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4', 'dlv_5']);
     expect(second.replies.map((reply) => [reply.event.deliveryId, reply.event.backlog])).toEqual([['dlv_2', true], ['dlv_3', true], ['dlv_4', true], ['dlv_5', true]]);
     // --replay works on any process too: event 1 was taken at B and answered through A.
@@ -173,10 +175,10 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     const silent = new WebSocket(`${b.url.replace('http', 'ws')}/channels/${channel.channel}/listen`, { headers: { authorization: `Bearer ${channel.token}` } });
     const seqs: number[] = [];
     silent.on('message', (data, isBinary) => isBinary && seqs.push((data as Buffer).length));
-    await expect.poll(() => seqs.length).toBe(1); // event 1, caught up
+    await expect.poll(() => seqs.length, SOON).toBe(1); // event 1, caught up
     expect(await problem(await post(channel.url, 2))).toMatchObject({ status: 504, code: 'local_timeout' });
     silent.terminate();
-    await expect.poll(() => listeners(b.url)).toBe(0);
+    await expect.poll(() => listeners(b.url), SOON).toBe(0);
     // 504 is answered, so acknowledged (the sender retries with its own copy); event 1 is still owed.
     expect(await unacked(a.url, channel)).toEqual([1]);
 
@@ -207,10 +209,10 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     const hold = new Set(['dlv_1', 'dlv_5']);
     const app = await localApp((arrival) => hold.delete(String(arrival.headers['x-service-delivery'])) && held);
     const onB = await listener(proxy.url, channel, app.url);
-    await expect.poll(() => app.deliveries()).toEqual(['dlv_1']); // caught up through B, one at a time
+    await expect.poll(() => app.deliveries(), SOON).toEqual(['dlv_1']); // caught up through B, one at a time
     expect((await post(channel.url, 4)).status).toBe(200); // live, A to B
     const inFlight = post(channel.url, 5);
-    await expect.poll(() => app.deliveries().includes('dlv_5')).toBe(true);
+    await expect.poll(() => app.deliveries().includes('dlv_5'), SOON).toBe(true);
 
     proxy.hold(); // the listener's reconnect waits until the sender has its answer, so the test knows which came first
     b.child.kill('SIGKILL');
@@ -220,13 +222,13 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     expect(await problem(await inFlight)).toMatchObject({ status: 504, code: 'local_timeout' });
     proxy.release();
     // The listener lands on A and gets the events nobody acknowledged, in order.
-    await expect.poll(() => app.deliveries().slice(3), { timeout: 10_000 }).toEqual(['dlv_1', 'dlv_2', 'dlv_3']);
+    await expect.poll(() => app.deliveries().slice(3), SOON).toEqual(['dlv_1', 'dlv_2', 'dlv_3']);
     expect(onB.drops.length).toBeGreaterThan(0);
     expect(await listeners(a.url)).toBe(1);
     // Taken at A with the listener on A now; B's announcement of it has not expired, but B is gone.
     expect((await post(channel.url, 6)).status).toBe(200);
     release();
-    await expect.poll(() => unacked(a.url, channel)).toEqual([]);
+    await expect.poll(() => unacked(a.url, channel), SOON).toEqual([]);
   });
 
   it('rides out a Redis restart: 503 relay_unavailable and a failing /healthz meanwhile, said once each way in the log, and what was buffered before is delivered after', async () => {
@@ -240,25 +242,25 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', () => {
     for (const n of [1, 2]) expect((await post(channel.url, n)).status).toBe(503);
 
     await own.kill();
-    await expect.poll(() => healthz(a.url)).toBe(503);
+    await expect.poll(() => healthz(a.url), SOON).toBe(503);
     const failing = (await (await fetch(`${a.url}/healthz`)).json()) as { status: string; persistence: { ok: boolean; detail: string } };
     expect(failing).toMatchObject({ status: 'failing', persistence: { ok: false, detail: expect.stringMatching(/^cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/) } });
     expect(await problem(await post(channel.url, 3))).toEqual({ status: 503, type: 'application/problem+json', retryAfter: '10', code: 'relay_unavailable' });
     expect((await fetch(`${b.url}/channels`, { method: 'POST' })).status).toBe(503);
 
     await own.start();
-    await expect.poll(() => healthz(a.url), { timeout: 15_000 }).toBe(200);
-    await expect.poll(() => healthz(b.url), { timeout: 15_000 }).toBe(200);
+    await expect.poll(() => healthz(a.url), SOON).toBe(200);
+    await expect.poll(() => healthz(b.url), SOON).toBe(200);
     for (const relay of [a, b]) {
       expect(relay.lines.filter((line) => line.startsWith('warn lost Redis'))).toHaveLength(1);
       expect(relay.lines.filter((line) => /^info Redis at \S+ is back/.test(line))).toHaveLength(1);
     }
     // Buffered before the restart, on disk in Redis: delivered after it, in order, through the other process.
     await listener(b.url, channel, app.url);
-    await expect.poll(() => app.deliveries()).toEqual(['dlv_1', 'dlv_2']);
+    await expect.poll(() => app.deliveries(), SOON).toEqual(['dlv_1', 'dlv_2']);
     expect((await post(channel.url, 4)).status).toBe(200);
     // The listener that stayed connected was asked to reconnect (live events may have missed B meanwhile) and serves on.
-    await expect.poll(() => through.drops).toContain('connection closed (1012)');
+    await expect.poll(() => through.drops, SOON).toContain('connection closed (1012)');
     expect((await post(steady.url, 5)).status).toBe(200);
     expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_4', 'dlv_5']);
   });
