@@ -36,6 +36,29 @@ describe.runIf(redis)('RedisRelayStore in Redis', () => {
   });
 });
 
+describe.runIf(redis)('RedisRelayStore at maxmemory', () => {
+  it('refuses an event with relay_full (507), keeping nothing, while Redis is out of memory', async () => {
+    const prefix = `oom:${randomBytes(4).toString('hex')}:`;
+    const connection = new RedisConnection({ client: null, url: redis!.url, logger: { info() {}, warn() {} }, scheduler: realScheduler, clock: Date.now });
+    const store = new RedisRelayStore({ connection, prefix, process: 'p1', clock: Date.now, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1e9, maxChannels: 10, maxTotalBytes: 1e9 });
+    await store.open();
+    const raw = new Redis(redis!.url);
+    const event = { receivedAt: 1, method: 'POST', path: '', query: '', headers: [], body: Buffer.from('x'), eventName: null, deliveryId: null };
+    try {
+      const { id } = (await store.create())!;
+      await raw.config('SET', 'maxmemory', '1');
+      await expect(store.append(id, event, 'none')).rejects.toMatchObject({ code: 'relay_full' });
+      await raw.config('SET', 'maxmemory', '0');
+      expect(await store.unacked(id, () => true)).toEqual([]);
+      expect(await store.append(id, event, 'none')).toMatchObject({ kind: 'stored', event: { seq: 1 } });
+    } finally {
+      await raw.config('SET', 'maxmemory', '0');
+      raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
 async function dump(raw: Redis, key: string): Promise<unknown> {
   switch (await raw.type(key)) {
     case 'hash':
