@@ -91,9 +91,11 @@ async function listener(relayUrl: string, channel: ChannelInfo, forwardTo: strin
   cleanups.push(() => client.close());
   const replies: ListenerReply[] = [];
   const drops: string[] = [];
+  const state = { reconnected: 0 };
   client.on('reply', (reply) => replies.push(reply));
   client.on('reconnecting', ({ error }) => drops.push(error.message));
-  return { client, replies, drops };
+  client.on('connected', () => state.reconnected++);
+  return { client, replies, drops, state };
 }
 
 function post(url: string, n: number, eventName = 'video.completed') {
@@ -261,6 +263,7 @@ describe.runIf(redis)('relay processes sharing one Redis (issue 13)', { timeout:
     expect((await post(channel.url, 4)).status).toBe(200);
     // The listener that stayed connected was asked to reconnect (live events may have missed B meanwhile) and serves on.
     await expect.poll(() => through.drops, SOON).toContain('connection closed (1012)');
+    await expect.poll(() => through.state.reconnected, SOON).toBeGreaterThan(0);
     expect((await post(steady.url, 5)).status).toBe(200);
     expect(app.deliveries()).toEqual(['dlv_1', 'dlv_2', 'dlv_4', 'dlv_5']);
   });
