@@ -69,7 +69,9 @@ function registerRelay(program: Command): void {
     .option('--port <port>', 'port to listen on', '8787')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--public-url <url>', 'the base URL senders reach this relay at, used in channel URLs')
-    .option('--data <file>', 'data file keeping channels and buffered events across restarts (with <file>.journal and <file>.lock)', '.cliphook/relay.json')
+    // No default here: the command applies .cliphook/relay.json itself, so --data given with --redis is noticed.
+    .option('--data <file>', 'data file keeping channels and buffered events across restarts (with <file>.journal and <file>.lock) (default: ".cliphook/relay.json", unless --redis)')
+    .addOption(new Option('--redis <url>', 'keep channels and buffers in this Redis (redis://…) instead of a data file, shared with every relay process given the same Redis').env('CLIPHOOK_REDIS_URL'))
     .addOption(new Option('--admin-token <token>', 'require this bearer token to create channels').env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--open', 'allow a --host other than loopback without --admin-token: anyone who reaches the relay can create channels')
     .option('--max-channels <n>', 'channels the relay holds at most; past it POST /channels answers 507', '1000')

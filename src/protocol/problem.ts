@@ -107,6 +107,8 @@ export const PROBLEM_CODES = {
   method_not_allowed: spec(405, 'Method not allowed'),
   invalid_path: spec(400, 'Path not allowed under the channel'),
   relay_full: spec(507, 'Relay storage full', true),
+  // Issue 13: a relay on Redis that cannot reach it keeps nothing and says so, rather than hang or claim "buffered".
+  relay_unavailable: spec(503, 'Relay storage unavailable', true),
 } as const satisfies Record<string, CodeSpec>;
 
 /** A stable machine-readable error code. */

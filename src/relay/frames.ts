@@ -91,6 +91,8 @@ export const CLOSE = Object.freeze({
   tooBig: 1009,
   /** RFC 6455 §7.4.1: the peer met a condition it could not handle. */
   internalError: 1011,
+  /** IANA's registry: the relay's Redis came back after an outage; reconnect and catch up (issue 13). */
+  serviceRestart: 1012,
   /** The token no longer matches the channel: do not reconnect. */
   invalidToken: 4001,
   /** The channel was deleted: do not reconnect. */

@@ -2,13 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, drainBody, readBody, type DrainTimers } from '../http/read-body.js';
 import { HEADER_DELIVERY, HEADER_EVENT } from '../protocol/headers.js';
 import { problem, problemHeaders, type ProblemCode, type ProblemOptions } from '../protocol/problem.js';
-import type { AppendRefusal, Channel, ChannelStore, StoredEvent } from './channels.js';
+import type { AppendRefusal } from './channel-types.js';
 import { endToEnd, rawHeader } from './headers.js';
 import type { Hub } from './hub.js';
 import { pathRefusal } from './path-guard.js';
+import { RelayStoreError, type RelayStore } from './relay-store.js';
 
 export interface IngressOptions {
-  store: ChannelStore;
+  store: RelayStore;
   hub: Hub;
   clock: () => number;
   maxBodyBytes: number;
@@ -64,28 +65,35 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * the local app's reply; without one, keeps the event and answers 503 `no_listener` with Retry-After.
  * When listeners are connected but their `--events` filters all leave the event out: 202, not kept.
  * A path that could leave the channel: 400 `invalid_path`, before the body is read. A full buffer, or a
- * data file that does not take the event: 507 `relay_full` with Retry-After, and the event is not kept.
+ * data file that does not take the event: 507 `relay_full` with Retry-After, and the event is not kept;
+ * a Redis that cannot be reached: 503 `relay_unavailable`, not kept either.
  */
 export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');
     const declared = Number(contentLength ?? Number.NaN);
-    // The data file did not take the event (ENOSPC, EIO…): it is not kept, and the sender retries it.
-    const unsaved = (channel: Channel, stored: StoredEvent) => {
-      store.discard(channel, stored);
-      sendProblem(res, 'relay_full', { detail: 'The relay cannot write its data file just now; the event was not kept.', retryAfter: retryAfterSeconds });
-    };
     const refuse = async (code: ProblemCode, options: ProblemOptions) => {
       const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
       sendProblem(res, code, options, true);
       if (!drained) res.once('finish', () => req.socket.destroy());
     };
+    // The store could not take or keep the event: the sender retries it later (RelayStoreError's message is the detail).
+    const failed = (error: unknown) => {
+      if (!(error instanceof RelayStoreError)) throw error;
+      return { code: error.code, options: { detail: error.message, retryAfter: retryAfterSeconds } };
+    };
     // Before anything is read or stored: the path must stay under the channel (issue 10).
     const refusal = pathRefusal(target.path);
     if (refusal) return refuse('invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
-    const channel = store.get(target.channelId);
-    if (!channel) return refuse('not_found', { detail: 'No such channel.' });
+    let known: boolean;
+    try {
+      known = await store.has(target.channelId);
+    } catch (error) {
+      const { code, options } = failed(error);
+      return refuse(code, options);
+    }
+    if (!known) return refuse('not_found', { detail: 'No such channel.' });
     let body: Buffer;
     try {
       const read = readBody(req, maxBodyBytes, declared);
@@ -99,12 +107,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
     if (body.length === 0 && contentLength !== undefined) headers.push('Content-Length', '0');
     const eventName = rawHeader(headers, HEADER_EVENT) ?? null;
-    if (hub.audience(channel.id, eventName) === 'filtered') {
-      // Listeners are connected and their --events filters leave this one out: keeping it unacknowledged
-      // would only fill the buffer, and a 503 would make the sender retry an event nobody asked for.
-      return sendFiltered(res);
-    }
-    const stored = store.append(channel, {
+    const event = {
       receivedAt: clock(),
       method: req.method ?? 'GET',
       path: target.path,
@@ -113,22 +116,40 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
       body,
       eventName,
       deliveryId: rawHeader(headers, HEADER_DELIVERY) ?? null,
-    });
-    if (typeof stored === 'string') {
-      // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence (issue 10).
-      return sendProblem(res, 'relay_full', { detail: FULL[stored], retryAfter: retryAfterSeconds });
+    };
+    let appended;
+    try {
+      // The store also hears what the listeners here make of it; with Redis, it asks the other processes' too.
+      appended = await store.append(target.channelId, event, hub.audience(target.channelId, eventName));
+    } catch (error) {
+      const { code, options } = failed(error);
+      return sendProblem(res, code, options);
     }
-    // A sequence number reaches a listener only once it is reserved on disk, or a crash could reuse it.
-    const reserving = store.reserved();
-    if (reserving && !(await reserving.then(() => true, () => false))) return unsaved(channel, stored);
-    const outcome = await (hub.deliver(channel, stored) ?? Promise.resolve({ kind: 'gone' as const }));
+    switch (appended.kind) {
+      case 'not_found':
+        return sendProblem(res, 'not_found', { detail: 'No such channel.' });
+      case 'filtered':
+        // Listeners are connected and their --events filters leave this one out: keeping it unacknowledged
+        // would only fill the buffer, and a 503 would make the sender retry an event nobody asked for.
+        return sendFiltered(res);
+      case 'full':
+        // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence (issue 10).
+        return sendProblem(res, 'relay_full', { detail: FULL[appended.reason], retryAfter: retryAfterSeconds });
+    }
+    const { event: stored, remote } = appended;
+    const outcome = await hub.deliver(target.channelId, stored, remote);
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
       // would only fill the buffer (nothing resends it while the listener stays connected).
-      if (store.ack(channel, stored.seq)) store.commitSoon();
+      store.ack(target.channelId, stored.seq).catch(() => undefined);
     } else if (outcome.kind === 'gone') {
-      // The 503 promises the event is kept: it must be on disk before the sender reads it, or it is not kept.
-      if (!(await store.commit().then(() => true, () => false))) return unsaved(channel, stored);
+      // The 503 promises the event is kept: it must be durable before the sender reads it, or it is not kept.
+      try {
+        await store.keep(target.channelId, stored);
+      } catch (error) {
+        const { code, options } = failed(error);
+        return sendProblem(res, code, options);
+      }
     }
     switch (outcome.kind) {
       case 'reply': {

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { realScheduler, type Scheduler } from './heartbeat.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
@@ -12,9 +13,21 @@ export interface RelayServerOptions {
   /**
    * The data file keeping channels and buffered events across restarts (a snapshot of JSON lines, plus
    * `<file>.journal` and `<file>.lock` beside it); `false` keeps them in memory. A version 1 file (one
-   * JSON document) is read and rewritten in the new format. @default '.cliphook/relay.json'
+   * JSON document) is read and rewritten in the new format. Not with `redis` or `redisUrl`.
+   * @default '.cliphook/relay.json'
    */
   file?: string | false;
+  /**
+   * A connected ioredis client: channels, buffers, sequence numbers, acknowledgements and listener
+   * presence live in this Redis, shared by every relay process given the same Redis and `redisPrefix`, so
+   * an event taken by one process reaches a listener connected to another (issue 13). The relay opens one
+   * more connection for pub/sub with `redis.duplicate()` and leaves this client open on `close()`.
+   */
+  redis?: Redis;
+  /** …or a `redis://` (`rediss://`) URL for clients of the relay's own, closed by `close()`. @example 'redis://127.0.0.1:6379' */
+  redisUrl?: string;
+  /** Prefix of every Redis key and pub/sub channel, so several relays (or apps) can share one Redis. @default 'cliphook:relay:' */
+  redisPrefix?: string;
   /** The public base URL senders use, for the `url` of new channels; without it, the request's Host. @example 'https://relay.example.com' */
   publicUrl?: string;
   /** When set, `POST /channels` needs `Authorization: Bearer <adminToken>`: for a relay on a public address. */
@@ -61,15 +74,20 @@ export interface RelayServerOptions {
 const SILENT: RelayLogger = { info() {}, warn() {} };
 
 /** The relay's options with their defaults applied, `publicUrl` without a trailing slash and `adminToken` as null when unset. */
-export type ResolvedRelayOptions = Required<Omit<RelayServerOptions, 'publicUrl' | 'adminToken' | 'fileIo'>> & {
+export type ResolvedRelayOptions = Required<Omit<RelayServerOptions, 'publicUrl' | 'adminToken' | 'fileIo' | 'redis' | 'redisUrl' | 'redisPrefix'>> & {
   publicUrl: string | null;
   adminToken: string | null;
   fileIo: LineFileIo | undefined;
+  /** Where the relay keeps its state when not in its data file. */
+  redis: { client: Redis | null; url: string | null; prefix: string } | null;
 };
 
 /** Applies the defaults and checks every option, so a misconfiguration fails at construction with a TypeError naming it. */
 export function resolveRelayOptions({
-  file = '.cliphook/relay.json',
+  file: fileOption,
+  redis,
+  redisUrl,
+  redisPrefix,
   publicUrl,
   adminToken,
   open = false,
@@ -88,6 +106,8 @@ export function resolveRelayOptions({
   scheduler = realScheduler,
   logger = SILENT,
 }: RelayServerOptions): ResolvedRelayOptions {
+  const shared = resolveRedis({ file: fileOption, redis, redisUrl, redisPrefix, fileIo });
+  const file = fileOption ?? '.cliphook/relay.json';
   if (file !== false) nonEmptyString('file', file);
   const base = publicUrl === undefined ? null : httpUrl('publicUrl', publicUrl).href.replace(/\/+$/, '');
   if (adminToken !== undefined) nonEmptyString('adminToken', adminToken);
@@ -110,8 +130,28 @@ export function resolveRelayOptions({
   if (typeof scheduler?.setInterval !== 'function' || typeof scheduler.setTimeout !== 'function') throw new TypeError('Expected `scheduler` to have setInterval and setTimeout.');
   if (typeof logger?.info !== 'function' || typeof logger.warn !== 'function') throw new TypeError('Expected `logger` to have info and warn methods.');
   return {
-    file, publicUrl: base, adminToken: adminToken ?? null,
+    file, redis: shared, publicUrl: base, adminToken: adminToken ?? null,
     open, maxChannels, maxTotalBufferedBytes, fileIo, maxBodyBytes, responseTimeoutMs, maxBufferedEvents, maxBufferedBytes, maxBufferAgeMs,
     retryAfterSeconds, pingIntervalMs, readDeadlineMs, clock, scheduler, logger,
   };
+}
+
+/** The Redis options checked together: one of `redis` and `redisUrl`, and then neither `file` nor `fileIo`. */
+function resolveRedis({ file, redis, redisUrl, redisPrefix, fileIo }: Pick<RelayServerOptions, 'file' | 'redis' | 'redisUrl' | 'redisPrefix' | 'fileIo'>): ResolvedRelayOptions['redis'] {
+  if (redis === undefined && redisUrl === undefined) {
+    if (redisPrefix !== undefined) throw new TypeError('Expected `redisPrefix` only with `redis` or `redisUrl`.');
+    return null;
+  }
+  if (redis !== undefined && redisUrl !== undefined) throw new TypeError('Expected either `redis` (an ioredis client) or `redisUrl` (redis://…), not both.');
+  if (file !== undefined) throw new TypeError('Expected either `file` or `redis`/`redisUrl`: the relay keeps its state in one of them.');
+  if (fileIo !== undefined) throw new TypeError('Expected no `fileIo` with `redis`/`redisUrl`: there is no data file.');
+  if (redis !== undefined && (typeof redis?.duplicate !== 'function' || typeof redis.callBuffer !== 'function')) {
+    throw new TypeError('Expected `redis` to be an ioredis client (it has no duplicate() or callBuffer()).');
+  }
+  if (redisUrl !== undefined && !(typeof redisUrl === 'string' && /^rediss?:\/\/./.test(redisUrl))) {
+    throw new TypeError(`Expected \`redisUrl\` to be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}.`);
+  }
+  const prefix = redisPrefix ?? 'cliphook:relay:';
+  nonEmptyString('redisPrefix', prefix);
+  return { client: redis ?? null, url: redisUrl ?? null, prefix };
 }

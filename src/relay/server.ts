@@ -3,11 +3,13 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CliphookError } from '../protocol/errors.js';
-import { ChannelStore } from './channels.js';
+import { backend } from './backend.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
+import type { RelayBus } from './relay-bus.js';
+import { RelayStoreError, type RelayStore } from './relay-store.js';
 import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
 import { resolveRelayOptions, type RelayLogger, type RelayServerOptions } from './server-options.js';
 
@@ -25,9 +27,6 @@ export interface ChannelInfo {
 
 const LISTEN_PATH = /^\/channels\/([A-Za-z0-9_-]+)\/listen$/;
 const CHANNEL_PATH = /^\/channels\/([A-Za-z0-9_-]+)$/;
-// Sequence numbers reserved per write of the channel's high-water mark: one write per 1,024 events, and a
-// relay restarted after a crash skips at most that many numbers, never reusing one.
-const SEQ_BLOCK = 1024;
 // How long listeners get to answer the closing handshake when the relay stops.
 const CLOSE_GRACE_MS = 2_000;
 
@@ -38,7 +37,8 @@ const CLOSE_GRACE_MS = 2_000;
  * const { url } = await relay.listen(8787, '0.0.0.0');
  */
 export class RelayServer {
-  readonly #store: ChannelStore;
+  readonly #store: RelayStore;
+  readonly #bus: RelayBus | null;
   readonly #hub: Hub;
   readonly #heartbeat: Heartbeat;
   readonly #wss: WebSocketServer;
@@ -55,10 +55,8 @@ export class RelayServer {
   #url: string | null = null;
 
   constructor(options: RelayServerOptions = {}) {
-    const {
-      file, publicUrl, adminToken, open, maxChannels, maxTotalBufferedBytes, fileIo, maxBodyBytes, responseTimeoutMs, maxBufferedEvents,
-      maxBufferedBytes, maxBufferAgeMs, retryAfterSeconds, pingIntervalMs, readDeadlineMs, clock, scheduler, logger,
-    } = resolveRelayOptions(options);
+    const resolved = resolveRelayOptions(options);
+    const { publicUrl, adminToken, open, maxBodyBytes, responseTimeoutMs, retryAfterSeconds, pingIntervalMs, readDeadlineMs, clock, scheduler, logger } = resolved;
     this.#publicUrl = publicUrl;
     this.#adminHash = adminToken === null ? null : sha256(adminToken);
     this.#logger = logger;
@@ -67,23 +65,9 @@ export class RelayServer {
     const log = (message: string) => logger.warn(message);
     // Frames carry request bodies one way and local replies (up to the listener's 1 MiB default) the other.
     const maxFrameBytes = Math.max(maxBodyBytes, MAX_REPLY_BODY_BYTES) + MAX_HEAD_BYTES;
-    this.#store = new ChannelStore({
-      file,
-      clock,
-      maxEvents: maxBufferedEvents,
-      maxBytes: maxBufferedBytes,
-      maxAgeMs: maxBufferAgeMs,
-      maxChannels,
-      maxTotalBytes: maxTotalBufferedBytes,
-      scheduler,
-      lazyCommitMs: 1000,
-      seqBlock: SEQ_BLOCK,
-      retryMs: retryAfterSeconds * 1000,
-      log: logger,
-      ...(fileIo ? { io: fileIo } : {}),
-    });
+    ({ store: this.#store, bus: this.#bus } = backend(resolved));
     this.#heartbeat = new Heartbeat({ clock, scheduler, intervalMs: pingIntervalMs, deadlineMs: readDeadlineMs });
-    this.#hub = new Hub({ store: this.#store, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
+    this.#hub = new Hub({ store: this.#store, bus: this.#bus, heartbeat: this.#heartbeat, scheduler, responseTimeoutMs, pingIntervalMs, maxFrameBytes, log });
     // A frame over maxPayload is refused by ws itself with 1009 before it is buffered whole.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: false });
     this.#ingress = createIngress({ store: this.#store, hub: this.#hub, clock, maxBodyBytes, retryAfterSeconds, scheduler });
@@ -94,14 +78,14 @@ export class RelayServer {
     return this.#url;
   }
 
-  /** Connected listeners, across channels. */
+  /** Listeners connected to this process, across channels. */
   get listeners(): number {
     return this.#hub.listeners;
   }
 
-  /** Loads the data file (once). `listen` and `attach` call it. */
+  /** Loads the data file, or connects to Redis (once). `listen` and `attach` call it. */
   open(): Promise<void> {
-    this.#opened ??= this.#store.open();
+    this.#opened ??= this.#store.open().then(() => this.#bus?.open(this.#hub.busHandlers));
     return this.#opened;
   }
 
@@ -137,10 +121,15 @@ export class RelayServer {
         sendProblem(res, 'internal_error', {});
       });
     });
-    server.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
+    server.on('upgrade', (req, socket, head) => {
+      this.#upgrade(req, socket, head).catch((error: Error) => {
+        this.#logger.warn(`upgrade failed: ${error.stack ?? error.message}`);
+        socket.destroy();
+      });
+    });
   }
 
-  /** Stops taking listeners, closes the connected ones (1001), saves the buffer and stops the server it started. */
+  /** Stops taking listeners, closes the connected ones (1001), saves the buffer (or lets go of Redis) and stops the server it started. */
   async close(): Promise<void> {
     // Refuse new upgrades first: a listener told 1001 reconnects at once and must not land on this relay.
     this.#closing = true;
@@ -148,27 +137,21 @@ export class RelayServer {
     const stopped = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
     await this.#hub.closeAll(CLOSE.goingAway, 'relay shutting down', CLOSE_GRACE_MS);
     this.#heartbeat.stop();
+    await this.#bus?.close().catch((error: Error) => this.#logger.warn(`cannot withdraw the listeners from Redis on close: ${error.message}`));
     await this.#store.close().catch((error: Error) => this.#logger.warn(`cannot save the data file on close: ${error.message}`));
     server?.closeAllConnections();
     await stopped;
   }
 
   /**
-   * Creates a channel and saves it before answering. Throws a `CliphookError` with code `relay_full`
-   * at `maxChannels` or when the data file cannot be written.
+   * Creates a channel and saves it before answering. Throws a `CliphookError` with code `relay_full` at
+   * `maxChannels` or when the data file cannot be written, and `relay_unavailable` while Redis cannot be reached.
    */
   async createChannel(base: string): Promise<ChannelInfo> {
-    const created = this.#store.create();
+    const created = await this.#store.create();
     if (!created) throw new CliphookError('relay_full', 'The relay holds as many channels as it may.');
-    const { channel, token } = created;
-    try {
-      await this.#store.commit();
-    } catch (error) {
-      this.#store.delete(channel.id);
-      throw new CliphookError('relay_full', 'The relay cannot write its data file just now.', { cause: error });
-    }
-    this.#logger.info(`channel ${channel.id} created`);
-    return { channel: channel.id, url: `${this.#publicUrl ?? base}/in/${channel.id}`, token };
+    this.#logger.info(`channel ${created.id} created`);
+    return { channel: created.id, url: `${this.#publicUrl ?? base}/in/${created.id}`, token: created.token };
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -188,55 +171,68 @@ export class RelayServer {
       try {
         info = await this.createChannel(base);
       } catch (error) {
-        if (!(error instanceof CliphookError && error.code === 'relay_full')) throw error;
-        return sendProblem(res, 'relay_full', { detail: error.message, retryAfter: this.#retryAfterSeconds });
+        if (!(error instanceof CliphookError && (error.code === 'relay_full' || error.code === 'relay_unavailable'))) throw error;
+        return sendProblem(res, error.code, { detail: error.message, retryAfter: this.#retryAfterSeconds });
       }
       return sendJson(res, 201, info);
     }
     const match = CHANNEL_PATH.exec(url.pathname);
     if (match) {
       if (req.method !== 'DELETE') return sendNotAllowed(res, 'DELETE');
-      const id = match[1]!;
-      const check = this.#store.check(id, bearer(req));
-      if (check !== 'ok') return sendProblem(res, check, { detail: check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.' });
-      this.#store.delete(id);
-      this.#hub.closeChannel(id, CLOSE.channelGone, 'channel deleted');
-      // Deleted in memory at once; on disk once a write succeeds (it is retried by itself).
-      if (!(await this.#store.commit().then(() => true, () => false))) {
-        return sendProblem(res, 'relay_full', { detail: 'The channel is deleted, but the relay cannot write its data file just now.', retryAfter: this.#retryAfterSeconds });
-      }
-      res.writeHead(204);
-      res.end();
-      return;
+      return this.#delete(res, match[1]!, bearer(req));
     }
     sendProblem(res, 'not_found', { detail: `Nothing at ${url.pathname}.` });
   }
 
-  /** 200 while the data file takes writes; 503 saying why while it does not (issue 10), so a monitor notices. */
-  #health(res: ServerResponse): void {
+  async #delete(res: ServerResponse, id: string, token: string | undefined): Promise<void> {
+    let outcome;
+    try {
+      const check = await this.#store.check(id, token);
+      if (check !== 'ok') return sendProblem(res, check, { detail: check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.' });
+      outcome = await this.#store.delete(id);
+    } catch (error) {
+      if (!(error instanceof RelayStoreError)) throw error;
+      return sendProblem(res, error.code, { detail: error.message, retryAfter: this.#retryAfterSeconds });
+    }
+    if (outcome === 'not_found') return sendProblem(res, 'not_found', { detail: 'No such channel.' });
+    this.#hub.closeChannel(id, CLOSE.channelGone, 'channel deleted');
+    this.#bus?.deleted(id);
+    if (outcome === 'unsaved') {
+      return sendProblem(res, 'relay_full', { detail: 'The channel is deleted, but the relay cannot write its data file just now.', retryAfter: this.#retryAfterSeconds });
+    }
+    res.writeHead(204);
+    res.end();
+  }
+
+  /** 200 while the data file (or Redis) takes writes; 503 saying why while it does not (issues 10, 13), so a monitor notices. */
+  async #health(res: ServerResponse): Promise<void> {
     const health = this.#store.health;
-    const persistence = health.ok
-      ? { ok: true }
-      : { ok: false, error: (health.error as NodeJS.ErrnoException).code ?? 'write_failed', detail: `cannot write the data file: ${health.error.message}`, since: new Date(health.since).toISOString() };
-    const body = { status: health.ok ? 'ok' : 'failing', channels: this.#store.size, listeners: this.#hub.listeners, bufferedBytes: this.#store.totalBytes, persistence };
+    const persistence = health.ok ? { ok: true } : { ok: false, error: health.error, detail: health.detail, since: new Date(health.since).toISOString() };
+    const { channels, bufferedBytes } = await this.#store.stats();
+    const body = { status: health.ok ? 'ok' : 'failing', channels, listeners: this.#hub.listeners, bufferedBytes, persistence };
     sendJson(res, health.ok ? 200 : 503, body);
   }
 
-  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     if (this.#closing) return void socket.destroy();
     const url = new URL(req.url ?? '/', 'http://relay.invalid');
-    const match = LISTEN_PATH.exec(url.pathname);
-    const channelId = match?.[1];
-    const check = channelId === undefined ? 'not_found' : this.#store.check(channelId, bearer(req));
+    const channelId = LISTEN_PATH.exec(url.pathname)?.[1];
+    let check;
+    try {
+      check = channelId === undefined ? 'not_found' : await this.#store.check(channelId, bearer(req));
+    } catch (error) {
+      if (!(error instanceof RelayStoreError)) throw error;
+      // A status the listener takes for a passing failure: it retries with backoff.
+      return refuseUpgrade(socket, error.code, error.message);
+    }
     if (check !== 'ok') {
       // Refused before the upgrade, as an HTTP status the listener can tell apart from a network failure.
       return refuseUpgrade(socket, check, check === 'not_found' ? 'No such channel.' : 'Wrong token for this channel.');
     }
-    const channel = this.#store.get(channelId!)!;
     const filter = url.searchParams.get('events');
     const events = filter ? new Set(filter.split(',').map((name) => name.trim()).filter(Boolean)) : null;
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channel, ws, events, socket));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#hub.connect(channelId!, ws, events, socket));
   }
 }
 

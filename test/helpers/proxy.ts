@@ -27,3 +27,62 @@ export async function startCuttableProxy(target: URL) {
     }),
   };
 }
+
+/**
+ * A TCP proxy in front of several relay processes, as a load balancer with health checks would be: each
+ * connection goes to the first target that accepts it, so once a process dies its listeners reconnect to
+ * the next one.
+ */
+export async function startFailoverProxy(targets: readonly URL[]) {
+  const sockets = new Set<Socket>();
+  /** Connections taken while held, waiting for `release()`. */
+  let waiting: Array<() => void> | null = null;
+  const server = createServer((client) => {
+    client.pause();
+    sockets.add(client);
+    client.on('error', () => undefined);
+    client.once('close', () => sockets.delete(client));
+    const attempt = (index: number): void => {
+      if (waiting) return void waiting.push(() => attempt(index));
+      const target = targets[index];
+      if (!target) return void client.destroy();
+      const upstream = connect(Number(target.port), target.hostname);
+      let connected = false;
+      upstream.on('error', () => {
+        if (!connected && !client.destroyed) attempt(index + 1);
+        else client.destroy();
+      });
+      upstream.once('connect', () => {
+        connected = true;
+        sockets.add(upstream);
+        upstream.once('close', () => {
+          sockets.delete(upstream);
+          client.destroy();
+        });
+        client.once('close', () => upstream.destroy());
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+      });
+    };
+    attempt(0);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** New connections wait (as behind a balancer that has not yet noticed a dead target) until `release()`. */
+    hold() {
+      waiting ??= [];
+    },
+    release() {
+      const queued = waiting ?? [];
+      waiting = null;
+      for (const go of queued) go();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

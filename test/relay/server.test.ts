@@ -40,6 +40,20 @@ describe('createRelayServer options', () => {
     expect(() => createRelayServer({ file: '' })).toThrow(/`file`/);
     expect(() => createRelayServer({ clock: 5 as never })).toThrow(/`clock`/);
   });
+
+  it('keeps its state in Redis or in the data file, never both, and checks the Redis options before connecting', () => {
+    const redisUrl = 'redis://127.0.0.1:1';
+    expect(() => createRelayServer({ redisUrl, file: '.cliphook/relay.json' })).toThrow(/either `file` or `redis`\/`redisUrl`/);
+    expect(() => createRelayServer({ redisUrl, file: false })).toThrow(/`file`/);
+    expect(() => createRelayServer({ redisUrl, fileIo: {} as never })).toThrow(/`fileIo`/);
+    expect(() => createRelayServer({ redisUrl: 'http://127.0.0.1:6379' })).toThrow(/`redisUrl` to be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => createRelayServer({ redis: {} as never })).toThrow(/`redis` to be an ioredis client/);
+    expect(() => createRelayServer({ redis: { duplicate() {}, callBuffer() {} } as never, redisUrl })).toThrow(/not both/);
+    expect(() => createRelayServer({ redisPrefix: 'mine:' })).toThrow(/`redisPrefix` only with/);
+    expect(() => createRelayServer({ redisUrl, redisPrefix: '' })).toThrow(/`redisPrefix`/);
+    // Nothing connects before open(): a relay made with a URL nobody answers at is only an object.
+    expect(createRelayServer({ redisUrl, redisPrefix: 'mine:' }).listeners).toBe(0);
+  });
 });
 
 describe('relay server', () => {

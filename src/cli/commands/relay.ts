@@ -7,7 +7,10 @@ export interface RelayCommandOptions {
   port: string;
   host: string;
   publicUrl?: string;
-  data: string;
+  /** @default '.cliphook/relay.json', unless `redis` */
+  data?: string;
+  /** A redis:// URL (or env CLIPHOOK_REDIS_URL): state in Redis, shared by several relay processes. */
+  redis?: string;
   adminToken?: string;
   open?: boolean;
   maxChannels?: string;
@@ -19,6 +22,7 @@ const FLAGS: Record<string, string> = {
   publicUrl: '--public-url',
   adminToken: '--admin-token',
   file: '--data',
+  redisUrl: '--redis',
   open: '--open',
   maxChannels: '--max-channels',
   maxTotalBufferedBytes: '--max-total-buffered-bytes',
@@ -33,7 +37,8 @@ export interface RelayIo {
 
 /**
  * `cliphook relay`: serves channels, the `/in/<channel>` ingress and the listener endpoint until
- * SIGINT/SIGTERM, then closes the listeners and saves the buffer.
+ * SIGINT/SIGTERM, then closes the listeners and saves the buffer. With `--redis`, channels and buffers are
+ * in Redis and several relay processes serve them together (issue 13).
  */
 export async function relay(options: RelayCommandOptions, io: RelayIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
@@ -41,10 +46,14 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
   if (!isLoopback(options.host) && !options.adminToken && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host} without --admin-token (anyone could create channels); set --admin-token, or --open to run an open relay on purpose.`, 2);
   }
+  if (options.redis !== undefined && options.data !== undefined) {
+    throw new ExitError('--redis and --data are exclusive: the relay keeps its channels and buffers in Redis or in a data file.', 2);
+  }
+  const data = options.data ?? '.cliphook/relay.json';
   let server;
   try {
     server = createRelayServer({
-      file: options.data,
+      ...(options.redis !== undefined ? { redisUrl: options.redis } : { file: data }),
       logger: io.logger,
       open: options.open === true,
       ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
@@ -57,23 +66,35 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
     if (error instanceof TypeError) throw flagError(error, FLAGS);
     throw error;
   }
+  const where = options.redis !== undefined ? redacted(options.redis) : data;
   try {
     await server.open();
   } catch (error) {
-    throw new ExitError(`cannot load ${options.data}: ${(error as Error).message}`, 1);
+    throw new ExitError(options.redis !== undefined ? (error as Error).message : `cannot load ${data}: ${(error as Error).message}`, 1);
   }
   let url: string;
   try {
     ({ url } = await server.listen(port, options.host));
   } catch (error) {
+    await server.close();
     throw new ExitError(`cannot listen on ${options.host}:${port}: ${(error as Error).message}`, 1);
   }
   const guard = options.adminToken ? 'channel creation needs the admin token' : options.open ? 'anyone can create channels (--open)' : 'anyone on this machine can create channels';
-  io.out(`relay listening on ${url} (data: ${options.data}; ${guard})`);
+  io.out(`relay listening on ${url} (data: ${where}; ${guard})`);
   if (options.publicUrl) io.out(`channel URLs start with ${options.publicUrl.replace(/\/+$/, '')}/in/`);
   await aborted(io.signal);
   await server.close();
   io.out('relay stopped');
+}
+
+/** A Redis URL as it may be printed: without its password. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    return 'redis';
+  }
 }
 
 /** A flag's text as a whole number, or a usage error naming the flag (the library then checks its range). */
