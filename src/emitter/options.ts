@@ -59,8 +59,8 @@ export interface EmitterOptions {
   lookup?: LookupFunction;
 }
 
-export interface ResolvedEmitterOptions {
-  store: Outbox;
+/** The checked options every backend uses. */
+export interface ResolvedCommonOptions {
   timeoutMs: number;
   concurrency: number;
   allowPrivateNetworks: boolean;
@@ -70,6 +70,11 @@ export interface ResolvedEmitterOptions {
   logger: EmitterLogger;
   fetch: FetchFunction | undefined;
   lookup: LookupFunction | undefined;
+}
+
+/** The checked options of an emitter on an outbox. */
+export interface ResolvedEmitterOptions extends ResolvedCommonOptions {
+  store: Outbox;
 }
 
 /** Applies the defaults and checks every option, so a misconfiguration fails at start-up. */
@@ -113,8 +118,8 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
+  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left
   // open by a refused option would refuse every later createEmitter() in this process (issue 10).
-  const store = givenStore ?? new FileOutbox();
-  return { store, timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
+  return { ...common, store: givenStore ?? new FileOutbox() };
 }
