@@ -1,3 +1,4 @@
+import { BullmqEngine } from './bullmq/engine.js';
 import type { EmitterEngine, EmitterStats } from './engine.js';
 import { Listeners, type EmitterEvents } from './listeners.js';
 import type { SendInput } from './new-record.js';
@@ -7,8 +8,9 @@ import type { ListOptions } from './records.js';
 import type { Delivery } from './types.js';
 
 /**
- * Signs and POSTs webhooks from a durable outbox, retrying on the spec's schedule with one timer for all
- * scheduled deliveries. Create it with `createEmitter`.
+ * Signs and POSTs webhooks, retrying on the spec's schedule: from a durable outbox in this process (the
+ * default), or from a BullMQ queue on Redis that several processes share (`queue`, `redisUrl`). Create it
+ * with `createEmitter`.
  * @example
  * const emitter = createEmitter();
  * emitter.on('failed', (delivery) => alert(`webhook ${delivery.id} to ${delivery.url} failed`));
@@ -21,19 +23,22 @@ export class WebhookEmitter {
   constructor(options?: EmitterOptions) {
     const resolved = resolveEmitterOptions(options);
     this.#listeners = new Listeners(resolved.logger);
-    this.#engine = new OutboxEngine(resolved, this.#listeners);
+    // The BullMQ engine loads bullmq and ioredis in start(), so an outbox emitter never loads them.
+    this.#engine = 'queue' in resolved ? new BullmqEngine(resolved, this.#listeners) : new OutboxEngine(resolved, this.#listeners);
   }
 
   /**
    * Loads what is stored and resumes it: due deliveries go out at once, scheduled ones wait for their slot,
-   * and an attempt that was in flight when the process died is made again (at-least-once).
+   * and an attempt that was in flight when a process died is made again (at-least-once). On Redis, rejects
+   * with an `EmitterStateError` (`redis_unreachable`) when Redis cannot be reached.
    */
   start(): Promise<void> {
     return this.#engine.start();
   }
 
   /**
-   * Persists a delivery, then makes its first attempt at once. Resolves once it is on disk, not delivered.
+   * Stores a delivery, then makes its first attempt at once. Resolves once it is durable (on disk, or
+   * acknowledged by Redis), not delivered. A second `send()` with an `id` still held returns that delivery.
    */
   send(input: SendInput): Promise<Delivery> {
     return this.#engine.send(input);
@@ -74,7 +79,7 @@ export class WebhookEmitter {
     return this.#engine.stats;
   }
 
-  /** Stops taking due deliveries, lets attempts in flight finish, persists, and frees the timer and sockets. */
+  /** Stops taking due deliveries, lets attempts in flight finish, persists, and frees timers, sockets and connections. */
   stop(): Promise<void> {
     return this.#engine.stop();
   }
@@ -82,7 +87,8 @@ export class WebhookEmitter {
 
 /**
  * Creates a durable webhook emitter: signs every attempt, retries after 30 s, 2 min, 10 min, 30 min and
- * 2 h, treats 4xx as permanent, and refuses callback URLs that point inside your network.
+ * 2 h, treats 4xx as permanent, and refuses callback URLs that point inside your network. Deliveries live
+ * in a file outbox by default; `queue: bullmqQueue({ … })` or `redisUrl` shares them through Redis.
  * @example
  * const emitter = createEmitter({ store: new FileOutbox({ file: '.cliphook/outbox.json' }) });
  * await emitter.start();
