@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { bullmqQueue, createEmitter, EmitterStateError, type BullmqQueueOptions, type EmitterOptions, type WebhookEmitter } from 'cliphook';
 import { jobIdOf, recordKeys, RedisRecordStore } from '../../../src/emitter/bullmq/record-store.js';
+import { SimulatedClock } from '../../../src/service/clock.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
 import { answering, completedPayload, settled, startServer, type TestServer } from '../helpers.js';
 
@@ -105,6 +106,26 @@ describe.runIf(redis)('the emitter on BullMQ', () => {
     await emitter.start();
     expect((await settled(emitter, 'dlv_orphan_0001')).state).toBe('delivered');
     expect(server.received).toHaveLength(1);
+  });
+
+  it('walks the whole schedule in one advance() of the service\'s simulated clock, each attempt at its own instant', async () => {
+    const server = track(await answering(503));
+    const clock = new SimulatedClock({ frozen: true, start: Date.parse('2026-11-22T00:00:00Z') });
+    const emitter = emitterOn({ name: queueName() }, { clock });
+    // As the service does: each timer the clock fires settles once the emitter has nothing in flight.
+    clock.settleWith(async () => {
+      while (emitter.stats.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    });
+    await emitter.start();
+    const t0 = clock.now();
+    const sent = await send(emitter, server.url);
+    await expect.poll(() => emitter.get(sent.id)?.attempts.length).toBe(1);
+    // BullMQ would wait 30 s, 2 min, … of real time; the simulated clock brings each retry forward.
+    await clock.advance(3 * 3_600_000);
+    const done = emitter.get(sent.id)!;
+    expect(done.state).toBe('failed');
+    expect(done.attempts.map((attempt) => attempt.at - t0)).toEqual([0, 30_000, 150_000, 750_000, 2_550_000, 9_750_000]);
+    expect(server.received.map((r) => JSON.parse(r.body).delivered_at)).toEqual(done.attempts.map((attempt) => new Date(attempt.at).toISOString()));
   });
 
   it('takes an ioredis client, duplicates it and leaves it open; its keys live under prefix and name', async () => {
