@@ -78,11 +78,12 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
     const { id } = job.data;
     attempting++;
     try {
-      // `delivering` already: the worker that began it died (stalled job), so the attempt is made again.
-      const begun = await records.update(id, (r) => (r.job === jobId && (r.state === 'pending' || r.state === 'delivering') ? { ...r, state: 'delivering', nextAttemptAt: null } : null));
-      if (!begun?.changed) return; // stale: its delivery finished, was redelivered under a newer job, or was forgotten
-      take(begun);
-      const { attempt, outcome } = await attemptDelivery(begun.record, attemptOptions);
+      // Pending, or delivering already (the worker that began it died: the attempt is made again). A
+      // stale job, whose delivery finished or was redelivered under a newer job, sends nothing.
+      const begun = await records.begin(id, jobId);
+      if (!begun) return;
+      take({ record: begun, gone: [] });
+      const { attempt, outcome } = await attemptDelivery(begun, attemptOptions);
       let delay: number | undefined;
       let applied = false;
       const done = await records.update(id, (r) => {
@@ -93,7 +94,7 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
         delay = nextDelay({ ...r, attempts }, outcome, retrySchedule);
         const state = outcome === 'delivered' ? 'delivered' : delay === undefined ? 'failed' : 'pending';
         return { ...r, attempts, state, nextAttemptAt: delay === undefined || state !== 'pending' ? null : clock.now() + delay };
-      });
+      }, begun);
       if (!done) return;
       take(done);
       moving.add(jobId);

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { bullmqQueue, createEmitter, EmitterStateError, type BullmqQueueOptions, type EmitterOptions, type WebhookEmitter } from 'cliphook';
+import { bullmqQueue, createEmitter, EmitterStateError, verifySignature, type BullmqQueueOptions, type EmitterOptions, type WebhookEmitter } from 'cliphook';
 import { jobIdOf, recordKeys, RedisRecordStore } from '../../../src/emitter/bullmq/record-store.js';
 import { SimulatedClock } from '../../../src/service/clock.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
@@ -91,6 +91,25 @@ describe.runIf(redis)('the emitter on BullMQ', () => {
     expect(a.get(sent.id)!.attempts.map((attempt) => attempt.status)).toEqual([400, 200]);
     expect(server.received.map((r) => r.headers['x-service-delivery'])).toEqual([sent.id, sent.id]);
     expect(new Set(server.received.map((r) => JSON.parse(r.body).delivered_at)).size).toBe(2);
+  });
+
+  it('keeps each secret apart from its record: no published change and no record holds it', async () => {
+    const server = track(await answering(503));
+    const name = queueName();
+    const listener = new Redis(redis!.url);
+    cleanups.push(async () => void listener.disconnect());
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => void messages.push(message));
+    await listener.subscribe(recordKeys('cliphook', name).channel);
+    const emitter = emitterOn({ name });
+    await emitter.start();
+    const sent = await send(emitter, server.url);
+    await expect.poll(() => messages.length).toBeGreaterThanOrEqual(3); // created, begun, attempted
+    expect(messages.filter((message) => message.includes(secret))).toEqual([]);
+    const { records, secrets } = recordKeys('cliphook', name);
+    expect(await client!.hget(records, sent.id)).not.toContain(secret);
+    expect(await client!.hget(secrets, sent.id)).toBe(secret);
+    expect(verifySignature(server.received[0]!.body, server.received[0]!.headers['x-service-signature'], secret)).toBe(true); // signed with it all the same
   });
 
   it('at start, queues the first attempt of a delivery whose sender died between its write and its job', async () => {
