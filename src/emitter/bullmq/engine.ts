@@ -11,7 +11,7 @@ import { toDelivery } from '../view.js';
 import { isConnectionError, openRedis, type RedisLinks } from './connection.js';
 import { RecordMirror } from './mirror.js';
 import { jobIdOf, parseChange, recordKeys, RedisRecordStore, type RecordKeys, type StoredRecord, type Written } from './record-store.js';
-import { addDeliveryJob, startWorker, type DeliveryWorker } from './worker.js';
+import { addDeliveryJob, queueMissingJobs, startWorker, type DeliveryWorker } from './worker.js';
 
 type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -132,8 +132,19 @@ export class BullmqEngine implements EmitterEngine {
 
   async #open(): Promise<void> {
     this.#status = 'starting';
+    try {
+      await this.#connect();
+    } catch (error) {
+      // Nothing half-open stays behind a failed start: no reconnecting client keeps the process alive.
+      await this.#close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async #connect(): Promise<void> {
     const { queue: config, logger } = this.#options;
-    const links = await openRedis(config, logger, () => this.#resync());
+    // A failed read is logged by #resync; nobody awaits this one.
+    const links = await openRedis(config, logger, () => void this.#resync().catch(() => undefined));
     this.#links = links;
     if (this.#status !== 'starting') return; // stopped while connecting: stop() closes the links
     this.#records = new RedisRecordStore(links.command, this.#keys, this.#options.retainFinished);
@@ -160,28 +171,11 @@ export class BullmqEngine implements EmitterEngine {
       onError: (error) => this.#bullmqError(error),
     });
     if (this.#status !== 'starting') return;
-    await this.#queueMissingJobs();
+    await queueMissingJobs(queue, links.command, this.#mirror.records(), this.#options.clock.now());
     if (this.#status !== 'starting') return;
     this.#status = 'running';
     this.#worker.run();
     this.#timers?.arm();
-  }
-
-  /**
-   * Queues a job for every waiting or in-flight delivery that has none: a process that died between its
-   * write and its job, or Redis restarted without the job. A job that turns out not to be needed finds
-   * its delivery moved on and sends nothing.
-   */
-  async #queueMissingJobs(): Promise<void> {
-    const open = [...this.#mirror.records()].filter((record) => record.state === 'pending' || record.state === 'delivering');
-    for (let from = 0; from < open.length; from += 10_000) {
-      const batch = open.slice(from, from + 10_000);
-      const pipeline = this.#links!.command.pipeline();
-      for (const record of batch) pipeline.exists(this.#queue!.toKey(record.job));
-      const found = (await pipeline.exec()) ?? [];
-      const now = this.#options.clock.now();
-      await Promise.all(batch.map((record, i) => (found[i]?.[1] === 1 ? undefined : addDeliveryJob(this.#queue!, record, now))));
-    }
   }
 
   /** Reads every record again (at start, and when the subscriber is back after a lost connection). */
@@ -197,7 +191,7 @@ export class BullmqEngine implements EmitterEngine {
         this.#mirror.finishLoad(records);
       }
     });
-    this.#resyncing = run.catch((error: unknown) => this.#options.logger.warn('could not read the deliveries from Redis again', { error: (error as Error)?.message }));
+    this.#resyncing = run.catch((error: unknown) => this.#options.logger.warn('could not read the deliveries from Redis', { error: (error as Error)?.message }));
     return run;
   }
 
@@ -242,7 +236,7 @@ export class BullmqEngine implements EmitterEngine {
 
   /** Moves a delivery's delayed job to now; a job this process is still moving is promoted once moved. */
   async #promote(record: StoredRecord): Promise<void> {
-    if (this.#worker?.defer(record)) return;
+    if (this.#status !== 'running' || this.#worker?.defer(record)) return;
     try {
       const job = await this.#queue!.getJob(record.job);
       if (job) await job.promote();
@@ -282,14 +276,26 @@ export class BullmqEngine implements EmitterEngine {
       // The worker lets attempts in flight finish and records their outcome before it closes. With Redis
       // out of reach it cannot, and stop() must not wait for Redis: it lets them go, and their jobs, still
       // active in Redis, are made again by another worker once their lock expires (at-least-once).
-      const reachable = this.#links?.command.status === 'ready';
-      await this.#worker?.close(!reachable);
-      if (reachable) await this.#queue?.close();
+      await this.#close();
+    } finally {
+      this.#status = 'stopped';
+    }
+  }
+
+  /** Closes the worker, the queue and the connections, whichever are open. */
+  async #close(): Promise<void> {
+    const [worker, queue, links] = [this.#worker, this.#queue, this.#links];
+    const force = links?.command.status !== 'ready';
+    this.#worker = null;
+    this.#queue = null;
+    this.#links = null;
+    try {
+      await worker?.close(force);
+      if (!force) await queue?.close();
       await this.#resyncing;
     } finally {
-      await this.#links?.close();
+      await links?.close();
       this.#due.clear();
-      this.#status = 'stopped';
     }
   }
 }

@@ -48,6 +48,22 @@ export function addDeliveryJob(queue: Queue, record: StoredRecord, now: number):
   return queue.add(JOB_NAME, { id: record.id }, { jobId: record.job, delay, attempts: JOB_ATTEMPTS, backoff: { type: BACKOFF }, removeOnComplete: true, removeOnFail: true });
 }
 
+/**
+ * Queues a job for every waiting or in-flight delivery among `records` that has none: a process that died
+ * between its write and its job, or a Redis that kept the record and lost the job. A job that turns out
+ * not to be needed finds its delivery moved on and sends nothing.
+ */
+export async function queueMissingJobs(queue: Queue, redis: Redis, records: Iterable<StoredRecord>, now: number): Promise<void> {
+  const open = [...records].filter((record) => record.state === 'pending' || record.state === 'delivering');
+  for (let from = 0; from < open.length; from += 10_000) {
+    const batch = open.slice(from, from + 10_000);
+    const pipeline = redis.pipeline();
+    for (const record of batch) pipeline.exists(queue.toKey(record.job));
+    const found = (await pipeline.exec()) ?? [];
+    await Promise.all(batch.map((record, i) => (found[i]?.[1] === 1 ? undefined : addDeliveryJob(queue, record, now))));
+  }
+}
+
 /** A retryable reply: BullMQ delays the job by the schedule's slot, which the backoff strategy reads here. */
 class RetryLaterError extends Error {
   constructor(readonly delayMs: number, reason: string) {
