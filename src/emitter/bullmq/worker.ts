@@ -162,7 +162,7 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
   worker.on('failed', (job, error) => {
     moved(job);
     if (job && !verdicts.has(error) && !/stalled|lock/i.test(error.message)) {
-      logger.warn(`delivery ${(job.data as { id?: string })?.id} could not be attempted; BullMQ retries it`, { error: error.message });
+      logger.warn(`the attempt of delivery ${(job.data as { id?: string })?.id} could not be begun or recorded; BullMQ retries it`, { error: error.message });
     }
   });
   try {
