@@ -154,6 +154,38 @@ describe.runIf(available)('the emitter on BullMQ across processes (issue 13)', (
     expect(stored.every((d) => d.state === 'delivered' && d.attempts.at(-1)!.status === 200)).toBe(true);
   }, 90_000);
 
+  it('waits out an outage longer than its locks: a send() meanwhile resolves once Redis is back, and all is delivered', async () => {
+    const redis = await privateRedis(true);
+    const server = await startServer((_req, res) => void setTimeout(() => res.end('ok'), 20));
+    cleanups.push(() => server.close());
+    const logs: string[] = [];
+    const log = (level: string) => (message: string) => void logs.push(`${level}: ${message}`);
+    const emitter = createEmitter({
+      queue: bullmqQueue({ url: redis.url, name: 'outage', lockDurationMs: 500, stalledIntervalMs: 250 }),
+      allowPrivateNetworks: true,
+      concurrency: 4,
+      logger: { info: log('info'), warn: log('warn'), error: log('error') },
+    });
+    cleanups.push(() => emitter.stop());
+    await emitter.start();
+    const sent = await Promise.all(Array.from({ length: 100 }, (_, i) =>
+      emitter.send({ url: server.url, secret: 'whsec_outage', event: 'video.completed', payload: completedPayload(i + 1) })));
+    await expect.poll(() => server.received.length).toBeGreaterThan(10);
+    await redis.kill();
+    let resolved = false;
+    const late = emitter.send({ url: server.url, secret: 'whsec_outage', event: 'video.completed', payload: completedPayload(1000) }).finally(() => void (resolved = true));
+    // Longer than the locks: the attempts in flight outlive theirs, and BullMQ says so once Redis is back.
+    await expect.poll(() => logs.some((line) => line.startsWith('warn: lost the connection'))).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(resolved).toBe(false);
+    await redis.start();
+    const all = [...sent, await late];
+    await expect.poll(() => all.filter((d) => emitter.get(d.id)?.state === 'delivered').length, { timeout: 30_000 }).toBe(101);
+    expect(logs.find((line) => line.startsWith('info: reconnected to Redis'))).toBeDefined();
+    expect(logs.filter((line) => line.startsWith('error'))).toEqual([]);
+    expect(new Set(server.received.map((r) => r.headers['x-service-delivery']))).toEqual(new Set(all.map((d) => d.id)));
+  }, 60_000);
+
   it('stops at once while Redis is down, and the attempts it let go are made by the next emitter: nothing is lost', async () => {
     const redis = await privateRedis(true);
     let hold = true;

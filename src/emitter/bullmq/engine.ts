@@ -254,9 +254,10 @@ export class BullmqEngine implements EmitterEngine {
   #bullmqError(error: unknown): void {
     if (this.#status === 'stopping' || this.#status === 'stopped' || isConnectionError(error)) return;
     const message = (error as Error)?.message ?? String(error);
-    // A command repeated after a reconnection (its first run had moved the job on), or a lock taken over
-    // from a worker that was too slow: BullMQ's bookkeeping, not a delivery's, which the record keeps.
-    if (/^Missing (key|lock) for job/.test(message)) this.#options.logger.warn(`BullMQ: ${message} (the delivery records are unaffected)`);
+    // A command repeated after a reconnection (its first run had moved the job on), or a lock that expired
+    // while Redis was away or the worker was too slow (the job is then made again: at-least-once): BullMQ's
+    // bookkeeping, not a delivery's, which its record keeps.
+    if (/^Missing (key|lock) for job|could not renew lock/.test(message)) this.#options.logger.warn(`BullMQ: ${message} (the delivery records are unaffected)`);
     else this.#options.logger.error(`BullMQ: ${message}`);
   }
 
