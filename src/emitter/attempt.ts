@@ -1,10 +1,11 @@
 import pRetry, { AbortError } from 'p-retry';
+import { version } from '../version.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/headers.js';
 import { classifyReply, type ReplyClass } from '../protocol/schedule.js';
 import { sign } from '../protocol/signature.js';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
-import type { Transport } from './transport.js';
-import { checkCallbackUrl } from './url-guard.js';
+import { createFetchTransport, createHttpTransport, type FetchFunction, type Transport } from './transport.js';
+import { checkCallbackUrl, type LookupFunction } from './url-guard.js';
 import type { DeliveryAttempt, DeliveryRecord, EmitterClock } from './types.js';
 
 export interface AttemptOptions {
@@ -14,6 +15,37 @@ export interface AttemptOptions {
   clock: EmitterClock;
   timeoutMs: number;
   userAgent: string;
+}
+
+/** What an emitter's options say about its attempts; every backend builds its `AttemptOptions` from them. */
+export interface AttemptSettings {
+  allowPrivateNetworks: boolean;
+  clock: EmitterClock;
+  timeoutMs: number;
+  concurrency: number;
+  fetch: FetchFunction | undefined;
+  lookup: LookupFunction | undefined;
+}
+
+/**
+ * The transport and settings of one emitter's attempts: the injected `fetch`, or the built-in client with
+ * one keep-alive socket per slot of `concurrency`. `close()` frees the sockets.
+ */
+export function createAttemptOptions(settings: AttemptSettings): AttemptOptions & { close(): void } {
+  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup } = settings;
+  const transport: Transport & { close?(): void } = fetch
+    ? createFetchTransport(fetch)
+    : createHttpTransport({ allowPrivateNetworks, maxSockets: concurrency, lookup });
+  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, close: () => transport.close?.() };
+}
+
+/**
+ * Milliseconds until the next attempt of a delivery whose latest attempt (already in `attempts`) ended with
+ * `outcome`, or `undefined` when it is over: delivered, permanent, `retry: false`, or the schedule of the
+ * current round (it began at `round`) used up.
+ */
+export function nextDelay(record: Pick<DeliveryRecord, 'attempts' | 'round' | 'retry'>, outcome: ReplyClass, schedule: readonly number[]): number | undefined {
+  return outcome === 'retry' && record.retry ? schedule[record.attempts.length - record.round - 1] : undefined;
 }
 
 /** An attempt as recorded, and what the schedule makes of it. */

@@ -15,3 +15,7 @@ export type { LookupFunction } from './url-guard.js';
 export type { FetchFunction } from './transport.js';
 export { systemClock } from './types.js';
 export type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState, EmitterClock, EmitterLogger } from './types.js';
+export { bullmqQueue } from './bullmq/options.js';
+export type { BullmqQueue, BullmqQueueOptions } from './bullmq/options.js';
+export type { EmitterStats } from './engine.js';
+export type { EmitterStateCode } from '../protocol/errors.js';

@@ -1,4 +1,5 @@
 import { RETRY_SCHEDULE_MS } from '../protocol/schedule.js';
+import { assertRedisUrl, bullmqQueue, isBullmqQueue, type BullmqQueue } from './bullmq/options.js';
 import { FileOutbox } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
 import type { FetchFunction } from './transport.js';
@@ -18,13 +19,26 @@ export interface EmitterOptions {
    */
   store?: Outbox;
   /**
+   * Shares deliveries between processes through Redis instead of keeping them in `store`: every process
+   * with the same queue takes attempts from it, and sees every delivery. Not with `store` or `redisUrl`.
+   * @example createEmitter({ queue: bullmqQueue({ url: 'redis://127.0.0.1:6379' }) })
+   * @default undefined (the outbox in `store`)
+   */
+  queue?: BullmqQueue;
+  /**
+   * A shortcut for `queue: bullmqQueue({ url: redisUrl })` (the CLI takes it from `CLIPHOOK_REDIS_URL`).
+   * Not with `store` or `queue`. @example 'redis://127.0.0.1:6379'
+   */
+  redisUrl?: string;
+  /**
    * Milliseconds one attempt may take, from connect to the end of the response, before it counts as a
    * timeout (retried on the schedule). At most 2147483647 (about 24.8 days), the longest timer Node keeps.
    * @default 10_000
    */
   timeoutMs?: number;
   /**
-   * Attempts in flight at once, across all URLs; further due deliveries wait their turn.
+   * Attempts in flight at once, across all URLs; further due deliveries wait their turn. On Redis, per
+   * process (its BullMQ worker's concurrency): two processes make up to twice as many.
    * @default 16
    */
   concurrency?: number;
@@ -42,12 +56,20 @@ export interface EmitterOptions {
   retrySchedule?: readonly number[];
   /**
    * Delivered and failed deliveries kept for `get`, `list` and `redeliver`; the oldest are forgotten first.
+   * On Redis the count is for the whole queue: give every process the same value.
    * @default 1000
    */
   retainFinished?: number;
-  /** The time source and timers. Tests pass a fake to walk the schedule. @default the system clock */
+  /**
+   * The time source and timers. Tests pass a fake to walk the schedule. On Redis, BullMQ waits out each
+   * retry in real time; a clock of your own also brings a retry forward once it reaches `nextAttemptAt`.
+   * @default the system clock
+   */
   clock?: EmitterClock;
-  /** Where failed writes of the outbox and throwing listeners are reported. @default console (warn, error) */
+  /**
+   * Where failed writes of the outbox, throwing listeners and (on Redis) a lost and regained connection are
+   * reported. @default console (warn, error)
+   */
   logger?: EmitterLogger;
   /**
    * Sends the requests through this `fetch` instead of the built-in `node:http` client. The URL checks
@@ -59,8 +81,8 @@ export interface EmitterOptions {
   lookup?: LookupFunction;
 }
 
-export interface ResolvedEmitterOptions {
-  store: Outbox;
+/** The checked options every backend uses. */
+export interface ResolvedCommonOptions {
   timeoutMs: number;
   concurrency: number;
   allowPrivateNetworks: boolean;
@@ -72,11 +94,23 @@ export interface ResolvedEmitterOptions {
   lookup: LookupFunction | undefined;
 }
 
+/** The checked options of an emitter on an outbox. */
+export interface ResolvedEmitterOptions extends ResolvedCommonOptions {
+  store: Outbox;
+}
+
+/** The checked options of an emitter on a BullMQ queue. */
+export interface ResolvedQueueOptions extends ResolvedCommonOptions {
+  queue: BullmqQueue;
+}
+
 /** Applies the defaults and checks every option, so a misconfiguration fails at start-up. */
-export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmitterOptions {
+export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmitterOptions | ResolvedQueueOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError(`Expected an options object, got ${String(options)}.`);
   const {
     store: givenStore,
+    queue,
+    redisUrl,
     timeoutMs = 10_000,
     concurrency = 16,
     allowPrivateNetworks = false,
@@ -94,6 +128,11 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
       }
     }
   }
+  if ([givenStore, queue, redisUrl].filter((given) => given !== undefined).length > 1) {
+    throw new TypeError('Expected one of `store`, `queue` and `redisUrl`: an emitter keeps its deliveries in one place.');
+  }
+  if (queue !== undefined && !isBullmqQueue(queue)) throw new TypeError('Expected `queue` to be made by bullmqQueue({ url | connection, … }).');
+  if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
   if (!(Number.isFinite(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
     throw new TypeError(`Expected \`timeoutMs\` to be a positive number of milliseconds up to ${MAX_TIMEOUT_MS}, got ${timeoutMs}.`);
   }
@@ -113,8 +152,10 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
+  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
+  if (queue !== undefined) return { ...common, queue };
+  if (redisUrl !== undefined) return { ...common, queue: bullmqQueue({ url: redisUrl }) };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left
   // open by a refused option would refuse every later createEmitter() in this process (issue 10).
-  const store = givenStore ?? new FileOutbox();
-  return { store, timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup };
+  return { ...common, store: givenStore ?? new FileOutbox() };
 }

@@ -1,7 +1,5 @@
 import type { DeliveryRecord, EmitterClock } from './types.js';
 
-type Queued = DeliveryRecord;
-
 // Node's timers overflow above 2^31-1 ms (about 24.8 days) and fire at once; longer waits re-arm.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -11,7 +9,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * Ties go to the older delivery. Records carry no heap index (it would cost ~35 B each); the rare move or
  * removal of a queued record finds it by a linear scan instead.
  */
-export class DeliveryQueue {
+export class DeliveryQueue<Queued extends DeliveryRecord = DeliveryRecord> {
   readonly #heap: Queued[] = [];
   readonly #clock: EmitterClock;
   readonly #onDue: () => void;
@@ -29,7 +27,7 @@ export class DeliveryQueue {
   }
 
   /** Adds a pending delivery, or moves it when it is already queued (its `nextAttemptAt` changed). */
-  push(record: DeliveryRecord): void {
+  push(record: Queued): void {
     const slot = this.#heap.indexOf(record);
     if (slot >= 0) {
       this.#down(this.#up(slot));
@@ -40,13 +38,13 @@ export class DeliveryQueue {
   }
 
   /** Adds a delivery known not to be queued: no scan. */
-  add(record: DeliveryRecord): void {
+  add(record: Queued): void {
     this.#heap.push(record);
     this.#up(this.#heap.length - 1);
   }
 
   /** Takes the earliest delivery if it is due at `now`. */
-  popDue(now: number): DeliveryRecord | undefined {
+  popDue(now: number): Queued | undefined {
     const top = this.#heap[0];
     if (top === undefined || (top.nextAttemptAt ?? 0) > now) return undefined;
     this.#removeAt(0);
@@ -54,7 +52,7 @@ export class DeliveryQueue {
   }
 
   /** Removes a delivery if it is queued. */
-  remove(record: DeliveryRecord): void {
+  remove(record: Queued): void {
     const slot = this.#heap.indexOf(record);
     if (slot >= 0) this.#removeAt(slot);
   }

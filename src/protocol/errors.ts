@@ -73,13 +73,18 @@ export class DeliveryNotFoundError extends CliphookError {
   }
 }
 
+/** Why the emitter cannot take a call: not started, stopped, or (on Redis) its Redis cannot be reached at `start()`. */
+export type EmitterStateCode = 'emitter_not_started' | 'emitter_stopped' | 'redis_unreachable';
+
 /**
- * A call the emitter cannot take in its current state: `send()` before `start()` or after `stop()`.
- * @example error.code // 'emitter_not_started' | 'emitter_stopped'
+ * A call the emitter cannot take in its current state: `send()` before `start()` or after `stop()`, or a
+ * `start()` whose Redis (the BullMQ backend) cannot be reached; `cause` then holds the connection error.
+ * @example error.code // 'emitter_not_started' | 'emitter_stopped' | 'redis_unreachable'
  */
 export class EmitterStateError extends CliphookError {
-  constructor(code: 'emitter_not_started' | 'emitter_stopped', message: string) {
-    super(code, message);
+  declare readonly code: EmitterStateCode;
+  constructor(code: EmitterStateCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 }
 

@@ -1,54 +1,182 @@
 import { describe, expect, it } from 'vitest';
 import { createEmitter, MemoryOutbox, InvalidCallbackUrlError, DeliveryNotFoundError, EmitterStateError } from 'cliphook';
+import { backends, useBackend } from './backends.js';
 import { answering, completedPayload, FakeClock, nextAttempt, settled, useEmitters } from './helpers.js';
 
 const secret = 'whsec_test_emitter';
-const { emitterFor, track } = useEmitters();
 
-describe('redelivery and recovery', () => {
-  it('redelivers with the same id and a fresh delivered_at, on a fresh schedule', async () => {
-    const clock = new FakeClock();
-    const server = track(await answering(400));
-    const emitter = emitterFor({ clock });
-    await emitter.start();
-    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
-    await settled(emitter, sent.id);
-    clock.advance(60_000);
-    const again = nextAttempt(emitter);
-    await emitter.redeliver(sent.id);
-    const [delivery] = await again;
-    expect(delivery.attempts).toHaveLength(2);
-    expect(server.received.map((r) => r.headers['x-service-delivery'])).toEqual([sent.id, sent.id]);
-    const [a, b] = server.received.map((r) => JSON.parse(r.body).delivered_at as string);
-    expect(Date.parse(b!) - Date.parse(a!)).toBe(60_000);
-    await expect(emitter.redeliver('dlv_nope')).rejects.toBeInstanceOf(DeliveryNotFoundError);
+// These run on the outbox and on BullMQ (Redis): the behaviour a sender sees is the same.
+describe.each(await backends())('the emitter on $name', (backend) => {
+  const { emitterFor, track } = useBackend(backend);
+
+  describe('redelivery and recovery', () => {
+    it('redelivers with the same id and a fresh delivered_at, on a fresh schedule', async () => {
+      const clock = new FakeClock();
+      const server = track(await answering(400));
+      const emitter = emitterFor({ clock });
+      await emitter.start();
+      const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+      await settled(emitter, sent.id);
+      clock.advance(60_000);
+      const again = nextAttempt(emitter);
+      await emitter.redeliver(sent.id);
+      const [delivery] = await again;
+      expect(delivery.attempts).toHaveLength(2);
+      expect(server.received.map((r) => r.headers['x-service-delivery'])).toEqual([sent.id, sent.id]);
+      const [a, b] = server.received.map((r) => JSON.parse(r.body).delivered_at as string);
+      expect(Date.parse(b!) - Date.parse(a!)).toBe(60_000);
+      await expect(emitter.redeliver('dlv_nope')).rejects.toBeInstanceOf(DeliveryNotFoundError);
+    });
+
+    it('sends once when redeliver() is called twice at once, and each later slot once', async () => {
+      const clock = new FakeClock();
+      const calls: number[] = [];
+      let status = 400;
+      const emitter = emitterFor({ clock, fetch: async () => (calls.push(clock.now()), new Response('', { status })) });
+      await emitter.start();
+      const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+      await settled(emitter, sent.id);
+      status = 500;
+      calls.length = 0;
+      const attempted = nextAttempt(emitter);
+      await Promise.all([emitter.redeliver(sent.id, { retry: true }), emitter.redeliver(sent.id, { retry: true })]);
+      await attempted;
+      expect(calls).toHaveLength(1);
+      expect(emitter.stats.pending).toBe(1);
+      const start = calls[0]!;
+      for (const slot of [30_000, 120_000]) {
+        const next = nextAttempt(emitter);
+        clock.advance(slot);
+        await next;
+      }
+      expect(calls.map((at) => at - start)).toEqual([0, 30_000, 150_000]);
+      expect(emitter.get(sent.id)!.attempts).toHaveLength(4);
+      expect(emitter.stats.pending).toBe(1);
+    });
+
+    it('lets attempts in flight finish on stop, and keeps scheduled ones for the next start', async () => {
+      const clock = new FakeClock();
+      const place = backend.place();
+      const failing = track(await answering(503));
+      const first = emitterFor({ clock }, place);
+      await first.start();
+      const attempted = nextAttempt(first);
+      const sent = await first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() });
+      await attempted;
+      await first.stop();
+      expect(clock.timerCount).toBe(0);
+      await expect(first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() })).rejects.toBeInstanceOf(EmitterStateError);
+
+      const second = emitterFor({ clock }, place);
+      await second.start();
+      expect(second.get(sent.id)).toMatchObject({ state: 'pending', nextAttemptAt: clock.now() + 30_000 });
+      const next = nextAttempt(second);
+      clock.advance(30_000);
+      expect((await next)[0].attempts).toHaveLength(2);
+    });
+
+    it('forgets the oldest finished deliveries past retainFinished', async () => {
+      const server = track(await answering(200));
+      const place = backend.place();
+      const emitter = emitterFor({ retainFinished: 2 }, place);
+      await emitter.start();
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) });
+        await settled(emitter, sent.id);
+        ids.push(sent.id);
+      }
+      await expect.poll(() => backend.stored(place)).toBe(2);
+      expect(emitter.list().map((d) => d.id)).toEqual([ids[3], ids[2]]);
+      expect(emitter.get(ids[0]!)).toBeUndefined();
+    });
+
+    it('with retainFinished 0, forgets a delivery as it finishes, in its store too', async () => {
+      const server = track(await answering(200));
+      const place = backend.place();
+      const emitter = emitterFor({ retainFinished: 0 }, place);
+      await emitter.start();
+      const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
+      expect((await settled(emitter, sent.id)).state).toBe('delivered'); // listeners still hear it
+      await emitter.stop();
+      expect(await backend.stored(place)).toBe(0);
+      expect(emitter.get(sent.id)).toBeUndefined();
+    });
   });
 
-  it('sends once when redeliver() is called twice at once, and each later slot once', async () => {
-    const clock = new FakeClock();
-    const calls: number[] = [];
-    let status = 400;
-    const emitter = emitterFor({ clock, fetch: async () => (calls.push(clock.now()), new Response('', { status })) });
-    await emitter.start();
-    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
-    await settled(emitter, sent.id);
-    status = 500;
-    calls.length = 0;
-    const attempted = nextAttempt(emitter);
-    await Promise.all([emitter.redeliver(sent.id, { retry: true }), emitter.redeliver(sent.id, { retry: true })]);
-    await attempted;
-    expect(calls).toHaveLength(1);
-    expect(emitter.stats.pending).toBe(1);
-    const start = calls[0]!;
-    for (const slot of [30_000, 120_000]) {
-      const next = nextAttempt(emitter);
-      clock.advance(slot);
-      await next;
-    }
-    expect(calls.map((at) => at - start)).toEqual([0, 30_000, 150_000]);
-    expect(emitter.get(sent.id)!.attempts).toHaveLength(4);
-    expect(emitter.stats.pending).toBe(1);
+  describe('send() and options', () => {
+    it('refuses a bad URL with a typed error, stores nothing and loses nothing already stored', async () => {
+      const place = backend.place();
+      // No request leaves the machine: the one accepted delivery goes to this fetch.
+      const emitter = emitterFor({ allowPrivateNetworks: false, fetch: async () => new Response('ok') }, place);
+      await emitter.start();
+      const base = { secret, event: 'video.completed' as const, payload: completedPayload() };
+      const kept = await emitter.send({ ...base, url: 'https://hooks.example.com/webhooks' });
+      for (const url of ['http://example.com/hook', 'https://user:pw@example.com/', 'https://127.0.0.1/', 'https://[::1]/', `https://example.com/${'a'.repeat(2048)}`, 'not a url']) {
+        const error = await emitter.send({ ...base, url }).catch((e: unknown) => e);
+        expect(error, url).toBeInstanceOf(InvalidCallbackUrlError);
+        expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
+      }
+      expect(await backend.stored(place)).toBe(1);
+      expect((await settled(emitter, kept.id)).state).toBe('delivered');
+    });
+
+    it('checks the payload against spec 2.12 when it is sent', async () => {
+      const emitter = emitterFor();
+      await emitter.start();
+      const url = 'http://127.0.0.1:9/';
+      await expect(emitter.send({ url, secret, event: 'video.completed', payload: { ...completedPayload(), credits_used: 'many' } }))
+        .rejects.toMatchObject({ code: 'invalid_payload', field: 'credits_used' });
+      await expect(emitter.send({ url, secret: '', event: 'video.completed', payload: completedPayload() })).rejects.toThrow(/`secret`/);
+      await expect(emitter.send({ url, secret, event: 'video.failed', payload: { event: 'video.completed' } })).rejects.toThrow(/payload.event/);
+    });
+
+    it('needs start() before send()', async () => {
+      const emitter = emitterFor();
+      expect(() => emitter.list()).not.toThrow();
+      await expect(emitter.send({ url: 'http://127.0.0.1:9/', secret, event: 'video.completed', payload: completedPayload() }))
+        .rejects.toMatchObject({ code: 'emitter_not_started' });
+    });
+
+    it('keeps the first 1 KiB of a response without splitting a multi-byte character', async () => {
+      const emitter = emitterFor({ fetch: async () => new Response(`ab${'€'.repeat(400)}`, { status: 200 }) });
+      await emitter.start();
+      const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+      const done = await settled(emitter, sent.id);
+      // 2 + 340 × 3 bytes = 1022: the 341st euro sign would need 1025.
+      expect(done.attempts[0]!.response).toBe(`ab${'€'.repeat(340)}`);
+    });
+
+    it.each(['https://@example.com/hook', 'https://:@example.com/hook'])('stores %s without its empty credentials', async (url) => {
+      const urls: string[] = [];
+      const emitter = emitterFor({ fetch: async (to) => (urls.push(to), new Response('', { status: 200 })) });
+      await emitter.start();
+      const sent = await emitter.send({ url, secret, event: 'video.completed', payload: completedPayload() });
+      expect(sent.url).toBe('https://example.com/hook');
+      await settled(emitter, sent.id);
+      expect(urls).toEqual(['https://example.com/hook']);
+    });
+
+    it('sends through an injected fetch, with redirect: manual', async () => {
+      const calls: RequestInit[] = [];
+      const emitter = emitterFor({
+        fetch: async (_url, init) => {
+          calls.push(init);
+          return new Response('x'.repeat(5000), { status: 201 });
+        },
+      });
+      await emitter.start();
+      const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
+      const done = await settled(emitter, sent.id);
+      expect(done.state).toBe('delivered');
+      expect(done.attempts[0]!.response).toHaveLength(1024);
+      expect(calls[0]!.redirect).toBe('manual');
+    });
   });
+});
+
+describe('the emitter on an outbox', () => {
+  const { emitterFor, track } = useEmitters();
 
   it('leaves a delivery as it was when the outbox cannot save its redelivery', async () => {
     class FlakyOutbox extends MemoryOutbox {
@@ -123,90 +251,6 @@ describe('redelivery and recovery', () => {
     expect(server.received).toHaveLength(0);
   });
 
-  it('lets attempts in flight finish on stop, and keeps scheduled ones for the next start', async () => {
-    const clock = new FakeClock();
-    const store = new MemoryOutbox();
-    const failing = track(await answering(503));
-    const first = emitterFor({ clock, store });
-    await first.start();
-    const attempted = nextAttempt(first);
-    const sent = await first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() });
-    await attempted;
-    await first.stop();
-    expect(clock.timerCount).toBe(0);
-    await expect(first.send({ url: failing.url, secret, event: 'video.completed', payload: completedPayload() })).rejects.toBeInstanceOf(EmitterStateError);
-
-    const second = emitterFor({ clock, store });
-    await second.start();
-    expect(second.get(sent.id)).toMatchObject({ state: 'pending', nextAttemptAt: clock.now() + 30_000 });
-    const next = nextAttempt(second);
-    clock.advance(30_000);
-    expect((await next)[0].attempts).toHaveLength(2);
-  });
-
-  it('forgets the oldest finished deliveries past retainFinished', async () => {
-    const server = track(await answering(200));
-    const store = new MemoryOutbox();
-    const emitter = emitterFor({ store, retainFinished: 2 });
-    await emitter.start();
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) });
-      await settled(emitter, sent.id);
-      ids.push(sent.id);
-    }
-    await expect.poll(() => store.size).toBe(2);
-    expect(emitter.list().map((d) => d.id)).toEqual([ids[3], ids[2]]);
-    expect(emitter.get(ids[0]!)).toBeUndefined();
-  });
-
-  it('with retainFinished 0, forgets a delivery as it finishes, in the outbox too', async () => {
-    const server = track(await answering(200));
-    const store = new MemoryOutbox();
-    const emitter = emitterFor({ store, retainFinished: 0 });
-    await emitter.start();
-    const sent = await emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload() });
-    expect((await settled(emitter, sent.id)).state).toBe('delivered'); // listeners still hear it
-    await emitter.stop();
-    expect(store.size).toBe(0);
-    expect(emitter.get(sent.id)).toBeUndefined();
-  });
-});
-
-describe('send() and options', () => {
-  it('refuses a bad URL with a typed error, stores nothing and loses nothing already stored', async () => {
-    const store = new MemoryOutbox();
-    // No request leaves the machine: the one accepted delivery goes to this fetch.
-    const emitter = emitterFor({ store, allowPrivateNetworks: false, fetch: async () => new Response('ok') });
-    await emitter.start();
-    const base = { secret, event: 'video.completed' as const, payload: completedPayload() };
-    const kept = await emitter.send({ ...base, url: 'https://hooks.example.com/webhooks' });
-    for (const url of ['http://example.com/hook', 'https://user:pw@example.com/', 'https://127.0.0.1/', 'https://[::1]/', `https://example.com/${'a'.repeat(2048)}`, 'not a url']) {
-      const error = await emitter.send({ ...base, url }).catch((e: unknown) => e);
-      expect(error, url).toBeInstanceOf(InvalidCallbackUrlError);
-      expect((error as InvalidCallbackUrlError).code).toBe('invalid_callback_url');
-    }
-    expect(store.size).toBe(1);
-    expect((await settled(emitter, kept.id)).state).toBe('delivered');
-  });
-
-  it('checks the payload against spec 2.12 when it is sent', async () => {
-    const emitter = emitterFor();
-    await emitter.start();
-    const url = 'http://127.0.0.1:9/';
-    await expect(emitter.send({ url, secret, event: 'video.completed', payload: { ...completedPayload(), credits_used: 'many' } }))
-      .rejects.toMatchObject({ code: 'invalid_payload', field: 'credits_used' });
-    await expect(emitter.send({ url, secret: '', event: 'video.completed', payload: completedPayload() })).rejects.toThrow(/`secret`/);
-    await expect(emitter.send({ url, secret, event: 'video.failed', payload: { event: 'video.completed' } })).rejects.toThrow(/payload.event/);
-  });
-
-  it('needs start() before send()', async () => {
-    const emitter = emitterFor();
-    expect(() => emitter.list()).not.toThrow();
-    await expect(emitter.send({ url: 'http://127.0.0.1:9/', secret, event: 'video.completed', payload: completedPayload() }))
-      .rejects.toMatchObject({ code: 'emitter_not_started' });
-  });
-
   it.each([
     [{ timeoutMs: 0 }, /`timeoutMs`/],
     [{ timeoutMs: 2 ** 31 }, /`timeoutMs`.*2147483647/], // a longer timer fires at once: every attempt would time out
@@ -233,38 +277,4 @@ describe('send() and options', () => {
     await createEmitter().stop();
   });
 
-  it('keeps the first 1 KiB of a response without splitting a multi-byte character', async () => {
-    const emitter = emitterFor({ fetch: async () => new Response(`ab${'€'.repeat(400)}`, { status: 200 }) });
-    await emitter.start();
-    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
-    const done = await settled(emitter, sent.id);
-    // 2 + 340 × 3 bytes = 1022: the 341st euro sign would need 1025.
-    expect(done.attempts[0]!.response).toBe(`ab${'€'.repeat(340)}`);
-  });
-
-  it.each(['https://@example.com/hook', 'https://:@example.com/hook'])('stores %s without its empty credentials', async (url) => {
-    const urls: string[] = [];
-    const emitter = emitterFor({ fetch: async (to) => (urls.push(to), new Response('', { status: 200 })) });
-    await emitter.start();
-    const sent = await emitter.send({ url, secret, event: 'video.completed', payload: completedPayload() });
-    expect(sent.url).toBe('https://example.com/hook');
-    await settled(emitter, sent.id);
-    expect(urls).toEqual(['https://example.com/hook']);
-  });
-
-  it('sends through an injected fetch, with redirect: manual', async () => {
-    const calls: RequestInit[] = [];
-    const emitter = emitterFor({
-      fetch: async (_url, init) => {
-        calls.push(init);
-        return new Response('x'.repeat(5000), { status: 201 });
-      },
-    });
-    await emitter.start();
-    const sent = await emitter.send({ url: 'https://example.com/hook', secret, event: 'video.completed', payload: completedPayload() });
-    const done = await settled(emitter, sent.id);
-    expect(done.state).toBe('delivered');
-    expect(done.attempts[0]!.response).toHaveLength(1024);
-    expect(calls[0]!.redirect).toBe('manual');
-  });
 });

@@ -1,0 +1,191 @@
+// The emitter on BullMQ (issue 13): deliveries/s from one and from two worker processes sharing one queue on
+// a private redis-server, against the file outbox emitter in the same run, to one local receiver answering 200.
+//   node --import tsx bench/emitter-bullmq.ts [--deliveries 4000] [--concurrency 16] [--rounds 3]
+// Each side sends its deliveries and delivers them: the file outbox emitter in this process; each BullMQ
+// process sends its share (half of them with two) and its worker takes whatever is due, from either. The
+// clock runs from "go" until the receiver has answered every delivery. The receiver is a bare node:http
+// server in a worker thread of this process, so it costs neither side's event loop; worker processes are
+// started before the clock and their start-up (loading bullmq) is not counted.
+// Target: two worker processes >= 1.6x one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { startRedis } from '../test/helpers/redis.js';
+import { bullmqQueue, createEmitter, FileOutbox, type WebhookEmitter } from '../src/index.js';
+import { intOption, median, num, ratio, table, target, template } from './lib.js';
+
+const DELIVERIES = intOption('deliveries', 'BENCH_DELIVERIES', 4_000);
+const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 16);
+const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', 3);
+const TARGET = 1.6;
+const SECRET = 'whsec_bench';
+
+const payload = (id: number): Record<string, unknown> => {
+  const { event: _e, delivered_at: _d, ...rest } = template('video.completed');
+  return { ...rest, id };
+};
+
+/** Sends `count` deliveries numbered from `from`, all at once, as a burst of clips finishing would. */
+function sendAll(emitter: WebhookEmitter, url: string, from: number, count: number): Promise<unknown> {
+  return Promise.all(Array.from({ length: count }, (_, i) => emitter.send({ url, secret: SECRET, event: 'video.completed', payload: payload(from + i) })));
+}
+
+// A worker process: `emitter-bullmq.ts worker <redis url> <queue> <url> <from> <count>`. Prints "ready"
+// once started, sends its share on "go" (a line on stdin), and stops on SIGTERM.
+if (process.argv[2] === 'worker') {
+  const [, , , redisUrl, name, url, from, count] = process.argv;
+  const emitter = createEmitter({
+    queue: bullmqQueue({ url: redisUrl!, name: name! }),
+    concurrency: CONCURRENCY,
+    allowPrivateNetworks: true,
+    retainFinished: DELIVERIES,
+    logger: { info: () => undefined, warn: (m) => console.error(m), error: (m) => console.error(m) },
+  });
+  await emitter.start();
+  process.stdout.write('ready\n');
+  let cpu = process.cpuUsage();
+  process.stdin.once('data', () => {
+    cpu = process.cpuUsage();
+    void sendAll(emitter, url!, Number(from), Number(count));
+  });
+  // Asked by the bench once every delivery was answered: the CPU this process spent since "go".
+  process.stdin.on('data', (line) => {
+    if (!line.toString().includes('cpu')) return;
+    const { user, system } = process.cpuUsage(cpu);
+    process.stdout.write(`cpu ${user + system}\n`);
+  });
+  process.once('SIGTERM', () => void emitter.stop().then(() => process.exit(0)));
+} else {
+  await main();
+}
+
+interface Receiver {
+  url: string;
+  /** Requests answered so far. */
+  count(): number;
+  stop(): Promise<number>;
+}
+
+/** A receiver answering 200 `{"received":true}` on 127.0.0.1, in its own thread, counting what it answered. */
+async function startReceiver(): Promise<Receiver> {
+  const counter = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `const { createServer } = require('node:http');
+     const { parentPort, workerData } = require('node:worker_threads');
+     const server = createServer((req, res) => { req.resume(); req.on('end', () => {
+       res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"received":true}'); Atomics.add(workerData, 0, 1); }); });
+     server.keepAliveTimeout = 60000;
+     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
+    { eval: true, workerData: counter },
+  );
+  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
+  return { url: `http://127.0.0.1:${port}/webhooks`, count: () => Atomics.load(counter, 0), stop: () => worker.terminate() };
+}
+
+async function waitFor(done: () => boolean, what: string, seconds = 120): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`no ${what} after ${seconds} s`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** Deliveries/s of the file outbox emitter, sending and delivering `DELIVERIES` in this process. */
+async function fileOutbox(receiver: Receiver): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-'));
+  const emitter = createEmitter({ store: new FileOutbox({ file: join(dir, 'outbox.json') }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES });
+  await emitter.start();
+  const before = receiver.count();
+  const started = performance.now();
+  await sendAll(emitter, receiver.url, 1, DELIVERIES);
+  await waitFor(() => receiver.count() - before >= DELIVERIES, 'file outbox deliveries');
+  const perSecond = DELIVERIES / ((performance.now() - started) / 1000);
+  await emitter.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return perSecond;
+}
+
+/** Deliveries/s of `processes` BullMQ worker processes on a fresh queue, each sending its share, and their CPU µs per delivery. */
+async function bullmq(redisUrl: string, receiver: Receiver, processes: number): Promise<{ perSecond: number; cpuPerDelivery: number }> {
+  const name = `bench-${randomBytes(4).toString('hex')}`;
+  const share = Math.ceil(DELIVERIES / processes);
+  const children: { child: ChildProcess; exited: Promise<void>; lines: string[] }[] = [];
+  try {
+    for (let i = 0; i < processes; i++) {
+      const count = Math.min(share, DELIVERIES - i * share);
+      const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'worker', redisUrl, name, receiver.url, String(1 + i * share), String(count), ...process.argv.slice(2)], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      const lines: string[] = [];
+      children.push({ child, exited, lines });
+      child.stdout!.on('data', (chunk: Buffer) => void lines.push(...chunk.toString().split('\n').filter(Boolean)));
+      await waitFor(() => lines.includes('ready') || child.exitCode !== null, 'ready worker', 30);
+      if (!lines.includes('ready')) throw new Error('a worker process did not start');
+    }
+    const before = receiver.count();
+    const started = performance.now();
+    for (const { child } of children) child.stdin!.write('go\n');
+    await waitFor(() => receiver.count() - before >= DELIVERIES, `${processes}-process deliveries`);
+    const perSecond = DELIVERIES / ((performance.now() - started) / 1000);
+    for (const { child } of children) child.stdin!.write('cpu\n');
+    const cpuOf = (lines: string[]) => lines.find((line) => line.startsWith('cpu '));
+    await waitFor(() => children.every(({ lines }) => cpuOf(lines)), 'CPU figures', 10);
+    const cpu = children.reduce((sum, { lines }) => sum + Number(cpuOf(lines)!.slice(4)), 0);
+    return { perSecond, cpuPerDelivery: cpu / DELIVERIES };
+  } finally {
+    for (const { child } of children) child.kill('SIGTERM');
+    await Promise.all(children.map(({ exited }) => exited));
+  }
+}
+
+async function main(): Promise<void> {
+  const redis = await startRedis();
+  const receiver = await startReceiver();
+  try {
+    // Warm-up: JIT, sockets, Redis's script cache.
+    await fileOutbox(receiver);
+    await bullmq(redis.url, receiver, 1);
+    const file: number[] = [];
+    const one: number[] = [];
+    const two: number[] = [];
+    const twoOverOne: number[] = [];
+    const cpuOne: number[] = [];
+    const cpuTwo: number[] = [];
+    const load = loadavg()[0]!;
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternate the order, so neither side always runs on a warmer (or busier) machine.
+      const sides = round % 2 === 0 ? (['file', 'one', 'two'] as const) : (['two', 'one', 'file'] as const);
+      const got: Record<string, number> = {};
+      for (const side of sides) {
+        if (side === 'file') {
+          got.file = await fileOutbox(receiver);
+          continue;
+        }
+        const { perSecond, cpuPerDelivery } = await bullmq(redis.url, receiver, side === 'one' ? 1 : 2);
+        got[side] = perSecond;
+        (side === 'one' ? cpuOne : cpuTwo).push(cpuPerDelivery);
+      }
+      file.push(got.file!);
+      one.push(got.one!);
+      two.push(got.two!);
+      twoOverOne.push(got.two! / got.one!);
+    }
+    const scale = median(twoOverOne);
+    console.log(`Emitter on BullMQ: node ${process.version}, ${num(DELIVERIES)} deliveries x ${ROUNDS} rounds, concurrency ${CONCURRENCY} per process, ${cpus().length} CPUs, load average ${load.toFixed(1)} at the start\n`);
+    console.log(table(['emitter', 'deliveries/s (median)', 'vs file outbox', 'vs one BullMQ process', 'worker CPU µs per delivery'], [
+      ['file outbox, one process', num(median(file)), '1.00×', ratio(median(file), median(one)), '—'],
+      ['BullMQ, one worker process', num(median(one)), ratio(median(one), median(file)), '1.00×', num(median(cpuOne))],
+      ['BullMQ, two worker processes', num(median(two)), ratio(median(two), median(file)), `${scale.toFixed(2)}× (median of per-round ratios)`, `${num(median(cpuTwo))} (both together)`],
+    ]));
+    console.log('');
+    console.log(target(`two worker processes >= ${TARGET}× one (${scale.toFixed(2)}×)`, scale >= TARGET));
+  } finally {
+    await receiver.stop();
+    await redis.stop();
+  }
+}
