@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
+import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
+import type { Redis } from 'ioredis';
 import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
 import { Assets, type AssetTables } from './assets/assets.js';
 import { SimulatedClock } from './clock.js';
@@ -83,6 +84,12 @@ export interface ServiceOptions {
   redisUrl?: string;
   /** Prefix of the service's Redis keys. @default 'cliphook:service:' */
   redisPrefix?: string;
+}
+
+/** The BullMQ queue of the service's webhooks: the emitter's default, or one under a `redisPrefix` given. */
+function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
+  const prefix = redisPrefix?.replace(/:+$/, '');
+  return prefix ? { prefix } : {};
 }
 
 type GuardResult = { ok: true; caller: Caller } | { ok: false; result: Result };
@@ -201,7 +208,11 @@ export class Service {
     const emitter =
       options.emitter ??
       createEmitter({
-        store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }),
+        // On Redis every serve process takes attempts from one BullMQ queue (the default one, which
+        // `cliphook deliveries --redis` reads); otherwise the outbox sits beside the data file.
+        ...(redisOptions
+          ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
+          : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
         clock,
         // Local development delivers to http://localhost; --strict applies the spec's https-only rule and the SSRF guard.
         allowPrivateNetworks: !(options.strict ?? false),

@@ -33,8 +33,10 @@ export async function startCuttableProxy(target: URL) {
  * connection goes to the first target that accepts it, so once a process dies its listeners reconnect to
  * the next one.
  */
-export async function startFailoverProxy(targets: readonly URL[]) {
+export async function startFailoverProxy(targets: readonly URL[], { roundRobin = false }: { roundRobin?: boolean } = {}) {
   const sockets = new Set<Socket>();
+  /** With `roundRobin`, each connection starts at the next target (and fails over to the ones after it). */
+  let turn = 0;
   /** Connections taken while held, waiting for `release()`. */
   let waiting: Array<() => void> | null = null;
   const server = createServer((client) => {
@@ -42,9 +44,10 @@ export async function startFailoverProxy(targets: readonly URL[]) {
     sockets.add(client);
     client.on('error', () => undefined);
     client.once('close', () => sockets.delete(client));
+    const first = roundRobin ? turn++ % targets.length : 0;
     const attempt = (index: number): void => {
       if (waiting) return void waiting.push(() => attempt(index));
-      const target = targets[index];
+      const target = index < targets.length ? targets[(first + index) % targets.length] : undefined;
       if (!target) return void client.destroy();
       const upstream = connect(Number(target.port), target.hostname);
       let connected = false;
