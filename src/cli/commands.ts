@@ -34,6 +34,9 @@ function registerTrigger(program: Command): void {
     .action(async (event: string, options) => (await import('./commands/trigger.js')).trigger(event, options));
 }
 
+/** `--redis` of the deliveries commands: the queue of `serve --redis` instead of an outbox file. */
+const REDIS_DELIVERIES = () => new Option('--redis <url>', 'the deliveries in the BullMQ queue on this Redis (what serve --redis sends) instead of --outbox').env('CLIPHOOK_REDIS_URL');
+
 function registerDeliveries(program: Command): void {
   const deliveries = program.command('deliveries').description('list, show and redeliver the deliveries in the outbox');
   deliveries
@@ -43,6 +46,7 @@ function registerDeliveries(program: Command): void {
     .option('--limit <n>', 'at most this many', '20')
     .option('--json', 'print JSON')
     .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .addOption(REDIS_DELIVERIES())
     .action(async (options) => (await import('./commands/deliveries.js')).list(options));
   deliveries
     .command('show')
@@ -50,6 +54,7 @@ function registerDeliveries(program: Command): void {
     .argument('<id>', 'the delivery id (dlv_…)')
     .option('--json', 'print JSON')
     .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
+    .addOption(REDIS_DELIVERIES())
     .action(async (id: string, options) => (await import('./commands/deliveries.js')).show(id, options));
   deliveries
     .command('redeliver')
@@ -59,6 +64,7 @@ function registerDeliveries(program: Command): void {
     .option('--json', 'print the delivery as JSON instead of lines')
     .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')
     .option('--timeout <ms>', 'time allowed per attempt', '10000')
+    .addOption(REDIS_DELIVERIES())
     .action(async (id: string, options) => (await import('./commands/deliveries.js')).redeliver(id, options));
 }
 

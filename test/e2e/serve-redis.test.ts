@@ -2,7 +2,7 @@ import { request as httpRequest, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { spawnBin, tempDir } from '../cli/helpers.js';
+import { runBin, spawnBin, tempDir } from '../cli/helpers.js';
 import { startFailoverProxy } from '../helpers/proxy.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 
@@ -97,5 +97,19 @@ describe.runIf(redis)('two serve processes on one Redis behind one port (issue 1
     // Every clip ends (fast speed) and its webhook reaches the receiver once, whichever worker sent it.
     await expect.poll(() => received.length, { timeout: 60_000, interval: 200 }).toBe(clips);
     expect(new Set(received).size).toBe(clips);
+
+    // `cliphook deliveries --redis` reads the same queue: every delivery, and a redelivery by id.
+    const listed = await runBin(['deliveries', 'list', '--json', '--limit', '100'], { CLIPHOOK_REDIS_URL: redis!.url });
+    expect(listed.code).toBe(0);
+    const deliveries = JSON.parse(listed.stdout) as Array<{ id: string; state: string; url: string }>;
+    expect(deliveries.map((d) => d.id).sort()).toEqual([...received].sort());
+    expect(deliveries.every((d) => d.state === 'delivered' && d.url === callback)).toBe(true);
+    const shown = await runBin(['deliveries', 'show', received[0]!, '--redis', redis!.url]);
+    expect(shown.stdout).toContain(received[0]!);
+    expect(shown.stdout).toMatch(/\[200\]/);
+    const again = await runBin(['deliveries', 'redeliver', received[0]!, '--redis', redis!.url]);
+    expect(again).toMatchObject({ code: 0, stdout: expect.stringMatching(/\[200\]/) });
+    expect(received.filter((id) => id === received[0])).toHaveLength(2);
+    expect(await runBin(['deliveries', 'show', 'dlv_nope', '--redis', redis!.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/no delivery dlv_nope in redis:\/\/127\.0\.0\.1/) });
   });
 });

@@ -1,14 +1,19 @@
 import type { SharedFileOutbox, Sender } from '../../emitter/shared-file-outbox.js';
-import type { DeliveryState } from '../../emitter/types.js';
+import { createEmitter, type WebhookEmitter } from '../../emitter/emitter.js';
+import type { Delivery, DeliveryState } from '../../emitter/types.js';
+import { quietLogger } from '../logger.js';
+import { redactUrl } from '../process.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
 import { outboxError, readOutbox, startOutboxEmitter, who } from '../outbox-emitter.js';
-import { asJson, failureReason, notRelayedReason, palette, print, sentLine, type Palette } from '../output.js';
+import { asJson, attemptLine, failureReason, notRelayedReason, palette, print, sentLine, type Palette } from '../output.js';
 import { parseTimeout } from './trigger.js';
 
 export interface DeliveriesOptions {
   outbox: string;
   json?: boolean;
+  /** `--redis <url>` (or CLIPHOOK_REDIS_URL): the deliveries of the emitter's BullMQ queue, as `serve --redis` keeps them. */
+  redis?: string;
 }
 
 const STATES: readonly DeliveryState[] = ['pending', 'delivering', 'delivered', 'failed'];
@@ -20,10 +25,10 @@ export async function list(options: DeliveriesOptions & { state?: string; limit:
   }
   const limit = Number(options.limit);
   if (!(Number.isSafeInteger(limit) && limit > 0)) throw new ExitError(`--limit expects a positive integer, got ${JSON.stringify(options.limit)}`, 2);
-  const all = await readOutbox(options.outbox);
+  const all = await readAll(options);
   const shown = all.filter((d) => options.state === undefined || d.state === options.state).slice(0, limit);
   if (options.json) return print(JSON.stringify(shown, null, 2));
-  if (shown.length === 0) return print(`No deliveries in ${options.outbox}${options.state ? ` with state ${options.state}` : ''}.`);
+  if (shown.length === 0) return print(`No deliveries in ${where(options)}${options.state ? ` with state ${options.state}` : ''}.`);
   const p = palette();
   for (const d of shown) {
     const last = d.attempts.at(-1);
@@ -35,8 +40,8 @@ export async function list(options: DeliveriesOptions & { state?: string; limit:
 
 /** `cliphook deliveries show <id>`: one delivery with every attempt and its payload. */
 export async function show(id: string, options: DeliveriesOptions): Promise<void> {
-  const delivery = (await readOutbox(options.outbox)).find((d) => d.id === id);
-  if (!delivery) throw new ExitError(`no delivery ${id} in ${options.outbox}`, 1);
+  const delivery = (await readAll(options)).find((d) => d.id === id);
+  if (!delivery) throw new ExitError(`no delivery ${id} in ${where(options)}`, 1);
   if (options.json) return print(asJson(delivery));
   const p = palette();
   print(`${p.bold(delivery.id)}  ${p.cyan(delivery.event)}  ${paintState(delivery.state, p)}`);
@@ -58,6 +63,7 @@ export async function show(id: string, options: DeliveriesOptions): Promise<void
 export async function redeliver(id: string, options: DeliveriesOptions & { retry?: boolean; timeout: string }): Promise<void> {
   const timeoutMs = parseTimeout(options.timeout);
   const p = palette();
+  if (options.redis !== undefined) return redeliverOnRedis(id, options, timeoutMs, p);
   let follow!: Follower;
   const { emitter, outbox } = await startOutboxEmitter(options.outbox, timeoutMs, (e) => (follow = follower(e, p, { quiet: Boolean(options.json) })));
   try {
@@ -76,6 +82,69 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
   } finally {
     await emitter.stop();
     follow.close();
+  }
+}
+
+/** Every delivery, newest first: from the outbox file, or from the BullMQ queue with `--redis`. */
+async function readAll(options: DeliveriesOptions): Promise<Delivery[]> {
+  if (options.redis === undefined) return readOutbox(options.outbox);
+  const emitter = await startRedisEmitter(options.redis, 10_000);
+  try {
+    return emitter.list({ limit: Math.max(1, emitter.stats.total) });
+  } finally {
+    await emitter.stop();
+  }
+}
+
+function where(options: DeliveriesOptions): string {
+  return options.redis === undefined ? options.outbox : redactUrl(options.redis);
+}
+
+/** An emitter on the queue `serve --redis` uses (BullMQ's default queue on that Redis): it loads every record. */
+async function startRedisEmitter(url: string, timeoutMs: number): Promise<WebhookEmitter> {
+  let emitter: WebhookEmitter;
+  try {
+    emitter = createEmitter({ redisUrl: url, allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+  } catch (error) {
+    throw new ExitError(String((error as Error).message).replace('`redisUrl`', '--redis'), 2);
+  }
+  try {
+    await emitter.start();
+  } catch (error) {
+    await emitter.stop().catch(() => undefined);
+    throw new ExitError(`cannot use the deliveries in ${redactUrl(url)}: ${(error as Error).message}`, 1);
+  }
+  return emitter;
+}
+
+/**
+ * Redelivers through the queue: whichever process takes the job (a serve worker, or this one) makes the
+ * attempt, so its outcome is read from the records every process shares, not from this one's events.
+ */
+async function redeliverOnRedis(id: string, options: DeliveriesOptions & { retry?: boolean }, timeoutMs: number, p: Palette): Promise<void> {
+  const emitter = await startRedisEmitter(options.redis!, timeoutMs);
+  try {
+    const before = emitter.get(id);
+    if (!before) throw new ExitError(`no delivery ${id} in ${where(options)}`, 1);
+    const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
+    if (!options.json) print(sentLine(again, p));
+    let seen = before.attempts.length;
+    let done: Delivery;
+    for (;;) {
+      const now = emitter.get(id)!;
+      for (const attempt of now.attempts.slice(seen)) if (!options.json) print(attemptLine(now.url, attempt, p));
+      seen = now.attempts.length;
+      if (seen > before.attempts.length && (now.state === 'delivered' || now.state === 'failed')) {
+        done = now;
+        break;
+      }
+      // The records change by the queue's own messages; this only looks at this process's copy of them.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (options.json) print(asJson(done));
+    if (done.state !== 'delivered') throw new ExitError(failureReason(done), 1);
+  } finally {
+    await emitter.stop();
   }
 }
 
