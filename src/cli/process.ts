@@ -29,14 +29,3 @@ export function aborted(signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', () => resolve(), { once: true });
   });
 }
-
-/** A URL as it may be printed: its password (`redis://:secret@host`) replaced by `***`. */
-export function redactUrl(text: string): string {
-  try {
-    const url = new URL(text);
-    if (url.password) url.password = '***';
-    return url.toString().replace(/\/$/, '');
-  } catch {
-    return text;
-  }
-}

@@ -1,5 +1,6 @@
 import { RETRY_SCHEDULE_MS } from '../protocol/schedule.js';
-import { assertRedisUrl, bullmqQueue, isBullmqQueue, type BullmqQueue } from './bullmq/options.js';
+import { bullmqQueue, isBullmqQueue, type BullmqQueue } from './bullmq/options.js';
+import { assertRedisUrl } from '../store/redis-url.js';
 import { FileOutbox } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
 import type { FetchFunction } from './transport.js';

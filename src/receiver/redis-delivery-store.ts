@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DEFAULT_RETENTION_MS, type ClaimOutcome, type DeliveryStore } from './delivery-store.js';
+import { assertRedisUrl } from '../store/redis-url.js';
 
 /** The part of an ioredis client the store uses: a Lua script per operation, one round trip each. */
 export interface RedisLike {
@@ -87,7 +88,7 @@ export class RedisDeliveryStore implements DeliveryStore {
   constructor({ redis, url, prefix = 'cliphook:deliveries:', retentionMs = DEFAULT_RETENTION_MS, clock }: RedisDeliveryStoreOptions = {}) {
     if ((redis === undefined) === (url === undefined)) throw new TypeError('Expected either `redis` (an ioredis client) or `url` (redis://…), and not both.');
     if (redis !== undefined && typeof redis?.eval !== 'function') throw new TypeError('Expected `redis` to be an ioredis client (it has no eval()).');
-    if (url !== undefined && !(typeof url === 'string' && /^rediss?:\/\//.test(url))) throw new TypeError(`Expected \`url\` to be a redis:// or rediss:// URL, got ${JSON.stringify(url)}.`);
+    if (url !== undefined) assertRedisUrl(url, 'url');
     if (!(Number.isFinite(retentionMs) && retentionMs > 0)) throw new TypeError(`Expected \`retentionMs\` to be a positive number, got ${retentionMs}.`);
     if (typeof prefix !== 'string') throw new TypeError('Expected `prefix` to be a string.');
     if (clock !== undefined && typeof clock !== 'function') throw new TypeError('Expected `clock` to be a function.');

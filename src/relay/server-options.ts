@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { realScheduler, type Scheduler } from './heartbeat.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
+import { assertRedisUrl } from '../store/redis-url.js';
 
 /** Where the relay reports what happens; `console` fits. */
 export interface RelayLogger {
@@ -148,9 +149,7 @@ function resolveRedis({ file, redis, redisUrl, redisPrefix, fileIo }: Pick<Relay
   if (redis !== undefined && (typeof redis?.duplicate !== 'function' || typeof redis.callBuffer !== 'function')) {
     throw new TypeError('Expected `redis` to be an ioredis client (it has no duplicate() or callBuffer()).');
   }
-  if (redisUrl !== undefined && !(typeof redisUrl === 'string' && /^rediss?:\/\/./.test(redisUrl))) {
-    throw new TypeError(`Expected \`redisUrl\` to be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}.`);
-  }
+  if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
   const prefix = redisPrefix ?? 'cliphook:relay:';
   nonEmptyString('redisPrefix', prefix);
   return { client: redis ?? null, url: redisUrl ?? null, prefix };

@@ -2,7 +2,7 @@ import type { SharedFileOutbox, Sender } from '../../emitter/shared-file-outbox.
 import { createEmitter, type WebhookEmitter } from '../../emitter/emitter.js';
 import type { Delivery, DeliveryState } from '../../emitter/types.js';
 import { quietLogger } from '../logger.js';
-import { redactUrl } from '../process.js';
+import { redactRedisUrl } from '../../store/redis-url.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
 import { outboxError, readOutbox, startOutboxEmitter, who } from '../outbox-emitter.js';
@@ -97,7 +97,7 @@ async function readAll(options: DeliveriesOptions): Promise<Delivery[]> {
 }
 
 function where(options: DeliveriesOptions): string {
-  return options.redis === undefined ? options.outbox : redactUrl(options.redis);
+  return options.redis === undefined ? options.outbox : redactRedisUrl(options.redis);
 }
 
 /** An emitter on the queue `serve --redis` uses (BullMQ's default queue on that Redis): it loads every record. */
@@ -112,7 +112,7 @@ async function startRedisEmitter(url: string, timeoutMs: number): Promise<Webhoo
     await emitter.start();
   } catch (error) {
     await emitter.stop().catch(() => undefined);
-    throw new ExitError(`cannot use the deliveries in ${redactUrl(url)}: ${(error as Error).message}`, 1);
+    throw new ExitError(`cannot use the deliveries in ${redactRedisUrl(url)}: ${(error as Error).message}`, 1);
   }
   return emitter;
 }

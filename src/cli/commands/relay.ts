@@ -2,6 +2,7 @@ import { createRelayServer, type RelayLogger } from '../../relay/server.js';
 import { isLoopback } from '../../relay/server-http.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
+import { redactRedisUrl } from '../../store/redis-url.js';
 
 export interface RelayCommandOptions {
   port: string;
@@ -66,7 +67,7 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
     if (error instanceof TypeError) throw flagError(error, FLAGS);
     throw error;
   }
-  const where = options.redis !== undefined ? redacted(options.redis) : data;
+  const where = options.redis !== undefined ? redactRedisUrl(options.redis) : data;
   try {
     await server.open();
   } catch (error) {
@@ -87,15 +88,6 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
   io.out('relay stopped');
 }
 
-/** A Redis URL as it may be printed: without its password. */
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return 'redis';
-  }
-}
 
 /** A flag's text as a whole number, or a usage error naming the flag (the library then checks its range). */
 function integer(flag: string, text: string): number {

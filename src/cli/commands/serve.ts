@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
-import { aborted, flagError, parsePort, redactUrl, stopSignal } from '../process.js';
+import { aborted, flagError, parsePort, stopSignal } from '../process.js';
+import { redactRedisUrl } from '../../store/redis-url.js';
 
 export interface ServeCommandOptions {
   port: string;
@@ -86,7 +87,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     data: options.data,
     speed: options.speed,
     strict: options.strict === true,
-    redis: options.redis === undefined ? null : redactUrl(options.redis),
+    redis: options.redis === undefined ? null : redactRedisUrl(options.redis),
   };
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
   else {

@@ -1,4 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
+import { assertRedisUrl } from '../../store/redis-url.js';
 
 export interface BullmqQueueOptions {
   /**
@@ -73,17 +74,6 @@ export function bullmqQueue(options: BullmqQueueOptions): BullmqQueue {
 /** Whether `value` came from `bullmqQueue()`. */
 export function isBullmqQueue(value: unknown): value is BullmqQueue {
   return typeof value === 'object' && value !== null && made.has(value);
-}
-
-/** Throws a `TypeError` naming `option` unless `url` is a `redis://` or `rediss://` URL. */
-export function assertRedisUrl(url: unknown, option: string): asserts url is string {
-  let ok = false;
-  try {
-    ok = typeof url === 'string' && ['redis:', 'rediss:'].includes(new URL(url).protocol);
-  } catch {
-    // not a URL at all: refused below
-  }
-  if (!ok) throw new TypeError(`Expected \`${option}\` to be a redis:// or rediss:// URL, got ${JSON.stringify(url)}.`);
 }
 
 export function isClient(connection: Redis | RedisOptions): connection is Redis {

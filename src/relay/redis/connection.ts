@@ -3,6 +3,7 @@ import type { Scheduler } from '../heartbeat.js';
 import { RelayStoreError, type BackendHealth } from '../relay-store.js';
 import type { RelayLogger } from '../server-options.js';
 import { SCRIPTS, type ScriptName } from './scripts.js';
+import { redactRedisUrl } from '../../store/redis-url.js';
 
 // Commands fail at once while Redis is away instead of waiting in ioredis's offline queue, so a sender is
 // answered 503 relay_unavailable rather than held until it gives up by itself.
@@ -46,7 +47,7 @@ export class RedisConnection {
 
   constructor(options: RedisConnectionOptions) {
     this.#options = options;
-    this.where = options.url ? redact(options.url) : `redis://${options.client!.options.host ?? 'localhost'}:${options.client!.options.port ?? 6379}`;
+    this.where = options.url ? redactRedisUrl(options.url) : `redis://${options.client!.options.host ?? 'localhost'}:${options.client!.options.port ?? 6379}`;
   }
 
   get subscriber(): Redis {
@@ -182,11 +183,3 @@ function translate(error: unknown): unknown {
   return new RelayStoreError('relay_unavailable', UNAVAILABLE, { cause: error });
 }
 
-function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return 'redis';
-  }
-}

@@ -3,6 +3,7 @@ import { RATE_WINDOW_MS } from '../rate-limit.js';
 import type { ServiceRedis } from './client.js';
 import { RedisIdempotency } from './idempotency.js';
 import { RedisRateLimiter } from './rate-limit.js';
+import { assertRedisUrl, redactRedisUrl } from '../../store/redis-url.js';
 
 export interface SharedOptions {
   /** A connected ioredis client, which the service does not close… */
@@ -25,7 +26,7 @@ export interface SharedRecords {
 export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:' }: SharedOptions): { redis?: unknown; redisUrl?: string; prefix: string } | undefined {
   if (redis !== undefined && redisUrl !== undefined) throw new TypeError('Expected either `redis` (an ioredis client) or `redisUrl`, not both.');
   if (redis !== undefined && typeof (redis as Partial<ServiceRedis>)?.evalsha !== 'function') throw new TypeError('Expected `redis` to be an ioredis client (it has no evalsha()).');
-  if (redisUrl !== undefined && !(typeof redisUrl === 'string' && /^rediss?:\/\/./.test(redisUrl))) throw new TypeError(`Expected \`redisUrl\` to be a redis:// or rediss:// URL, got ${JSON.stringify(redisUrl)}.`);
+  if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
   if (typeof redisPrefix !== 'string') throw new TypeError('Expected `redisPrefix` to be a string.');
   if (redis === undefined && redisUrl === undefined) return undefined;
   return { ...(redis === undefined ? {} : { redis }), ...(redisUrl === undefined ? {} : { redisUrl }), prefix: redisPrefix };
@@ -48,7 +49,7 @@ export async function openShared(options: { redis?: unknown; redisUrl?: string; 
       await own.connect();
     } catch (error) {
       own.disconnect();
-      throw new Error(`cannot reach Redis at ${options.redisUrl}: ${(error as Error).message}`, { cause: error });
+      throw new Error(`cannot reach Redis at ${redactRedisUrl(options.redisUrl!)}: ${(error as Error).message}`, { cause: error });
     }
     client = own as unknown as ServiceRedis;
     quit = async () => void (await own.quit().catch(() => own.disconnect()));
