@@ -186,7 +186,18 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
     },
     async close(force = false) {
       try {
-        await worker.close(force);
+        // BullMQ's close() can wait forever on a blocking connection caught reconnecting, as after a Redis
+        // restart (taskforcesh/bullmq#4656): the graceful close gets as long as an attempt in flight may
+        // take (2 s with none), then the worker's connections are cut. Its jobs still active in Redis go to another worker once their
+        // lock expires, so nothing is lost either way.
+        if (!(await within(worker.close(force), (attempting > 0 && !force ? options.timeoutMs : 0) + 2_000))) {
+          logger.warn('the BullMQ worker did not close in time; its connections were cut');
+          await within(
+            (worker as unknown as { blockingConnection?: { close(force?: boolean): Promise<void> } }).blockingConnection?.close(true) ?? Promise.resolve(),
+            2_000,
+          );
+          await within(worker.disconnect(), 2_000);
+        }
       } finally {
         moving.clear();
         deferred.clear();
@@ -194,4 +205,18 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
       }
     },
   };
+}
+
+/** Whether `work` settles within `ms` (a rejection counts as settled); the timer does not hold the process. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
