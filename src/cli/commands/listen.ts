@@ -198,7 +198,8 @@ export function replyLine(reply: ListenerReply, p: Palette): string {
 }
 
 function eventRecord(event: ListenerEvent) {
-  const { body: _body, ...rest } = event;
+  // One line per event: the bytes and headers are the inspector's to show (docs/inspector.md).
+  const { body: _body, headers: _headers, receivedAt: _receivedAt, ...rest } = event;
   return rest;
 }
 
