@@ -15,6 +15,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
+const NO_INSPECT_HELP = 'do not serve the inspector';
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 function registerTrigger(program: Command): void {
@@ -96,6 +97,8 @@ function registerListen(program: Command): void {
     .addOption(new Option('--token <token>', 'the listening token of --channel').env('CLIPHOOK_LISTEN_TOKEN'))
     .addOption(new Option('--admin-token <token>', "the relay's admin token, to create the channel").env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--state <file>', 'where the channel made by listen is kept, so its URL stays the same', '.cliphook/listen.json')
+    .option('--inspect <port>', 'serve the inspector (every webhook, its reply, Replay) on 127.0.0.1:<port>; 0 picks a free port', '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/listen.js')).listen(options));
 }
 

@@ -107,6 +107,11 @@ export const PROBLEM_CODES = {
   method_not_allowed: spec(405, 'Method not allowed'),
   invalid_path: spec(400, 'Path not allowed under the channel'),
   relay_full: spec(507, 'Relay storage full', true),
+  // inspector (cliphook): the local page of listen, serve and dev (issue 14)
+  host_not_allowed: spec(403, 'Host not allowed'),
+  origin_not_allowed: spec(403, 'Cross-origin request refused'),
+  unsupported_media_type: spec(415, 'Send application/json'),
+  replay_unavailable: spec(409, 'This request cannot be replayed'),
 } as const satisfies Record<string, CodeSpec>;
 
 /** A stable machine-readable error code. */
