@@ -117,6 +117,8 @@ function registerServe(program: Command): void {
     .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
     .option('--json', 'print the start-up line as JSON')
     .addOption(new Option('--redis <url>', 'share rate limits, Idempotency-Keys and webhook delivery with every serve process on this Redis (redis://host:port)').env('CLIPHOOK_REDIS_URL'))
+    .option('--inspect <port>', "serve the inspector (clips, image jobs, the webhook deliveries and Redeliver) on 127.0.0.1:<port>, whatever --host is; 0 picks a free port", '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/serve.js')).serve(options));
 }
 
@@ -141,5 +143,7 @@ function registerDev(program: Command): void {
     .option('--receiver-port <port>', "the receiver's port (a free one if taken)", '3000')
     .option('--data <dir>', 'where the service, the relay and the receiver keep their files', '.cliphook/dev')
     .addOption(new Option('--speed <speed>', 'fast or realistic').choices(['fast', 'realistic']).default('fast'))
+    .option('--inspect <port>', "serve the inspector (the webhooks listen received, and the service's clips, image jobs and deliveries) on 127.0.0.1:<port>; 0 picks a free port", '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/dev.js')).dev(options));
 }

@@ -109,7 +109,10 @@ export class ServiceFeed extends EventEmitter<ServiceFeedEvents> {
   /** Sends it again now with the same id (a fresh schedule), as `cliphook deliveries redeliver` does. */
   async redeliver(id: string): Promise<DeliverySummary | undefined> {
     try {
-      const delivery = await this.#service.emitter.redeliver(id);
+      const queued = await this.#service.emitter.redeliver(id);
+      // Read again: the attempt may have ended (and been told) while the redelivery was saved, and
+      // telling the older view now would leave the page showing it.
+      const delivery = this.#service.emitter.get(id) ?? queued;
       this.#tell(delivery);
       return deliverySummary(delivery);
     } catch (error) {

@@ -26,8 +26,12 @@ function fill(el, ...children) {
 
 async function api(path, options) {
   const res = await fetch(path, options);
-  const body = await res.json().catch(() => null);
-  if (!res.ok) throw Object.assign(new Error(body?.detail ?? `HTTP ${res.status}`), { status: res.status, body });
+  const body = await res.json().catch((error) => {
+    // A newer selection aborted this one while its body was read: that is no answer at all.
+    if (error.name === 'AbortError') throw error;
+    return null;
+  });
+  if (!res.ok || body === null) throw Object.assign(new Error(body?.detail ?? `HTTP ${res.status}`), { status: res.status, body });
   return body;
 }
 
@@ -51,6 +55,7 @@ function span(ms) {
   if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
   return `${Math.floor(s / 3600)} h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)} min` : ''}`;
 }
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 function bytes(n) {
   return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
@@ -380,7 +385,7 @@ function listenPage(main, info) {
       filtered.push(item);
     }
     list.setItems(filtered);
-    count.textContent = filtered.length === all.size ? `${all.size} events` : `${filtered.length} of ${all.size} events`;
+    count.textContent = filtered.length === all.size ? plural(all.size, 'event', 'events') : `${filtered.length} of ${plural(all.size, 'event', 'events')}`;
   });
   function refresh() {
     render();
@@ -634,7 +639,7 @@ function servicePage(main, info) {
   const renderDeliveries = perFrame(() => {
     const items = [...deliveries.values()].filter((d) => !stateFilter || d.state === stateFilter).sort((a, b) => b.createdAt - a.createdAt || (b.id < a.id ? -1 : 1));
     list.setItems(items);
-    count.textContent = items.length === deliveries.size ? `${deliveries.size} deliveries` : `${items.length} of ${deliveries.size} deliveries`;
+    count.textContent = items.length === deliveries.size ? plural(deliveries.size, 'delivery', 'deliveries') : `${items.length} of ${plural(deliveries.size, 'delivery', 'deliveries')}`;
   });
   const renderClips = perFrame(() => {
     const rows = [...clips.values()].sort((a, b) => b.id - a.id).slice(0, 500);
@@ -681,9 +686,8 @@ function servicePage(main, info) {
       redeliver.disabled = true;
       result.textContent = 'Redelivering…';
       try {
+        // The list and the detail follow from the server's events, which carry the latest state.
         const made = await post(`/api/service/deliveries/${encodeURIComponent(item.id)}/redeliver`);
-        deliveries.set(made.id, made);
-        renderDeliveries();
         result.textContent = `Redelivery of ${made.id} queued: it goes out now, with the same delivery id and a fresh delivered_at.`;
       } catch (error) {
         result.textContent = `Not redelivered: ${error.message}`;
