@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DeliveryState } from '../emitter/types.js';
@@ -27,11 +27,8 @@ export interface Inspector {
   close(): Promise<void>;
 }
 
-/** The page's files, shipped in the package (`files` has `templates`), so the page works from `dist` and offline. */
-const ASSETS: Record<string, { file: string; type: string }> = {
-  '/assets/inspector.css': { file: 'inspector.css', type: 'text/css; charset=utf-8' },
-  '/assets/inspector.js': { file: 'inspector.js', type: 'text/javascript; charset=utf-8' },
-};
+/** The types of the page's files (its script is a few ES modules, its style one sheet). */
+const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
 const PAGES = new Set(['/', '/listen', '/service']);
 const DELIVERY_STATES: readonly string[] = ['pending', 'delivering', 'delivered', 'failed'];
 const MAX_WRITE_BYTES = 2 * 1024 * 1024;
@@ -55,9 +52,15 @@ const PAGE_HEADERS = {
 export async function startInspector({ port = 0, listen, service }: InspectorOptions): Promise<Inspector> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError(`Expected \`port\` to be 0-65535, got ${port}.`);
   if (!listen && !service) throw new TypeError('Expected `listen`, `service` or both.');
+  // The page's files ship in the package (`files` has `templates`), so the page works from `dist` and
+  // offline; read once, and only these are served (`/assets/<name>`).
   const dir = new URL('templates/inspector/', packageRoot);
-  const files = new Map<string, Buffer>();
-  for (const name of ['index.html', 'inspector.css', 'inspector.js']) files.set(name, await readFile(new URL(name, dir)));
+  const page = await readFile(new URL('index.html', dir));
+  const assets = new Map<string, { bytes: Buffer; type: string }>();
+  for (const name of await readdir(dir)) {
+    const type = TYPES[/\.\w+$/.exec(name)?.[0] ?? ''];
+    if (type) assets.set(`/assets/${name}`, { bytes: await readFile(new URL(name, dir)), type });
+  }
 
   const stream = new EventStream();
   const onExchange = (summary: unknown, oldest: number | null) => stream.send('exchange', { summary, oldest });
@@ -90,9 +93,9 @@ export async function startInspector({ port = 0, listen, service }: InspectorOpt
       req.resume();
       return void send(res, 405, problemBody('method_not_allowed', 'The inspector takes GET, and POST for replay and redeliver.'), { allow: 'GET, HEAD, POST' });
     }
-    if (PAGES.has(path)) return void sendBytes(res, files.get('index.html')!, 'text/html; charset=utf-8', PAGE_HEADERS);
-    const asset = ASSETS[path];
-    if (asset) return void sendBytes(res, files.get(asset.file)!, asset.type, PAGE_HEADERS);
+    if (PAGES.has(path)) return void sendBytes(res, page, 'text/html; charset=utf-8', PAGE_HEADERS);
+    const asset = assets.get(path);
+    if (asset) return void sendBytes(res, asset.bytes, asset.type, PAGE_HEADERS);
     if (path === '/favicon.ico') return void res.writeHead(204).end();
     if (path === '/api/info') return void send(res, 200, info());
     if (path === '/api/stream') {

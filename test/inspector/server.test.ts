@@ -90,7 +90,15 @@ describe('inspector: who may use it', () => {
     }
     const script = await fetch(new URL('/assets/inspector.js', inspector.url));
     expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-    expect(await script.text()).toContain('class WindowedList');
+    expect(await script.text()).toContain("import { listenPage } from './listen-page.js';");
+    for (const module of ['dom', 'live', 'windowed-list', 'listen-page', 'service-page']) {
+      expect((await fetch(new URL(`/assets/${module}.js`, inspector.url))).status, module).toBe(200);
+    }
+    expect(await (await fetch(new URL('/assets/windowed-list.js', inspector.url))).text()).toContain('export class WindowedList');
+    // Only the page's own files: not the HTML under another name, nothing outside the folder.
+    for (const path of ['/assets/index.html', '/assets/../package.json', '/assets/%2e%2e/package.json', '/assets/']) {
+      expect((await fetch(new URL(path, inspector.url))).status, path).toBe(404);
+    }
     expect((await fetch(new URL('/assets/inspector.css', inspector.url))).headers.get('content-type')).toBe('text/css; charset=utf-8');
     expect((await fetch(new URL('/nope', inspector.url))).status).toBe(404);
     const put = await raw(inspector, { method: 'PUT', path: '/api/info' });
