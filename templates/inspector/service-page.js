@@ -179,7 +179,8 @@ export function servicePage(main, info) {
 
 function deliveryRow(item, now) {
   const last = item.last ? (item.last.status ?? 'ERR') : '—';
-  const next = item.nextAttemptAt === null ? '—' : item.nextAttemptAt <= now ? 'now' : `in ${span(item.nextAttemptAt - now)}`;
+  // The time itself (the service's clock), which stays true while the row waits for its next update.
+  const next = item.nextAttemptAt === null ? '—' : item.nextAttemptAt <= now ? 'due' : clock(item.nextAttemptAt);
   return [
     h('span', {}, clock(item.createdAt)),
     h('span', { title: item.url }, item.event),

@@ -81,7 +81,7 @@ describe.skipIf(!run)('the service inspector of cliphook serve in Chromium', () 
 
     // The delivery appears without a reload, pending its second attempt after a 500.
     const row = page.locator('[role="option"]').first();
-    await expect.poll(() => row.textContent()).toMatch(/video\.completed.*dlv_\w+.*1.*pending.*1.*500.*in \d+ s/);
+    await expect.poll(() => row.textContent()).toMatch(/video\.completed.*dlv_\w+.*1.*pending.*1.*500\d\d:\d\d:\d\d$/);
     await row.click();
     await page.locator('#attempts').waitFor();
     expect(await page.locator('#attempts tbody tr').count()).toBe(1);
