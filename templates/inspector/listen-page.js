@@ -229,13 +229,16 @@ function listenRow(item) {
   const sig = item.signatureValid === null ? h('span', {}, h('span', { 'aria-hidden': 'true' }, '—'), h('span', { class: 'sr-only' }, 'signature not checked'))
     : item.signatureValid ? h('span', { class: 'ok' }, h('span', { 'aria-hidden': 'true' }, '✓'), h('span', { class: 'sr-only' }, 'signature verifies'))
     : h('span', { class: 'bad' }, h('span', { 'aria-hidden': 'true' }, '✗'), h('span', { class: 'sr-only' }, 'signature does not verify'));
+  // Hidden words say what the bare numbers are (the column heads are not read out).
+  const say = (text) => h('span', { class: 'sr-only' }, text);
   return [
     h('span', {}, clock(item.at)),
-    h('span', { title: event }, event, tags),
-    h('span', { class: 'mono', title: item.deliveryId ?? '' }, item.deliveryId ?? '—'),
-    h('span', {}, item.videoId ?? '—'),
-    h('span', { class: `st-${item.outcome}` }, status, item.errorCode ? ` ${item.errorCode}` : ''),
+    h('span', { class: 'event', title: event }, h('span', { class: 'name' }, event), tags),
+    h('span', { class: 'mono', title: item.deliveryId ?? '' }, say('delivery '), item.deliveryId ?? '—'),
+    h('span', {}, say('video '), item.videoId ?? '—'),
+    h('span', { class: `st-${item.outcome}` }, say('status '), status, item.errorCode ? ` ${item.errorCode}` : ''),
     h('span', {}, item.durationMs === null ? '—' : `${item.durationMs} ms`),
     sig,
   ];
 }
+

@@ -181,14 +181,17 @@ function deliveryRow(item, now) {
   const last = item.last ? (item.last.status ?? 'ERR') : '—';
   // The time itself (the service's clock), which stays true while the row waits for its next update.
   const next = item.nextAttemptAt === null ? '—' : item.nextAttemptAt <= now ? 'due' : clock(item.nextAttemptAt);
+  // Hidden words say what the bare numbers are (the column heads are not read out).
+  const say = (text) => h('span', { class: 'sr-only' }, text);
   return [
-    h('span', {}, clock(item.createdAt)),
+    h('span', {}, say('created '), clock(item.createdAt)),
     h('span', { title: item.url }, item.event),
-    h('span', { class: 'mono', title: item.id }, item.id),
-    h('span', {}, item.videoId ?? '—'),
+    h('span', { class: 'mono', title: item.id }, say('delivery '), item.id),
+    h('span', {}, say('video '), item.videoId ?? '—'),
     h('span', { class: `st-${item.state}` }, item.state),
-    h('span', {}, item.attempts),
-    h('span', { class: item.last ? (item.last.status !== null && item.last.status < 300 ? 'ok' : 'bad') : '' }, last),
-    h('span', {}, next),
+    h('span', {}, say('attempts '), item.attempts),
+    h('span', { class: item.last ? (item.last.status !== null && item.last.status < 300 ? 'ok' : 'bad') : '' }, say('last status '), last),
+    h('span', {}, say('next attempt '), next),
   ];
 }
+

@@ -66,7 +66,10 @@ export class WindowedList {
         row.dataset.key = String(k);
       }
       if (row._item !== item) {
-        row.replaceChildren(...this.renderRow(item));
+        // A row's name is its text: hidden commas keep a screen reader from running the cells together
+        // (absolutely positioned, so they take no cell of the row's grid).
+        const cells = this.renderRow(item);
+        row.replaceChildren(...cells.flatMap((cell, i) => (i === 0 ? [cell] : [h('span', { class: 'sr-only' }, ', '), cell])));
         row._item = item;
       }
       if (row._at !== i) {

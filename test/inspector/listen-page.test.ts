@@ -74,7 +74,7 @@ describe.skipIf(!run)('the listen inspector in Chromium', () => {
     const item = row(page, 'dlv_browser_1');
     await item.waitFor();
     expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(1);
-    await expect.poll(() => item.textContent()).toMatch(/video\.completed.*dlv_browser_1.*101.*200.*ms.*signature verifies/);
+    await expect.poll(() => item.textContent()).toMatch(/^\d\d:\d\d:\d\d, video\.completed, delivery dlv_browser_1, video 101, status 200, \d+ ms, ✓signature verifies$/);
 
     await item.click();
     await page.locator('#request-body').waitFor();
