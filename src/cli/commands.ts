@@ -15,6 +15,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
+const NO_INSPECT_HELP = 'do not serve the inspector';
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 function registerTrigger(program: Command): void {
@@ -104,6 +105,8 @@ function registerListen(program: Command): void {
     .addOption(new Option('--token <token>', 'the listening token of --channel').env('CLIPHOOK_LISTEN_TOKEN'))
     .addOption(new Option('--admin-token <token>', "the relay's admin token, to create the channel").env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--state <file>', 'where the channel made by listen is kept, so its URL stays the same', '.cliphook/listen.json')
+    .option('--inspect <port>', 'serve the inspector (every webhook, its reply, Replay) on 127.0.0.1:<port>; 0 picks a free port', '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/listen.js')).listen(options));
 }
 
@@ -122,6 +125,8 @@ function registerServe(program: Command): void {
     .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
     .option('--json', 'print the start-up line as JSON')
     .addOption(new Option('--redis <url>', 'share rate limits, Idempotency-Keys and webhook delivery with every serve process on this Redis (redis://host:port)').env('CLIPHOOK_REDIS_URL'))
+    .option('--inspect <port>', "serve the inspector (clips, image jobs, the webhook deliveries and Redeliver) on 127.0.0.1:<port>, whatever --host is; 0 picks a free port", '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/serve.js')).serve(options));
 }
 
@@ -146,5 +151,7 @@ function registerDev(program: Command): void {
     .option('--receiver-port <port>', "the receiver's port (a free one if taken)", '3000')
     .option('--data <dir>', 'where the service, the relay and the receiver keep their files', '.cliphook/dev')
     .addOption(new Option('--speed <speed>', 'fast or realistic').choices(['fast', 'realistic']).default('fast'))
+    .option('--inspect <port>', "serve the inspector (the webhooks listen received, and the service's clips, image jobs and deliveries) on 127.0.0.1:<port>; 0 picks a free port", '0')
+    .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/dev.js')).dev(options));
 }

@@ -109,6 +109,11 @@ export const PROBLEM_CODES = {
   relay_full: spec(507, 'Relay storage full', true),
   // Issue 13: a relay on Redis that cannot reach it keeps nothing and says so, rather than hang or claim "buffered".
   relay_unavailable: spec(503, 'Relay storage unavailable', true),
+  // inspector (cliphook): the local page of listen, serve and dev (issue 14)
+  host_not_allowed: spec(403, 'Host not allowed'),
+  origin_not_allowed: spec(403, 'Cross-origin request refused'),
+  unsupported_media_type: spec(415, 'Send application/json'),
+  replay_unavailable: spec(409, 'This request cannot be replayed'),
 } as const satisfies Record<string, CodeSpec>;
 
 /** A stable machine-readable error code. */

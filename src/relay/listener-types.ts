@@ -1,4 +1,5 @@
 import type { RelayError } from '../protocol/errors.js';
+import type { RawHeaders } from './frames.js';
 import type { Scheduler } from './heartbeat.js';
 
 /** The public shapes of a listener: its options, what it emits. `client.ts` has the behaviour. */
@@ -89,6 +90,10 @@ export interface ListenerEvent {
   replay: boolean;
   /** The body bytes sent to the local app: as the sender sent them, but for `delivered_at` when `resigned`. */
   body: Buffer;
+  /** The end-to-end headers sent with it (raw: name, value, …), `X-Service-Signature` re-made when `resigned`. */
+  headers: RawHeaders;
+  /** When the relay took the request (ms since the epoch, the relay's clock). */
+  receivedAt: number;
 }
 
 /** Why the listener answered an event itself instead of forwarding it. */
@@ -113,6 +118,9 @@ export interface ListenerReply {
   stale: boolean;
   /** Whole milliseconds from forwarding to the reply. */
   durationMs: number;
+  /** The reply's headers (raw) and body as the sender gets them: the local app's, or listen's own refusal; empty when `status` is `null`. */
+  headers: RawHeaders;
+  body: Buffer;
 }
 
 export interface ListenerEvents {

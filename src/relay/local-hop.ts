@@ -52,6 +52,8 @@ export class LocalHop {
       backlog: frame.backlog,
       replay: frame.replay,
       body: outgoing.body,
+      headers: outgoing.headers,
+      receivedAt: frame.receivedAt,
     };
     return { event, outgoing, refusal };
   }
@@ -61,7 +63,7 @@ export class LocalHop {
     if (refusal) {
       // Sent as a reply so the sender reads why; it also acknowledges the event, which no retry can mend.
       const own = refusalReply(refusal);
-      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.reason }, stale: false, durationMs: 0 };
+      const reply: ListenerReply = { event, status: own.status, error: null, refused: { code: refusal.code, detail: refusal.reason }, stale: false, durationMs: 0, headers: own.headers, body: own.body };
       return { reply, frame: encodeFrame({ type: 'reply', seq, ...own }) };
     }
     const started = performance.now();
@@ -73,7 +75,7 @@ export class LocalHop {
         // Not the answer: a `fail` leaves a caught-up event buffered at the relay (a reply would acknowledge
         // it and lose it), and a live event's sender gets 502 and retries with a fresh delivered_at.
         const detail = 'the local app refused it as stale (400 stale_delivery): kept for a later try; restart listen with --secret to re-sign caught-up events';
-        const reply: ListenerReply = { event, status: local.status, error: null, refused: null, stale: true, durationMs: elapsed() };
+        const reply: ListenerReply = { event, status: local.status, error: null, refused: null, stale: true, durationMs: elapsed(), headers: local.headers, body: local.body };
         return { reply, frame: encodeFrame({ type: 'fail', seq, code: 'local_unreachable', detail }) };
       }
       const replyFrame: ReplyFrame = { type: 'reply', seq, status: local.status, headers: local.headers, body: local.body };
@@ -84,10 +86,10 @@ export class LocalHop {
         // The relay would close the socket (1008/1009) and resend the event: a loop the sender never leaves.
         throw new ForwardError('local_unreachable', `the local reply cannot be relayed: ${(invalid as Error).message}`);
       }
-      return { reply: { event, status: local.status, error: null, refused: null, stale: false, durationMs: elapsed() }, frame: encoded };
+      return { reply: { event, status: local.status, error: null, refused: null, stale: false, durationMs: elapsed(), headers: local.headers, body: local.body }, frame: encoded };
     } catch (error) {
       const { code, message } = error instanceof ForwardError ? error : new ForwardError('local_unreachable', String(error));
-      const reply: ListenerReply = { event, status: null, error: { code, detail: message }, refused: null, stale: false, durationMs: elapsed() };
+      const reply: ListenerReply = { event, status: null, error: { code, detail: message }, refused: null, stale: false, durationMs: elapsed(), headers: [], body: Buffer.alloc(0) };
       return { reply, frame: encodeFrame({ type: 'fail', seq, code, detail: message.slice(0, 1000) }) };
     }
   }

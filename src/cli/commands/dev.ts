@@ -1,6 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { ListenRecorder } from '../../inspector/listen-recorder.js';
+import { startInspector } from '../../inspector/server.js';
+import { ServiceFeed } from '../../inspector/service-feed.js';
 import { FileDeliveryStore } from '../../receiver/file-delivery-store.js';
 import { createReceiver } from '../../receiver/node.js';
 import { createRelayServer } from '../../relay/server.js';
@@ -17,6 +20,8 @@ export interface DevCommandOptions {
   receiverPort: string;
   data: string;
   speed: string;
+  /** `--inspect <port>`: the inspector on 127.0.0.1 (`'0'`, the CLI's default, a free port); `false` or not given: none. */
+  inspect?: string | false;
 }
 
 export interface DevIo {
@@ -33,6 +38,7 @@ export interface DevIo {
  */
 export async function dev(options: DevCommandOptions, io: DevIo = processIo()): Promise<void> {
   const ports = [parsePort('--port', options.port), parsePort('--relay-port', options.relayPort), parsePort('--receiver-port', options.receiverPort)] as const;
+  const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
   const p = io.palette;
   const line = (who: string, text: string) => io.out(`${p.dim(new Date().toTimeString().slice(0, 8))}  ${p.bold(who.padEnd(8))} ${text}`);
@@ -69,8 +75,23 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     stops.push(() => receiver.close());
 
     const channel = await createChannel(relayUrl);
+    // Opened before the listener connects: it must be attached before the caught-up events are released.
+    const recorder =
+      inspectPort === null
+        ? null
+        : await ListenRecorder.open({ forwardTo: receiverUrl, secret: webhookSecret, channel: channel.channel, channelUrl: channel.url, log: join(options.data, 'listen.events.jsonl'), onWarning: (message) => line('listen', p.yellow(message)) });
+    if (recorder) stops.push(() => recorder.close());
     const listener = await connectListener({ relayUrl, channel: channel.channel, token: channel.token, forwardTo: receiverUrl, secret: webhookSecret });
     stops.push(() => listener.close());
+    recorder?.attach(listener);
+    let inspectorUrl: string | null = null;
+    if (recorder) {
+      const feed = new ServiceFeed(service);
+      stops.push(async () => feed.close());
+      const inspector = await startInspector({ port: inspectPort!, listen: recorder, service: feed });
+      stops.push(() => inspector.close());
+      inspectorUrl = inspector.url;
+    }
     // The relay's hop shows here: listen hears of each event from it.
     listener.on('event', (event) => line('relay', `--> listen: ${event.eventName ?? event.method} [${event.deliveryId ?? '-'}] sig ${event.signatureValid ? '✓' : '✗'}${event.resigned ? ' (re-signed)' : ''}`));
     listener.on('reply', (reply) => line('listen', `<-- [${reply.status ?? 'ERR'}] ${reply.event.url} (${reply.durationMs} ms)`));
@@ -85,6 +106,7 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     io.out(`  service   ${serviceUrl}/v1   API key ${apiKey}`);
     io.out(`  relay     ${relayUrl}   channel ${channel.url}`);
     io.out(`  receiver  ${receiverUrl}   webhook secret ${webhookSecret}`);
+    if (inspectorUrl) io.out(`  inspector ${inspectorUrl}   the webhooks listen received, and the service's clips, image jobs and deliveries`);
     io.out('');
     io.out('Make a clip whose webhook travels service → emitter → relay → listen → receiver:');
     io.out('');

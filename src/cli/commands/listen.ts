@@ -5,7 +5,8 @@ import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/cl
 import { resolveListenerOptions } from '../../relay/listener-options.js';
 import { JsonFile } from '../../store/json-file.js';
 import { ExitError } from '../errors.js';
-import { flagError, stopSignal } from '../process.js';
+import { inspectListener } from '../listen-inspector.js';
+import { flagError, parsePort, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
 
 export interface ListenCommandOptions {
@@ -25,6 +26,11 @@ export interface ListenCommandOptions {
   adminToken?: string;
   /** Where the channel made by `listen` is kept, so its URL stays the same across restarts. */
   state: string;
+  /**
+   * `--inspect <port>`: serve the inspector on 127.0.0.1 (`'0'`, the CLI's default, picks a free port);
+   * `false` (`--no-inspect`) or not given: none.
+   */
+  inspect?: string | false;
 }
 
 /** Where the command writes, and what stops it: injectable for tests. */
@@ -67,11 +73,15 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   } catch (error) {
     throw error instanceof TypeError ? asFlagError(error) : error;
   }
+  const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
   const saved = await resolveChannel(options, relayUrl);
   const p = io.palette;
   const stamp = () => p.dim(io.now().toTimeString().slice(0, 8));
   const emit = (record: object, line: string) => io.out(options.json ? JSON.stringify({ time: io.now().toISOString(), ...record }) : `${stamp()}  ${line}`);
   const listener = new Listener({ ...settings, channel: saved.channel, token: saved.token });
+  const inspector = inspectPort === null ? null : await inspectListener(inspectPort, listener, {
+    options, channel: saved, forwardTo, emit, palette: p, announce: (record, line) => (options.json ? emit(record, '') : io.out(line)),
+  });
 
   const replay = (target: Listener, ref: string) =>
     void target.replay(ref).then(
@@ -112,9 +122,13 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
     if (io.signal.aborted) resolve('signal');
     io.signal.addEventListener('abort', () => resolve('signal'), { once: true });
   });
-  const outcome = await Promise.race([stopped, listener.closed]);
-  if (outcome === 'signal') return listener.close();
-  if (outcome instanceof RelayError) throw asExit(outcome, options);
+  try {
+    const outcome = await Promise.race([stopped, listener.closed]);
+    if (outcome === 'signal') return await listener.close();
+    if (outcome instanceof RelayError) throw asExit(outcome, options);
+  } finally {
+    await inspector?.close();
+  }
 }
 
 /** The channel from the flags, from the state file, or a new one saved there. */
@@ -198,7 +212,8 @@ export function replyLine(reply: ListenerReply, p: Palette): string {
 }
 
 function eventRecord(event: ListenerEvent) {
-  const { body: _body, ...rest } = event;
+  // One line per event: the bytes and headers are the inspector's to show (docs/inspector.md).
+  const { body: _body, headers: _headers, receivedAt: _receivedAt, ...rest } = event;
   return rest;
 }
 

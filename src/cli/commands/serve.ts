@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startInspector, type Inspector } from '../../inspector/server.js';
+import { ServiceFeed } from '../../inspector/service-feed.js';
 import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
@@ -19,6 +21,8 @@ export interface ServeCommandOptions {
   json?: boolean;
   /** `--redis <url>` (or CLIPHOOK_REDIS_URL): rate limits, idempotency records and webhooks shared through Redis. */
   redis?: string;
+  /** `--inspect <port>`: the inspector on 127.0.0.1 (`'0'`, the CLI's default, a free port); `false` or not given: none. */
+  inspect?: string | false;
 }
 
 /** Where the command writes, and what stops it: injectable for tests. */
@@ -36,6 +40,7 @@ const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--w
  */
 export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
+  const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
   if (options.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?(v1\/?)?$/.test(options.publicUrl)) {
     throw new ExitError(`--public-url is the origin clients reach the service at (http://host:port), got ${JSON.stringify(options.publicUrl)}.`, 2);
@@ -77,6 +82,20 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
   const wildcard = address.address === '0.0.0.0' || address.address === '::';
   const host = wildcard ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   app.service.origin = options.publicUrl ? options.publicUrl.replace(/\/+$/, '').replace(/\/v1$/, '') : `http://${host}:${address.port}`;
+  let inspector: (Inspector & { feed: ServiceFeed }) | null = null;
+  if (inspectPort !== null) {
+    // Its own port on 127.0.0.1 whatever --host is: the page and Redeliver never face the network (docs/inspector.md).
+    const feed = new ServiceFeed(app.service);
+    try {
+      inspector = { ...(await startInspector({ port: inspectPort, service: feed })), feed };
+    } catch (error) {
+      feed.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await app.close();
+      throw new ExitError(`--inspect: cannot listen on 127.0.0.1:${inspectPort}: ${(error as Error).message}`, 1);
+    }
+  }
   const first = app.service.first();
   const info = {
     url: `${app.service.origin}/v1`,
@@ -88,6 +107,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     speed: options.speed,
     strict: options.strict === true,
     redis: options.redis === undefined ? null : redactRedisUrl(options.redis),
+    inspector: inspector?.url ?? null,
   };
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
   else {
@@ -98,9 +118,12 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     io.out(`  balance         ${info.balance} credits`);
     io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
     if (info.redis) io.out(`  shared on       ${info.redis} (rate limits, Idempotency-Keys, webhooks)`);
+    if (info.inspector) io.out(`  inspector       ${info.inspector} (clips, image jobs, webhook deliveries, Redeliver)`);
     io.out('Ctrl-C to stop.');
   }
   await aborted(io.signal);
+  await inspector?.close();
+  inspector?.feed.close();
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   await app.close();

@@ -1,0 +1,254 @@
+import type { RawHeaders } from '../relay/frames.js';
+
+/** A body as the inspector keeps it: at most `maxBodyBytes` of it, with its real size. */
+export interface KeptBody {
+  bytes: Buffer;
+  /** The size of the whole body. */
+  size: number;
+  /** Only the first `bytes.length` bytes were kept: the body cannot be replayed as it was. */
+  truncated: boolean;
+}
+
+/** What `listen` answered the sender: the local app's reply, listen's own refusal, or why there was none. */
+export interface KeptReply {
+  /** `null` when no status came back (the app was down or too slow). */
+  status: number | null;
+  error: { code: string; detail: string } | null;
+  /** listen answered itself, and the local app never saw the request. */
+  refused: { code: string; detail: string } | null;
+  /** The app refused it as stale and listen did not acknowledge it (see docs/relay.md). */
+  stale: boolean;
+  durationMs: number;
+  headers: RawHeaders;
+  body: KeptBody;
+}
+
+/** One request `listen` sent to the local app (or refused), and its reply: one row of the inspector. */
+export interface Exchange {
+  /** The inspector's own number, increasing, kept across restarts. */
+  id: number;
+  /** When listen got it (ms since the epoch). */
+  at: number;
+  /** When the relay took it; `null` for a replay made from the inspector. */
+  receivedAt: number | null;
+  /** The relay's sequence number; `null` for a replay made from the inspector. */
+  seq: number | null;
+  channel: string | null;
+  method: string;
+  /** The local URL it went to. */
+  url: string;
+  eventName: string | null;
+  deliveryId: string | null;
+  /** The body's top-level `id` (the clip's id in a clip webhook). */
+  videoId: string | null;
+  /** With `--secret`: whether its signature verified; `null` without a secret. */
+  signatureValid: boolean | null;
+  resigned: boolean;
+  /** Caught up from the relay's buffer after (re)connecting. */
+  backlog: boolean;
+  /** Resent by the relay on request (`listen --replay`). */
+  replay: boolean;
+  /** The exchange this one replays, when made from the inspector. */
+  replayOf: number | null;
+  /** Sent with edits from the inspector. */
+  edited: boolean;
+  request: { headers: RawHeaders; body: KeptBody };
+  /** `null` while the local app has not answered yet. */
+  reply: KeptReply | null;
+}
+
+/** How an exchange ended, for the list's status column and its filter. */
+export type Outcome = 'pending' | '2xx' | '3xx' | '4xx' | '5xx' | 'error';
+
+export const OUTCOMES: readonly Outcome[] = ['pending', '2xx', '3xx', '4xx', '5xx', 'error'];
+
+export function outcomeOf(exchange: Pick<Exchange, 'reply'>): Outcome {
+  const reply = exchange.reply;
+  if (reply === null) return 'pending';
+  if (reply.status === null) return 'error';
+  return `${Math.min(5, Math.max(2, Math.floor(reply.status / 100)))}xx` as Outcome;
+}
+
+/** One row of the list: everything but headers and bodies. */
+export interface ExchangeSummary {
+  id: number;
+  at: number;
+  method: string;
+  url: string;
+  eventName: string | null;
+  deliveryId: string | null;
+  videoId: string | null;
+  status: number | null;
+  outcome: Outcome;
+  errorCode: string | null;
+  refused: string | null;
+  stale: boolean;
+  durationMs: number | null;
+  signatureValid: boolean | null;
+  resigned: boolean;
+  backlog: boolean;
+  replay: boolean;
+  replayOf: number | null;
+  edited: boolean;
+}
+
+export function summarize(exchange: Exchange): ExchangeSummary {
+  const { reply } = exchange;
+  return {
+    id: exchange.id,
+    at: exchange.at,
+    method: exchange.method,
+    url: exchange.url,
+    eventName: exchange.eventName,
+    deliveryId: exchange.deliveryId,
+    videoId: exchange.videoId,
+    status: reply?.status ?? null,
+    outcome: outcomeOf(exchange),
+    errorCode: reply?.error?.code ?? null,
+    refused: reply?.refused?.code ?? null,
+    stale: reply?.stale ?? false,
+    durationMs: reply?.durationMs ?? null,
+    signatureValid: exchange.signatureValid,
+    resigned: exchange.resigned,
+    backlog: exchange.backlog,
+    replay: exchange.replay,
+    replayOf: exchange.replayOf,
+    edited: exchange.edited,
+  };
+}
+
+/** A body as the page reads it: its text when it is UTF-8, and its bytes as base64 always. */
+export interface BodyView {
+  size: number;
+  truncated: boolean;
+  /** The bytes as UTF-8 text, or `null` when they are not valid UTF-8 (then show `base64`). */
+  text: string | null;
+  base64: string;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+export function bodyView(body: KeptBody): BodyView {
+  let text: string | null;
+  try {
+    text = utf8.decode(body.bytes);
+  } catch {
+    text = null;
+  }
+  return { size: body.size, truncated: body.truncated, text, base64: body.bytes.toString('base64') };
+}
+
+/** The detail of one exchange, as `GET /api/listen/exchanges/:id` answers it. */
+export function detailOf(exchange: Exchange) {
+  const { request, reply } = exchange;
+  return {
+    ...summarize(exchange),
+    receivedAt: exchange.receivedAt,
+    seq: exchange.seq,
+    channel: exchange.channel,
+    request: { headers: request.headers, body: bodyView(request.body) },
+    reply: reply && { status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, durationMs: reply.durationMs, headers: reply.headers, body: bodyView(reply.body) },
+  };
+}
+
+/** Keeps the first `max` bytes of `bytes`. */
+export function keep(bytes: Buffer, max: number): KeptBody {
+  return bytes.length <= max ? { bytes, size: bytes.length, truncated: false } : { bytes: Buffer.from(bytes.subarray(0, max)), size: bytes.length, truncated: true };
+}
+
+/** The top-level `id` of a JSON object body, as text: the clip's id in a clip webhook. */
+export function videoIdOf(body: Buffer): string | null {
+  if (body.length === 0 || body.length > 1024 * 1024 || body[0] !== 0x7b) return null;
+  try {
+    const id = (JSON.parse(body.toString('utf8')) as { id?: unknown }).id;
+    return typeof id === 'number' || typeof id === 'string' ? String(id) : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface ExchangeFilter {
+  event?: string | undefined;
+  outcome?: Outcome | undefined;
+}
+
+/** Bytes an exchange holds, for the total bound: its bodies and a rough allowance for its headers. */
+function weight(exchange: Exchange): number {
+  let bytes = 512 + exchange.request.body.bytes.length + (exchange.reply?.body.bytes.length ?? 0);
+  for (const text of exchange.request.headers) bytes += text.length;
+  for (const text of exchange.reply?.headers ?? []) bytes += text.length;
+  return bytes;
+}
+
+/**
+ * The exchanges in memory, oldest first, bounded twice: at most `maxEvents`, and at most `maxTotalBytes`
+ * of bodies and headers; the oldest go first. Ids only grow.
+ */
+export class ExchangeBook {
+  readonly #items = new Map<number, Exchange>();
+  readonly #weights = new Map<number, number>();
+  readonly #maxEvents: number;
+  readonly #maxTotalBytes: number;
+  #bytes = 0;
+  #nextId = 1;
+
+  constructor({ maxEvents, maxTotalBytes }: { maxEvents: number; maxTotalBytes: number }) {
+    this.#maxEvents = maxEvents;
+    this.#maxTotalBytes = maxTotalBytes;
+  }
+
+  get size(): number {
+    return this.#items.size;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** The id the next exchange gets. */
+  nextId(): number {
+    return this.#nextId++;
+  }
+
+  /** Adds (or replaces, once its reply came) an exchange, then forgets the oldest past either bound. */
+  put(exchange: Exchange): void {
+    this.#bytes -= this.#weights.get(exchange.id) ?? 0;
+    const bytes = weight(exchange);
+    this.#items.set(exchange.id, exchange);
+    this.#weights.set(exchange.id, bytes);
+    this.#bytes += bytes;
+    if (exchange.id >= this.#nextId) this.#nextId = exchange.id + 1;
+    for (const [id] of this.#items) {
+      if (this.#items.size <= this.#maxEvents && this.#bytes <= this.#maxTotalBytes) break;
+      if (id === exchange.id) break; // the newest one stays, whatever it weighs
+      this.#drop(id);
+    }
+  }
+
+  get(id: number): Exchange | undefined {
+    return this.#items.get(id);
+  }
+
+  /** The oldest id still held, or `null`. */
+  get oldest(): number | null {
+    for (const [id] of this.#items) return id;
+    return null;
+  }
+
+  /** Exchanges oldest first, filtered. */
+  list({ event, outcome }: ExchangeFilter = {}): Exchange[] {
+    const found: Exchange[] = [];
+    for (const exchange of this.#items.values()) {
+      if (event !== undefined && exchange.eventName !== event) continue;
+      if (outcome !== undefined && outcomeOf(exchange) !== outcome) continue;
+      found.push(exchange);
+    }
+    return found;
+  }
+
+  #drop(id: number): void {
+    this.#bytes -= this.#weights.get(id) ?? 0;
+    this.#weights.delete(id);
+    this.#items.delete(id);
+  }
+}

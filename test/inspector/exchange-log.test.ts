@@ -1,0 +1,100 @@
+// The listen inspector's memory: bounded in memory and on disk, kept across restarts (issue 14).
+import { appendFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ExchangeBook, keep } from '../../src/inspector/exchanges.js';
+import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
+import { testdir } from '../relay/fixtures.js';
+import { exchangeFixture } from './fixtures.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function logFile() {
+  const { dir, cleanup } = await testdir();
+  cleanups.push(cleanup);
+  return join(dir, 'nested', 'listen.events.jsonl');
+}
+
+async function reopen(log: string, options: Partial<Parameters<typeof ListenRecorder.open>[0]> = {}) {
+  const recorder = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log, ...options });
+  cleanups.push(() => recorder.close());
+  return recorder;
+}
+
+const lines = async (file: string) => (await readFile(file, 'utf8')).split('\n').filter(Boolean).length;
+
+describe('the inspector log', () => {
+  it('keeps every finished exchange across a restart, bytes and all, in a file only its owner reads; ids go on growing', async () => {
+    const log = await logFile();
+    const first = await reopen(log);
+    for (let n = 1; n <= 3; n++) first.record(exchangeFixture(n));
+    await first.close();
+    if (process.platform !== 'win32') expect((await stat(log)).mode & 0o777).toBe(0o600);
+
+    const second = await reopen(log);
+    expect(second.list().map((item) => item.deliveryId)).toEqual(['dlv_000001', 'dlv_000002', 'dlv_000003']);
+    const detail = second.detail(2)!;
+    expect(Buffer.from(detail.request.body.base64, 'base64').equals(exchangeFixture(2).request.body.bytes)).toBe(true);
+    expect(detail.reply?.body.text).toBe('{"ok":true}');
+    expect(second.record(exchangeFixture(4)).id).toBe(4);
+  });
+
+  it('skips a torn last line and lines that are not its own', async () => {
+    const log = await logFile();
+    const first = await reopen(log);
+    first.record(exchangeFixture(1));
+    first.record(exchangeFixture(2));
+    await first.close();
+    await appendFile(log, '{"v":1,"id":3,"at":1,"method":"POST","url":"http://x/","request":{"headers":[],"body":{"b64":"e30=","si');
+    const again = await reopen(log);
+    expect(again.list().map((item) => item.id)).toEqual([1, 2]);
+    await writeFile(log, 'not json\n{"v":99,"id":1}\n[]\n');
+    expect((await reopen(log)).list()).toEqual([]);
+  });
+
+  it('holds at most maxEvents, in memory and on disk: the file is rewritten once it holds twice as many lines', async () => {
+    const log = await logFile();
+    const recorder = await reopen(log, { maxEvents: 5 });
+    for (let n = 1; n <= 12; n++) recorder.record(exchangeFixture(n));
+    expect(recorder.list().map((item) => item.id)).toEqual([8, 9, 10, 11, 12]);
+    await recorder.close();
+    expect(await lines(log)).toBeLessThanOrEqual(10);
+    expect((await reopen(log, { maxEvents: 5 })).list().map((item) => item.id)).toEqual([8, 9, 10, 11, 12]);
+    // A longer file (written by a run with a larger bound) is read into the bound too.
+    expect((await reopen(log, { maxEvents: 2 })).list().map((item) => item.id)).toEqual([11, 12]);
+  });
+
+  it('forgets the oldest exchanges past maxTotalBytes of bodies and headers, but never the newest', () => {
+    const book = new ExchangeBook({ maxEvents: 100, maxTotalBytes: 4096 });
+    for (let id = 1; id <= 20; id++) book.put({ ...exchangeFixture(id), id });
+    expect(book.size).toBeLessThan(20);
+    expect(book.bytes).toBeLessThanOrEqual(4096);
+    expect(book.oldest).toBe(21 - book.size);
+    const huge = exchangeFixture(21);
+    book.put({ ...huge, id: 21, request: { headers: [], body: { bytes: Buffer.alloc(10_000), size: 10_000, truncated: false } } });
+    expect(book.size).toBe(1);
+    expect(book.get(21)).toBeDefined();
+  });
+
+  it('keeps the first maxBodyBytes of a body, with its real size, marked truncated', () => {
+    expect(keep(Buffer.from('0123456789'), 4)).toEqual({ bytes: Buffer.from('0123'), size: 10, truncated: true });
+    expect(keep(Buffer.from('0123'), 4)).toEqual({ bytes: Buffer.from('0123'), size: 4, truncated: false });
+  });
+
+  it('reports a log it cannot write once, and goes on in memory', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    await writeFile(join(dir, 'file'), '');
+    const warnings: string[] = [];
+    // A folder that cannot be made: its parent is a file.
+    const recorder = await reopen(join(dir, 'file', 'listen.events.jsonl'), { onWarning: (message) => warnings.push(message) });
+    for (let n = 1; n <= 3; n++) recorder.record(exchangeFixture(n));
+    await recorder.close();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/cannot write the inspector's log .*listen\.events\.jsonl/);
+    expect(recorder.list()).toHaveLength(3);
+  });
+});
