@@ -55,15 +55,8 @@ export class DeliveryBook {
   }
 
   /** Deliveries, newest first. */
-  list({ state, limit = 50 }: ListOptions = {}): Delivery[] {
-    if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new TypeError(`Expected \`limit\` to be a non-negative integer, got ${limit}.`);
-    const found: Delivery[] = [];
-    const records = [...this.#records.values()];
-    for (let i = records.length - 1; i >= 0 && found.length < limit; i--) {
-      const record = records[i]!;
-      if (state === undefined || record.state === state) found.push(toDelivery(record));
-    }
-    return found;
+  list(options: ListOptions = {}): Delivery[] {
+    return newestFirst(this.#records.values(), options);
   }
 
   /** Counts the delivery as the newest finished one, for retention. */
@@ -105,4 +98,19 @@ export class DeliveryBook {
     }
     return forgotten;
   }
+}
+
+/**
+ * `list()` of both backends: records in the order they were created, newest first, filtered by state.
+ * Checks `limit`, which callers pass through from users.
+ */
+export function newestFirst(ordered: Iterable<DeliveryRecord>, { state, limit = 50 }: ListOptions = {}): Delivery[] {
+  if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new TypeError(`Expected \`limit\` to be a non-negative integer, got ${limit}.`);
+  const found: Delivery[] = [];
+  const records = [...ordered];
+  for (let i = records.length - 1; i >= 0 && found.length < limit; i--) {
+    const record = records[i]!;
+    if (state === undefined || record.state === state) found.push(toDelivery(record));
+  }
+  return found;
 }

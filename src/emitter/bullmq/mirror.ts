@@ -1,4 +1,4 @@
-import type { ListOptions } from '../records.js';
+import { newestFirst, type ListOptions } from '../records.js';
 import { toDelivery } from '../view.js';
 import type { Delivery } from '../types.js';
 import type { StoredRecord } from './record-store.js';
@@ -50,16 +50,9 @@ export class RecordMirror {
   }
 
   /** Deliveries, newest first. */
-  list({ state, limit = 50 }: ListOptions = {}): Delivery[] {
-    if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new TypeError(`Expected \`limit\` to be a non-negative integer, got ${limit}.`);
+  list(options: ListOptions = {}): Delivery[] {
     if (this.#unordered) this.#reorder();
-    const found: Delivery[] = [];
-    const records = [...this.#records.values()];
-    for (let i = records.length - 1; i >= 0 && found.length < limit; i--) {
-      const record = records[i]!;
-      if (state === undefined || record.state === state) found.push(toDelivery(record));
-    }
-    return found;
+    return newestFirst(this.#records.values(), options);
   }
 
   /** Takes a record as written, unless what is held is as new or newer. */
