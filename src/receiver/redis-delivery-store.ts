@@ -60,11 +60,14 @@ return 1`;
 
 /**
  * The store's own client: while Redis is away a claim fails after one reconnection attempt (the receiver
- * answers 503 store_unavailable) instead of waiting in ioredis's queue through 20 of them, and the
- * connection errors, which the failed claims already report, are not printed as unhandled.
+ * answers 503 store_unavailable) instead of waiting in ioredis's queue through 20 of them; a command
+ * unanswered for 5 s (a half-open connection) fails rather than waiting for TCP to give up; a claim that
+ * was in flight when the connection dropped fails rather than being sent again after the reconnection,
+ * where it would find its own claim and answer in_progress; and the connection errors, which the failed
+ * claims already report, are not printed as unhandled.
  */
 function ownClient(Redis: typeof import('ioredis').Redis, url: string): RedisLike {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000) });
+  const client = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 5_000, autoResendUnfulfilledCommands: false, retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000) });
   client.on('error', () => undefined);
   return client as unknown as RedisLike;
 }
@@ -125,7 +128,8 @@ export class RedisDeliveryStore implements DeliveryStore {
     if (!client) return this.#client.then((ready) => ((this.#ready = ready), this.#run(script, keys, leaseMs, owner)));
     const args: Array<string | number> = [keys.length];
     for (const key of keys) args.push(this.#prefix + key);
-    args.push(this.#clock ? this.#clock() : -1, leaseMs, owner, this.#retentionMs);
+    // Whole milliseconds: Redis refuses a fractional PX, and the receiver's `leaseMs` may be one.
+    args.push(this.#clock ? this.#clock() : -1, Math.ceil(leaseMs), owner, this.#retentionMs);
     if (!client.evalsha) return client.eval(script, ...(args as [number, ...Array<string | number>]));
     return client.evalsha(sha1(script), ...(args as [number, ...Array<string | number>])).catch((error: unknown) => {
       // Not cached yet (a fresh or restarted Redis, or SCRIPT FLUSH): EVAL sends the text and caches it.

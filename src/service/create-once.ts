@@ -1,5 +1,6 @@
 import { MIN_BALANCE_FOR_KEYS } from './accounts.js';
 import { fingerprint, parseIdempotencyKey } from './idempotency.js';
+import { tokenHash } from './redis/client.js';
 import { fail, type Result } from './result.js';
 import type { Caller, Service } from './service.js';
 
@@ -24,9 +25,10 @@ export async function createOnce(service: Service, caller: Caller, header: strin
   const key = parseIdempotencyKey(header);
   if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
   const scope = String(caller.account.id);
+  const sharedScope = tokenHash(caller.key.token);
   let start;
   try {
-    start = key === null ? null : await service.idempotency.begin(scope, key, fingerprint('POST', path, body));
+    start = key === null ? null : await service.idempotency.begin(scope, key, fingerprint('POST', path, body), sharedScope);
   } catch (error) {
     // Redis (`redisUrl`) did not answer: nothing was charged, and the same request may be sent again.
     service.warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
@@ -61,7 +63,7 @@ export async function createOnce(service: Service, caller: Caller, header: strin
       await service.store.commit();
     } catch {
       created.undo?.();
-      if (key !== null) await service.idempotency.forget(scope, key).catch(() => undefined);
+      if (key !== null) await service.idempotency.forget(scope, key, sharedScope).catch(() => undefined);
       return fail('task_create_failed', { detail: 'The task could not be saved; the credits were refunded. Retry with the same Idempotency-Key.' });
     }
     if (start?.kind === 'fresh') {

@@ -67,12 +67,16 @@ export class Idempotency {
   }
 
   /** Looks in this process first, then, for a key it does not know, in Redis. */
-  async begin(scope: string, key: string, fingerprint: string): Promise<IdempotencyStart> {
+  /**
+   * `sharedScope` names the caller in Redis (the hash of its API key: account ids are each process's
+   * own); it defaults to `scope`.
+   */
+  async begin(scope: string, key: string, fingerprint: string, sharedScope = scope): Promise<IdempotencyStart> {
     const local = this.#beginHere(scope, key, fingerprint);
     if (local.kind !== 'fresh' || !this.#shared) return local;
     let shared;
     try {
-      shared = await this.#shared.begin(`${scope}:${key}`, fingerprint);
+      shared = await this.#shared.begin(`${sharedScope}:${key}`, fingerprint);
     } catch (error) {
       local.finish(null);
       throw error;
@@ -111,9 +115,9 @@ export class Idempotency {
   }
 
   /** Forgets a key's record (its request's write failed and was undone): the key can be used again. */
-  async forget(scope: string, key: string): Promise<void> {
+  async forget(scope: string, key: string, sharedScope = scope): Promise<void> {
     this.#table.remove(`${scope}:${key}`);
-    await this.#shared?.forget(`${scope}:${key}`);
+    await this.#shared?.forget(`${sharedScope}:${key}`);
   }
 
   /** Drops records past their window, at most once an hour. */

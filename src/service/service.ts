@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
 import { RATE_LIMIT, RateLimiter, rateLimitHeaders, type RateDecision } from './rate-limit.js';
+import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
 import { fail, type Result } from './result.js';
@@ -259,9 +260,7 @@ export class Service {
     let decision: RateDecision;
     try {
       // Counted in this process, or in Redis (`redisUrl`) with one round trip.
-      // In Redis a key is named by its token's hash: each process has its own `key_…` ids, and the
-      // same API key must count against one window wherever its requests land.
-      decision = await this.limiter.check(this.#shared ? createHash('sha256').update(who.key.token).digest('base64url') : who.key.id);
+      decision = await this.limiter.check(this.#shared ? tokenHash(who.key.token) : who.key.id);
     } catch (error) {
       this.#warn(`cannot count a request in Redis: ${(error as Error).message}`);
       return { ok: false, result: fail('upstream_busy', { detail: 'The rate limiter did not answer; retry shortly.', retryAfter: 5 }) };

@@ -9,7 +9,7 @@ export function assertRedisUrl(url: unknown, option: string): asserts url is str
   } catch {
     // not a URL at all: refused below
   }
-  if (!ok) throw new TypeError(`Expected \`${option}\` to be a redis:// or rediss:// URL, got ${JSON.stringify(url)}.`);
+  if (!ok) throw new TypeError(`Expected \`${option}\` to be a redis:// or rediss:// URL, got ${typeof url === 'string' ? JSON.stringify(redactRedisUrl(url)) : String(url)}.`);
 }
 
 /** A Redis URL as logs and messages may show it: scheme, host, port and database, never the user or password. */
@@ -18,6 +18,7 @@ export function redactRedisUrl(url: string): string {
     const parsed = new URL(url);
     return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
   } catch {
-    return 'redis';
+    // Not a URL: whatever follows an @ may be a password, and nothing before it is needed to recognise it.
+    return url.replace(/^.*@/, '***@');
   }
 }

@@ -16,15 +16,16 @@ afterEach(async () => {
 const API_KEY = 'sk_shared_test_key';
 let prefixes = 0;
 
-async function pair(options: { rateLimitPerMinute?: number } = {}) {
+async function pair(options: { rateLimitPerMinute?: number; apiKeys?: [string, string] } = {}) {
   const prefix = `svc${++prefixes}:`;
   const start = Date.parse('2026-01-01T00:00:00Z');
-  const make = async () => {
-    const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true, start }), random: () => 0.5, warn: () => undefined, apiKey: API_KEY, balance: 500, redisUrl: redis!.url, redisPrefix: prefix, ...options });
+  const { apiKeys = [API_KEY, API_KEY], ...rest } = options;
+  const make = async (apiKey: string) => {
+    const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true, start }), random: () => 0.5, warn: () => undefined, apiKey, balance: 500, redisUrl: redis!.url, redisPrefix: prefix, ...rest });
     apps.push(app);
     return app;
   };
-  return [await make(), await make()] as const;
+  return [await make(apiKeys[0]), await make(apiKeys[1])] as const;
 }
 
 const auth = `Bearer ${API_KEY}`;
@@ -56,6 +57,25 @@ describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
     // One charge across both processes: A paid for the clip, B charged nothing.
     expect(a.service.first().balance).toBe(500 - first.body.credits_used);
     expect(b.service.first().balance).toBe(500);
+  });
+
+  it('keeps the records of different API keys apart, though each process numbers its accounts from 1', async () => {
+    const [a, b] = await pair({ apiKeys: [API_KEY, 'sk_another_client_key'] });
+    const mine = await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'same-key').send({ prompt: 'a fox' });
+    const theirs = await request(b).post('/v1/videos').set('authorization', 'Bearer sk_another_client_key').set('idempotency-key', 'same-key').send({ prompt: 'a fox' });
+    expect([mine.status, theirs.status]).toEqual([202, 202]);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(b.service.first().balance).toBe(500 - theirs.body.credits_used);
+  });
+
+  it('starts a new rate-limit window when another process\'s clock started the current one in this one\'s future', async () => {
+    const [a, b] = await pair({ rateLimitPerMinute: 2 });
+    await a.service.clock.advance(3_600_000);
+    for (let i = 0; i < 2; i++) expect((await request(a).get('/v1/videos').set('authorization', auth)).status).toBe(200);
+    // B's clock is an hour behind: it counts from its own now instead of refusing for an hour.
+    const behind = await request(b).get('/v1/videos').set('authorization', auth);
+    expect(behind.status).toBe(200);
+    expect(behind.headers['x-ratelimit-remaining']).toBe('1');
   });
 
   it('answers 409 in_progress on one process while the first request runs on the other, 422 for another body', async () => {

@@ -20,3 +20,11 @@ export async function runScript(redis: ServiceRedis, script: string, keys: reado
     return redis.eval(script, keys.length, ...keys, ...args);
   }
 }
+
+/**
+ * How the service names an API key in Redis: the hash of its token. Each process numbers its own accounts
+ * and `key_…` ids, so only the token is the same key wherever a request lands; Redis never sees it.
+ */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
+}

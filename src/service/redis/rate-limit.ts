@@ -6,7 +6,8 @@ import { runScript, type ServiceRedis } from './client.js';
 const CHECK = `local now, limit, span = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local start = tonumber(redis.call('HGET', KEYS[1], 's'))
 local count = 0
-if start and now < start + span then count = tonumber(redis.call('HGET', KEYS[1], 'c')) else start = now end
+-- A window another process's clock started in this one's future is taken as ended: simulated clocks drift.
+if start and now >= start and now < start + span then count = tonumber(redis.call('HGET', KEYS[1], 'c')) else start = now end
 if count >= limit then return { start, count, 0 } end
 redis.call('HSET', KEYS[1], 's', start, 'c', count + 1)
 -- Relative: the service's clock is simulated, so its times need not be Redis's.

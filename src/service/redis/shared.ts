@@ -43,7 +43,16 @@ export async function openShared(options: { redis?: unknown; redisUrl?: string; 
     const { Redis } = await import('ioredis');
     // While Redis is away a command fails after one reconnection attempt (the request gets a 503)
     // instead of waiting through ioredis's default 20.
-    const own = new Redis(options.redisUrl!, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: connectTimeoutMs, retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000) });
+    // A command unanswered for 5 s (a half-open connection) fails, and one in flight when the connection
+    // dropped is not sent again after it (a BEGIN sent twice would find its own record and answer 409).
+    const own = new Redis(options.redisUrl!, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 5_000,
+      autoResendUnfulfilledCommands: false,
+      connectTimeout: connectTimeoutMs,
+      retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000),
+    });
     own.on('error', () => undefined);
     try {
       await own.connect();
