@@ -1,4 +1,5 @@
 import type { SharedFileOutbox, Sender } from '../../emitter/shared-file-outbox.js';
+import { bullmqQueue } from '../../emitter/bullmq/options.js';
 import { createEmitter, type WebhookEmitter } from '../../emitter/emitter.js';
 import type { Delivery, DeliveryState } from '../../emitter/types.js';
 import { quietLogger } from '../logger.js';
@@ -88,7 +89,8 @@ export async function redeliver(id: string, options: DeliveriesOptions & { retry
 /** Every delivery, newest first: from the outbox file, or from the BullMQ queue with `--redis`. */
 async function readAll(options: DeliveriesOptions): Promise<Delivery[]> {
   if (options.redis === undefined) return readOutbox(options.outbox);
-  const emitter = await startRedisEmitter(options.redis, 10_000);
+  // Reading only: this process takes no attempts from the queue.
+  const emitter = await startRedisEmitter(options.redis, 10_000, { worker: false });
   try {
     return emitter.list({ limit: Math.max(1, emitter.stats.total) });
   } finally {
@@ -100,13 +102,16 @@ function where(options: DeliveriesOptions): string {
   return options.redis === undefined ? options.outbox : redactRedisUrl(options.redis);
 }
 
-/** An emitter on the queue `serve --redis` uses (BullMQ's default queue on that Redis): it loads every record. */
-async function startRedisEmitter(url: string, timeoutMs: number): Promise<WebhookEmitter> {
+/**
+ * An emitter on the queue `serve --redis` uses (BullMQ's default queue on that Redis): it loads every
+ * record. With `worker: false` it makes no attempts; otherwise it is one more worker while it runs.
+ */
+async function startRedisEmitter(url: string, timeoutMs: number, { worker = true }: { worker?: boolean } = {}): Promise<WebhookEmitter> {
   let emitter: WebhookEmitter;
   try {
-    emitter = createEmitter({ redisUrl: url, allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
+    emitter = createEmitter({ queue: bullmqQueue({ url, worker }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });
   } catch (error) {
-    throw new ExitError(String((error as Error).message).replace('`redisUrl`', '--redis'), 2);
+    throw new ExitError(String((error as Error).message).replace('`url`', '--redis'), 2);
   }
   try {
     await emitter.start();
@@ -126,12 +131,14 @@ async function redeliverOnRedis(id: string, options: DeliveriesOptions & { retry
   try {
     const before = emitter.get(id);
     if (!before) throw new ExitError(`no delivery ${id} in ${where(options)}`, 1);
+    if (before.state === 'delivering') throw new ExitError(`delivery ${id} is being attempted right now; redeliver it once that attempt has ended`, 1);
     const again = await emitter.redeliver(id, { retry: Boolean(options.retry) });
     if (!options.json) print(sentLine(again, p));
     let seen = before.attempts.length;
     let done: Delivery;
     for (;;) {
-      const now = emitter.get(id)!;
+      const now = emitter.get(id);
+      if (!now) throw new ExitError(`delivery ${id} was forgotten (past the emitter's retention) before its attempt ended`, 1);
       for (const attempt of now.attempts.slice(seen)) if (!options.json) print(attemptLine(now.url, attempt, p));
       seen = now.attempts.length;
       if (seen > before.attempts.length && (now.state === 'delivered' || now.state === 'failed')) {

@@ -159,22 +159,25 @@ export class BullmqEngine implements EmitterEngine {
     queue.on('error', (error) => this.#bullmqError(error));
     this.#queue = queue;
     await queue.waitUntilReady();
-    this.#worker = await startWorker({
-      options: this.#options,
-      records: this.#records,
-      connection: links.command,
-      take: (written) => this.#take(written),
-      emit: (name, record, attempt) => {
-        if (this.#listeners.has(name)) this.#listeners.emit(name, toDelivery(record), attempt);
-      },
-      promote: (record) => void this.#promote(record),
-      onError: (error) => this.#bullmqError(error),
-    });
-    if (this.#status !== 'starting') return;
-    await queueMissingJobs(queue, links.command, this.#mirror.records(), this.#options.clock.now());
-    if (this.#status !== 'starting') return;
+    // A process with `worker: false` reads and queues; the processes with workers make the attempts.
+    if (config.worker) {
+      this.#worker = await startWorker({
+        options: this.#options,
+        records: this.#records,
+        connection: links.command,
+        take: (written) => this.#take(written),
+        emit: (name, record, attempt) => {
+          if (this.#listeners.has(name)) this.#listeners.emit(name, toDelivery(record), attempt);
+        },
+        promote: (record) => void this.#promote(record),
+        onError: (error) => this.#bullmqError(error),
+      });
+      if (this.#status !== 'starting') return;
+      await queueMissingJobs(queue, links.command, this.#mirror.records(), this.#options.clock.now());
+      if (this.#status !== 'starting') return;
+    }
     this.#status = 'running';
-    this.#worker.run();
+    this.#worker?.run();
     this.#timers?.arm();
   }
 

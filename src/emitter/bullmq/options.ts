@@ -25,6 +25,12 @@ export interface BullmqQueueOptions {
   lockDurationMs?: number;
   /** Milliseconds between two checks, by each worker, for attempts whose lock expired. @default 30_000 */
   stalledIntervalMs?: number;
+  /**
+   * `false`: this process makes no attempts. It still sees every delivery (`get`, `list`), and `send` and
+   * `redeliver` queue them for the processes that do: for dashboards and `cliphook deliveries --redis`.
+   * @default true
+   */
+  worker?: boolean;
 }
 
 /** A checked `bullmqQueue()` configuration: connects nothing until the emitter starts. */
@@ -36,6 +42,7 @@ export interface BullmqQueue {
   readonly name: string;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
+  readonly worker: boolean;
   /** Where Redis is, for log lines: host and port, never the password. */
   readonly where: string;
 }
@@ -53,7 +60,8 @@ const made = new WeakSet<object>();
  */
 export function bullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   if (typeof options !== 'object' || options === null) throw new TypeError(`Expected bullmqQueue() to get an options object, got ${String(options)}.`);
-  const { url, connection, prefix = 'cliphook', name = 'webhooks', lockDurationMs = 30_000, stalledIntervalMs = 30_000 } = options;
+  const { url, connection, prefix = 'cliphook', name = 'webhooks', lockDurationMs = 30_000, stalledIntervalMs = 30_000, worker = true } = options;
+  if (typeof worker !== 'boolean') throw new TypeError(`Expected \`worker\` to be a boolean, got ${JSON.stringify(worker)}.`);
   if ((url === undefined) === (connection === undefined)) throw new TypeError('Expected either `url` (redis://…) or `connection` (an ioredis client or options), and not both.');
   if (url !== undefined) assertRedisUrl(url, 'url');
   if (connection !== undefined) {
@@ -66,7 +74,7 @@ export function bullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   for (const [option, value] of [['lockDurationMs', lockDurationMs], ['stalledIntervalMs', stalledIntervalMs]] as const) {
     if (!(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`Expected \`${option}\` to be a positive whole number of milliseconds, got ${value}.`);
   }
-  const queue: BullmqQueue = Object.freeze({ kind: 'bullmq', url, connection, prefix, name, lockDurationMs, stalledIntervalMs, where: describe(url, connection) });
+  const queue: BullmqQueue = Object.freeze({ kind: 'bullmq', url, connection, prefix, name, lockDurationMs, stalledIntervalMs, worker, where: describe(url, connection) });
   made.add(queue);
   return queue;
 }

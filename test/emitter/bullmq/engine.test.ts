@@ -75,6 +75,23 @@ describe.runIf(redis)('the emitter on BullMQ', () => {
     expect(heard.sort()).toEqual([first.id, other.id].sort());
   });
 
+  it('with worker: false, sees and queues deliveries but makes no attempt of its own', async () => {
+    const server = track(await answering(200));
+    const name = queueName();
+    const reader = emitterOn({ name, worker: false });
+    await reader.start();
+    const queued = await send(reader, server.url);
+    const heard: string[] = [];
+    reader.on('attempt', (d) => void heard.push(d.id));
+    expect(reader.get(queued.id)?.state).toBe('pending');
+    const worker = emitterOn({ name });
+    await worker.start();
+    await expect.poll(() => reader.get(queued.id)?.state).toBe('delivered');
+    expect(server.received).toHaveLength(1);
+    // Events fire in the process that made the attempt: the reader heard none, so it made none.
+    expect(heard).toEqual([]);
+  });
+
   it('redelivers from another process: the same id, a fresh delivered_at and a fresh round', async () => {
     let status = 400;
     const server = track(await startServer((_req, res) => void res.writeHead(status).end()));
