@@ -97,7 +97,16 @@ export async function startInspector({ port = 0, listen, service }: InspectorOpt
     const asset = assets.get(path);
     if (asset) return void sendBytes(res, asset.bytes, asset.type, PAGE_HEADERS);
     if (path === '/favicon.ico') return void res.writeHead(204).end();
+    // The API is the page's own: a browser says when another site asks (a no-cors fetch from a page that
+    // found the port could otherwise hold every stream slot). Tools that send no Sec-Fetch-Site pass.
+    const site = req.headers['sec-fetch-site'];
+    if (path.startsWith('/api/') && site !== undefined && site !== 'same-origin' && site !== 'none') {
+      return void send(res, 403, problemBody('origin_not_allowed', 'The inspector API answers its own page only.'));
+    }
     if (path === '/api/info') return void send(res, 200, info());
+    if (path === '/api/stream' && req.method === 'HEAD') {
+      return void res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' }).end();
+    }
     if (path === '/api/stream') {
       if (!stream.open(req, res, info())) send(res, 503, problemBody('upstream_busy', 'Too many inspector pages are open; close one.', 5));
       return;

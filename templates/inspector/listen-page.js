@@ -140,7 +140,22 @@ export function listenPage(main, info) {
       h('p', { class: 'note' }, listenInfo.secret ? 'Signed again with the --secret listen was started with (a fresh X-Service-Signature).' : 'listen has no --secret: the edited body is sent with the old X-Service-Signature, which will not match.'),
       h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary send', id: 'send-edited', onclick: () => replay({ body: editorBody.value, freshDeliveredAt: fresh.checked }) }, 'Send edited'), h('button', { type: 'button', onclick: () => toggleEditor(false) }, 'Cancel')),
     );
-    const editButton = h('button', { type: 'button', id: 'replay-edit', 'aria-expanded': 'false', 'aria-controls': 'editor', onclick: () => toggleEditor(editor.hidden) }, 'Replay with edits…');
+    // The box shows text: a body kept in part, or one that is not UTF-8, would be sent changed without a
+    // word, so it is not offered for editing.
+    const editable = !item.request.body.truncated && item.request.body.text !== null;
+    const editButton = h(
+      'button',
+      {
+        type: 'button',
+        id: 'replay-edit',
+        'aria-expanded': 'false',
+        'aria-controls': 'editor',
+        disabled: !editable,
+        title: editable ? undefined : 'Only part of this body was kept, or it is not UTF-8 text: it cannot be edited',
+        onclick: editable ? () => toggleEditor(editor.hidden) : undefined,
+      },
+      'Replay with edits…',
+    );
     function toggleEditor(open) {
       editor.hidden = !open;
       editButton.setAttribute('aria-expanded', String(open));

@@ -51,6 +51,18 @@ describe('inspector: who may use it', () => {
     }
   });
 
+  it('answers the API to its own page only: a cross-site or same-site read is 403, and HEAD of the stream opens none', async () => {
+    const { inspector } = await setup({});
+    for (const site of ['cross-site', 'same-site']) {
+      const res = await raw(inspector, { method: 'GET', path: '/api/stream', headers: { 'sec-fetch-site': site } });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.text).code).toBe('origin_not_allowed');
+    }
+    expect((await raw(inspector, { method: 'GET', path: '/api/info', headers: { 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
+    const head = await raw(inspector, { method: 'HEAD', path: '/api/stream', headers: {} });
+    expect(head.status).toBe(200);
+  });
+
   it('refuses writes a page of another origin could send: a foreign Origin or Sec-Fetch-Site (403), a body that is not JSON (415); nothing is replayed', async () => {
     const app = await recordingApp();
     cleanups.push(app.close);
