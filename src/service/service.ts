@@ -15,7 +15,8 @@ import { ImageJobs, type ImageJobTables } from './images/jobs.js';
 import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
-import { RATE_LIMIT, RateLimiter, rateLimitHeaders, type RateDecision } from './rate-limit.js';
+import { RATE_LIMIT, RateLimiter } from './rate-limit.js';
+import { guardRequest, type GuardResult } from './guard.js';
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
@@ -93,7 +94,7 @@ function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
   return prefix ? { prefix } : {};
 }
 
-type GuardResult = { ok: true; caller: Caller } | { ok: false; result: Result };
+export type { GuardResult } from './guard.js';
 
 /** Who is calling, once `guard` let them through, and the rate-limit headers every keyed response carries. */
 export interface Caller {
@@ -250,36 +251,19 @@ export class Service {
    * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`), and a balance of at least 10
    * credits (402), which the account settings skip, being how one tops up.
    */
-  async guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
-    const who = this.accounts.authenticate(authorization);
-    if (typeof who === 'string') {
-      const result = fail(who, { detail: who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.' });
-      const challenge = who === 'invalid_auth_header' ? 'Bearer realm="cliphook"' : 'Bearer realm="cliphook", error="invalid_token"';
-      return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': challenge } } };
-    }
-    let decision: RateDecision;
-    try {
-      // Counted in this process, or in Redis (`redisUrl`) with one round trip.
-      decision = await this.limiter.check(this.#shared ? tokenHash(who.key.token) : who.key.id);
-    } catch (error) {
-      this.#warn(`cannot count a request in Redis: ${(error as Error).message}`);
-      return { ok: false, result: fail('upstream_busy', { detail: 'The rate limiter did not answer; retry shortly.', retryAfter: 5 }) };
-    }
-    return this.#admit(who, decision, lowBalanceOk);
-  }
-
-  #admit(who: { account: Account; key: ApiKey }, decision: RateDecision, lowBalanceOk: boolean): GuardResult {
-    const headers = rateLimitHeaders(decision);
-    if (!decision.allowed) {
-      const result = fail('rate_limit_exceeded', { detail: `At most ${decision.limit} requests a minute per API key.`, retryAfter: decision.retryAfter });
-      return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
-    }
-    who.account.usage.requests++;
-    if (!lowBalanceOk && who.account.balance < MIN_BALANCE_FOR_KEYS) {
-      const result = this.insufficient(who.account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
-      return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
-    }
-    return { ok: true, caller: { account: who.account, key: who.key, headers } };
+  guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
+    return guardRequest(
+      {
+        accounts: this.accounts,
+        limiter: this.limiter,
+        // In Redis a key is named by its token's hash: each process numbers its own `key_…` ids.
+        limitKey: (key) => (this.#shared ? tokenHash(key.token) : key.id),
+        warn: this.#warn,
+        insufficient: (account, detail) => this.insufficient(account, MIN_BALANCE_FOR_KEYS, detail),
+      },
+      authorization,
+      lowBalanceOk,
+    );
   }
 
   /** Reports a failure no response can carry (a write to Redis after the answer was settled, say). */
