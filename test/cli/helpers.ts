@@ -91,3 +91,33 @@ export function useOutbox() {
   });
   return { cleanups, outbox: () => file };
 }
+
+/**
+ * Starts `cliphook serve --port 0 --json …` as a real process and resolves with its ready line once it
+ * prints it; `stop()` sends SIGTERM and waits for the exit. Rejects with its stderr if it exits first.
+ */
+export async function startServe(args: readonly string[], env: Record<string, string> = {}) {
+  const child = spawnBin(['serve', '--port', '0', '--json', ...args], env);
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  try {
+    const ready = await new Promise<Record<string, any>>((resolve, reject) => {
+      let out = '';
+      let err = '';
+      child.stderr.on('data', (chunk) => (err += chunk));
+      child.stdout.on('data', (chunk) => {
+        out += chunk;
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line));
+      });
+      child.once('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+    });
+    return { child, ready, exited, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,32 +1,17 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runBin, spawnBin, tempDir } from './helpers.js';
+import { runBin, startServe, tempDir } from './helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Starts `cliphook serve --json` on a free port and resolves with its ready line. */
+/** Starts `cliphook serve --json` on a free port and resolves with its ready line; stopped after the test. */
 async function serve(args: string[]) {
-  const child = spawnBin(['serve', '--port', '0', '--json', ...args]);
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    await exited;
-  });
-  const ready = await new Promise<Record<string, any>>((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (chunk) => (err += chunk));
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve(JSON.parse(line));
-    });
-    child.once('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-  return { child, ready, exited };
+  const started = await startServe(args);
+  cleanups.push(started.stop);
+  return started;
 }
 
 describe('cliphook serve', () => {

@@ -2,7 +2,7 @@ import { request as httpRequest, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { runBin, spawnBin, tempDir } from '../cli/helpers.js';
+import { runBin, startServe, tempDir } from '../cli/helpers.js';
 import { startFailoverProxy } from '../helpers/proxy.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 
@@ -19,23 +19,9 @@ afterEach(async () => {
 const API_KEY = 'sk_two_serve_processes';
 
 async function serve(data: string) {
-  const child = spawnBin(['serve', '--port', '0', '--json', '--data', data, '--api-key', API_KEY, '--balance', '1000'], { CLIPHOOK_REDIS_URL: redis!.url });
-  const exited = new Promise<unknown>((resolve) => child.once('close', resolve));
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    await exited;
-  });
-  return new Promise<{ origin: string }>((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (chunk) => (err += chunk));
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve(JSON.parse(line));
-    });
-    child.once('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
+  const started = await startServe(['--data', data, '--api-key', API_KEY, '--balance', '1000'], { CLIPHOOK_REDIS_URL: redis!.url });
+  cleanups.push(started.stop);
+  return started.ready as { origin: string };
 }
 
 /** One request on a connection of its own, so the balancer picks a process for each. */

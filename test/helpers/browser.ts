@@ -81,3 +81,20 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path });
   return path;
 }
+
+/**
+ * Opens an inspector page and waits until its event stream is live. The page's script errors are checked
+ * (none allowed) and the page closed by the cleanup pushed on `cleanups`.
+ */
+export async function openInspectorPage(browser: Browser, url: string, cleanups: Array<() => Promise<unknown>>, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+  const page = await browser.page({ colorScheme });
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  cleanups.push(async () => {
+    if (errors.length > 0) throw new Error(`the inspector page threw: ${errors.join('; ')}`);
+    await page.close();
+  });
+  await page.goto(url);
+  await page.locator('#live[data-state="live"]').waitFor();
+  return page;
+}

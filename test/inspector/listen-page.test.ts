@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannel, createRelayServer, sign, type RelayServer } from 'cliphook';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
 import { startInspector } from '../../src/inspector/server.js';
-import { hasChromium, launchBrowser, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
+import { hasChromium, launchBrowser, openInspectorPage, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
 import { eventText, SECRET, signedHeaders, testdir } from '../relay/fixtures.js';
 import { exchangeFixture, recordingApp, runListen } from './fixtures.js';
 
@@ -26,18 +26,7 @@ afterAll(async () => {
 /** The row of the list that shows `text`. */
 const row = (page: Page, text: string) => page.locator('[role="option"]', { hasText: text });
 
-async function openPage(url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-  const page = await browser.page({ colorScheme });
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  cleanups.push(async () => {
-    expect(errors).toEqual([]);
-    await page.close();
-  });
-  await page.goto(url);
-  await page.locator('#live[data-state="live"]').waitFor();
-  return page;
-}
+const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(browser, url, cleanups, colorScheme);
 
 describe.skipIf(!run)('the listen inspector in Chromium', () => {
   let relay: RelayServer;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve } from '../../src/cli/commands/serve.js';
-import { hasChromium, launchBrowser, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
+import { hasChromium, launchBrowser, openInspectorPage, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
 import { testdir } from '../relay/fixtures.js';
 import { recordingApp } from './fixtures.js';
 
@@ -44,18 +44,7 @@ async function startServe(): Promise<Ready> {
   return Promise.race([started, running.then(() => Promise.reject(new Error('serve ended')))]);
 }
 
-async function openPage(url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-  const page = await browser.page({ colorScheme });
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  cleanups.push(async () => {
-    expect(errors).toEqual([]);
-    await page.close();
-  });
-  await page.goto(url);
-  await page.locator('#live[data-state="live"]').waitFor();
-  return page;
-}
+const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(browser, url, cleanups, colorScheme);
 
 describe.skipIf(!run)('the service inspector of cliphook serve in Chromium', () => {
   let ready: Ready;
