@@ -68,7 +68,8 @@ export async function createOnce(service: Service, caller: Caller, header: strin
     }
     if (start?.kind === 'fresh') {
       // Other processes learn the key once the task is durable here. If Redis fails now the task stands
-      // (it is charged and saved): answering it is right, and this process still replays the key itself.
+      // (it is charged and saved): answering it is right, this process still replays the key itself, and
+      // the record is written again in the background while the key's running lease holds it elsewhere.
       await start.share({ status: result.status, body: result.body }).catch((error: Error) => service.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
     }
     return result;

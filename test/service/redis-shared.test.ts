@@ -97,6 +97,23 @@ describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
     await expect.poll(async () => (await request(b).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'fix-and-retry').send({ prompt: 'a fox, fixed' })).status).toBe(202);
   });
 
+  it('writes an answer Redis missed again once Redis is back, so a retry on the other process is replayed', async () => {
+    const [a, b] = await pair();
+    const first = await a.service.idempotency.begin('1', 'missed', 'fingerprint-a');
+    if (first.kind !== 'fresh') throw new Error(first.kind);
+    first.finish({ status: 202, body: { id: 41 } });
+    await redis!.kill();
+    try {
+      await expect(first.share({ status: 202, body: { id: 41 } })).rejects.toThrow();
+    } finally {
+      await redis!.start();
+    }
+    // Meanwhile the key is still held (409 on B), never free to run again; then the answer lands.
+    await expect
+      .poll(async () => b.service.idempotency.begin('1', 'missed', 'fingerprint-a'), { timeout: 10_000, interval: 200 })
+      .toEqual({ kind: 'replay', response: { status: 202, body: { id: 41 } } });
+  });
+
   it('answers 503 upstream_busy while Redis is down, charging nothing, and carries on once it is back', async () => {
     const [a] = await pair();
     await redis!.kill();

@@ -58,10 +58,19 @@ export class RedisIdempotency {
     const [kind, response] = (await runScript(this.#redis, BEGIN, [key], [fingerprint, owner, this.#now(), this.#windowMs, RUNNING_LEASE_MS])) as [string, string?];
     if (kind === 'replay') return { kind, response: JSON.parse(response!) as StoredResponse };
     if (kind === 'in_progress' || kind === 'reused') return { kind };
+    // Until the running lease lapses, no other process takes the key: a write that failed (Redis away a
+    // moment) is tried again in the background meanwhile, so a retry elsewhere still finds the answer.
+    const leaseEnds = Date.now() + RUNNING_LEASE_MS - 5_000;
     return {
       kind: 'fresh',
       finish: async (stored) => {
-        await runScript(this.#redis, FINISH, [key], [owner, this.#now(), this.#windowMs, stored ? JSON.stringify(stored) : '']);
+        const write = () => runScript(this.#redis, FINISH, [key], [owner, this.#now(), this.#windowMs, stored ? JSON.stringify(stored) : '']);
+        try {
+          await write();
+        } catch (error) {
+          retryUntil(write, leaseEnds);
+          throw error;
+        }
       },
     };
   }
@@ -70,4 +79,13 @@ export class RedisIdempotency {
   async forget(id: string): Promise<void> {
     await this.#redis.del(`${this.#prefix}idem:${id}`);
   }
+}
+
+/** Runs `write` again every second until it succeeds or `deadline` (ms since the epoch) passes. */
+function retryUntil(write: () => Promise<unknown>, deadline: number): void {
+  const again = () => {
+    if (Date.now() >= deadline) return;
+    write().catch(() => setTimeout(again, 1_000).unref());
+  };
+  setTimeout(again, 1_000).unref();
 }
