@@ -12,6 +12,7 @@ import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 const maxCredits = z.number().int().min(0).describe('The most credits this call may spend. Required: the call is refused (nothing charged) if the clip costs more. Tell the person the price first.');
 const idempotencyKey = z.string().min(1).max(255).optional().describe('Optional. A call with the same key returns the first result and is never charged twice.');
 const imageIds = z.array(z.number().int().positive()).max(5).optional().describe('Ids of images made by create_image (the `id` of an item of its `images`), at most 5, used as the clip\'s reference pictures.');
+const callbackUrl = z.string().max(2048).optional().describe('Optional. A URL that receives the clip\'s signed webhook when it ends, as with POST /v1/videos.');
 const clipId = z.number().int().positive().describe('The clip id returned by create_clip or create_clip_from_effect.');
 
 const Clip = z.looseObject({ id: z.number(), status: z.string(), credits_used: z.number().optional() });
@@ -42,6 +43,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
         effect_id: z.string().describe('An effect id from list_effects.'),
         subject: z.string().max(300).optional().describe('What the clip is of, in a few words ("a red bicycle").'),
         image_ids: imageIds,
+        callback_url: callbackUrl,
         max_credits: maxCredits,
         idempotency_key: idempotencyKey,
       }),
@@ -52,7 +54,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       const effect = findEffect(args.effect_id);
       if (!effect) return toToolResult(refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`));
       const prompt = effectPrompt(effect, args.subject);
-      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt, model: effect.model, duration: effect.duration, imageIds: args.image_ids }));
+      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt, model: effect.model, duration: effect.duration, imageIds: args.image_ids, callbackUrl: args.callback_url }));
     },
   );
 
@@ -67,6 +69,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
         model: z.enum(VIDEO_MODELS).optional().describe('Default standard (480p).'),
         duration: z.number().int().min(4).max(30).optional().describe('Seconds: 4-15 for standard models, 4-30 for cinema models. Default 5.'),
         ratio: z.enum(RATIOS).optional().describe('Default 16:9.'),
+        callback_url: callbackUrl,
         max_credits: maxCredits,
         idempotency_key: idempotencyKey,
       }),
@@ -83,7 +86,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       if (duration < spec.minDuration || duration > spec.maxDuration) {
         return toToolResult(refuse('invalid_duration', `${model} makes clips of ${spec.minDuration}-${spec.maxDuration} seconds.`));
       }
-      return toToolResult(await createClip(ctx, 'create_clip', args, { prompt: args.prompt ?? '', model, duration, imageIds: args.image_ids, ratio: args.ratio }));
+      return toToolResult(await createClip(ctx, 'create_clip', args, { prompt: args.prompt ?? '', model, duration, imageIds: args.image_ids, ratio: args.ratio, callbackUrl: args.callback_url }));
     },
   );
 
@@ -158,6 +161,7 @@ interface ClipPlan {
   duration: number;
   imageIds: number[] | undefined;
   ratio?: string | undefined;
+  callbackUrl?: string | undefined;
 }
 
 /** Charges the base price under the spending rules, through POST /v1/videos' own operation. */
@@ -179,6 +183,7 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
         model: plan.model,
         duration: plan.duration,
         ...(plan.ratio ? { ratio: plan.ratio } : {}),
+        ...(plan.callbackUrl ? { callback_url: plan.callbackUrl } : {}),
         // Images the service made show no real person (spec 5: no_real_person).
         ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: 'no_real_person' } : {}),
       };
