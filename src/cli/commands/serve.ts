@@ -14,6 +14,8 @@ export interface ServeCommandOptions {
   data: string;
   speed: string;
   strict?: boolean;
+  /** `--no-assistant` sets it to `false`: no assistant endpoint at /mcp. */
+  assistant?: boolean;
   apiKey?: string;
   webhookSecret?: string;
   balance?: string;
@@ -56,6 +58,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       file: options.data,
       speed: options.speed,
       strict: options.strict === true,
+      assistant: options.assistant !== false,
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),
       ...(balance === undefined ? {} : { balance }),

@@ -11,11 +11,14 @@ import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp }
 import { advanceClock, getClock } from '../test-helpers.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
 import { Router, type Guard, type RouteRequest } from './router.js';
+import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
   (req: IncomingMessage, res: ServerResponse): void;
   readonly service: Service;
+  /** The assistant endpoint at `/mcp`, or `null` when it is turned off. */
+  readonly assistant: AssistantEndpoint | null;
   /** Stops the service's timers and emitter and writes its data file. */
   close(): Promise<void>;
 }
@@ -28,20 +31,34 @@ export interface ServiceApp {
  * const app = await createServiceApp({ file: false, speed: 'fast' });
  * http.createServer(app).listen(8080);
  */
-export async function createServiceApp(options: ServiceOptions & { service?: Service } = {}): Promise<ServiceApp> {
+export async function createServiceApp(options: AppOptions = {}): Promise<ServiceApp> {
   const service = options.service ?? (await Service.open(options));
-  const router = routes(service);
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
+  const assistant = options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`) });
+  const router = routes(service, assistant);
   const app = ((req, res) => void router.handle(req, res, report).catch(report)) as ServiceApp;
   Object.defineProperties(app, {
     service: { value: service },
-    close: { value: () => service.close() },
+    assistant: { value: assistant },
+    close: {
+      value: async () => {
+        await assistant?.close();
+        await service.close();
+      },
+    },
   });
   return app;
 }
 
-function routes(service: Service): Router {
+/** What `createServiceApp` takes: the service's options (or a service), and whether the assistant endpoint is on. */
+export type AppOptions = ServiceOptions & {
+  service?: Service;
+  /** Serve the assistant endpoint (MCP) at `/mcp`; `false` answers 404 there (`serve --no-assistant`). @default true */
+  assistant?: boolean;
+};
+
+function routes(service: Service, assistant: AssistantEndpoint | null): Router {
   const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
     const checked = await service.guard(req.headers.authorization, { lowBalanceOk });
     return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
@@ -54,7 +71,7 @@ function routes(service: Service): Router {
   const idempotencyKey = (req: IncomingMessage) => req.headers['idempotency-key'];
   type Req = RouteRequest<Caller>;
 
-  return new Router()
+  const router = new Router()
     .add('GET', '/v1/pricing', () => ok(200, pricingView()))
     .add('GET', '/v1/media/:file', async ({ req, params, query }, res) => {
       const answer = await mediaFile(service, params.file!, query, req.headers.range);
@@ -93,7 +110,27 @@ function routes(service: Service): Router {
     .add('GET', '/videos/:id', () => {
       const result = fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' });
       return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
-    });
+    })
+    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)));
+  if (assistant) {
+    // The bearer API key, as on /v1: 401 with WWW-Authenticate, the same 60 a minute, 402 below 10 credits.
+    const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
+    for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { ...keyed, rawBody: true });
+  }
+  return router;
+}
+
+/** GET /mcp/status: whether the assistant endpoint is on, where, and how one signs in (spec 5.7). */
+function assistantStatus(service: Service, enabled: boolean) {
+  return {
+    object: 'assistant_status',
+    enabled,
+    url: enabled ? `${service.origin}${MCP_PATH}` : null,
+    transport: 'streamable-http',
+    stateless: true,
+    protocol_versions: enabled ? ['2026-07-28', '2025-11-25'] : [],
+    auth: enabled ? ['bearer_api_key'] : [],
+  };
 }
 
 /** Streams a stored file, or answers 404 when its link no longer works (deleted). */
@@ -126,7 +163,7 @@ export interface StartedService {
  * await svc.clock.advance(10_000);
  * await svc.close();
  */
-export async function startService(options: ServiceOptions & { port?: number; host?: string } = {}): Promise<StartedService> {
+export async function startService(options: Omit<AppOptions, 'service'> & { port?: number; host?: string } = {}): Promise<StartedService> {
   const { port = 0, host = '127.0.0.1', ...rest } = options;
   const app = await createServiceApp({ file: false, ...rest });
   const server = createServer(app);

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { Asset } from '../assets/assets.js';
 import { characterAsset } from '../images/operations.js';
 import { createOnce, type Created } from '../create-once.js';
-import { clipPrice } from '../pricing.js';
+import { clipPrice, type VideoModel } from '../pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { parseSimulation, type RequestCode } from '../simulate.js';
@@ -125,8 +125,17 @@ function createTask(service: Service, caller: Caller, command: VideoCommand, pri
   });
 }
 
-/** POST /videos (spec 4.1). */
-export function createVideo(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
+/**
+ * POST /videos (spec 4.1). `price` is what the clip costs: the API price, or the assistant's base price
+ * (spec 5.7) when the assistant endpoint's tools create it through this same operation.
+ */
+export function createVideo(
+  service: Service,
+  caller: Caller,
+  body: unknown,
+  idempotencyKey?: string | string[],
+  { price: priceOf = clipPrice }: { price?: (model: VideoModel, seconds: number) => number } = {},
+): Promise<Result> {
   return createOnce(service, caller, idempotencyKey, '/v1/videos', body, async (): Promise<Created> => {
     const validated = validateVideo(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
     if (!validated.ok) return { result: refused(validated.refusal) };
@@ -141,7 +150,7 @@ export function createVideo(service: Service, caller: Caller, body: unknown, ide
       await service.store.commit();
       return { result: { ...simulated, body: { ...(simulated.body as object), asset_ids: assetIds } } };
     }
-    const price = clipPrice(command.model, command.duration);
+    const price = priceOf(command.model, command.duration);
     if (service.credits.charge(caller.account, price)) return { result: service.insufficient(caller.account, price) };
     const video = createTask(service, caller, photos.command, price, photos.assetIdsUsed);
     return { result: ok(202, createdView(video, command.warnings, view(service))), undo: () => service.videos.discard(video) };

@@ -1,0 +1,114 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../../src/service/clock.js';
+import type { WebhookEmitter } from '../../../src/emitter/index.js';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
+
+let svc: StartedService | undefined;
+const clients: Client[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
+  await svc?.close();
+  svc = undefined;
+});
+
+async function start(options: Parameters<typeof startService>[0] = {}): Promise<StartedService> {
+  svc = await startService({ clock: new SimulatedClock({ frozen: true }), ...options });
+  return svc;
+}
+
+async function connect(started: StartedService, era: 'modern' | 'legacy' = 'modern', apiKey = started.apiKey): Promise<Client> {
+  const client = new Client({ name: 'test', version: '1.0.0' }, era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
+  const transport = new StreamableHTTPClientTransport(new URL(`${started.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+type Structured = Record<string, unknown>;
+async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
+  const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Structured; content: Array<{ type: string; text?: string }> };
+  const text = result.content.find((block) => block.type === 'text')?.text ?? '';
+  return { isError: result.isError === true, data: result.structuredContent ?? {}, error: result.isError ? (JSON.parse(text) as { error: string; message: string }) : null };
+}
+
+const balance = async (started: StartedService) => ((await (await fetch(`${started.url}/account`, { headers: { authorization: `Bearer ${started.apiKey}` } })).json()) as { balance: number }).balance;
+
+
+/** An emitter that records what the service hands it. */
+function fakeEmitter() {
+  const sent: Array<{ url: string; event: string; payload: { id?: number; status?: string } }> = [];
+  const emitter = { send: async (input: (typeof sent)[number]) => void sent.push(input), stop: async () => undefined } as unknown as WebhookEmitter;
+  return { emitter, sent };
+}
+
+/** Lets the clock move while a tool call waits on it. */
+async function advanceWhile<T>(started: StartedService, pending: Promise<T>, ms: number): Promise<T> {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await started.clock.advance(ms);
+  return pending;
+}
+
+describe('assistant tools', () => {
+  it('create_image waits for its images; create_clip uses them by id and the clip sends its webhook', async () => {
+    const { emitter, sent } = fakeEmitter();
+    const started = await start({ emitter, fetchImage: async () => ({ ok: true }) });
+    await topUpOnce(started);
+    const client = await connect(started);
+    const refused = await call(client, 'create_image', { description: 'a lighthouse at dusk', quality: 'hd', max_credits: 3 });
+    expect(refused).toMatchObject({ isError: true, error: { error: 'max_credits_exceeded' } });
+    const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse at dusk', max_credits: 2 }), 5_000);
+    expect(image.data).toMatchObject({ status: 'done', credits_charged: 2 });
+    const imageId = (image.data.images as Array<{ id: number }>)[0]!.id;
+    const clip = await call(client, 'create_clip', { image_ids: [imageId], prompt: 'waves', callback_url: 'http://127.0.0.1:9/hooks', max_credits: 10 });
+    expect(clip.isError).toBe(false);
+    expect(clip.data).toMatchObject({ credits_used: 10, subject_consent: 'no_real_person' });
+    expect((clip.data.image_urls as string[])[0]).toMatch(/\/files\/images\//);
+    const unknown = await call(client, 'create_clip', { image_ids: [999], max_credits: 10 });
+    expect(unknown).toMatchObject({ isError: true, error: { error: 'invalid_image_id' } });
+    await started.clock.advance(10_000);
+    expect(sent.map((hook) => [hook.url, hook.payload.id])).toEqual([['http://127.0.0.1:9/hooks', clip.data.id]]);
+    const account = await call(client, 'get_account');
+    expect(account.data.assistant).toMatchObject({ daily_limit: 30, used_today: 12, remaining_today: 18, running_clips: 0 });
+  });
+
+  it('create_clip_from_effect charges the effect\'s base price; unknown effects are refused', async () => {
+    const started = await start();
+    await topUpOnce(started);
+    const client = await connect(started, 'legacy');
+    const clip = await call(client, 'create_clip_from_effect', { effect_id: 'claymation', subject: 'a cat', max_credits: 15 });
+    expect(clip.data).toMatchObject({ model: 'cinema', duration: 5, credits_used: 15, prompt: 'a cat as stop-motion claymation, handmade textures, 12 fps feel' });
+    expect(await call(client, 'create_clip_from_effect', { effect_id: 'nope', max_credits: 15 })).toMatchObject({ isError: true, error: { error: 'unknown_effect' } });
+    const listed = await call(client, 'list_clips', { status: 'pending' });
+    expect(listed.data).toMatchObject({ total: 1 });
+  });
+
+  it('get_clip gives up after its wait on the simulated clock when the clip is still running', async () => {
+    const started = await start();
+    const client = await connect(started);
+    const clip = await call(client, 'create_clip', { prompt: 'slow', max_credits: 10 });
+    // A clip renders for at least 2.5 s at fast speed: after a 1 s wait it is still running.
+    const got = await advanceWhile(started, call(client, 'get_clip', { clip_id: clip.data.id, wait_seconds: 1 }), 1_000);
+    expect(['pending', 'generating']).toContain(got.data.status);
+    expect(await call(client, 'cancel_clip', { clip_id: 12345 })).toMatchObject({ isError: true, error: { error: 'not_found' } });
+  });
+
+  it('counts /mcp against the same per-key rate limit as /v1', async () => {
+    const started = await start({ rateLimitPerMinute: 3 });
+    for (let i = 0; i < 3; i++) expect((await fetch(`${started.url}/account`, { headers: { authorization: `Bearer ${started.apiKey}` } })).status).toBe(200);
+    const res = await fetch(`${started.origin}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${started.apiKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+  });
+});
+
+/** Tops the account up once, so its assistant's daily limit is 30. */
+async function topUpOnce(started: StartedService): Promise<void> {
+  const res = await fetch(`${started.origin}/settings/top-up`, { method: 'POST', headers: { authorization: `Bearer ${started.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ credits: 100 }) });
+  expect(res.status).toBeLessThan(300);
+}
