@@ -1,40 +1,7 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { startService, type StartedService } from '../../../src/service/http/app.js';
-
-let svc: StartedService | undefined;
-const clients: Client[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
-  await svc?.close();
-  svc = undefined;
-});
-
-async function start(options: Parameters<typeof startService>[0] = {}): Promise<StartedService> {
-  svc = await startService({ clock: new SimulatedClock({ frozen: true }), ...options });
-  return svc;
-}
-
-async function connect(started: StartedService, era: 'modern' | 'legacy' = 'modern', apiKey = started.apiKey): Promise<Client> {
-  const client = new Client({ name: 'test', version: '1.0.0' }, era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
-  const transport = new StreamableHTTPClientTransport(new URL(`${started.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-type Structured = Record<string, unknown>;
-async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
-  const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Structured; content: Array<{ type: string; text?: string }> };
-  const text = result.content.find((block) => block.type === 'text')?.text ?? '';
-  return { isError: result.isError === true, data: result.structuredContent ?? {}, error: result.isError ? (JSON.parse(text) as { error: string; message: string }) : null };
-}
-
-const balance = async (started: StartedService) => ((await (await fetch(`${started.url}/account`, { headers: { authorization: `Bearer ${started.apiKey}` } })).json()) as { balance: number }).balance;
-
+import type { StartedService } from '../../../src/service/http/app.js';
+import { balance, call, connect, start } from './fixtures.js';
 
 /** An emitter that records what the service hands it. */
 function fakeEmitter() {
