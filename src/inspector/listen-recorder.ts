@@ -72,6 +72,8 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
   readonly #log: ExchangeLog | null;
   readonly #pending = new WeakMap<ListenerEvent, Exchange>();
   readonly #forwarders = new Map<string, Forwarder>();
+  /** Replays in flight: `close()` lets each record its outcome before the log's last write. */
+  readonly #replaying = new Set<Promise<ExchangeSummary>>();
   readonly #options: Required<Omit<ListenRecorderOptions, 'secret' | 'channel' | 'channelUrl' | 'onWarning'>> & Pick<ListenRecorderOptions, 'secret' | 'channel' | 'channelUrl' | 'onWarning'>;
 
   private constructor(options: ListenRecorderOptions) {
@@ -155,6 +157,16 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
    * Resolves with the new exchange once the local app answered (or could not be reached).
    */
   async replay(id: number, edits?: ReplayEdits): Promise<ExchangeSummary> {
+    const run = this.#replay(id, edits);
+    this.#replaying.add(run);
+    try {
+      return await run;
+    } finally {
+      this.#replaying.delete(run);
+    }
+  }
+
+  async #replay(id: number, edits?: ReplayEdits): Promise<ExchangeSummary> {
     const original = this.#book.get(id);
     if (!original) throw new ReplayError('not_found', `No exchange ${id}: it was never seen, or the oldest ones made room for newer ones.`);
     let body = original.request.body.bytes;
@@ -217,6 +229,8 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
   async close(): Promise<void> {
     for (const forwarder of this.#forwarders.values()) forwarder.close();
     this.#forwarders.clear();
+    // A replay cut short by the closed connections still records how it ended, before the last flush.
+    await Promise.allSettled(this.#replaying);
     await this.#log?.flush();
   }
 

@@ -1,5 +1,7 @@
 // The listen inspector's memory: bounded in memory and on disk, kept across restarts (issue 14).
 import { appendFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExchangeBook, keep } from '../../src/inspector/exchanges.js';
@@ -40,6 +42,28 @@ describe('the inspector log', () => {
     expect(Buffer.from(detail.request.body.base64, 'base64').equals(exchangeFixture(2).request.body.bytes)).toBe(true);
     expect(detail.reply?.body.text).toBe('{"ok":true}');
     expect(second.record(exchangeFixture(4)).id).toBe(4);
+  });
+
+  it('writes the line of a replay cut short by close() before the log closes', async () => {
+    const log = await logFile();
+    // A local app that takes the request and never answers.
+    const sockets = new Set<import('node:net').Socket>();
+    const app = createServer(() => undefined);
+    app.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => app.close(resolve));
+    });
+    const url = `http://127.0.0.1:${(app.address() as AddressInfo).port}/webhooks`;
+    const first = await ListenRecorder.open({ forwardTo: url, log });
+    const { id } = first.record({ ...exchangeFixture(1), url });
+    const replaying = first.replay(id).catch((error: Error) => error);
+    await new Promise<void>((resolve) => (sockets.size > 0 ? resolve() : app.once('connection', () => resolve())));
+    await first.close();
+    await replaying;
+    const second = await reopen(log);
+    expect(second.list().map((item) => item.replayOf)).toEqual([null, id]);
   });
 
   it('skips a torn last line and lines that are not its own', async () => {
