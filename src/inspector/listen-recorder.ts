@@ -1,10 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { HEADER_SIGNATURE } from '../protocol/headers.js';
 import { sign } from '../protocol/signature.js';
 import { createForwarder, ForwardError, type Forwarder, type LocalReply } from '../relay/forward.js';
 import type { RawHeaders } from '../relay/frames.js';
 import type { ListenerEvent, ListenerEvents, ListenerReply } from '../relay/listener-types.js';
-import { topLevelString } from '../relay/resign.js';
+import { withDeliveredAt, withSignature } from '../relay/resign.js';
 import { ExchangeLog } from './exchange-log.js';
 import { detailOf, ExchangeBook, keep, OUTCOMES, summarize, videoIdOf, type Exchange, type ExchangeFilter, type ExchangeSummary, type Outcome } from './exchanges.js';
 
@@ -183,10 +182,10 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
       if (edits.body !== undefined && typeof edits.body !== 'string') throw new ReplayError('invalid_parameter', 'body is the text to send.');
       if (edits.body === undefined && original.request.body.truncated) throw new ReplayError('replay_unavailable', 'Its body was not kept whole: send an edited body instead.');
       if (edits.body !== undefined) body = Buffer.from(edits.body, 'utf8');
-      if (edits.freshDeliveredAt === true) body = freshDeliveredAt(body, this.#options.now());
+      if (edits.freshDeliveredAt === true) body = withDeliveredAt(body, this.#options.now());
       const secret = typeof this.#options.secret === 'string' ? this.#options.secret : this.#options.secret?.[0];
       if (secret !== undefined) {
-        headers = withHeader(headers, HEADER_SIGNATURE, sign(body, secret));
+        headers = withSignature(headers, sign(body, secret));
         signatureValid = true;
       } else {
         // Without the secret the old signature no longer matches edited bytes: say so rather than pretend.
@@ -286,26 +285,6 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     const target = href.startsWith(origin) ? href.slice(origin.length) || '/' : pathname + search;
     return forwarder.forward({ type: 'event', seq: 0, receivedAt: this.#options.now(), method, path: target, query: '', headers, body, backlog: false, replay: false });
   }
-}
-
-/** `body` with its top-level `delivered_at` set to `now` (ISO 8601), or unchanged when it has none. */
-export function freshDeliveredAt(body: Buffer, now: number): Buffer {
-  const value = topLevelString(body, 'delivered_at');
-  if (value === null) return body;
-  return Buffer.concat([body.subarray(0, value.start), Buffer.from(new Date(now).toISOString(), 'latin1'), body.subarray(value.end)]);
-}
-
-/** `headers` with header `name` set to `value`: its first occurrence replaced (its spelling kept), or added. */
-function withHeader(headers: RawHeaders, name: string, value: string): RawHeaders {
-  const out = headers.slice();
-  for (let i = 0; i < out.length; i += 2) {
-    if (out[i]!.toLowerCase() === name) {
-      out[i + 1] = value;
-      return out;
-    }
-  }
-  out.push('X-Service-Signature', value);
-  return out;
 }
 
 function elapsed(started: number): number {

@@ -40,10 +40,27 @@ export function resign(frame: Pick<EventFrame, 'body' | 'headers' | 'receivedAt'
   const body = Buffer.concat([frame.body.subarray(0, value.start), Buffer.from(fresh, 'latin1'), frame.body.subarray(value.end)]);
   // What a receiver will read must be the value written: a duplicate or escaped key would make it another.
   if (readDeliveredAt(body) !== fresh) return null;
-  const signature = sign(body, secret);
-  const headers = frame.headers.slice();
-  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() === HEADER_SIGNATURE) headers[i + 1] = signature;
-  return { body, headers };
+  return { body, headers: withSignature(frame.headers, sign(body, secret)) };
+}
+
+/** `body` with its top-level `delivered_at` string set to `now` (ISO 8601), only those bytes rewritten; unchanged without one. */
+export function withDeliveredAt(body: Buffer, now: number): Buffer {
+  const value = topLevelString(body, 'delivered_at');
+  if (value === null) return body;
+  return Buffer.concat([body.subarray(0, value.start), Buffer.from(new Date(now).toISOString(), 'latin1'), body.subarray(value.end)]);
+}
+
+/** `headers` with `X-Service-Signature` set to `signature`: each occurrence replaced (its spelling kept), or added. */
+export function withSignature(headers: RawHeaders, signature: string): RawHeaders {
+  const out = headers.slice();
+  let found = false;
+  for (let i = 0; i < out.length; i += 2) {
+    if (out[i]!.toLowerCase() !== HEADER_SIGNATURE) continue;
+    out[i + 1] = signature;
+    found = true;
+  }
+  if (!found) out.push('X-Service-Signature', signature);
+  return out;
 }
 
 function readDeliveredAt(body: Buffer): unknown {

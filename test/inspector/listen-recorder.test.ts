@@ -1,7 +1,8 @@
 // What the listen inspector records from a real relay and listener, and how it replays (issue 14).
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectListener, createChannel, createRelayServer, sign } from 'cliphook';
-import { freshDeliveredAt, ListenRecorder } from '../../src/inspector/listen-recorder.js';
+import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
+import { withDeliveredAt } from '../../src/relay/resign.js';
 import { eventText, listen, SECRET, signedHeaders } from '../relay/fixtures.js';
 import { recordingApp } from './fixtures.js';
 
@@ -102,10 +103,10 @@ describe('ListenRecorder', () => {
     expect(app.header(1, 'x-service-signature')).toBe(sign(body, SECRET));
   });
 
-  it('freshDeliveredAt rewrites only the top-level delivered_at', () => {
+  it('withDeliveredAt rewrites only the top-level delivered_at', () => {
     const now = Date.parse('2027-01-02T03:04:05.678Z');
     const body = Buffer.from('{"nested":{"delivered_at":"x"},"delivered_at":"2026-01-01T00:00:00Z","n":90071992547409931234}');
-    expect(freshDeliveredAt(body, now).toString()).toBe('{"nested":{"delivered_at":"x"},"delivered_at":"2027-01-02T03:04:05.678Z","n":90071992547409931234}');
-    expect(freshDeliveredAt(Buffer.from('{"a":1}'), now).toString()).toBe('{"a":1}');
+    expect(withDeliveredAt(body, now).toString()).toBe('{"nested":{"delivered_at":"x"},"delivered_at":"2027-01-02T03:04:05.678Z","n":90071992547409931234}');
+    expect(withDeliveredAt(Buffer.from('{"a":1}'), now).toString()).toBe('{"a":1}');
   });
 });
