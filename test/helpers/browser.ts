@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /**
@@ -97,4 +98,29 @@ export async function openInspectorPage(browser: Browser, url: string, cleanups:
   await page.goto(url);
   await page.locator('#live[data-state="live"]').waitFor();
   return page;
+}
+
+/**
+ * One Chromium for a test file: launched before its tests (when the machine has one), closed after them
+ * with every cleanup pushed on `cleanups` (pages first). `run` is false where the tests skip.
+ */
+export function useBrowser(): { run: boolean; cleanups: Array<() => Promise<unknown>>; browser(): Browser } {
+  const run = hasChromium();
+  const cleanups: Array<() => Promise<unknown>> = [];
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    if (run) browser = await launchBrowser();
+  }, 60_000);
+  afterAll(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await browser?.close();
+  });
+  return {
+    run,
+    cleanups,
+    browser: () => {
+      if (!browser) throw new Error('Chromium was not launched (useBrowser().run is false).');
+      return browser;
+    },
+  };
 }

@@ -7,26 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannel, createRelayServer, sign, type RelayServer } from 'cliphook';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
 import { startInspector } from '../../src/inspector/server.js';
-import { hasChromium, launchBrowser, openInspectorPage, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
+import { openInspectorPage, screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
 import { eventText, SECRET, signedHeaders, testdir } from '../relay/fixtures.js';
 import { exchangeFixture, recordingApp, runListen } from './fixtures.js';
 
-const run = hasChromium();
-const cleanups: Array<() => Promise<unknown>> = [];
-let browser: Browser;
-
-beforeAll(async () => {
-  if (run) browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await browser?.close();
-});
+const { run, cleanups, browser: launched } = useBrowser();
 
 /** The row of the list that shows `text`. */
 const row = (page: Page, text: string) => page.locator('[role="option"]', { hasText: text });
 
-const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(browser, url, cleanups, colorScheme);
+const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(launched(), url, cleanups, colorScheme);
 
 describe.skipIf(!run)('the listen inspector in Chromium', () => {
   let relay: RelayServer;
@@ -164,7 +154,7 @@ describe.skipIf(!run)('the windowed list in Chromium', () => {
     const inspector = await startInspector({ port: 0, listen: recorder });
     cleanups.push(() => inspector.close());
 
-    const page = await browser.page();
+    const page = await launched().page();
     cleanups.push(() => page.close());
     const started = Date.now();
     await page.goto(inspector.url);

@@ -2,23 +2,13 @@
 // its attempts on the retry schedule and the next slot, live, and Redeliver sends it again.
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { serve } from '../../src/cli/commands/serve.js';
-import { hasChromium, launchBrowser, openInspectorPage, screenshot, seriousViolations, type Browser } from '../helpers/browser.js';
+import { openInspectorPage, screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
 import { testdir } from '../relay/fixtures.js';
 import { recordingApp } from './fixtures.js';
 
-const run = hasChromium();
-const cleanups: Array<() => Promise<unknown>> = [];
-let browser: Browser;
-
-beforeAll(async () => {
-  if (run) browser = await launchBrowser();
-}, 60_000);
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await browser?.close();
-});
+const { run, cleanups, browser: launched } = useBrowser();
 
 interface Ready {
   origin: string;
@@ -44,7 +34,7 @@ async function startServe(): Promise<Ready> {
   return Promise.race([started, running.then(() => Promise.reject(new Error('serve ended')))]);
 }
 
-const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(browser, url, cleanups, colorScheme);
+const openPage = (url: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => openInspectorPage(launched(), url, cleanups, colorScheme);
 
 describe.skipIf(!run)('the service inspector of cliphook serve in Chromium', () => {
   let ready: Ready;
