@@ -1,4 +1,5 @@
-import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey } from './accounts.js';
+import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey, type AuthRefusal } from './accounts.js';
+import type { AssistantRow } from './assistant/connections.js';
 import { rateLimitHeaders, type RateDecision } from './rate-limit.js';
 import { fail, type Result } from './result.js';
 import type { Caller } from './service.js';
@@ -23,15 +24,35 @@ export interface GuardDeps {
  */
 export async function guardRequest(deps: GuardDeps, authorization: string | undefined, lowBalanceOk: boolean): Promise<GuardResult> {
   const who = deps.accounts.authenticate(authorization);
-  if (typeof who === 'string') {
-    const result = fail(who, { detail: who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.' });
-    const challenge = who === 'invalid_auth_header' ? 'Bearer realm="cliphook"' : 'Bearer realm="cliphook", error="invalid_token"';
-    return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': challenge } } };
-  }
+  if (typeof who === 'string') return refuseAuth(who);
+  return admit(deps, { ...who, limitName: deps.limitKey(who.key) }, lowBalanceOk);
+}
+
+/** Who a bearer credential named, before the limits: the account, the key it acts with, and the rate-limit window it counts in. */
+export interface Authenticated {
+  account: Account;
+  key: ApiKey;
+  limitName: string;
+  /** The assistant connection, on `/mcp`. */
+  assistant?: AssistantRow;
+}
+
+/**
+ * The 401 of a missing or unknown credential, with its `WWW-Authenticate` challenge. `challenge` adds
+ * parameters (the assistant endpoint's `resource_metadata`, RFC 9728) after the realm.
+ */
+export function refuseAuth(who: AuthRefusal, detail?: string, challenge = ''): GuardResult {
+  const result = fail(who, { detail: detail ?? (who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.') });
+  const header = `Bearer realm="cliphook"${who === 'invalid_auth_header' ? '' : ', error="invalid_token"'}${challenge}`;
+  return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': header } } };
+}
+
+/** The checks after the credential: 60 requests a minute in `who.limitName`'s window, then the 10-credit minimum. */
+export async function admit(deps: Omit<GuardDeps, 'accounts' | 'limitKey'>, who: Authenticated, lowBalanceOk: boolean): Promise<GuardResult> {
   let decision: RateDecision;
   try {
     // Counted in this process, or in Redis (`redisUrl`) with one round trip.
-    decision = await deps.limiter.check(deps.limitKey(who.key));
+    decision = await deps.limiter.check(who.limitName);
   } catch (error) {
     deps.warn(`cannot count a request in Redis: ${(error as Error).message}`);
     return { ok: false, result: fail('upstream_busy', { detail: 'The rate limiter did not answer; retry shortly.', retryAfter: 5 }) };
@@ -46,5 +67,5 @@ export async function guardRequest(deps: GuardDeps, authorization: string | unde
     const result = deps.insufficient(who.account, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
     return { ok: false, result: { ...result, headers: { ...headers, ...result.headers } } };
   }
-  return { ok: true, caller: { account: who.account, key: who.key, headers } };
+  return { ok: true, caller: { account: who.account, key: who.key, headers, ...(who.assistant ? { assistant: who.assistant } : {}) } };
 }

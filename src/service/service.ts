@@ -7,6 +7,9 @@ import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitt
 import type { Redis } from 'ioredis';
 import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
 import { Assets, type AssetTables } from './assets/assets.js';
+import type { AssistantRow, ConnectionTables } from './assistant/connections.js';
+import type { OAuthTables } from './assistant/oauth/adapter.js';
+import type { SpendingTables } from './assistant/spending.js';
 import { SimulatedClock } from './clock.js';
 import { Credits } from './credits.js';
 import { fetchImage } from './fetch-image.js';
@@ -16,7 +19,7 @@ import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
 import { RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { guardRequest, type GuardResult } from './guard.js';
+import { admit, guardRequest, type Authenticated, type GuardResult } from './guard.js';
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
@@ -31,9 +34,9 @@ interface MetaRow {
   mediaSecret: string;
 }
 
-export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & { idempotency: IdempotencyRow; meta: MetaRow };
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow };
 
-const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta'] as const;
+const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
 
 /** The data file of `cliphook serve` when none is given. */
 export const DEFAULT_FILE = '.cliphook/service.json';
@@ -99,8 +102,11 @@ export type { GuardResult } from './guard.js';
 /** Who is calling, once `guard` let them through, and the rate-limit headers every keyed response carries. */
 export interface Caller {
   account: Account;
+  /** The key it acts with: the bearer key, or for an assistant signed in with OAuth, the account's oldest live key. */
   key: ApiKey;
   headers: Record<string, string>;
+  /** On `/mcp`: the assistant connection whose limits apply. */
+  assistant?: AssistantRow;
 }
 
 /**
@@ -256,14 +262,23 @@ export class Service {
       {
         accounts: this.accounts,
         limiter: this.limiter,
-        // In Redis a key is named by its token's hash: each process numbers its own `key_…` ids.
-        limitKey: (key) => (this.#shared ? tokenHash(key.token) : key.id),
+        limitKey: (key) => this.limitName(key),
         warn: this.#warn,
         insufficient: (account, detail) => this.insufficient(account, MIN_BALANCE_FOR_KEYS, detail),
       },
       authorization,
       lowBalanceOk,
     );
+  }
+
+  /** The rate limit and balance checks of `guard`, for a caller authenticated another way (an OAuth token on `/mcp`). */
+  admit(who: Authenticated, { lowBalanceOk = false } = {}): Promise<GuardResult> {
+    return admit({ limiter: this.limiter, warn: this.#warn, insufficient: (account, detail) => this.insufficient(account, MIN_BALANCE_FOR_KEYS, detail) }, who, lowBalanceOk);
+  }
+
+  /** The name an API key's rate-limit window is counted under: its id, or in Redis its token's hash (each process numbers its own ids). */
+  limitName(key: ApiKey): string {
+    return this.#shared ? tokenHash(key.token) : key.id;
   }
 
   /** Reports a failure no response can carry (a write to Redis after the answer was settled, say). */

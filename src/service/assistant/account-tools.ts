@@ -31,7 +31,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
     async () => {
       const account = fromResult(getAccount(service, caller));
       if (!account.ok) return toToolResult(account);
-      const limit = spending.dailyLimit(caller.account);
+      const limit = spending.dailyLimit(assistant, caller.account);
       const used = spending.usedToday(assistant);
       const mine = {
         daily_limit: limit,

@@ -8,6 +8,8 @@ import type { Caller, Service } from '../service.js';
 import { registerAccountTools } from './account-tools.js';
 import { registerClipTools } from './clip-tools.js';
 import { AssistantSpending } from './spending.js';
+import { AssistantSignIn } from './sign-in.js';
+import { AssistantSettings } from './settings.js';
 
 /** The path of the assistant endpoint and of its status, at the service's origin. */
 export const MCP_PATH = '/mcp';
@@ -32,9 +34,18 @@ export class AssistantEndpoint {
   readonly #service: Service;
   readonly #handler: McpHttpHandler;
 
-  constructor(service: Service, { onError }: { onError: (error: Error) => void }) {
+  readonly signIn: AssistantSignIn;
+  readonly settings: AssistantSettings;
+
+  constructor(service: Service, { onError, fetchClientMetadata }: { onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
     this.#service = service;
-    this.spending = new AssistantSpending(service);
+    this.signIn = new AssistantSignIn(service, { mcpPath: MCP_PATH, fetchClientMetadata });
+    const { connections } = this.signIn;
+    this.spending = new AssistantSpending(service, (id, account) => {
+      const row = connections.get(id);
+      return row ? connections.dailyLimit(row, account) : 0;
+    });
+    this.settings = new AssistantSettings(service, this.signIn, this.spending);
     this.#handler = createMcpHandler(
       (ctx) => {
         const caller = ctx.authInfo?.extra?.caller as Caller | undefined;
@@ -45,10 +56,11 @@ export class AssistantEndpoint {
     );
   }
 
-  /** The MCP server of one request, with every tool bound to `caller` (for the bearer key, the key is the assistant). */
+  /** The MCP server of one request, with every tool bound to `caller` and its assistant connection. */
   server(caller: Caller): McpServer {
     const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS });
-    const ctx = { service: this.#service, spending: this.spending, caller, assistant: `key:${caller.key.id}` };
+    const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
+    const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
     registerClipTools(server, ctx);
     registerAccountTools(server, ctx);
     return server;
@@ -82,7 +94,8 @@ export class AssistantEndpoint {
       signal: abort.signal,
       ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
     });
-    const authInfo = { token: caller.key.token, clientId: caller.key.id, scopes: [], extra: { caller } };
+    const assistant = caller.assistant;
+    const authInfo = { token: '', clientId: assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
     const response = await this.#handler.fetch(request, { authInfo });
     const out: Record<string, string> = { ...caller.headers };
     response.headers.forEach((value, name) => {

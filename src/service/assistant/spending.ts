@@ -1,13 +1,11 @@
+import { createHash } from 'node:crypto';
 import type { Account } from '../accounts.js';
+import type { Table } from '../state.js';
 import type { Service } from '../service.js';
 import { VideoLifecycle } from '../videos/lifecycle.js';
 
 /** The assistant endpoint's spending limits (spec 5.7 and 8). */
 export const ASSISTANT_LIMITS = Object.freeze({
-  /** Credits per rolling 24 hours per assistant, once the account has topped up… */
-  dailyCredits: 30,
-  /** …and before its first top-up. */
-  dailyCreditsBeforeTopUp: 10,
   /** Clips of one assistant pending or rendering at once. */
   concurrentClips: 3,
   /** A call with the same arguments within this window returns the first result. */
@@ -23,7 +21,7 @@ export type ToolAnswer = { ok: true; value: Record<string, unknown> } | { ok: fa
 /** A refusal. */
 export const refuse = (code: string, message: string, details?: Record<string, unknown>): ToolAnswer => ({ ok: false, code, message, ...(details ? { details } : {}) });
 
-/** Who is spending: one assistant (for the bearer key, the API key) of one account. */
+/** Who is spending: one assistant connection (an API key used on `/mcp`, or an OAuth approval) of one account. */
 export interface Spender {
   assistant: string;
   account: Account;
@@ -43,37 +41,58 @@ export interface SpendRequest {
 /** What `make` created: the answer, and the id of the clip or image job the credits went to. */
 export type Made = { ok: true; id: number; value: Record<string, unknown> } | Extract<ToolAnswer, { ok: false }>;
 
-interface Spend {
-  kind: 'clip' | 'image';
+/** One charge of an assistant, kept in the data file: what it made and when. */
+export interface SpendRow {
   id: number;
+  assistant: string;
+  kind: 'clip' | 'image';
+  targetId: number;
+  at: number;
 }
 
-interface Remembered {
+/** The first answer of a spending call, kept for its repeat window (2 minutes, or 24 hours for an `idempotency_key`). */
+export interface CallRow {
+  /** sha256 of the assistant, the tool and its arguments (or its `idempotency_key`). */
+  id: string;
   at: number;
   window: number;
-  answer: Promise<ToolAnswer>;
+  value: Record<string, unknown>;
 }
+
+export type SpendingTables = { assistant_spend: SpendRow; assistant_call: CallRow };
+
+/** How long a charge is kept: past the rolling day, with room for a clip still running. */
+const KEEP_SPENDS_MS = 2 * ASSISTANT_LIMITS.dayMs;
 
 /**
  * The spending rules of the assistant endpoint, enforced before anything is charged: `max_credits`, the
  * daily limit per assistant (rolling 24 h on the service's clock, counting the credits its clips and
  * images still hold, so a refund gives them back), three running clips, and no double charge for a
  * repeat. One assistant's spending calls run one at a time, so two calls cannot both pass the checks.
- * Kept in memory: a restart of the service forgets the ledger (the clips themselves stay).
+ * The ledger and the first answers live in the service's data file, so a restart forgets neither.
  */
 export class AssistantSpending {
   readonly #service: Service;
-  readonly #ledger = new Map<string, Array<Spend & { at: number }>>();
-  readonly #remembered = new Map<string, Remembered>();
+  readonly #limit: (assistant: string, account: Account) => number;
+  readonly #spends: Table<SpendRow>;
+  readonly #calls: Table<CallRow>;
+  readonly #ledger = new Map<string, SpendRow[]>();
+  /** Calls whose first answer is not settled yet: a repeat waits for it. */
+  readonly #pending = new Map<string, Promise<ToolAnswer>>();
   readonly #queues = new Map<string, Promise<unknown>>();
 
-  constructor(service: Service) {
+  /** `limit` gives an assistant's daily limit in credits (the one its account holder set, or the default). */
+  constructor(service: Service, limit: (assistant: string, account: Account) => number) {
     this.#service = service;
+    this.#limit = limit;
+    this.#spends = service.store.table('assistant_spend');
+    this.#calls = service.store.table('assistant_call');
+    for (const spend of this.#spends.values()) this.#ledgerOf(spend.assistant).push(spend);
   }
 
-  /** The assistant's daily limit in credits: 30, or 10 until the account has topped up once. */
-  dailyLimit(account: Account): number {
-    return account.toppedUp ? ASSISTANT_LIMITS.dailyCredits : ASSISTANT_LIMITS.dailyCreditsBeforeTopUp;
+  /** The assistant's daily limit in credits. */
+  dailyLimit(assistant: string, account: Account): number {
+    return this.#limit(assistant, account);
   }
 
   /** Credits the assistant's clips and images of the last 24 hours hold. */
@@ -86,39 +105,38 @@ export class AssistantSpending {
   runningClips(assistant: string): number {
     return (this.#ledger.get(assistant) ?? []).filter((spend) => {
       if (spend.kind !== 'clip') return false;
-      const status = this.#service.videos.get(spend.id)?.status;
+      const status = this.#service.videos.get(spend.targetId)?.status;
       return status === 'pending' || status === 'generating';
     }).length;
-  }
-
-  /** Whether the clip or image job was made by this assistant. */
-  made(assistant: string, kind: 'clip' | 'image', id: number): boolean {
-    return (this.#ledger.get(assistant) ?? []).some((spend) => spend.kind === kind && spend.id === id);
   }
 
   /**
    * Runs one spending call under the rules: the first answer of a repeat, else the checks, else `make`.
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
-  spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
+  async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
     const now = this.#service.clock.now();
     this.#forgetOld(now);
-    const keys = [`${who.assistant}\0args\0${request.tool}\0${stableJson(request.args)}`];
-    if (request.idempotencyKey !== undefined) keys.unshift(`${who.assistant}\0key\0${request.idempotencyKey}`);
-    for (const key of keys) {
-      const first = this.#remembered.get(key);
-      if (first) return first.answer.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
+    const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
+    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
+    for (const { id } of keys) {
+      const first = this.#calls.get(id);
+      if (first) return { ok: true, value: { ...first.value, replayed: true } };
+      const pending = this.#pending.get(id);
+      if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
     }
     const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, make));
-    const remember = (key: string, window: number) => this.#remembered.set(key, { at: now, window, answer });
-    keys.forEach((key) => remember(key, key.includes('\0key\0') ? ASSISTANT_LIMITS.idempotencyWindowMs : ASSISTANT_LIMITS.repeatWindowMs));
-    void answer.then(
-      (settled) => {
-        if (!settled.ok) keys.forEach((key) => this.#remembered.get(key)?.answer === answer && this.#remembered.delete(key));
-      },
-      () => keys.forEach((key) => this.#remembered.delete(key)),
-    );
-    return answer;
+    for (const { id } of keys) this.#pending.set(id, answer);
+    try {
+      const settled = await answer;
+      if (settled.ok) {
+        for (const { id, window } of keys) this.#calls.put({ id, at: now, window, value: settled.value });
+        await this.#service.store.commit();
+      }
+      return settled;
+    } finally {
+      for (const { id } of keys) if (this.#pending.get(id) === answer) this.#pending.delete(id);
+    }
   }
 
   async #checkAndMake(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
@@ -129,25 +147,31 @@ export class AssistantSpending {
     if (request.kind === 'clip' && this.runningClips(who.assistant) >= ASSISTANT_LIMITS.concurrentClips) {
       return refuse('too_many_running_clips', `At most ${ASSISTANT_LIMITS.concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: ASSISTANT_LIMITS.concurrentClips });
     }
-    const limit = this.dailyLimit(who.account);
+    const limit = this.dailyLimit(who.assistant, who.account);
     const used = this.usedToday(who.assistant);
     if (used + price > limit) {
       return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last 24 hours. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
     }
     const made = await make();
     if (!made.ok) return made;
-    const spends = this.#ledger.get(who.assistant) ?? [];
-    spends.push({ kind: request.kind, id: made.id, at: this.#service.clock.now() });
-    this.#ledger.set(who.assistant, spends);
+    const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: made.id, at: this.#service.clock.now() });
+    this.#ledgerOf(who.assistant).push(spend);
+    await this.#service.store.commit();
     return { ok: true, value: made.value };
   }
 
-  #credits(spend: Spend): number {
+  #ledgerOf(assistant: string): SpendRow[] {
+    let spends = this.#ledger.get(assistant);
+    if (!spends) this.#ledger.set(assistant, (spends = []));
+    return spends;
+  }
+
+  #credits(spend: SpendRow): number {
     if (spend.kind === 'clip') {
-      const video = this.#service.videos.get(spend.id);
+      const video = this.#service.videos.get(spend.targetId);
       return video ? VideoLifecycle.creditsUsed(video) : 0;
     }
-    const job = [...this.#service.store.table('image_job').values()].find((candidate) => candidate.id === spend.id);
+    const job = this.#service.store.table('image_job').get(spend.targetId);
     if (!job) return 0;
     return job.creditsCharged ?? job.creditsReserved - job.creditsRefunded;
   }
@@ -161,10 +185,20 @@ export class AssistantSpending {
     return next;
   }
 
+  /** Drops first answers past their window and charges past two days (neither counts any more). */
   #forgetOld(now: number): void {
-    for (const [key, entry] of this.#remembered) if (now - entry.at >= entry.window) this.#remembered.delete(key);
+    for (const call of [...this.#calls.values()]) if (now - call.at >= call.window) this.#calls.remove(call.id);
+    for (const [assistant, spends] of this.#ledger) {
+      const kept = spends.filter((spend) => now - spend.at < KEEP_SPENDS_MS);
+      if (kept.length === spends.length) continue;
+      for (const spend of spends) if (!kept.includes(spend)) this.#spends.remove(spend.id);
+      if (kept.length === 0) this.#ledger.delete(assistant);
+      else this.#ledger.set(assistant, kept);
+    }
   }
 }
+
+const callId = (...parts: string[]) => createHash('sha256').update(parts.join('\0')).digest('base64url');
 
 /** JSON with object keys sorted, so the same arguments in another order are the same call. */
 export function stableJson(value: unknown): string {

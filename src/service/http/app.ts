@@ -10,8 +10,11 @@ import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
-import { Router, type Guard, type RouteRequest } from './router.js';
+import { Router, send, type Guard, type RouteRequest } from './router.js';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
+import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
+import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
+import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
@@ -35,9 +38,20 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const service = options.service ?? (await Service.open(options));
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
-  const assistant = options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`) });
+  const assistant =
+    options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
   const router = routes(service, assistant);
-  const app = ((req, res) => void router.handle(req, res, report).catch(report)) as ServiceApp;
+  const app = ((req, res) => {
+    // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
+    if (assistant && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
+      return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
+        report(error);
+        if (!res.headersSent) send(res, fail('internal_error'));
+        else res.destroy();
+      });
+    }
+    void router.handle(req, res, report).catch(report);
+  }) as ServiceApp;
   Object.defineProperties(app, {
     service: { value: service },
     assistant: { value: assistant },
@@ -54,8 +68,13 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
 /** What `createServiceApp` takes: the service's options (or a service), and whether the assistant endpoint is on. */
 export type AppOptions = ServiceOptions & {
   service?: Service;
-  /** Serve the assistant endpoint (MCP) at `/mcp`; `false` answers 404 there (`serve --no-assistant`). @default true */
+  /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
   assistant?: boolean;
+  /**
+   * How the authorization server fetches client ID metadata documents (an `https://` URL as `client_id`).
+   * @default the library's own fetch, which refuses private and loopback addresses
+   */
+  fetchClientMetadata?: typeof fetch;
 };
 
 function routes(service: Service, assistant: AssistantEndpoint | null): Router {
@@ -112,10 +131,24 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
       return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
     })
     .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)));
+  router.add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute);
   if (assistant) {
-    // The bearer API key, as on /v1: 401 with WWW-Authenticate, the same 60 a minute, 402 below 10 credits.
+    // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
+    // metadata), the same 60 a minute, 402 below 10 credits.
+    const signedIn: Guard<Caller> = async (req) => {
+      const checked = await assistant.signIn.authenticate(req.headers.authorization);
+      return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
+    };
     const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
-    for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { ...keyed, rawBody: true });
+    for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { guard: signedIn, rawBody: true });
+    // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
+    for (const path of PROTECTED_RESOURCE_PATHS) router.add('GET', path, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
+    router
+      .add('GET', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.show(req, res), { rawBody: true })
+      .add('POST', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.submit(req, res), { rawBody: true })
+      .add('GET', '/settings/assistants', ({ caller }: Req) => assistant.settings.list(caller), settings)
+      .add('PATCH', '/settings/assistants/:id', ({ caller, params, body }: Req) => assistant.settings.update(caller, params.id!, body), settings)
+      .add('DELETE', '/settings/assistants/:id', ({ caller, params }: Req) => assistant.settings.disconnect(caller, params.id!), settings);
   }
   return router;
 }
@@ -129,7 +162,9 @@ function assistantStatus(service: Service, enabled: boolean) {
     transport: 'streamable-http',
     stateless: true,
     protocol_versions: enabled ? ['2026-07-28', '2025-11-25'] : [],
-    auth: enabled ? ['bearer_api_key'] : [],
+    auth: enabled ? ['bearer_api_key', 'oauth2'] : [],
+    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATHS[0]}` : null,
+    authorization_server: enabled ? service.origin : null,
   };
 }
 

@@ -29,9 +29,12 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     const init = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' };
     const missing = await fetch(`${started.origin}/mcp`, init);
     expect(missing.status).toBe(401);
-    expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="cliphook"');
+    // RFC 9728 section 5.1: the challenge points clients to the protected resource metadata.
+    const metadata = `${started.origin}/.well-known/oauth-protected-resource/mcp`;
+    expect(missing.headers.get('www-authenticate')).toBe(`Bearer realm="cliphook", resource_metadata="${metadata}", scope="mcp"`);
     const wrong = await fetch(`${started.origin}/mcp`, { ...init, headers: { ...init.headers, authorization: 'Bearer not-a-real-key-123' } });
     expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toBe(`Bearer realm="cliphook", error="invalid_token", resource_metadata="${metadata}", scope="mcp"`);
     const get = await fetch(`${started.origin}/mcp`, { headers: { authorization: `Bearer ${started.apiKey}`, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
     expect(get.headers.get('x-ratelimit-limit') ?? get.headers.get('ratelimit-limit')).not.toBeNull();

@@ -1,0 +1,146 @@
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { ServiceStore, Table } from '../../state.js';
+
+/** One record of the authorization server (a client, a grant, a code, a token, a session…), as kept in the data file. */
+export interface OAuthRow {
+  /** `<Model>:<id>`, e.g. `AccessToken:V1StGXR8…`. */
+  id: string;
+  payload: AdapterPayload;
+  /** When it ends, in wall-clock ms (the library's tokens follow real time), or null for never. */
+  expiresAt: number | null;
+}
+
+export type OAuthTables = { oauth: OAuthRow };
+
+/** The models whose records belong to a grant, so a disconnect (`revokeByGrantId`) ends them all. */
+const GRANTABLE = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+
+/** Writes between two sweeps of expired records. */
+const SWEEP_EVERY = 200;
+
+/** Dynamically registered clients kept at most: registration is open to strangers, so it is bounded. */
+export const MAX_REGISTERED_CLIENTS = 500;
+
+/**
+ * oidc-provider's storage on the service's own store: every record in one table of the data file, so a
+ * connected assistant's tokens survive `serve` restarting. Lookups by grant, session uid and user code
+ * go through indexes rebuilt from the table at start. Records past `expiresAt` are treated as absent and
+ * swept as they are met.
+ */
+export class StoreAdapterFactory {
+  readonly #table: Table<OAuthRow>;
+  readonly #store: ServiceStore<OAuthTables>;
+  readonly #byGrant = new Map<string, Set<string>>();
+  readonly #byUid = new Map<string, string>();
+  readonly #byUserCode = new Map<string, string>();
+  readonly #now: () => number;
+  #writes = 0;
+
+  constructor(store: ServiceStore<OAuthTables>, now: () => number = Date.now) {
+    this.#store = store;
+    this.#table = store.table('oauth');
+    this.#now = now;
+    for (const row of this.#table.values()) this.#index(row);
+  }
+
+  /** The adapter of one model, as oidc-provider's `adapter` option asks. */
+  adapter = (model: string): Adapter => {
+    const key = (id: string) => `${model}:${id}`;
+    return {
+      upsert: async (id, payload, expiresIn) => {
+        if (model === 'Client' && !this.#table.get(key(id)) && this.clientCount() >= MAX_REGISTERED_CLIENTS) {
+          throw new Error(`At most ${MAX_REGISTERED_CLIENTS} clients can be registered on this service.`);
+        }
+        this.#remove(key(id));
+        if (++this.#writes % SWEEP_EVERY === 0) this.sweep();
+        const row: OAuthRow = { id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null };
+        this.#table.put(row);
+        this.#index(row);
+        await this.#store.commit();
+      },
+      find: async (id) => this.#live(key(id))?.payload,
+      findByUid: async (uid) => {
+        const id = this.#byUid.get(uid);
+        return id === undefined ? undefined : this.#live(id)?.payload;
+      },
+      findByUserCode: async (userCode) => {
+        const id = this.#byUserCode.get(userCode);
+        return id === undefined ? undefined : this.#live(id)?.payload;
+      },
+      consume: async (id) => {
+        const row = this.#live(key(id));
+        if (!row) return;
+        this.#table.put({ ...row, payload: { ...row.payload, consumed: Math.floor(this.#now() / 1000) } });
+        await this.#store.commit();
+      },
+      destroy: async (id) => {
+        if (this.#remove(key(id))) await this.#store.commit();
+      },
+      revokeByGrantId: async (grantId) => {
+        if (this.revokeGrant(grantId)) await this.#store.commit();
+      },
+    };
+  };
+
+  /** Removes every code and token of a grant; true when something was removed (not yet committed). */
+  revokeGrant(grantId: string): boolean {
+    const members = [...(this.#byGrant.get(grantId) ?? [])];
+    let removed = false;
+    for (const id of members) removed = this.#remove(id) || removed;
+    this.#byGrant.delete(grantId);
+    return removed;
+  }
+
+  /** Removes every record past its end (sign-ins never finished, spent codes, old tokens); run every few hundred writes. */
+  sweep(): number {
+    const now = this.#now();
+    let removed = 0;
+    for (const row of [...this.#table.values()]) if (row.expiresAt !== null && row.expiresAt <= now && this.#remove(row.id)) removed++;
+    return removed;
+  }
+
+  /** Clients registered (dynamically) and still kept. */
+  clientCount(): number {
+    let count = 0;
+    for (const row of this.#table.values()) if (row.id.startsWith('Client:')) count++;
+    return count;
+  }
+
+  #live(id: string): OAuthRow | undefined {
+    const row = this.#table.get(id);
+    if (!row) return undefined;
+    if (row.expiresAt !== null && row.expiresAt <= this.#now()) {
+      this.#remove(id);
+      void this.#store.commit();
+      return undefined;
+    }
+    return row;
+  }
+
+  #index(row: OAuthRow): void {
+    const model = row.id.slice(0, row.id.indexOf(':'));
+    const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
+    if (GRANTABLE.has(model) && grantId) {
+      const members = this.#byGrant.get(grantId) ?? new Set<string>();
+      members.add(row.id);
+      this.#byGrant.set(grantId, members);
+    }
+    if (model === 'Session' && uid) this.#byUid.set(uid, row.id);
+    if (userCode) this.#byUserCode.set(userCode, row.id);
+  }
+
+  #remove(id: string): boolean {
+    const row = this.#table.get(id);
+    if (!row) return false;
+    this.#table.remove(id);
+    const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
+    if (grantId) {
+      const members = this.#byGrant.get(grantId);
+      members?.delete(id);
+      if (members?.size === 0) this.#byGrant.delete(grantId);
+    }
+    if (uid && this.#byUid.get(uid) === id) this.#byUid.delete(uid);
+    if (userCode && this.#byUserCode.get(userCode) === id) this.#byUserCode.delete(userCode);
+    return true;
+  }
+}

@@ -1,0 +1,161 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyReadError, readBody } from '../../../http/read-body.js';
+import type { Service } from '../../service.js';
+import { html, isSameOrigin, renderPage, sendPage, type SafeHtml } from '../../pages/page.js';
+import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
+import { MCP_SCOPE } from './paths.js';
+import type { OAuthServer } from './provider.js';
+
+/** The scopes an approval grants when the assistant asks for them. */
+const GRANTABLE_SCOPES = new Set(['openid', 'offline_access', MCP_SCOPE]);
+
+/** The largest form the consent page reads. */
+const MAX_FORM_BYTES = 16 * 1024;
+/** Wrong API keys one sign-in may try before it is ended (access_denied). */
+export const MAX_SIGN_IN_ATTEMPTS = 5;
+const MAX_TRACKED_SIGN_INS = 10_000;
+
+interface Shown {
+  uid: string;
+  clientId: string;
+  clientName: string | null;
+  redirectHost: string;
+  resource: string;
+}
+
+/**
+ * The authorization page (`/oauth/consent/<uid>`): the account holder signs in with one of the account's
+ * API keys, sees which assistant asks and where the answer goes, sets the assistant's daily credit limit,
+ * and approves or declines. Approval makes a grant of the `mcp` scope on `{origin}/mcp` and records the
+ * connection with its limit; the library then sends the code to the assistant's redirect URI.
+ */
+export class ConsentPage {
+  readonly #service: Service;
+  readonly #oauth: () => Promise<OAuthServer>;
+  readonly #connections: AssistantConnections;
+  readonly #attempts = new Map<string, number>();
+
+  constructor(service: Service, oauth: () => Promise<OAuthServer>, connections: AssistantConnections) {
+    this.#service = service;
+    this.#oauth = oauth;
+    this.#connections = connections;
+  }
+
+  /** GET: the page, or a page saying the sign-in is over (no cookie, expired, already answered). */
+  async show(req: IncomingMessage, res: ServerResponse): Promise<undefined> {
+    const shown = await this.#details(req, res);
+    if (!shown) return this.#ended(res);
+    return sendPage(res, 200, this.#page(shown, {}));
+  }
+
+  /** POST: approve (with the API key and an optional limit) or decline. */
+  async submit(req: IncomingMessage, res: ServerResponse): Promise<undefined> {
+    if (!isSameOrigin(req, this.#service.origin)) {
+      req.resume();
+      return sendPage(res, 403, renderPage({ title: 'Not allowed', main: html`<p>This form can only be sent from its own page.</p>` }));
+    }
+    let form: URLSearchParams;
+    try {
+      const read = readBody(req, MAX_FORM_BYTES, Number(req.headers['content-length'] ?? Number.NaN));
+      form = new URLSearchParams((Buffer.isBuffer(read) ? read : await read).toString('utf8'));
+    } catch (error) {
+      req.resume();
+      const tooLarge = error instanceof BodyReadError && error.reason === 'too_large';
+      return sendPage(res, tooLarge ? 413 : 400, renderPage({ title: 'The form could not be read', main: html`<p>Go back and send it again.</p>` }));
+    }
+    const shown = await this.#details(req, res);
+    if (!shown) return this.#ended(res);
+    const { provider } = await this.#oauth();
+    if (form.get('decision') !== 'approve') {
+      this.#attempts.delete(shown.uid);
+      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'The account holder declined.' }, { mergeWithLastSubmission: false });
+      return undefined;
+    }
+    const rawLimit = (form.get('daily_limit') ?? '').trim();
+    const limit = rawLimit === '' ? null : Number(rawLimit);
+    if (limit !== null && !isDailyLimit(limit)) {
+      return sendPage(res, 400, this.#page(shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit }));
+    }
+    const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
+    if (typeof who === 'string') {
+      const attempts = (this.#attempts.get(shown.uid) ?? 0) + 1;
+      // Abandoned sign-ins leave their count behind: the map is bounded, oldest first.
+      if (this.#attempts.size >= MAX_TRACKED_SIGN_INS) this.#attempts.delete(this.#attempts.keys().next().value!);
+      this.#attempts.set(shown.uid, attempts);
+      if (attempts >= MAX_SIGN_IN_ATTEMPTS) {
+        this.#attempts.delete(shown.uid);
+        await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
+        return undefined;
+      }
+      return sendPage(res, 401, this.#page(shown, { error: 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve or in the account settings.', limit: rawLimit }));
+    }
+    this.#attempts.delete(shown.uid);
+    const details = await provider.interactionDetails(req, res);
+    const accountId = String(who.account.id);
+    const grant = new provider.Grant({ accountId, clientId: shown.clientId });
+    grant.addResourceScope(shown.resource, MCP_SCOPE);
+    // `mcp` is both the resource's scope and one the server lists, so a request naming it is granted it twice over.
+    const asked = String(details.params.scope ?? '').split(' ').filter((scope) => GRANTABLE_SCOPES.has(scope));
+    if (asked.length > 0) grant.addOIDCScope(asked.join(' '));
+    const grantId = await grant.save();
+    await this.#connections.connect(who.account, { grantId, clientId: shown.clientId, name: shown.clientName ?? shown.clientId, dailyLimit: limit });
+    await provider.interactionFinished(req, res, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    return undefined;
+  }
+
+  async #details(req: IncomingMessage, res: ServerResponse): Promise<Shown | null> {
+    const oauth = await this.#oauth();
+    let details;
+    try {
+      details = await oauth.provider.interactionDetails(req, res);
+    } catch {
+      return null;
+    }
+    const uid = details.uid;
+    const clientId = String(details.params.client_id ?? '');
+    const client = await oauth.provider.Client.find(clientId).catch(() => undefined);
+    if (!client) return null;
+    const redirect = URL.parse(String(details.params.redirect_uri ?? ''));
+    return { uid, clientId, clientName: client.clientName ?? null, redirectHost: redirect ? redirect.host || redirect.protocol : 'unknown', resource: oauth.resource };
+  }
+
+  #ended(res: ServerResponse): undefined {
+    return sendPage(
+      res,
+      400,
+      renderPage({ title: 'This sign-in is over', main: html`<p>It was already answered, or it expired, or it was opened in another browser. Start again from the assistant.</p>` }),
+    );
+  }
+
+  #page(shown: Shown, { error, limit = '' }: { error?: string; limit?: string }): string {
+    const action = `${this.#service.origin}/oauth/consent/${encodeURIComponent(shown.uid)}`;
+    const name = shown.clientName ?? 'An assistant without a name';
+    const notice: SafeHtml | null = error ? html`<div class="notice error" role="alert" id="form-error"><p>${error}</p></div>` : null;
+    return renderPage({
+      title: 'Connect an assistant',
+      main: html`${notice}
+<p><strong>${name}</strong> asks to use this cliphook account: to make clips and images, which spend credits, and to read the account's clips, images and balance.</p>
+<dl class="facts">
+<dt>Client</dt><dd><code>${shown.clientId}</code></dd>
+<dt>Answer goes to</dt><dd><code>${shown.redirectHost}</code></dd>
+<dt>Access to</dt><dd><code>${shown.resource}</code></dd>
+</dl>
+<form method="post" action="${action}">
+<div class="field">
+<label for="api_key">API key of the account</label>
+<input type="password" id="api_key" name="api_key" autocomplete="off" spellcheck="false" required aria-describedby="api_key-hint${error ? ' form-error' : ''}">
+<p class="hint" id="api_key-hint">It signs you in here and is not given to the assistant. <code>cliphook serve</code> prints one at start.</p>
+</div>
+<div class="field">
+<label for="daily_limit">Daily credit limit for this assistant</label>
+<input type="number" id="daily_limit" name="daily_limit" min="0" max="${DAILY_LIMITS.max}" step="1" inputmode="numeric" value="${limit}" aria-describedby="daily_limit-hint">
+<p class="hint" id="daily_limit-hint">Credits it may spend in any 24 hours. Leave empty for the default: ${DAILY_LIMITS.default} a day, or ${DAILY_LIMITS.beforeTopUp} until the account's first top-up. You can change it or disconnect the assistant later in the account settings.</p>
+</div>
+<div class="actions">
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="secondary" formnovalidate>Decline</button>
+</div>
+</form>`,
+    });
+  }
+}

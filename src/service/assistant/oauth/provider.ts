@@ -1,0 +1,147 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
+import type { ServiceStore } from '../../state.js';
+import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
+import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
+
+export interface OAuthServerOptions {
+  store: ServiceStore<OAuthTables>;
+  /** The service's origin: the issuer. */
+  issuer: string;
+  /** The protected resource tokens are bound to: `{origin}/mcp`. */
+  resource: string;
+  /** Whether an account id names an account of the service. */
+  accountExists(accountId: string): boolean;
+  /** How client ID metadata documents are fetched (`https://` client ids); the library guards against private addresses. */
+  fetch?: typeof fetch | undefined;
+  warn(message: string): void;
+}
+
+/** The persisted keys of the authorization server: a signing key (for ID tokens, should a client ask for `openid`) and cookie keys. */
+interface ServerKeys {
+  jwk: Record<string, unknown>;
+  cookieKeys: string[];
+}
+
+function serverKeys(store: ServiceStore<OAuthTables>): ServerKeys {
+  const table = store.table('oauth');
+  const found = table.get('Internal:keys');
+  if (found) return found.payload as unknown as ServerKeys;
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('base64url'), alg: 'ES256', use: 'sig' };
+  const keys: ServerKeys = { jwk, cookieKeys: [randomBytes(32).toString('base64url')] };
+  table.put({ id: 'Internal:keys', payload: keys as never, expiresAt: null });
+  return keys;
+}
+
+/**
+ * The authorization server of the assistant endpoint, on oidc-provider (OpenID Certified, maintained):
+ * authorization code with PKCE (S256 only, required for every client), dynamic client registration
+ * (RFC 7591), client ID metadata documents, resource indicators (RFC 8707) so every access token is
+ * bound to `{origin}/mcp`, refresh tokens with rotation, and revocation. Its records live in the
+ * service's data file (`StoreAdapterFactory`). The library is loaded on first use (`createOAuthServer`), so a
+ * service whose assistants use only API keys never loads it.
+ */
+export async function createOAuthServer(options: OAuthServerOptions): Promise<OAuthServer> {
+  const library = await import('oidc-provider');
+  return new OAuthServer(options, library);
+}
+
+export class OAuthServer {
+  readonly provider: Provider;
+  readonly adapters: StoreAdapterFactory;
+  readonly issuer: string;
+  readonly resource: string;
+  readonly #callback: (req: IncomingMessage, res: ServerResponse) => void;
+
+  /** @internal Use `createOAuthServer`. */
+  constructor(options: OAuthServerOptions, { default: ProviderClass, errors }: typeof import('oidc-provider')) {
+    const { store, issuer, resource, accountExists, warn } = options;
+    this.issuer = issuer;
+    this.resource = resource;
+    this.adapters = new StoreAdapterFactory(store);
+    const keys = serverKeys(store);
+    const configuration: Configuration = {
+      adapter: this.adapters.adapter as unknown as Configuration['adapter'],
+      jwks: { keys: [keys.jwk as never] },
+      cookies: { keys: keys.cookieKeys },
+      routes: {
+        authorization: OAUTH_PATHS.authorization,
+        token: OAUTH_PATHS.token,
+        registration: OAUTH_PATHS.registration,
+        revocation: OAUTH_PATHS.revocation,
+        jwks: OAUTH_PATHS.jwks,
+      },
+      scopes: ['openid', 'offline_access', MCP_SCOPE],
+      claims: { openid: ['sub'] },
+      // The authorization code flow only: no implicit or hybrid response types.
+      responseTypes: ['code'],
+      clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', id_token_signed_response_alg: 'ES256' },
+      pkce: { required: () => true },
+      // Browser-based assistants may call the token endpoint from the origins of their own redirect URIs.
+      clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
+      findAccount: async (_ctx, sub) => (accountExists(sub) ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
+      interactions: { url: (_ctx, interaction) => `${OAUTH_PATHS.consent}/${interaction.uid}` },
+      // A connected assistant keeps working without the person: refresh tokens for every client allowed the grant type.
+      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      rotateRefreshToken: true,
+      ttl: {
+        AccessToken: OAUTH_TTL.accessToken,
+        AuthorizationCode: OAUTH_TTL.authorizationCode,
+        Interaction: OAUTH_TTL.interaction,
+        RefreshToken: OAUTH_TTL.refreshToken,
+        Session: OAUTH_TTL.session,
+        Grant: OAUTH_TTL.grant,
+        IdToken: 3_600,
+      },
+      features: {
+        devInteractions: { enabled: false },
+        registration: { enabled: true, initialAccessToken: false },
+        revocation: { enabled: true },
+        userinfo: { enabled: false },
+        // Off: /mcp checks bearer tokens only, so no sender-constrained (DPoP) tokens, and nothing it does not need.
+        dPoP: { enabled: false },
+        pushedAuthorizationRequests: { enabled: false },
+        rpInitiatedLogout: { enabled: false },
+        clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } as never,
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: async () => resource,
+          useGrantedResource: async () => true,
+          getResourceServerInfo: async (_ctx: KoaContextWithOIDC, indicator: string) => {
+            if (indicator !== resource) throw new errors.InvalidTarget(`This authorization server issues tokens only for ${resource}.`);
+            return { scope: MCP_SCOPE, audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: OAUTH_TTL.accessToken };
+          },
+        },
+      },
+      renderError: async (ctx, out) => {
+        for (const [name, value] of Object.entries(PAGE_HEADERS)) ctx.set(name, value);
+        ctx.type = 'html';
+        ctx.body = errorPage(out as unknown as Record<string, string>);
+      },
+      ...(options.fetch ? { fetch: options.fetch as never } : {}),
+    };
+    this.provider = new ProviderClass(issuer, configuration);
+    this.provider.on('server_error', (_ctx, error) => warn(`oauth: ${(error as Error).message}`));
+    this.#callback = this.provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => void;
+  }
+
+  /** Hands a request to the library. RFC 8414's path gets the same document as OpenID discovery. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const [path, query] = (req.url ?? '/').split('?', 2);
+    if (path === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
+    this.#callback(req, res);
+  }
+}
+
+/** The page the library shows for an error it cannot send back to the client (a bad redirect_uri, an unknown client). */
+function errorPage(out: Record<string, string>): string {
+  const rows = Object.entries(out).map(([name, value]) => html`<dt>${name}</dt><dd>${String(value)}</dd>`);
+  return renderPage({
+    title: 'The assistant could not be signed in',
+    main: html`<p>The request was refused before it reached the account holder. Give these details to whoever set up the assistant.</p><dl>${rows}</dl>`,
+  });
+}

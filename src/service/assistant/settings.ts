@@ -1,0 +1,76 @@
+import { fail, ok, type Result } from '../result.js';
+import type { Caller, Service } from '../service.js';
+import { DAILY_LIMITS, isDailyLimit, type AssistantRow } from './connections.js';
+import type { AssistantSignIn } from './sign-in.js';
+import type { AssistantSpending } from './spending.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * The assistants connected to the account (`/settings/assistants`): list them with their limits and
+ * spending, change an assistant's daily limit, or disconnect it (spec 5.7).
+ */
+export class AssistantSettings {
+  readonly #service: Service;
+  readonly #signIn: AssistantSignIn;
+  readonly #spending: AssistantSpending;
+
+  constructor(service: Service, signIn: AssistantSignIn, spending: AssistantSpending) {
+    this.#service = service;
+    this.#signIn = signIn;
+    this.#spending = spending;
+  }
+
+  /** GET /settings/assistants */
+  list(caller: Caller): Result {
+    return ok(200, { object: 'list', data: this.#signIn.connections.of(caller.account.id).map((row) => this.#view(row, caller)) });
+  }
+
+  /** PATCH /settings/assistants/{id} `{ "daily_limit": 50 }`, or `null` for the default. */
+  async update(caller: Caller, id: string, body: unknown): Promise<Result> {
+    const row = this.#own(caller, id);
+    if (!row) return fail('not_found', { detail: `No assistant ${id}.` });
+    if (row.disconnectedAt !== null) return fail('not_found', { detail: `Assistant ${id} was disconnected.` });
+    const fields = body as { daily_limit?: unknown } | null;
+    if (!fields || typeof fields !== 'object' || !('daily_limit' in fields) || !(fields.daily_limit === null || isDailyLimit(fields.daily_limit))) {
+      return fail('invalid_parameter', { detail: `daily_limit is a whole number of credits from 0 to ${DAILY_LIMITS.max}, or null for the default.` });
+    }
+    const changed = await this.#signIn.connections.setDailyLimit(row, fields.daily_limit as number | null);
+    return ok(200, this.#view(changed, caller));
+  }
+
+  /** DELETE /settings/assistants/{id}: its tokens stop working at once. */
+  async disconnect(caller: Caller, id: string): Promise<Result> {
+    const row = this.#own(caller, id);
+    if (!row || row.disconnectedAt !== null) return fail('not_found', { detail: `No connected assistant ${id}.` });
+    const ended = await this.#signIn.disconnect(row);
+    return ok(200, { id: ended.id, object: 'assistant', disconnected: true, disconnected_at: iso(ended.disconnectedAt) });
+  }
+
+  #own(caller: Caller, id: string): AssistantRow | undefined {
+    const row = this.#signIn.connections.get(id);
+    return row && row.accountId === caller.account.id ? row : undefined;
+  }
+
+  #view(row: AssistantRow, caller: Caller) {
+    const limit = this.#signIn.connections.dailyLimit(row, caller.account);
+    const used = this.#spending.usedToday(row.id);
+    return {
+      id: row.id,
+      object: 'assistant',
+      kind: row.kind,
+      name: row.name,
+      client_id: row.clientId,
+      key_id: row.keyId,
+      daily_limit: limit,
+      daily_limit_is_default: row.dailyLimit === null,
+      used_today: used,
+      remaining_today: Math.max(0, limit - used),
+      running_clips: this.#spending.runningClips(row.id),
+      connected_at: iso(row.createdAt),
+      disconnected_at: iso(row.disconnectedAt),
+      // The service's clock: the same one the daily limit is counted on.
+      as_of: iso(this.#service.clock.now()),
+    };
+  }
+}

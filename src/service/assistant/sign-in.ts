@@ -1,0 +1,103 @@
+import type { Service } from '../service.js';
+import { refuseAuth, type GuardResult } from '../guard.js';
+import { AssistantConnections, type AssistantRow } from './connections.js';
+import { ConsentPage } from './oauth/consent.js';
+import { MCP_SCOPE } from './oauth/paths.js';
+import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
+
+/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (and at the bare one). */
+export const PROTECTED_RESOURCE_PATHS = Object.freeze(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+
+/**
+ * How an assistant signs in to `/mcp` (spec 5.7): the bearer API key, or an OAuth access token the
+ * account holder approved. Either way the caller carries its assistant connection, whose daily limit
+ * and running clips the spending rules count. The authorization server is made on first use, with the
+ * service's origin (known once it listens) as issuer.
+ */
+export class AssistantSignIn {
+  readonly connections: AssistantConnections;
+  readonly consent: ConsentPage;
+  readonly #service: Service;
+  readonly #mcpPath: string;
+  readonly #fetch: typeof fetch | undefined;
+  #oauth: { issuer: string; server: Promise<OAuthServer> } | null = null;
+
+  constructor(service: Service, { mcpPath, fetchClientMetadata }: { mcpPath: string; fetchClientMetadata?: typeof fetch | undefined }) {
+    this.#service = service;
+    this.#mcpPath = mcpPath;
+    this.#fetch = fetchClientMetadata;
+    this.connections = new AssistantConnections(service.store, () => service.clock.now());
+    this.consent = new ConsentPage(service, () => this.oauth(), this.connections);
+  }
+
+  /** The protected resource every token is bound to: `{origin}/mcp`. */
+  get resource(): string {
+    return `${this.#service.origin}${this.#mcpPath}`;
+  }
+
+  /** The authorization server, made on first use and again when the origin changed. */
+  oauth(): Promise<OAuthServer> {
+    const issuer = this.#service.origin;
+    if (this.#oauth?.issuer !== issuer) {
+      const server = createOAuthServer({
+        store: this.#service.store,
+        issuer,
+        resource: this.resource,
+        accountExists: (id) => /^\d+$/.test(id) && this.#service.accounts.get(Number(id)) !== undefined,
+        fetch: this.#fetch,
+        warn: (message) => this.#service.warn(message),
+      });
+      this.#oauth = { issuer, server };
+      // A failed start (the library missing) is tried again by the next request.
+      server.catch(() => this.#oauth?.server === server && (this.#oauth = null));
+    }
+    return this.#oauth.server;
+  }
+
+  /** RFC 9728 protected resource metadata of `/mcp`. */
+  protectedResourceMetadata(): Record<string, unknown> {
+    return {
+      resource: this.resource,
+      authorization_servers: [this.#service.origin],
+      scopes_supported: [MCP_SCOPE],
+      bearer_methods_supported: ['header'],
+      resource_name: 'cliphook assistant endpoint',
+    };
+  }
+
+  /** Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as `/v1`. */
+  async authenticate(authorization: string | undefined): Promise<GuardResult> {
+    const challenge = `, resource_metadata="${this.#service.origin}${PROTECTED_RESOURCE_PATHS[0]}", scope="${MCP_SCOPE}"`;
+    const byKey = this.#service.accounts.authenticate(authorization);
+    if (byKey === 'invalid_auth_header') return refuseAuth(byKey, 'Send Authorization: Bearer <API key or OAuth access token>.', challenge);
+    if (typeof byKey !== 'string') {
+      const assistant = this.connections.forKey(byKey.key);
+      if (assistant.disconnectedAt !== null) return refuseAuth('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.', challenge);
+      return this.#service.admit({ ...byKey, limitName: this.#service.limitName(byKey.key), assistant });
+    }
+    const token = /^Bearer +(\S+) *$/i.exec(authorization ?? '')![1]!;
+    const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
+    const audiences = found ? [found.aud].flat() : [];
+    if (!found || found.isExpired || !audiences.includes(this.resource)) {
+      return refuseAuth('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).', challenge);
+    }
+    const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
+    const account = assistant ? this.#service.accounts.get(assistant.accountId) : undefined;
+    if (!assistant || !account || String(account.id) !== found.accountId) return refuseAuth('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.', challenge);
+    const key = this.#service.accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
+    if (!key) return refuseAuth('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.', challenge);
+    return this.#service.admit({ account, key, limitName: `assistant:${assistant.id}`, assistant });
+  }
+
+  /** Ends a connection: its tokens and grant are revoked at once, and its next request is a 401. */
+  async disconnect(row: AssistantRow): Promise<AssistantRow> {
+    if (row.grantId) {
+      const oauth = await this.oauth();
+      oauth.adapters.revokeGrant(row.grantId);
+      const grant = await oauth.provider.Grant.find(row.grantId).catch(() => undefined);
+      await grant?.destroy();
+    }
+    return this.connections.disconnect(row);
+  }
+}
+
