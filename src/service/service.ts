@@ -20,6 +20,7 @@ import { guardRequest, type GuardResult } from './guard.js';
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
+import { PhotoUploads, type PhotoUploadTables } from './photos/uploads.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './state.js';
 import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
@@ -31,9 +32,9 @@ interface MetaRow {
   mediaSecret: string;
 }
 
-export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & { idempotency: IdempotencyRow; meta: MetaRow };
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & { idempotency: IdempotencyRow; meta: MetaRow };
 
-const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta'] as const;
+const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta'] as const;
 
 /** The data file of `cliphook serve` when none is given. */
 export const DEFAULT_FILE = '.cliphook/service.json';
@@ -122,6 +123,8 @@ export class Service {
   readonly videos: VideoLifecycle;
   readonly assets: Assets;
   readonly images: ImageJobs;
+  /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
+  readonly photoUploads: PhotoUploads;
   /**
    * Where uploaded assets (`assets/<sha256>.<ext>`) and made images (`images/<token>.<ext>`) are kept: beside
    * the data file, or a temporary folder for a service in memory.
@@ -156,6 +159,7 @@ export class Service {
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
     this.videos = new VideoLifecycle({ store, accounts: this.accounts, credits: this.credits, clock, speed, onError, ...(random ? { random } : {}) });
     this.assets = new Assets({ store, clock, speed, onError, ...(random ? { random } : {}) });
+    this.photoUploads = new PhotoUploads(store, now);
     this.filesDir = options.file === false ? mkdtempSync(join(tmpdir(), 'cliphook-service-')) : join(dirname(options.file ?? DEFAULT_FILE), 'service-files');
     const renderer = new SharpRenderer({
       dir: join(this.filesDir, 'images'),

@@ -12,6 +12,9 @@ import { advanceClock, getClock } from '../test-helpers.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
 import { Router, type Guard, type RouteRequest } from './router.js';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
+import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
+import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
+import { PHOTO_UPLOAD_PATH } from '../photos/uploads.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
@@ -111,7 +114,11 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
       const result = fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' });
       return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
     })
-    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)));
+    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)))
+    // The service's pages (issue 15): their CSS and scripts by file name, and the assistant's photo upload link.
+    .add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute)
+    .add('GET', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => showPhotoUpload(service, request, res))
+    .add('POST', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
   if (assistant) {
     // The bearer API key, as on /v1: 401 with WWW-Authenticate, the same 60 a minute, 402 below 10 credits.
     const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
