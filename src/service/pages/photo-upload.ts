@@ -80,7 +80,7 @@ export async function receivePhotoUpload(service: Service, { req, params }: { re
     service.photoUploads.markUsed(upload, { assetId: accepted.asset.id, subjectConsent: accepted.subjectConsent! });
     await service.store.commit();
     if (wantsHtml(req)) return sendPage(res, 200, receivedPage());
-    return ok(200, { object: 'photo_upload', upload_id: upload.id, status: 'received', asset_id: accepted.asset.id, moderation: accepted.asset.status, subject_consent: accepted.subjectConsent });
+    return ok(200, { object: 'photo_upload', upload_id: upload.id, status: 'received', asset_id: accepted.asset.id, moderation: accepted.asset.status, subject_consent: accepted.subjectConsent }, { 'cache-control': 'no-store' });
   } finally {
     busy.delete(upload.id);
   }

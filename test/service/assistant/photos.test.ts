@@ -56,6 +56,7 @@ describe('the photo tools and the upload page', () => {
     const sent = await post(url, { file: await png(), consent: 'self' });
     expect(sent.status).toBe(200);
     expect(sent.body).toMatchObject({ upload_id: uploadId, status: 'received', moderation: 'pending', subject_consent: 'self' });
+    expect(sent.headers.get('cache-control')).toBe('no-store');
     const assetId = sent.body!.asset_id as number;
     expect(started.service.assets.get(1, assetId)).toMatchObject({ status: 'pending', subjectConsent: 'self', mimeType: 'image/png' });
 
@@ -155,7 +156,7 @@ describe('the photo tools and the upload page', () => {
       const file = join(dir, 'service.json');
       const clock = new SimulatedClock({ frozen: true });
       const first = await createServiceApp({ file, clock, warn: () => undefined });
-      const { token, upload } = first.service.photoUploads.create({ accountId: 1, keyId: first.service.first().apiKey });
+      const { token, upload } = first.service.photoUploads.create({ accountId: 1, keyId: first.service.accounts.first()!.key.id });
       await first.service.store.commit();
       await first.close();
       const second = await createServiceApp({ file, clock: new SimulatedClock({ frozen: true, start: clock.now() }), warn: () => undefined });
