@@ -114,6 +114,9 @@ export const PROBLEM_CODES = {
   origin_not_allowed: spec(403, 'Cross-origin request refused'),
   unsupported_media_type: spec(415, 'Send application/json'),
   replay_unavailable: spec(409, 'This request cannot be replayed'),
+  // service pages (cliphook): the photo upload link of the assistant endpoint (issue 15)
+  link_used: spec(410, 'Link already used'),
+  upload_in_progress: spec(409, 'An upload on this link is in progress', true),
 } as const satisfies Record<string, CodeSpec>;
 
 /** A stable machine-readable error code. */

@@ -23,6 +23,7 @@ import { admit, guardRequest, type Authenticated, type GuardResult } from './gua
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
+import { PhotoUploads, type PhotoUploadTables } from './photos/uploads.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './state.js';
 import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
@@ -34,9 +35,9 @@ interface MetaRow {
   mediaSecret: string;
 }
 
-export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow };
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow };
 
-const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
+const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
 
 /** The data file of `cliphook serve` when none is given. */
 export const DEFAULT_FILE = '.cliphook/service.json';
@@ -128,6 +129,8 @@ export class Service {
   readonly videos: VideoLifecycle;
   readonly assets: Assets;
   readonly images: ImageJobs;
+  /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
+  readonly photoUploads: PhotoUploads;
   /**
    * Where uploaded assets (`assets/<sha256>.<ext>`) and made images (`images/<token>.<ext>`) are kept: beside
    * the data file, or a temporary folder for a service in memory.
@@ -162,6 +165,7 @@ export class Service {
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
     this.videos = new VideoLifecycle({ store, accounts: this.accounts, credits: this.credits, clock, speed, onError, ...(random ? { random } : {}) });
     this.assets = new Assets({ store, clock, speed, onError, ...(random ? { random } : {}) });
+    this.photoUploads = new PhotoUploads(store, now);
     this.filesDir = options.file === false ? mkdtempSync(join(tmpdir(), 'cliphook-service-')) : join(dirname(options.file ?? DEFAULT_FILE), 'service-files');
     const renderer = new SharpRenderer({
       dir: join(this.filesDir, 'images'),

@@ -37,10 +37,37 @@ export function parseSubjectConsent(value: string | undefined): SubjectConsent |
  * });
  */
 export async function uploadAsset(service: Service, caller: Caller, req: IncomingMessage): Promise<Result> {
+  const accepted = await acceptUpload(service, caller.account.id, req);
+  return 'status' in accepted ? accepted : ok(200, uploadView(accepted.asset, accepted.deduped, service.origin));
+}
+
+/** What `acceptUpload` takes beyond the request. */
+export interface AcceptUploadOptions {
+  /**
+   * Refuse an upload without `subject_consent` (422 consent_required, nothing stored), as the photo upload
+   * page does; POST /assets leaves it optional (spec 4.12). @default false
+   */
+  requireConsent?: boolean;
+}
+
+/** An upload `acceptUpload` kept: the asset (new, or the account's one with the same bytes) and the consent declared. */
+export interface AcceptedUpload {
+  asset: Asset;
+  deduped: boolean;
+  /** `subject_consent` of this upload's form, which a deduped asset may not carry. */
+  subjectConsent: SubjectConsent | null;
+}
+
+/**
+ * The whole of POST /assets but its response: what `uploadAsset` and the photo upload page share, so a
+ * photo from the page is read, checked, stored and moderated exactly as one sent to the API.
+ * @example const accepted = await acceptUpload(service, accountId, req, { requireConsent: true }); // AcceptedUpload | Result
+ */
+export async function acceptUpload(service: Service, accountId: number, req: IncomingMessage, { requireConsent = false }: AcceptUploadOptions = {}): Promise<AcceptedUpload | Result> {
   const received = await receiveUpload(req, { dir: join(service.filesDir, 'uploads') });
   if (!received.ok) return refused(received.refusal);
   const upload = received.value;
-  const refusal = checkFields(upload);
+  const refusal = checkFields(upload, requireConsent);
   if (refusal) {
     await rm(upload.path, { force: true });
     return refusal;
@@ -50,20 +77,21 @@ export async function uploadAsset(service: Service, caller: Caller, req: Incomin
     await rm(upload.path, { force: true });
     return fail('moderation_rejected', { detail: 'The photo failed moderation; nothing was stored. Send another photo.', extra: { reason_code: simulation.reason } });
   }
-  const previous = sameBytes(service, caller.account.id, upload.sha256);
+  const previous = sameBytes(service, accountId, upload.sha256);
   // The same bytes were rejected before: answering that asset would show a status the upload response never has (spec 2.6).
   if (previous?.status === 'rejected') {
     await rm(upload.path, { force: true });
     return fail('moderation_rejected', { detail: `These bytes are asset ${previous.id}, which failed moderation. Send another photo.`, extra: { reason_code: previous.reasonCode ?? 'explicit_content' } });
   }
+  const subjectConsent = parseSubjectConsent(upload.fields.subject_consent) || null;
   let added: { asset: Asset; deduped: boolean };
   try {
     // One synchronous turn from placing the file to recording the asset, as deleteAsset removes files in one
     // turn too: a delete of the same bytes cannot remove a file this upload has just counted on.
     placeFile(upload.path, service.assetPath(upload.sha256, upload.ext));
     added = service.assets.add({
-      accountId: caller.account.id, sha256: upload.sha256, name: upload.name || `upload.${upload.ext}`, fileSize: upload.size,
-      mimeType: upload.mime, ext: upload.ext, subjectConsent: parseSubjectConsent(upload.fields.subject_consent) || null,
+      accountId, sha256: upload.sha256, name: upload.name || `upload.${upload.ext}`, fileSize: upload.size,
+      mimeType: upload.mime, ext: upload.ext, subjectConsent,
       ...(simulation?.kind === 'rejected' ? { rejectAs: simulation.reason } : {}),
     });
   } catch {
@@ -71,13 +99,17 @@ export async function uploadAsset(service: Service, caller: Caller, req: Incomin
     return fail('internal_error', { detail: 'The upload could not be stored; try again.' });
   }
   await service.store.commit();
-  return ok(200, uploadView(added.asset, added.deduped, service.origin));
+  return { ...added, subjectConsent };
 }
 
-/** The 400s of the form fields (spec 4.12): `subject_consent`, and `sha256` when given. */
-function checkFields(upload: ReceivedUpload): Result | null {
-  if (parseSubjectConsent(upload.fields.subject_consent) === false) {
+/** The 400s of the form fields (spec 4.12): `subject_consent`, and `sha256` when given; 422 consent_required where consent is required. */
+function checkFields(upload: ReceivedUpload, requireConsent: boolean): Result | null {
+  const consent = parseSubjectConsent(upload.fields.subject_consent);
+  if (consent === false) {
     return fail('invalid_subject_consent', { detail: 'subject_consent is self, permission or no_real_person.', extra: { allowed_values: SUBJECT_CONSENTS } });
+  }
+  if (consent === null && requireConsent) {
+    return fail('consent_required', { detail: 'Say who is in the photo: yourself (self), someone who agreed (permission), or no real person (no_real_person).', extra: { allowed_values: SUBJECT_CONSENTS } });
   }
   const declared = upload.fields.sha256;
   if (declared === undefined || declared === '') return null;

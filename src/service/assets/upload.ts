@@ -148,8 +148,8 @@ export async function receiveUpload(req: IncomingMessage, { dir, maxBytes = MAX_
   });
 }
 
-/** Reads and drops the rest of a refused body, up to a bound, so the sender reads the answer. */
-function drain(req: IncomingMessage): void {
+/** Reads and drops the rest of a refused body, up to a bound (64 MiB), so the sender reads the answer. */
+export function drain(req: IncomingMessage): void {
   let read = 0;
   req.on('data', (chunk: Buffer) => {
     read += chunk.length;

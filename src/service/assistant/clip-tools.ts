@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { imageFileUrl } from '../images/views.js';
 import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../pricing.js';
-import { RATIOS } from '../videos/validate.js';
+import { RATIOS, type SubjectConsent } from '../videos/validate.js';
 import { createVideo, deleteVideo, getVideo, listVideos } from '../videos/operations.js';
 import { fromResult, toToolResult, type ToolContext } from './context.js';
 import { EFFECTS, effectPrompt, effectView, findEffect } from './effects.js';
@@ -12,6 +12,7 @@ import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 const maxCredits = z.number().int().min(0).describe('The most credits this call may spend. Required: the call is refused (nothing charged) if the clip costs more. Tell the person the price first.');
 const idempotencyKey = z.string().min(1).max(255).optional().describe('Optional. A call with the same key returns the first result and is never charged twice.');
 const imageIds = z.array(z.number().int().positive()).max(5).optional().describe('Ids of images made by create_image (the `id` of an item of its `images`), at most 5, used as the clip\'s reference pictures.');
+const photoIds = z.array(z.number().int().positive()).max(5).optional().describe('asset_ids of the person\'s photos that are ready (from get_photo or list_photos; start_photo_upload asks for one), at most 5 together with image_ids, used as the clip\'s reference pictures.');
 const callbackUrl = z.string().max(2048).optional().describe('Optional. A URL that receives the clip\'s signed webhook when it ends, as with POST /v1/videos.');
 const clipId = z.number().int().positive().describe('The clip id returned by create_clip or create_clip_from_effect.');
 
@@ -38,10 +39,11 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     'create_clip_from_effect',
     {
       title: 'Create a clip from an effect',
-      description: 'Makes a clip with one of the effects of list_effects, optionally of a subject and from images made by create_image. Spends credits (the effect\'s price); returns at once with the clip id: call get_clip to wait for it.',
+      description: 'Makes a clip with one of the effects of list_effects, optionally of a subject and from the person\'s photos (photo_ids) or images made by create_image. Spends credits (the effect\'s price); returns at once with the clip id: call get_clip to wait for it.',
       inputSchema: z.object({
         effect_id: z.string().describe('An effect id from list_effects.'),
         subject: z.string().max(300).optional().describe('What the clip is of, in a few words ("a red bicycle").'),
+        photo_ids: photoIds,
         image_ids: imageIds,
         callback_url: callbackUrl,
         max_credits: maxCredits,
@@ -54,7 +56,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       const effect = findEffect(args.effect_id);
       if (!effect) return toToolResult(refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`));
       const prompt = effectPrompt(effect, args.subject);
-      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt, model: effect.model, duration: effect.duration, imageIds: args.image_ids, callbackUrl: args.callback_url }));
+      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt, model: effect.model, duration: effect.duration, photoIds: args.photo_ids, imageIds: args.image_ids, callbackUrl: args.callback_url }));
     },
   );
 
@@ -62,9 +64,10 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     'create_clip',
     {
       title: 'Create a clip',
-      description: `Makes a video clip from a prompt and/or images made by create_image. Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
+      description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
       inputSchema: z.object({
         prompt: z.string().max(2000).optional().describe('What happens in the clip.'),
+        photo_ids: photoIds,
         image_ids: imageIds,
         model: z.enum(VIDEO_MODELS).optional().describe('Default standard (480p).'),
         duration: z.number().int().min(4).max(30).optional().describe('Seconds: 4-15 for standard models, 4-30 for cinema models. Default 5.'),
@@ -77,8 +80,8 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       annotations: { destructiveHint: false, openWorldHint: false },
     },
     async (args) => {
-      if ((args.prompt ?? '').trim() === '' && (args.image_ids ?? []).length === 0) {
-        return toToolResult(refuse('missing_input', 'Give a prompt, image_ids, or both.'));
+      if ((args.prompt ?? '').trim() === '' && (args.image_ids ?? []).length === 0 && (args.photo_ids ?? []).length === 0) {
+        return toToolResult(refuse('missing_input', 'Give a prompt, photo_ids or image_ids, or a prompt with pictures.'));
       }
       const model = args.model ?? 'standard';
       const duration = args.duration ?? DEFAULT_DURATION;
@@ -86,7 +89,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       if (duration < spec.minDuration || duration > spec.maxDuration) {
         return toToolResult(refuse('invalid_duration', `${model} makes clips of ${spec.minDuration}-${spec.maxDuration} seconds.`));
       }
-      return toToolResult(await createClip(ctx, 'create_clip', args, { prompt: args.prompt ?? '', model, duration, imageIds: args.image_ids, ratio: args.ratio, callbackUrl: args.callback_url }));
+      return toToolResult(await createClip(ctx, 'create_clip', args, { prompt: args.prompt ?? '', model, duration, photoIds: args.photo_ids, imageIds: args.image_ids, ratio: args.ratio, callbackUrl: args.callback_url }));
     },
   );
 
@@ -159,6 +162,7 @@ interface ClipPlan {
   prompt: string;
   model: VideoModel;
   duration: number;
+  photoIds: number[] | undefined;
   imageIds: number[] | undefined;
   ratio?: string | undefined;
   callbackUrl?: string | undefined;
@@ -166,12 +170,16 @@ interface ClipPlan {
 
 /** Charges the base price under the spending rules, through POST /v1/videos' own operation. */
 async function createClip(ctx: ToolContext, tool: string, args: Record<string, unknown> & { max_credits: number; idempotency_key?: string | undefined }, plan: ClipPlan): Promise<ToolAnswer> {
-  const imageUrls: string[] = [];
+  const photos = readyPhotos(ctx, plan.photoIds ?? []);
+  if (!photos.ok) return photos;
+  const imageUrls: string[] = photos.value.uris;
   for (const id of plan.imageIds ?? []) {
     const url = madeImageUrl(ctx, id);
     if (!url) return refuse('invalid_image_id', `Image ${id} is not one of this account's images; use the id of an item of create_image's images.`);
     imageUrls.push(url);
   }
+  // Images the service made show no real person (spec 5: no_real_person).
+  const consents = [...photos.value.consents, ...((plan.imageIds ?? []).length > 0 ? ['no_real_person' as const] : [])];
   const price = assistantClipPrice(plan.model, plan.duration);
   const { max_credits: maxCreditsValue, idempotency_key: key, ...rest } = args;
   return ctx.spending.spend(
@@ -184,13 +192,45 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
         duration: plan.duration,
         ...(plan.ratio ? { ratio: plan.ratio } : {}),
         ...(plan.callbackUrl ? { callback_url: plan.callbackUrl } : {}),
-        // Images the service made show no real person (spec 5: no_real_person).
-        ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: 'no_real_person' } : {}),
+        // Consent is recorded with each request (spec 5): the one the pictures were given with.
+        ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: requestConsent(consents) } : {}),
       };
       const answer = fromResult(await createVideo(ctx.service, ctx.caller, body, undefined, { price: assistantClipPrice }));
       return answer.ok ? { ok: true, id: answer.value.id as number, value: answer.value } : answer;
     },
   );
+}
+
+/**
+ * The `asset://` URIs of the caller's photos and the consent each was given with (spec 5: asset:// only for
+ * the caller's own moderated assets), or a refusal saying what to do about the first that is not ready.
+ */
+function readyPhotos(ctx: ToolContext, ids: number[]): Extract<ToolAnswer, { ok: false }> | { ok: true; value: { uris: string[]; consents: SubjectConsent[] } } {
+  const no = (code: string, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
+  const uris: string[] = [];
+  const consents: SubjectConsent[] = [];
+  for (const id of ids) {
+    const asset = ctx.service.assets.get(ctx.caller.account.id, id);
+    if (!asset) return no('invalid_photo_id', `Photo ${id} is not one of this account's photos; use an asset_id from get_photo or list_photos.`);
+    if (asset.status === 'rejected') return no('photo_rejected', `Photo ${id} failed moderation and cannot be used; ask for another with start_photo_upload.`);
+    if (!ctx.service.assets.usable(asset)) return no('photo_not_ready', `Photo ${id} is still being moderated; call get_photo until its status is ready.`);
+    const consent = ctx.service.photoUploads.consentOf(asset);
+    if (!consent) return no('consent_required', `Nobody said who is in photo ${id}; ask the person to upload it with start_photo_upload, where they say so.`);
+    uris.push(`asset://${asset.id}`);
+    consents.push(consent);
+  }
+  return { ok: true, value: { uris, consents } };
+}
+
+/**
+ * The one subject_consent a clip request carries, from its pictures': the same value when they agree;
+ * otherwise someone other than the account holder is in one, who agreed (`permission`), or the account
+ * holder is (`self`), either of which says more than `no_real_person`.
+ */
+function requestConsent(consents: SubjectConsent[]): SubjectConsent {
+  if (consents.includes('permission')) return 'permission';
+  if (consents.includes('self')) return 'self';
+  return 'no_real_person';
 }
 
 /** The file link of one of the caller's made images, by its id. */

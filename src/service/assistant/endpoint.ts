@@ -7,6 +7,7 @@ import { fail, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { registerAccountTools } from './account-tools.js';
 import { registerClipTools } from './clip-tools.js';
+import { registerPhotoTools } from './photo-tools.js';
 import { AssistantSpending } from './spending.js';
 import { AssistantSignIn } from './sign-in.js';
 import { AssistantSettings } from './settings.js';
@@ -21,7 +22,8 @@ const MAX_MCP_BYTES = 1024 * 1024;
 const INSTRUCTIONS =
   'Makes video clips and images on the person\'s cliphook account. Every spending tool needs max_credits: tell the person the price first ' +
   '(list_effects shows prices). The assistant has a daily credit limit (get_account shows what remains) and at most 3 clips running at once. ' +
-  'create_clip returns at once; get_clip waits up to 45 s for the clip to end.';
+  'create_clip returns at once; get_clip waits up to 45 s for the clip to end. ' +
+  'The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip\'s photo_ids.';
 
 /**
  * The assistant endpoint (spec 5.7): MCP over Streamable HTTP, stateless, served by the SDK's own
@@ -63,6 +65,7 @@ export class AssistantEndpoint {
     const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
     registerClipTools(server, ctx);
     registerAccountTools(server, ctx);
+    registerPhotoTools(server, ctx);
     return server;
   }
 

@@ -15,6 +15,8 @@ import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpo
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
 import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
+import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
+import { PHOTO_UPLOAD_PATH } from '../photos/uploads.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
@@ -130,8 +132,11 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
       const result = fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' });
       return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
     })
-    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)));
-  router.add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute);
+    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)))
+    // The service's pages (issue 15): their CSS and scripts by file name, and the assistant's photo upload link.
+    .add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute)
+    .add('GET', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => showPhotoUpload(service, request, res))
+    .add('POST', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
   if (assistant) {
     // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
     // metadata), the same 60 a minute, 402 below 10 credits.

@@ -14,7 +14,7 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     for (const client of [modern, legacy]) {
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name).sort()).toEqual(
-        ['cancel_clip', 'create_clip', 'create_clip_from_effect', 'create_image', 'get_account', 'get_clip', 'get_image', 'get_topup_link', 'list_clips', 'list_effects'].sort(),
+        ['cancel_clip', 'create_clip', 'create_clip_from_effect', 'create_image', 'get_account', 'get_clip', 'get_image', 'get_photo', 'get_topup_link', 'list_clips', 'list_effects', 'list_photos', 'start_photo_upload'].sort(),
       );
       const create = tools.find((tool) => tool.name === 'create_clip')!;
       expect(create.inputSchema.required).toContain('max_credits');
