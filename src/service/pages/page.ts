@@ -142,8 +142,23 @@ export function wantsHtml(req: IncomingMessage): boolean {
  */
 export function isSameOrigin(req: IncomingMessage, origin: string): boolean {
   const sent = req.headers.origin;
-  if (sent !== undefined) return sent === new URL(origin).origin;
+  // A page sent with `Referrer-Policy: no-referrer` posts its forms with `Origin: null`: then the
+  // browser's own `Sec-Fetch-Site` (which no page can set) decides.
+  if (sent !== undefined && sent !== 'null') return sent === new URL(origin).origin;
   return req.headers['sec-fetch-site'] === 'same-origin';
+}
+
+/**
+ * `PAGE_CSP` with one more place a form may end up: browsers apply `form-action` to every redirect after
+ * the post, so a page whose form ends at another site (the authorization page, at the assistant's
+ * redirect URI) names it. `target` is a URL the caller has already validated; its origin (or, for a
+ * native app's own scheme, the scheme) is added.
+ */
+export function cspWithFormTarget(target: string): string {
+  const url = URL.parse(target);
+  if (!url) return PAGE_CSP;
+  const source = url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) ? url.protocol : null;
+  return source ? PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${source}`) : PAGE_CSP;
 }
 
 const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { Router } from '../../../src/service/http/router.js';
-import { escapeHtml, html, isSameOrigin, PAGE_CSP, PAGE_FILES_PATH, pageFileRoute, renderPage, sendPage, unsafeRaw, wantsHtml } from '../../../src/service/pages/page.js';
+import { cspWithFormTarget, escapeHtml, html, isSameOrigin, PAGE_CSP, PAGE_FILES_PATH, pageFileRoute, renderPage, sendPage, unsafeRaw, wantsHtml } from '../../../src/service/pages/page.js';
 
 function app() {
   const router = new Router()
@@ -67,5 +67,22 @@ describe('service pages', () => {
     expect(isSameOrigin(asRequest({}), origin)).toBe(false);
     expect(wantsHtml(asRequest({ accept: 'text/html,application/xhtml+xml' }))).toBe(true);
     expect(wantsHtml(asRequest({ accept: 'application/json' }))).toBe(false);
+  });
+});
+
+describe('form posts and their targets', () => {
+  const req = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
+  it('takes Origin: null (a no-referrer page) as same-origin only when Sec-Fetch-Site says so', () => {
+    expect(isSameOrigin(req({ origin: 'null', 'sec-fetch-site': 'same-origin' }), 'http://127.0.0.1:8080')).toBe(true);
+    expect(isSameOrigin(req({ origin: 'null', 'sec-fetch-site': 'cross-site' }), 'http://127.0.0.1:8080')).toBe(false);
+    expect(isSameOrigin(req({ origin: 'null' }), 'http://127.0.0.1:8080')).toBe(false);
+    expect(isSameOrigin(req({ origin: 'http://127.0.0.1:8080', 'sec-fetch-site': 'cross-site' }), 'http://127.0.0.1:8080')).toBe(true);
+    expect(isSameOrigin(req({ origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' }), 'http://127.0.0.1:8080')).toBe(false);
+  });
+
+  it('adds a redirect target to form-action: its origin, or a native app scheme, and nothing for a bad URL', () => {
+    expect(cspWithFormTarget('http://127.0.0.1:9/callback?x=1')).toContain("form-action 'self' http://127.0.0.1:9;");
+    expect(cspWithFormTarget('cursor://anysphere.cursor-mcp/oauth/callback')).toContain("form-action 'self' cursor:;");
+    expect(cspWithFormTarget('not a url; script-src *')).toBe(PAGE_CSP);
   });
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, readBody } from '../../../http/read-body.js';
 import type { Service } from '../../service.js';
-import { html, isSameOrigin, renderPage, sendPage, type SafeHtml } from '../../pages/page.js';
+import { cspWithFormTarget, html, isSameOrigin, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
 import { MCP_SCOPE } from './paths.js';
 import type { OAuthServer } from './provider.js';
@@ -19,6 +19,8 @@ interface Shown {
   uid: string;
   clientId: string;
   clientName: string | null;
+  /** The redirect URI the library checked against the client's registration. */
+  redirectUri: string;
   redirectHost: string;
   resource: string;
 }
@@ -45,7 +47,7 @@ export class ConsentPage {
   async show(req: IncomingMessage, res: ServerResponse): Promise<undefined> {
     const shown = await this.#details(req, res);
     if (!shown) return this.#ended(res);
-    return sendPage(res, 200, this.#page(shown, {}));
+    return this.#send(res, 200, shown, {});
   }
 
   /** POST: approve (with the API key and an optional limit) or decline. */
@@ -74,7 +76,7 @@ export class ConsentPage {
     const rawLimit = (form.get('daily_limit') ?? '').trim();
     const limit = rawLimit === '' ? null : Number(rawLimit);
     if (limit !== null && !isDailyLimit(limit)) {
-      return sendPage(res, 400, this.#page(shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit }));
+      return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
@@ -87,7 +89,7 @@ export class ConsentPage {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
         return undefined;
       }
-      return sendPage(res, 401, this.#page(shown, { error: 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve or in the account settings.', limit: rawLimit }));
+      return this.#send(res, 401, shown, { error: 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve or in the account settings.', limit: rawLimit });
     }
     this.#attempts.delete(shown.uid);
     const details = await provider.interactionDetails(req, res);
@@ -116,7 +118,7 @@ export class ConsentPage {
     const client = await oauth.provider.Client.find(clientId).catch(() => undefined);
     if (!client) return null;
     const redirect = URL.parse(String(details.params.redirect_uri ?? ''));
-    return { uid, clientId, clientName: client.clientName ?? null, redirectHost: redirect ? redirect.host || redirect.protocol : 'unknown', resource: oauth.resource };
+    return { uid, clientId, clientName: client.clientName ?? null, redirectUri: String(details.params.redirect_uri ?? ''), redirectHost: redirect ? redirect.host || redirect.protocol : 'unknown', resource: oauth.resource };
   }
 
   #ended(res: ServerResponse): undefined {
@@ -125,6 +127,11 @@ export class ConsentPage {
       400,
       renderPage({ title: 'This sign-in is over', main: html`<p>It was already answered, or it expired, or it was opened in another browser. Start again from the assistant.</p>` }),
     );
+  }
+
+  /** The page, whose form may end at the assistant's redirect URI (browsers check `form-action` on each redirect). */
+  #send(res: ServerResponse, status: number, shown: Shown, state: { error?: string; limit?: string }): undefined {
+    return sendPage(res, status, this.#page(shown, state), { 'content-security-policy': cspWithFormTarget(shown.redirectUri) });
   }
 
   #page(shown: Shown, { error, limit = '' }: { error?: string; limit?: string }): string {
@@ -143,7 +150,7 @@ export class ConsentPage {
 <form method="post" action="${action}">
 <div class="field">
 <label for="api_key">API key of the account</label>
-<input type="password" id="api_key" name="api_key" autocomplete="off" spellcheck="false" required aria-describedby="api_key-hint${error ? ' form-error' : ''}">
+<input type="password" id="api_key" name="api_key" autocomplete="off" spellcheck="false" required aria-describedby="api_key-hint${error ? ' form-error' : ''}"${error ? unsafeRaw(' autofocus') : ''}>
 <p class="hint" id="api_key-hint">It signs you in here and is not given to the assistant. <code>cliphook serve</code> prints one at start.</p>
 </div>
 <div class="field">
