@@ -14,6 +14,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { Redis } from 'ioredis';
 import { startRedis } from '../test/helpers/redis.js';
 import { bullmqQueue, createEmitter, FileOutbox, type WebhookEmitter } from '../src/index.js';
 import { intOption, median, num, ratio, table, target, template } from './lib.js';
@@ -109,8 +110,31 @@ async function fileOutbox(receiver: Receiver): Promise<number> {
   return perSecond;
 }
 
-/** Deliveries/s of `processes` BullMQ worker processes on a fresh queue, each sending its share, and their CPU µs per delivery. */
-async function bullmq(redisUrl: string, receiver: Receiver, processes: number): Promise<{ perSecond: number; cpuPerDelivery: number }> {
+/** redis-server's CPU seconds so far (INFO cpu), asked on a connection of its own. */
+async function redisCpu(redisUrl: string): Promise<number> {
+  const client = new Redis(redisUrl);
+  try {
+    const info = await client.info('cpu');
+    const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)![1]);
+    return field('used_cpu_sys') + field('used_cpu_user');
+  } finally {
+    client.disconnect();
+  }
+}
+
+interface BullmqRun {
+  perSecond: number;
+  /** CPU µs per delivery of the worker processes together, of redis-server, and of this process (the receiver's thread, and the polling). */
+  cpuPerDelivery: number;
+  redisPerDelivery: number;
+  benchPerDelivery: number;
+  /** Milliseconds from "go" to the first delivery answered (the sends go first), and deliveries/s from then on. */
+  firstMs: number;
+  afterFirstPerSecond: number;
+}
+
+/** Deliveries/s of `processes` BullMQ worker processes on a fresh queue, each sending its share, and the CPU µs per delivery of each part. */
+async function bullmq(redisUrl: string, receiver: Receiver, processes: number): Promise<BullmqRun> {
   const name = `bench-${randomBytes(4).toString('hex')}`;
   const share = Math.ceil(DELIVERIES / processes);
   const children: { child: ChildProcess; exited: Promise<void>; lines: string[] }[] = [];
@@ -127,16 +151,26 @@ async function bullmq(redisUrl: string, receiver: Receiver, processes: number): 
       await waitFor(() => lines.includes('ready') || child.exitCode !== null, 'ready worker', 30);
       if (!lines.includes('ready')) throw new Error('a worker process did not start');
     }
+    const redisBefore = await redisCpu(redisUrl);
     const before = receiver.count();
+    const benchBefore = process.cpuUsage();
     const started = performance.now();
     for (const { child } of children) child.stdin!.write('go\n');
-    await waitFor(() => receiver.count() - before >= DELIVERIES, `${processes}-process deliveries`);
-    const perSecond = DELIVERIES / ((performance.now() - started) / 1000);
+    let first = 0;
+    await waitFor(() => {
+      const answered = receiver.count() - before;
+      if (answered > 0 && first === 0) first = performance.now();
+      return answered >= DELIVERIES;
+    }, `${processes}-process deliveries`);
+    const ended = performance.now();
+    const perSecond = DELIVERIES / ((ended - started) / 1000);
+    const { user, system } = process.cpuUsage(benchBefore);
+    const redisPerDelivery = ((await redisCpu(redisUrl)) - redisBefore) * 1e6 / DELIVERIES;
     for (const { child } of children) child.stdin!.write('cpu\n');
     const cpuOf = (lines: string[]) => lines.find((line) => line.startsWith('cpu '));
     await waitFor(() => children.every(({ lines }) => cpuOf(lines)), 'CPU figures', 10);
     const cpu = children.reduce((sum, { lines }) => sum + Number(cpuOf(lines)!.slice(4)), 0);
-    return { perSecond, cpuPerDelivery: cpu / DELIVERIES };
+    return { perSecond, cpuPerDelivery: cpu / DELIVERIES, redisPerDelivery, benchPerDelivery: (user + system) / DELIVERIES, firstMs: first - started, afterFirstPerSecond: (DELIVERIES - 1) / ((ended - first) / 1000) };
   } finally {
     for (const { child } of children) child.kill('SIGTERM');
     await Promise.all(children.map(({ exited }) => exited));
@@ -156,6 +190,14 @@ async function main(): Promise<void> {
     const twoOverOne: number[] = [];
     const cpuOne: number[] = [];
     const cpuTwo: number[] = [];
+    const redisOne: number[] = [];
+    const redisTwo: number[] = [];
+    const benchOne: number[] = [];
+    const benchTwo: number[] = [];
+    const firstOne: number[] = [];
+    const firstTwo: number[] = [];
+    const afterOne: number[] = [];
+    const afterTwo: number[] = [];
     const load = loadavg()[0]!;
     for (let round = 0; round < ROUNDS; round++) {
       // Alternate the order, so neither side always runs on a warmer (or busier) machine.
@@ -166,9 +208,13 @@ async function main(): Promise<void> {
           got.file = await fileOutbox(receiver);
           continue;
         }
-        const { perSecond, cpuPerDelivery } = await bullmq(redis.url, receiver, side === 'one' ? 1 : 2);
-        got[side] = perSecond;
-        (side === 'one' ? cpuOne : cpuTwo).push(cpuPerDelivery);
+        const run = await bullmq(redis.url, receiver, side === 'one' ? 1 : 2);
+        got[side] = run.perSecond;
+        (side === 'one' ? cpuOne : cpuTwo).push(run.cpuPerDelivery);
+        (side === 'one' ? redisOne : redisTwo).push(run.redisPerDelivery);
+        (side === 'one' ? benchOne : benchTwo).push(run.benchPerDelivery);
+        (side === 'one' ? firstOne : firstTwo).push(run.firstMs);
+        (side === 'one' ? afterOne : afterTwo).push(run.afterFirstPerSecond);
       }
       file.push(got.file!);
       one.push(got.one!);
@@ -177,11 +223,15 @@ async function main(): Promise<void> {
     }
     const scale = median(twoOverOne);
     console.log(`Emitter on BullMQ: node ${process.version}, ${num(DELIVERIES)} deliveries x ${ROUNDS} rounds, concurrency ${CONCURRENCY} per process, ${cpus().length} CPUs, load average ${load.toFixed(1)} at the start\n`);
-    console.log(table(['emitter', 'deliveries/s (median)', 'vs file outbox', 'vs one BullMQ process', 'worker CPU µs per delivery'], [
-      ['file outbox, one process', num(median(file)), '1.00×', ratio(median(file), median(one)), '—'],
-      ['BullMQ, one worker process', num(median(one)), ratio(median(one), median(file)), '1.00×', num(median(cpuOne))],
-      ['BullMQ, two worker processes', num(median(two)), ratio(median(two), median(file)), `${scale.toFixed(2)}× (median of per-round ratios)`, `${num(median(cpuTwo))} (both together)`],
+    console.log(table(['emitter', 'deliveries/s (median)', 'vs file outbox', 'vs one BullMQ process', 'worker CPU µs per delivery', 'redis-server CPU µs per delivery', 'receiver (bench process) CPU µs per delivery'], [
+      ['file outbox, one process', num(median(file)), '1.00×', ratio(median(file), median(one)), '—', '—', '—'],
+      ['BullMQ, one worker process', num(median(one)), ratio(median(one), median(file)), '1.00×', num(median(cpuOne)), num(median(redisOne)), num(median(benchOne))],
+      ['BullMQ, two worker processes', num(median(two)), ratio(median(two), median(file)), `${scale.toFixed(2)}× (median of per-round ratios)`, `${num(median(cpuTwo))} (both together)`, num(median(redisTwo)), num(median(benchTwo))],
     ]));
+    // On a machine of few cores every part shares them: how busy they were, from the figures above.
+    const busy = (perSecond: number, ...cpu: number[][]) => ((perSecond * cpu.reduce((sum, part) => sum + median(part), 0)) / 1e6).toFixed(2);
+    console.log(`\nCores busy (deliveries/s × CPU per delivery of workers + Redis + receiver), of ${cpus().length}: one worker process ${busy(median(one), cpuOne, redisOne, benchOne)}, two ${busy(median(two), cpuTwo, redisTwo, benchTwo)}; Redis alone ${busy(median(one), redisOne)} and ${busy(median(two), redisTwo)}.`);
+    console.log(`First delivery answered ${num(median(firstOne))} ms after "go" with one worker process, ${num(median(firstTwo))} ms with two (the sends come first); from then on ${num(median(afterOne))} and ${num(median(afterTwo))} deliveries/s (${ratio(median(afterTwo), median(afterOne))}), for reference only: the target is on the whole run.`);
     console.log('');
     console.log(target(`two worker processes >= ${TARGET}× one (${scale.toFixed(2)}×)`, scale >= TARGET));
   } finally {

@@ -1,6 +1,7 @@
-// RedisDeliveryStore from two processes: claims/s (one Lua script over a delivery's two keys, as the
+// RedisDeliveryStore from two processes: claims/s (one script over a delivery's two keys, as the
 // receiver claims) against a bare `SET key 1 NX PX` loop from the same two processes on the same private
-// Redis, and deliveries/s (claim + complete, the receiver's two round trips). Each process keeps
+// Redis, and deliveries/s (claim + complete, the receiver's two round trips); with each, the µs Redis spent
+// executing commands per operation (INFO commandstats, reset before each round). Each process keeps
 // `--concurrency` operations in flight on one connection; modes alternate over `--rounds`.
 //   node --import tsx bench/redis-store.ts [--ops 40000] [--concurrency 64] [--rounds 3]
 import { spawn } from 'node:child_process';
@@ -50,8 +51,8 @@ async function child(mode: Mode, url: string, tag: string): Promise<void> {
   redis.disconnect();
 }
 
-/** Two processes at once, released together; ops/s over the slower one's time. */
-async function round(mode: Mode, url: string, r: number): Promise<number> {
+/** Two processes at once, released together; ops/s over the slower one's time, and Redis µs per operation. */
+async function round(mode: Mode, url: string, r: number): Promise<{ ops: number; redisUs: number }> {
   const script = fileURLToPath(import.meta.url);
   const children = [0, 1].map((i) =>
     spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, BENCH_CHILD: `${mode}:${url}:r${r}p${i}${mode}` }, stdio: ['pipe', 'pipe', 'inherit'] }),
@@ -71,10 +72,19 @@ async function round(mode: Mode, url: string, r: number): Promise<number> {
     return () => new Promise<string>((resolve) => (queue.length > 0 ? resolve(queue.shift()!) : waiting.push(resolve)));
   });
   await Promise.all(lines.map((next) => next()));
+  const stats = new Redis(url);
+  await stats.config('RESETSTAT');
   for (const c of children) c.stdin.end('go\n');
   const times = (await Promise.all(lines.map((next) => next()))).map(Number);
+  const info = await stats.info('commandstats');
+  stats.disconnect();
   await Promise.all(exited);
-  return (2 * OPS) / (Math.max(...times) / 1000);
+  // A script's usec includes the commands it calls, which Redis also counts under their own names: with
+  // scripts, only EVAL/EVALSHA; without, every command but CONFIG and INFO.
+  const stat = [...info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)].map(([, name, us]) => ({ name: name!, us: Number(us) }));
+  const scripts = stat.filter(({ name }) => name === 'eval' || name === 'evalsha');
+  const usec = (scripts.length > 0 ? scripts : stat.filter(({ name }) => !name.startsWith('config') && name !== 'info')).reduce((sum, { us }) => sum + us, 0);
+  return { ops: (2 * OPS) / (Math.max(...times) / 1000), redisUs: usec / (2 * OPS) };
 }
 
 if (process.env.BENCH_CHILD) {
@@ -85,18 +95,26 @@ if (process.env.BENCH_CHILD) {
   const redis = await startRedis();
   try {
     const results: Record<Mode, number[]> = { set: [], claim: [], deliver: [] };
-    for (let r = 0; r < ROUNDS; r++) for (const mode of ['set', 'claim', 'deliver'] as const) results[mode].push(await round(mode, redis.url, r));
+    const redisUs: Record<Mode, number[]> = { set: [], claim: [], deliver: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const mode of ['set', 'claim', 'deliver'] as const) {
+        const { ops, redisUs: us } = await round(mode, redis.url, r);
+        results[mode].push(ops);
+        redisUs[mode].push(us);
+      }
+    }
     const set = median(results.set);
     const claim = median(results.claim);
     const deliver = median(results.deliver);
+    const us = (mode: Mode) => median(redisUs[mode]).toFixed(1);
     console.log(`Median of ${ROUNDS} rounds; two processes, ${num(OPS)} operations each, ${CONCURRENCY} in flight per process, one private redis-server.\n`);
     console.log(
       table(
-        ['operation (two processes)', 'ops/s', 'vs bare SET NX PX'],
+        ['operation (two processes)', 'ops/s', 'vs bare SET NX PX', 'Redis µs per op (commandstats)'],
         [
-          ['bare `SET key 1 NX PX` (baseline)', num(set), '1.00×'],
-          ['`RedisDeliveryStore.claim` (Lua, both keys of a delivery)', num(claim), ratio(claim, set)],
-          ['deliveries: claim + complete (2 round trips)', num(deliver), ratio(deliver, set)],
+          ['bare `SET key 1 NX PX` (baseline)', num(set), '1.00×', us('set')],
+          ['`RedisDeliveryStore.claim` (one script: `SET NX PX GET` on both keys of a delivery)', num(claim), ratio(claim, set), us('claim')],
+          ['deliveries: claim + complete (2 round trips)', num(deliver), ratio(deliver, set), us('deliver')],
         ],
       ),
     );

@@ -54,6 +54,8 @@ describe.each(Object.entries(factories))('DeliveryStore contract: %s', (_name, m
     await store.claim(['d:1', 'e:1'], 1000, 'me');
     await store.complete(['d:1', 'e:1']);
     expect(await store.claim(['d:forged', 'e:1'], 1000, 'me')).toBe('processed');
+    // …and holds none of its keys afterwards (the Redis store sets `d:forged` before it finds `e:1`).
+    expect(await store.claim(['d:forged', 'e:9'], 1000, 'me')).toBe('claimed');
     expect(await store.claim(['d:other', 'e:2'], 1000, 'me')).toBe('claimed');
     expect(await store.claim(['d:third', 'e:2'], 1000, 'me')).toBe('in_progress');
   });
