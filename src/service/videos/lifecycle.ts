@@ -198,17 +198,30 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     }
     if (video.status !== 'generating') return;
     const step = (endAt - startAt) / PROGRESS_STEPS;
-    const done = Math.min(PROGRESS_STEPS, Math.floor((now - startAt) / step) + 1);
     // Progress moves at realistic speed only: at fast speed each step would be a write for nothing.
-    if (this.#options.speed === 'realistic' && done < PROGRESS_STEPS && video.plan.outcome !== 'upstream_timeout') {
-      this.#at(video, startAt + done * step - now, () => {
-        video.progress = `${done * PROGRESS_STEPS}%`;
-        this.#save(video);
-        this.#arm(video);
-      });
+    if (this.#options.speed === 'realistic' && video.plan.outcome !== 'upstream_timeout') {
+      this.#armProgress(video, Math.floor((now - startAt) / step) + 1, step);
       return;
     }
     this.#at(video, endAt - now, () => this.#finish(video));
+  }
+
+  /**
+   * Arms progress step `done` (of PROGRESS_STEPS), then the next from the step's own callback: the index is
+   * carried, never worked out again from the time, which a fractional step can put a hair short of it.
+   */
+  #armProgress(video: Video, done: number, step: number): void {
+    const { startAt, endAt } = video.plan;
+    const now = this.#options.clock.now();
+    if (done >= PROGRESS_STEPS) {
+      this.#at(video, endAt - now, () => this.#finish(video));
+      return;
+    }
+    this.#at(video, startAt + Math.round(done * step) - now, () => {
+      video.progress = `${Math.round((done * 100) / PROGRESS_STEPS)}%`;
+      this.#save(video);
+      this.#armProgress(video, done + 1, step);
+    });
   }
 
   #finish(video: Video): void {
