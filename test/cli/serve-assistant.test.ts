@@ -14,9 +14,11 @@ describe('cliphook serve: the assistant endpoint', () => {
     const on = await startServe(['--data', join(dir, 'on.json'), '--no-inspect']);
     cleanups.push(on.stop);
     expect(await (await fetch(`${on.ready.origin}/mcp/status`)).json()).toMatchObject({ enabled: true, url: `${on.ready.origin}/mcp` });
+    expect(on.ready.mcp).toBe(`${on.ready.origin}/mcp`);
     const off = await startServe(['--data', join(dir, 'off.json'), '--no-inspect', '--no-assistant']);
     cleanups.push(off.stop);
     expect(await (await fetch(`${off.ready.origin}/mcp/status`)).json()).toMatchObject({ enabled: false, url: null });
+    expect(off.ready.mcp).toBeNull();
     const res = await fetch(`${off.ready.origin}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${off.ready.apiKey}` }, body: '{}' });
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toMatch(/problem\+json/);

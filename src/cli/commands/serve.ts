@@ -1,3 +1,4 @@
+import { MCP_PATH } from '../../service/assistant/endpoint.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startInspector, type Inspector } from '../../inspector/server.js';
@@ -111,6 +112,8 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     strict: options.strict === true,
     redis: options.redis === undefined ? null : redactRedisUrl(options.redis),
     inspector: inspector?.url ?? null,
+    // The assistant endpoint (spec 5.7's {mcp_url}), or null with --no-assistant.
+    mcp: app.assistant ? `${app.service.origin}${MCP_PATH}` : null,
   };
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
   else {
@@ -120,6 +123,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     io.out(`  webhook secret  ${info.webhookSecret}`);
     io.out(`  balance         ${info.balance} credits`);
     io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
+    if (info.mcp) io.out(`  assistant (MCP) ${info.mcp} (API key or OAuth sign-in)`);
     if (info.redis) io.out(`  shared on       ${info.redis} (rate limits, Idempotency-Keys, webhooks)`);
     if (info.inspector) io.out(`  inspector       ${info.inspector} (clips, image jobs, webhook deliveries, Redeliver)`);
     io.out('Ctrl-C to stop.');
