@@ -11,6 +11,16 @@ export interface Created {
   undo?: () => void;
 }
 
+/** What a caller of a creating operation may add to its commit. */
+export interface CreateHooks {
+  /**
+   * Called with a successful answer just before the commit that makes it durable, so records of the
+   * caller's own (the assistant's ledger) join the same commit. Returns how to take them back if that
+   * write fails.
+   */
+  beforeCommit?: (result: Result) => (() => void) | void;
+}
+
 /**
  * Runs an operation that charges and creates tasks (POST /videos, /videos/batch, /images) under the rules
  * of spec section 7, and makes it durable before it answers:
@@ -21,7 +31,15 @@ export interface Created {
  *   is refunded, the tasks removed and the key released: 500 task_create_failed, as the spec says.
  * A refusal before any task existed releases the key.
  */
-export async function createOnce(service: Service, caller: Caller, header: string | string[] | undefined, path: string, body: unknown, run: () => Promise<Created>): Promise<Result> {
+export async function createOnce(
+  service: Service,
+  caller: Caller,
+  header: string | string[] | undefined,
+  path: string,
+  body: unknown,
+  run: () => Promise<Created>,
+  { beforeCommit }: CreateHooks = {},
+): Promise<Result> {
   const key = parseIdempotencyKey(header);
   if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
   const scope = String(caller.account.id);
@@ -57,11 +75,13 @@ export async function createOnce(service: Service, caller: Caller, header: strin
       finish(null);
       return result;
     }
-    // The key's record joins the tasks in the same commit: a crash keeps both or neither.
+    // The key's record (and the caller's own, `beforeCommit`) join the tasks in the same commit: a crash keeps all or none.
+    const undoHook = beforeCommit?.(result);
     finish(result);
     try {
       await service.store.commit();
     } catch {
+      undoHook?.();
       created.undo?.();
       if (key !== null) await service.idempotency.forget(scope, key, sharedScope).catch(() => undefined);
       return fail('task_create_failed', { detail: 'The task could not be saved; the credits were refunded. Retry with the same Idempotency-Key.' });

@@ -66,9 +66,9 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
       const quality = args.quality ?? 'standard';
       const count = args.count ?? 1;
       const price = imagePrice({ type: 'image', quality, count });
-      const answer = await spending.spend({ assistant, account: caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price, maxCredits }, async (): Promise<Made> => {
+      const answer = await spending.spend({ assistant, account: caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price, maxCredits }, async (beforeCommit): Promise<Made> => {
         const body = { description: args.description, quality, count, ...(args.aspect_ratio ? { aspect_ratio: args.aspect_ratio } : {}) };
-        const created = fromResult(await createImage(service, caller, body));
+        const created = fromResult(await createImage(service, caller, body, undefined, { beforeCommit }));
         return created.ok ? { ok: true, id: created.value.id as number, value: created.value } : created;
       });
       if (!answer.ok) return toToolResult(answer);

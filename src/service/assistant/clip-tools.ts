@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
+import type { ImageItem } from '../images/jobs.js';
 import { imageFileUrl } from '../images/views.js';
 import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../pricing.js';
 import { RATIOS, type SubjectConsent } from '../videos/validate.js';
@@ -174,9 +175,11 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
   if (!photos.ok) return photos;
   const imageUrls: string[] = photos.value.uris;
   for (const id of plan.imageIds ?? []) {
-    const url = madeImageUrl(ctx, id);
-    if (!url) return refuse('invalid_image_id', `Image ${id} is not one of this account's images; use the id of an item of create_image's images.`);
-    imageUrls.push(url);
+    const image = madeImage(ctx, id);
+    if (!image) return refuse('invalid_image_id', `Image ${id} is not one of this account's images; use the id of an item of create_image's images.`);
+    // Spec 2.7: an image edited from a photo of a real person "stays an image".
+    if (image.animate === 'no') return refuse('image_not_animatable', `Image ${id} was edited from a photo of a real person and stays an image (animate: no); use another image, or the person's photo through start_photo_upload.`);
+    imageUrls.push(imageFileUrl(ctx.service.origin, image).url);
   }
   // Images the service made show no real person (spec 5: no_real_person).
   const consents = [...photos.value.consents, ...((plan.imageIds ?? []).length > 0 ? ['no_real_person' as const] : [])];
@@ -185,7 +188,7 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
   return ctx.spending.spend(
     { assistant: ctx.assistant, account: ctx.caller.account },
     { tool, args: rest, idempotencyKey: key, kind: 'clip', price, maxCredits: maxCreditsValue },
-    async (): Promise<Made> => {
+    async (beforeCommit): Promise<Made> => {
       const body = {
         prompt: plan.prompt,
         model: plan.model,
@@ -195,7 +198,10 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
         // Consent is recorded with each request (spec 5): the one the pictures were given with.
         ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: requestConsent(consents) } : {}),
       };
-      const answer = fromResult(await createVideo(ctx.service, ctx.caller, body, undefined, { price: assistantClipPrice }));
+      // The key's default assets (PUT /settings/keys/{id}/default-assets) are for /v1 clients: an assistant
+      // uses only the photos it names, each uploaded by the person with consent.
+      const caller = { ...ctx.caller, key: { ...ctx.caller.key, defaultAssetIds: [] } };
+      const answer = fromResult(await createVideo(ctx.service, caller, body, undefined, { price: assistantClipPrice, beforeCommit }));
       return answer.ok ? { ok: true, id: answer.value.id as number, value: answer.value } : answer;
     },
   );
@@ -234,11 +240,11 @@ function requestConsent(consents: SubjectConsent[]): SubjectConsent {
 }
 
 /** The file link of one of the caller's made images, by its id. */
-function madeImageUrl(ctx: ToolContext, imageId: number): string | undefined {
+function madeImage(ctx: ToolContext, imageId: number): ImageItem | undefined {
   for (const job of ctx.service.store.table('image_job').values()) {
     if (job.accountId !== ctx.caller.account.id || job.imagesDeleted) continue;
     const image = job.images.find((item) => item.id === imageId);
-    if (image) return imageFileUrl(ctx.service.origin, image).url;
+    if (image) return image;
   }
   return undefined;
 }

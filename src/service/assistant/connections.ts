@@ -65,6 +65,12 @@ export class AssistantConnections {
     return undefined;
   }
 
+  /** Whether an OAuth client has a live connection on any account. */
+  hasLive(clientId: string): boolean {
+    for (const row of this.#table.values()) if (row.clientId === clientId && row.disconnectedAt === null) return true;
+    return false;
+  }
+
   /** Records an assistant the account holder approved (the authorization page). */
   async connect(account: Account, { grantId, clientId, name, dailyLimit }: { grantId: string; clientId: string; name: string; dailyLimit: number | null }): Promise<AssistantRow> {
     const existing = this.forGrant(grantId);

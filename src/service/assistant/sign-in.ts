@@ -45,6 +45,8 @@ export class AssistantSignIn {
         resource: this.resource,
         accountExists: (id) => /^\d+$/.test(id) && this.#service.accounts.get(Number(id)) !== undefined,
         fetch: this.#fetch,
+        clientInUse: (clientId) => this.connections.hasLive(clientId),
+        now: () => this.#service.clock.now(),
         warn: (message) => this.#service.warn(message),
       });
       this.#oauth = { issuer, server };

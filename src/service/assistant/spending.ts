@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Account } from '../accounts.js';
+import type { Result } from '../result.js';
 import type { Table } from '../state.js';
 import type { Service } from '../service.js';
 import { VideoLifecycle } from '../videos/lifecycle.js';
@@ -41,6 +42,12 @@ export interface SpendRequest {
 /** What `make` created: the answer, and the id of the clip or image job the credits went to. */
 export type Made = { ok: true; id: number; value: Record<string, unknown> } | Extract<ToolAnswer, { ok: false }>;
 
+/**
+ * What `make` hands to the creating operation (`createVideo`, `createImage`): it writes the charge into
+ * the ledger, and the call's first answer, in the same commit as the task and its charge.
+ */
+export type BeforeCommit = (result: Result) => (() => void) | void;
+
 /** One charge of an assistant, kept in the data file: what it made and when. */
 export interface SpendRow {
   id: number;
@@ -48,6 +55,8 @@ export interface SpendRow {
   kind: 'clip' | 'image';
   targetId: number;
   at: number;
+  /** Credits the clip or job holds, as last seen: what counts once it is deleted (a deletion refunds nothing). */
+  credits: number;
 }
 
 /** The first answer of a spending call, kept for its repeat window (2 minutes, or 24 hours for an `idempotency_key`). */
@@ -114,32 +123,28 @@ export class AssistantSpending {
    * Runs one spending call under the rules: the first answer of a repeat, else the checks, else `make`.
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
-  async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
+  async spend(who: Spender, request: SpendRequest, make: (beforeCommit: BeforeCommit) => Promise<Made>): Promise<ToolAnswer> {
     const now = this.#service.clock.now();
     this.#forgetOld(now);
     const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
-    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
+    // An idempotency_key belongs to one tool: the same key on another tool is another call.
+    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
     for (const { id } of keys) {
       const first = this.#calls.get(id);
       if (first) return { ok: true, value: { ...first.value, replayed: true } };
       const pending = this.#pending.get(id);
       if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
     }
-    const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, make));
+    const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, keys, make));
     for (const { id } of keys) this.#pending.set(id, answer);
     try {
-      const settled = await answer;
-      if (settled.ok) {
-        for (const { id, window } of keys) this.#calls.put({ id, at: now, window, value: settled.value });
-        await this.#service.store.commit();
-      }
-      return settled;
+      return await answer;
     } finally {
       for (const { id } of keys) if (this.#pending.get(id) === answer) this.#pending.delete(id);
     }
   }
 
-  async #checkAndMake(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
+  async #checkAndMake(who: Spender, request: SpendRequest, keys: Array<{ id: string; window: number }>, make: (beforeCommit: BeforeCommit) => Promise<Made>): Promise<ToolAnswer> {
     const { price, maxCredits } = request;
     if (price > maxCredits) {
       return refuse('max_credits_exceeded', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { price, max_credits: maxCredits });
@@ -152,11 +157,31 @@ export class AssistantSpending {
     if (used + price > limit) {
       return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last 24 hours. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
     }
-    const made = await make();
+    let recorded = false;
+    // The charge and the first answer go into the ledger in the task's own commit: a crash keeps all or none.
+    const record = (id: number, value: Record<string, unknown>) => {
+      const at = this.#service.clock.now();
+      const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: id, at, credits: price });
+      const ledger = this.#ledgerOf(who.assistant);
+      ledger.push(spend);
+      for (const { id: callKey, window } of keys) this.#calls.put({ id: callKey, at, window, value });
+      recorded = true;
+      return () => {
+        this.#spends.remove(spend.id);
+        ledger.splice(ledger.indexOf(spend), 1);
+        for (const { id: callKey } of keys) this.#calls.remove(callKey);
+        recorded = false;
+      };
+    };
+    const made = await make((result) => {
+      const body = result.body as Record<string, unknown>;
+      if (result.status >= 200 && result.status < 300 && typeof body.id === 'number') return record(body.id, body);
+    });
     if (!made.ok) return made;
-    const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: made.id, at: this.#service.clock.now() });
-    this.#ledgerOf(who.assistant).push(spend);
-    await this.#service.store.commit();
+    if (!recorded) {
+      record(made.id, made.value);
+      await this.#service.store.commit();
+    }
     return { ok: true, value: made.value };
   }
 
@@ -166,14 +191,25 @@ export class AssistantSpending {
     return spends;
   }
 
+  /**
+   * What a charge holds now: the clip's or job's credits after refunds. Once the clip or job is deleted
+   * (which refunds nothing) the last figure seen stands.
+   */
   #credits(spend: SpendRow): number {
+    let held: number | null = null;
     if (spend.kind === 'clip') {
       const video = this.#service.videos.get(spend.targetId);
-      return video ? VideoLifecycle.creditsUsed(video) : 0;
+      if (video) held = VideoLifecycle.creditsUsed(video);
+    } else {
+      const job = this.#service.store.table('image_job').get(spend.targetId);
+      if (job) held = job.creditsCharged ?? job.creditsReserved - job.creditsRefunded;
     }
-    const job = this.#service.store.table('image_job').get(spend.targetId);
-    if (!job) return 0;
-    return job.creditsCharged ?? job.creditsReserved - job.creditsRefunded;
+    if (held === null) return spend.credits;
+    if (held !== spend.credits) {
+      spend.credits = held;
+      this.#spends.put(spend);
+    }
+    return held;
   }
 
   #serially<T>(assistant: string, run: () => Promise<T>): Promise<T> {

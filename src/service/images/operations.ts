@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import type { ProblemCode } from '../../protocol/problem.js';
 import type { Asset } from '../assets/assets.js';
 import { removeAsset } from '../assets/operations.js';
-import { createOnce, type Created } from '../create-once.js';
+import { createOnce, type Created, type CreateHooks } from '../create-once.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob } from './jobs.js';
@@ -80,7 +80,7 @@ async function checkPhotos(service: Service, caller: Caller, command: ImageComma
  * Nothing is reserved by a refusal.
  * @example await createImage(service, caller, { template: 'poster', fields: { headline: 'Open' } }, 'key-1') // { status: 202, body: { object: 'image_job', status: 'generating', … } }
  */
-export function createImage(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[]): Promise<Result> {
+export function createImage(service: Service, caller: Caller, body: unknown, idempotencyKey?: string | string[], hooks: CreateHooks = {}): Promise<Result> {
   return createOnce(service, caller, idempotencyKey, '/v1/images', body, async (): Promise<Created> => {
     const validated = validateImage(body);
     if (!validated.ok) return { result: refused(validated.refusal) };
@@ -97,7 +97,7 @@ export function createImage(service: Service, caller: Caller, body: unknown, ide
     if (service.credits.charge(caller.account, command.price)) return { result: service.insufficient(caller.account, command.price) };
     const job = service.images.start(caller.account, caller.key.id, command);
     return { result: ok(202, view(service, job)), undo: () => service.images.discard(job) };
-  });
+  }, hooks);
 }
 
 /** The caller's job `id` (a path segment), or the 404 of spec 4.10: unknown ids and other accounts' look the same. */

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Asset } from '../assets/assets.js';
 import { characterAsset } from '../images/operations.js';
-import { createOnce, type Created } from '../create-once.js';
+import { createOnce, type Created, type CreateHooks } from '../create-once.js';
 import { clipPrice, type VideoModel } from '../pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
@@ -134,7 +134,7 @@ export function createVideo(
   caller: Caller,
   body: unknown,
   idempotencyKey?: string | string[],
-  { price: priceOf = clipPrice }: { price?: (model: VideoModel, seconds: number) => number } = {},
+  { price: priceOf = clipPrice, beforeCommit }: { price?: (model: VideoModel, seconds: number) => number } & CreateHooks = {},
 ): Promise<Result> {
   return createOnce(service, caller, idempotencyKey, '/v1/videos', body, async (): Promise<Created> => {
     const validated = validateVideo(body, { strict: service.strict, defaultAssetIds: caller.key.defaultAssetIds });
@@ -154,7 +154,7 @@ export function createVideo(
     if (service.credits.charge(caller.account, price)) return { result: service.insufficient(caller.account, price) };
     const video = createTask(service, caller, photos.command, price, photos.assetIdsUsed);
     return { result: ok(202, createdView(video, command.warnings, view(service))), undo: () => service.videos.discard(video) };
-  });
+  }, { ...(beforeCommit ? { beforeCommit } : {}) });
 }
 
 /** POST /videos/batch (spec 4.2): all or nothing, one charge for the total, a task and a webhook per item. */

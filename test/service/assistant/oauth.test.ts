@@ -162,8 +162,11 @@ describe('assistant sign-in with OAuth 2.1', () => {
     const redirectUrl = 'http://127.0.0.1:9/callback';
     const clientInformation = await registerClient(svc.origin, { metadata, clientMetadata: { client_name: 'Resource test', redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none' } });
     const { authorizationUrl } = await startAuthorization(svc.origin, { metadata, clientInformation, redirectUrl, scope: 'mcp', resource: new URL('https://api.elsewhere.example/mcp') });
+    // A client nobody approved yet gets the error on a page of the service, never a redirect (no open redirector).
     const refused = await fetch(authorizationUrl, { redirect: 'manual' });
-    expect(new URL(refused.headers.get('location')!).searchParams.get('error')).toBe('invalid_target');
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('location')).toBeNull();
+    expect(await refused.text()).toContain('invalid_target');
 
     // A real token of this server, but for another audience (as another resource server's would be).
     const { client, oauth } = await signIn(svc);
@@ -177,6 +180,29 @@ describe('assistant sign-in with OAuth 2.1', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
     expect((await mcpWith(svc, 'not-a-token-at-all')).status).toBe(401);
+  });
+
+  it('is no open redirector, refuses http redirect URIs off loopback, and limits registrations per address', async () => {
+    const svc = await start();
+    const register = (redirect: string) =>
+      fetch(`${svc.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'R', redirect_uris: [redirect], token_endpoint_auth_method: 'none' }) });
+    const plainHttp = await register('http://evil.example/cb');
+    expect(plainHttp.status).toBe(400);
+    expect(await plainHttp.json()).toMatchObject({ error: 'invalid_redirect_uri', error_description: expect.stringContaining('loopback') });
+
+    const evil = await (await register('https://evil.example/cb')).json();
+    const bounce = new URL(`${svc.origin}/oauth/authorize`);
+    for (const [name, value] of Object.entries({ client_id: evil.client_id, redirect_uri: 'https://evil.example/cb', response_type: 'code', scope: 'mcp', prompt: 'none', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' })) bounce.searchParams.set(name, value);
+    const res = await fetch(bounce, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    // Sign-ins in progress stay in memory: a stranger's GETs never reach the data file.
+    expect([...svc.app.service.store.table('oauth').values()].some((row) => row.id.startsWith('Interaction:'))).toBe(false);
+
+    let last = 0;
+    for (let i = 0; i < 20 && last !== 429; i++) last = (await register(`https://client${i}.example/cb`)).status;
+    expect(last).toBe(429);
   });
 
   it('lists, limits and disconnects assistants from /settings/assistants; a disconnected one is refused at once and cannot refresh', async () => {

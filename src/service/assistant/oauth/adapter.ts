@@ -22,6 +22,16 @@ const SWEEP_EVERY = 200;
 export const MAX_REGISTERED_CLIENTS = 500;
 
 /**
+ * Sign-ins in progress (`Interaction`) kept at most. Anyone may start one with a GET, so they live in
+ * memory only, never in the data file, and the oldest is dropped first: a sign-in lost to a restart or
+ * to a flood is simply started again.
+ */
+export const MAX_INTERACTIONS = 1_000;
+
+/** Models kept in memory only (see MAX_INTERACTIONS). */
+const MEMORY_MODELS = new Set(['Interaction']);
+
+/**
  * oidc-provider's storage on the service's own store: every record in one table of the data file, so a
  * connected assistant's tokens survive `serve` restarting. Lookups by grant, session uid and user code
  * go through indexes rebuilt from the table at start. Records past `expiresAt` are treated as absent and
@@ -34,23 +44,27 @@ export class StoreAdapterFactory {
   readonly #byUid = new Map<string, string>();
   readonly #byUserCode = new Map<string, string>();
   readonly #now: () => number;
+  readonly #inUse: (clientId: string) => boolean;
+  readonly #memory = new Map<string, OAuthRow>();
+  #clients = 0;
   #writes = 0;
 
-  constructor(store: ServiceStore<OAuthTables>, now: () => number = Date.now) {
+  /** `clientInUse` says whether a registered client has a live connection (an approved assistant): those are never evicted. */
+  constructor(store: ServiceStore<OAuthTables>, { now = Date.now, clientInUse = () => false }: { now?: () => number; clientInUse?: (clientId: string) => boolean } = {}) {
     this.#store = store;
     this.#table = store.table('oauth');
     this.#now = now;
+    this.#inUse = clientInUse;
     for (const row of this.#table.values()) this.#index(row);
   }
 
   /** The adapter of one model, as oidc-provider's `adapter` option asks. */
   adapter = (model: string): Adapter => {
     const key = (id: string) => `${model}:${id}`;
+    if (MEMORY_MODELS.has(model)) return this.#memoryAdapter(model);
     return {
       upsert: async (id, payload, expiresIn) => {
-        if (model === 'Client' && !this.#table.get(key(id)) && this.clientCount() >= MAX_REGISTERED_CLIENTS) {
-          throw new Error(`At most ${MAX_REGISTERED_CLIENTS} clients can be registered on this service.`);
-        }
+        if (model === 'Client' && !this.#table.get(key(id))) this.#makeRoomForClient();
         this.#remove(key(id));
         if (++this.#writes % SWEEP_EVERY === 0) this.sweep();
         const row: OAuthRow = { id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null };
@@ -82,6 +96,47 @@ export class StoreAdapterFactory {
     };
   };
 
+  /** Sign-ins in progress: in memory, bounded, oldest dropped first. */
+  #memoryAdapter(model: string): Adapter {
+    const key = (id: string) => `${model}:${id}`;
+    const live = (id: string) => {
+      const row = this.#memory.get(key(id));
+      if (row && row.expiresAt !== null && row.expiresAt <= this.#now()) this.#memory.delete(key(id));
+      return this.#memory.get(key(id));
+    };
+    return {
+      upsert: async (id, payload, expiresIn) => {
+        this.#memory.delete(key(id));
+        while (this.#memory.size >= MAX_INTERACTIONS) this.#memory.delete(this.#memory.keys().next().value!);
+        this.#memory.set(key(id), { id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null });
+      },
+      find: async (id) => live(id)?.payload,
+      findByUid: async () => undefined,
+      findByUserCode: async () => undefined,
+      consume: async (id) => {
+        const row = live(id);
+        if (row) row.payload = { ...row.payload, consumed: Math.floor(this.#now() / 1000) };
+      },
+      destroy: async (id) => void this.#memory.delete(key(id)),
+      revokeByGrantId: async () => undefined,
+    };
+  }
+
+  /**
+   * Keeps registrations under MAX_REGISTERED_CLIENTS: when full, the oldest client no approved assistant
+   * uses is dropped (MCP clients often register again on each connect). When every one is in use, the
+   * registration fails.
+   */
+  #makeRoomForClient(): void {
+    if (this.clientCount() < MAX_REGISTERED_CLIENTS) return;
+    for (const row of this.#table.values()) {
+      if (!row.id.startsWith('Client:') || this.#inUse(row.id.slice('Client:'.length))) continue;
+      this.#remove(row.id);
+      return;
+    }
+    throw new Error(`All ${MAX_REGISTERED_CLIENTS} registered clients are in use by connected assistants; disconnect one in the account settings.`);
+  }
+
   /** Removes every code and token of a grant; true when something was removed (not yet committed). */
   revokeGrant(grantId: string): boolean {
     const members = [...(this.#byGrant.get(grantId) ?? [])];
@@ -101,9 +156,7 @@ export class StoreAdapterFactory {
 
   /** Clients registered (dynamically) and still kept. */
   clientCount(): number {
-    let count = 0;
-    for (const row of this.#table.values()) if (row.id.startsWith('Client:')) count++;
-    return count;
+    return this.#clients;
   }
 
   #live(id: string): OAuthRow | undefined {
@@ -119,6 +172,7 @@ export class StoreAdapterFactory {
 
   #index(row: OAuthRow): void {
     const model = row.id.slice(0, row.id.indexOf(':'));
+    if (model === 'Client') this.#clients++;
     const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
     if (GRANTABLE.has(model) && grantId) {
       const members = this.#byGrant.get(grantId) ?? new Set<string>();
@@ -133,6 +187,7 @@ export class StoreAdapterFactory {
     const row = this.#table.get(id);
     if (!row) return false;
     this.#table.remove(id);
+    if (id.startsWith('Client:')) this.#clients--;
     const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
     if (grantId) {
       const members = this.#byGrant.get(grantId);

@@ -18,7 +18,7 @@ export const OAUTH_PATHS = Object.freeze({
 export const MCP_SCOPE = 'mcp';
 
 /** Lifetimes, in seconds. An access token lasts an hour; the refresh token keeps the connection for 30 days of disuse. */
-export const OAUTH_TTL = Object.freeze({ accessToken: 3_600, authorizationCode: 60, interaction: 3_600, refreshToken: 30 * 86_400, session: 14 * 86_400, grant: 365 * 86_400 });
+export const OAUTH_TTL = Object.freeze({ accessToken: 3_600, authorizationCode: 60, interaction: 600, refreshToken: 30 * 86_400, session: 14 * 86_400, grant: 365 * 86_400 });
 
 /** Whether the authorization server answers `path` (its endpoints and metadata; not the consent page, which the service serves). */
 export function isOAuthPath(path: string): boolean {

@@ -4,8 +4,12 @@ import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
 import type { ServiceStore } from '../../state.js';
+import { RateLimiter } from '../../rate-limit.js';
 import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
 import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
+
+/** Dynamic registrations one address may make in a minute. */
+export const REGISTRATIONS_PER_MINUTE = 20;
 
 export interface OAuthServerOptions {
   store: ServiceStore<OAuthTables>;
@@ -15,6 +19,10 @@ export interface OAuthServerOptions {
   resource: string;
   /** Whether an account id names an account of the service. */
   accountExists(accountId: string): boolean;
+  /** Whether a registered client is used by a live connection (never evicted to make room). */
+  clientInUse(clientId: string): boolean;
+  /** The service's clock, for the registration rate limit. */
+  now(): number;
   /** How client ID metadata documents are fetched (`https://` client ids); the library guards against private addresses. */
   fetch?: typeof fetch | undefined;
   warn(message: string): void;
@@ -56,13 +64,17 @@ export class OAuthServer {
   readonly issuer: string;
   readonly resource: string;
   readonly #callback: (req: IncomingMessage, res: ServerResponse) => void;
+  readonly #registrations: RateLimiter;
+  readonly #inUse: (clientId: string) => boolean;
 
   /** @internal Use `createOAuthServer`. */
   constructor(options: OAuthServerOptions, { default: ProviderClass, errors }: typeof import('oidc-provider')) {
     const { store, issuer, resource, accountExists, warn } = options;
     this.issuer = issuer;
     this.resource = resource;
-    this.adapters = new StoreAdapterFactory(store);
+    this.adapters = new StoreAdapterFactory(store, { clientInUse: options.clientInUse });
+    this.#inUse = options.clientInUse;
+    this.#registrations = new RateLimiter({ now: options.now, limit: REGISTRATIONS_PER_MINUTE });
     const keys = serverKeys(store);
     const configuration: Configuration = {
       adapter: this.adapters.adapter as unknown as Configuration['adapter'],
@@ -81,6 +93,18 @@ export class OAuthServer {
       responseTypes: ['code'],
       clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', id_token_signed_response_alg: 'ES256' },
       pkce: { required: () => true },
+      // OAuth 2.1: redirect URIs are https, a loopback address over http, or a native app's own scheme.
+      extraClientMetadata: {
+        properties: ['redirect_uris'],
+        validator: (_ctx, key, value) => {
+          if (key !== 'redirect_uris' || !Array.isArray(value)) return;
+          const insecure = (value as unknown[]).find((uri) => !isAllowedRedirect(String(uri)));
+          if (insecure === undefined) return;
+          const error = new errors.InvalidRedirectUri();
+          error.error_description = `redirect_uris must use https, http on a loopback address (127.0.0.1, [::1], localhost), or a native app's own scheme: ${String(insecure)}`;
+          throw error;
+        },
+      },
       // Browser-based assistants may call the token endpoint from the origins of their own redirect URIs.
       clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
       findAccount: async (_ctx, sub) => (accountExists(sub) ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
@@ -129,12 +153,59 @@ export class OAuthServer {
     this.#callback = this.provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => void;
   }
 
-  /** Hands a request to the library. RFC 8414's path gets the same document as OpenID discovery. */
+  /**
+   * Hands a request to the library. RFC 8414's path gets the same document as OpenID discovery;
+   * registration is limited per address; and an authorization request that fails before anyone saw
+   * the consent page shows an error page instead of redirecting, unless the client is one the account
+   * holder already approved: open registration would otherwise make the service an open redirector
+   * (RFC 9700, section 4.11.2).
+   */
   handle(req: IncomingMessage, res: ServerResponse): void {
     const [path, query] = (req.url ?? '/').split('?', 2);
     if (path === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
+    if (path === OAUTH_PATHS.registration && req.method === 'POST') {
+      const decision = this.#registrations.check(req.socket.remoteAddress ?? 'unknown');
+      if (!decision.allowed) {
+        req.resume();
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(decision.retryAfter), 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: `At most ${REGISTRATIONS_PER_MINUTE} registrations a minute from one address.` }));
+        return;
+      }
+    }
+    if (path === OAUTH_PATHS.authorization) this.#noBlindRedirects(res, new URLSearchParams(query ?? '').get('client_id'));
     this.#callback(req, res);
   }
+
+  #noBlindRedirects(res: ServerResponse, clientId: string | null): void {
+    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+    const issuer = this.issuer;
+    const approved = clientId !== null && this.#inUse(clientId);
+    res.end = ((...args: unknown[]) => {
+      const location = res.getHeader('location');
+      const target = typeof location === 'string' ? URL.parse(location, issuer) : null;
+      if (!approved && res.statusCode >= 300 && res.statusCode < 400 && target && target.origin !== issuer && target.searchParams.has('error')) {
+        const out = { error: target.searchParams.get('error') ?? 'invalid_request', error_description: target.searchParams.get('error_description') ?? '' };
+        const page = errorPage(out);
+        res.statusCode = 400;
+        res.removeHeader('location');
+        for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
+        res.setHeader('content-type', 'text/html; charset=utf-8');
+        res.setHeader('content-length', String(Buffer.byteLength(page)));
+        return end(page);
+      }
+      return end(...args);
+    }) as typeof res.end;
+  }
+}
+
+/** Whether a redirect URI is one OAuth 2.1 allows: https, http to a loopback host, or a private-use scheme (a native app's own). */
+export function isAllowedRedirect(uri: string): boolean {
+  const url = URL.parse(uri);
+  if (!url) return false;
+  if (url.protocol === 'https:') return true;
+  if (url.protocol === 'http:') return url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
+  // A native app's scheme (`com.example.app:`, `cursor:`); the library itself refuses javascript:, data: and the like.
+  return /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) && !['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'ws:', 'wss:', 'ftp:'].includes(url.protocol);
 }
 
 /** The page the library shows for an error it cannot send back to the client (a bad redirect_uri, an unknown client). */

@@ -1,0 +1,63 @@
+// The authorization server's storage: bounded registrations that never evict a client in use, sign-ins in
+// memory only, and a grant's codes and tokens revoked together.
+import { describe, expect, it } from 'vitest';
+import { MAX_INTERACTIONS, MAX_REGISTERED_CLIENTS, StoreAdapterFactory, type OAuthTables } from '../../../src/service/assistant/oauth/adapter.js';
+import { ServiceStore } from '../../../src/service/state.js';
+
+const open = () => ServiceStore.open<OAuthTables>({ file: false, tables: ['oauth'] });
+
+describe('StoreAdapterFactory', () => {
+  it('keeps at most MAX_REGISTERED_CLIENTS clients, dropping the oldest one no assistant uses', async () => {
+    const store = await open();
+    const used = new Set(['c0', 'c1']);
+    const factory = new StoreAdapterFactory(store, { clientInUse: (id) => used.has(id) });
+    const clients = factory.adapter('Client');
+    for (let i = 0; i < MAX_REGISTERED_CLIENTS; i++) await clients.upsert(`c${i}`, { client_id: `c${i}` });
+    expect(factory.clientCount()).toBe(MAX_REGISTERED_CLIENTS);
+    await clients.upsert('newcomer', { client_id: 'newcomer' });
+    expect(factory.clientCount()).toBe(MAX_REGISTERED_CLIENTS);
+    expect(await clients.find('c0')).toBeDefined();
+    expect(await clients.find('c1')).toBeDefined();
+    expect(await clients.find('c2')).toBeUndefined();
+    expect(await clients.find('newcomer')).toBeDefined();
+    // Updating a kept client makes no room and drops nobody.
+    await clients.upsert('c3', { client_id: 'c3', client_name: 'renamed' });
+    expect(await clients.find('c4')).toBeDefined();
+  });
+
+  it('refuses a registration when every kept client is in use', async () => {
+    const store = await open();
+    const factory = new StoreAdapterFactory(store, { clientInUse: () => true });
+    const clients = factory.adapter('Client');
+    for (let i = 0; i < MAX_REGISTERED_CLIENTS; i++) await clients.upsert(`c${i}`, { client_id: `c${i}` });
+    await expect(clients.upsert('one-more', { client_id: 'one-more' })).rejects.toThrow(/in use by connected assistants/);
+  });
+
+  it('keeps sign-ins in progress in memory only, at most MAX_INTERACTIONS, oldest dropped', async () => {
+    const store = await open();
+    const factory = new StoreAdapterFactory(store);
+    const interactions = factory.adapter('Interaction');
+    for (let i = 0; i <= MAX_INTERACTIONS; i++) await interactions.upsert(`i${i}`, { uid: `i${i}` }, 600);
+    expect(store.table('oauth').size).toBe(0);
+    expect(await interactions.find('i0')).toBeUndefined();
+    expect(await interactions.find(`i${MAX_INTERACTIONS}`)).toMatchObject({ uid: `i${MAX_INTERACTIONS}` });
+  });
+
+  it('treats expired records as gone and revokes the codes and tokens of a grant together', async () => {
+    let now = 1_000_000;
+    const store = await open();
+    const factory = new StoreAdapterFactory(store, { now: () => now });
+    const tokens = factory.adapter('AccessToken');
+    const refresh = factory.adapter('RefreshToken');
+    await tokens.upsert('t1', { grantId: 'g1' }, 60);
+    await refresh.upsert('r1', { grantId: 'g1' }, 3_600);
+    await tokens.upsert('t2', { grantId: 'g2' }, 60);
+    now += 61_000;
+    expect(await tokens.find('t1')).toBeUndefined();
+    expect(await refresh.find('r1')).toBeDefined();
+    await refresh.revokeByGrantId('g1');
+    expect(await refresh.find('r1')).toBeUndefined();
+    now -= 61_000;
+    expect(await tokens.find('t2')).toBeDefined();
+  });
+});

@@ -1,0 +1,69 @@
+// The spending rules where a review found them bypassable: a deleted clip still counts against the daily
+// limit, an idempotency_key belongs to one tool, an assistant never picks up a key's default photos, and an
+// image edited from a real person's photo stays an image.
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { call, connect, start } from './fixtures.js';
+
+const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
+
+describe('assistant spending, edges', () => {
+  it('a finished clip deleted through /v1 still counts against the daily limit (a deletion refunds nothing)', async () => {
+    const started = await start();
+    const client = await connect(started);
+    const made = await call(client, 'create_clip', { prompt: 'a paper boat', duration: 5, max_credits: 10 });
+    expect(made.isError).toBe(false);
+    await started.clock.advance(120_000);
+    const deleted = await fetch(`${started.url}/videos/${made.data.id}`, { method: 'DELETE', headers: keyed(started.apiKey) });
+    expect(deleted.status).toBe(200);
+    const account = await call(client, 'get_account');
+    expect(account.data.assistant).toMatchObject({ daily_limit: 10, used_today: 10, remaining_today: 0 });
+    expect((await call(client, 'create_clip', { prompt: 'another boat', duration: 5, max_credits: 10 })).error?.error).toBe('daily_limit_reached');
+  });
+
+  it('an idempotency_key of create_clip is not replayed into create_image', async () => {
+    const started = await start({ fetchImage: async () => ({ ok: true }) });
+    const client = await connect(started);
+    const clip = await call(client, 'create_clip', { prompt: 'a kite', duration: 4, max_credits: 8, idempotency_key: 'same' });
+    expect(clip.isError).toBe(false);
+    const pending = call(client, 'create_image', { description: 'a lighthouse', max_credits: 2, idempotency_key: 'same' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await started.clock.advance(5_000);
+    const image = await pending;
+    expect(image.isError).toBe(false);
+    expect(image.data).toMatchObject({ object: 'image_job', status: 'done' });
+    expect(image.data.replayed).toBeUndefined();
+    expect(started.service.store.table('image_job').size).toBe(1);
+  });
+
+  it('a prompt-only clip does not use the key\'s default assets, and an image with animate "no" is refused', async () => {
+    const started = await start();
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#884422' } }).png().toBuffer();
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'me.png');
+    const asset = await (await fetch(`${started.url}/assets`, { method: 'POST', headers: keyed(started.apiKey), body: form })).json();
+    await started.clock.advance(120_000);
+    const keyId = started.service.accounts.first()!.key.id;
+    const set = await fetch(`${started.origin}/settings/keys/${keyId}/default-assets`, { method: 'PUT', headers: keyed(started.apiKey, { 'content-type': 'application/json' }), body: JSON.stringify({ asset_ids: [asset.id] }) });
+    expect(set.status).toBe(200);
+    const client = await connect(started);
+    const clip = await call(client, 'create_clip', { prompt: 'a quiet street', duration: 4, max_credits: 8 });
+    expect(clip.isError).toBe(false);
+    expect(clip.data.asset_source ?? null).not.toBe('default_asset_ids');
+    expect(clip.data.asset_ids_used ?? []).toEqual([]);
+
+    // An edit of a real person's photo (consent "permission"): spec 2.7 animate "no", it stays an image.
+    const edit = await fetch(`${started.url}/images`, {
+      method: 'POST',
+      headers: keyed(started.apiKey, { 'content-type': 'application/json' }),
+      body: JSON.stringify({ description: 'make it a watercolour', asset_ids: [asset.id], subject_consent: 'permission' }),
+    });
+    expect(edit.status).toBe(202);
+    const job = await edit.json();
+    await started.clock.advance(60_000);
+    const done = await (await fetch(`${started.url}/images/${job.id}`, { headers: keyed(started.apiKey) })).json();
+    expect(done.images[0].animate).toBe('no');
+    const refused = await call(client, 'create_clip', { image_ids: [done.images[0].id], prompt: 'she waves', max_credits: 10 });
+    expect(refused.error?.error).toBe('image_not_animatable');
+  });
+});
