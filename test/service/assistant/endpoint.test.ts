@@ -48,6 +48,9 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(await (await fetch(`${started.origin}/mcp/status`)).json()).toMatchObject({ enabled: false, url: null });
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp', '/oauth/authorize', '/oauth/consent/x']) {
+      expect((await fetch(`${started.origin}${path}`)).status).toBe(404);
+    }
   });
 
   it('creates a clip at the base price, visible in GET /v1/videos; get_clip returns as soon as it ends', async () => {
