@@ -1,3 +1,4 @@
+import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { Service } from '../service.js';
 import { refuseAuth, type GuardResult } from '../guard.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
@@ -69,7 +70,8 @@ export class AssistantSignIn {
 
   /** Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as `/v1`. */
   async authenticate(authorization: string | undefined): Promise<GuardResult> {
-    const challenge = `, resource_metadata="${this.#service.origin}${PROTECTED_RESOURCE_PATHS[0]}", scope="${MCP_SCOPE}"`;
+    // The SDK's own derivation (RFC 9728 section 3.1, path-inserted), the one its clients compute too.
+    const challenge = `, resource_metadata="${getOAuthProtectedResourceMetadataUrl(new URL(this.resource))}", scope="${MCP_SCOPE}"`;
     const byKey = this.#service.accounts.authenticate(authorization);
     if (byKey === 'invalid_auth_header') return refuseAuth(byKey, 'Send Authorization: Bearer <API key or OAuth access token>.', challenge);
     if (typeof byKey !== 'string') {
