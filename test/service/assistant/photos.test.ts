@@ -32,7 +32,8 @@ const assetCount = (started: StartedService) => started.service.store.table('ass
 
 describe('the photo tools and the upload page', () => {
   it('start → upload on the page → get_photo pending, then ready with the consent → usable in create_clip', async () => {
-    const started = await start({ speed: 'realistic' });
+    // A fixed draw puts moderation at about 30 s, inside get_photo's 45 s wait (it may take up to 60 s).
+    const started = await start({ speed: 'realistic', random: () => 0.45 });
     const { client, upload_id: uploadId, upload_url: url, expires_at: expiresAt, instructions } = await startUpload(started);
     expect(url).toMatch(new RegExp(`^${started.origin}/photos/upload/[A-Za-z0-9_-]{43}$`));
     expect(uploadId).toMatch(/^upl_/);
