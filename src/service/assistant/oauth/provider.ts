@@ -183,7 +183,7 @@ export class OAuthServer {
     res.end = ((...args: unknown[]) => {
       const location = res.getHeader('location');
       const target = typeof location === 'string' ? URL.parse(location, issuer) : null;
-      if (!approved && res.statusCode >= 300 && res.statusCode < 400 && target && target.origin !== issuer && target.searchParams.has('error')) {
+      if (!approved && !res.headersSent && res.statusCode >= 300 && res.statusCode < 400 && target && target.origin !== issuer && target.searchParams.has('error')) {
         const out = { error: target.searchParams.get('error') ?? 'invalid_request', error_description: target.searchParams.get('error_description') ?? '' };
         const page = errorPage(out);
         res.statusCode = 400;
