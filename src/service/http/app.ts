@@ -15,6 +15,7 @@ import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpo
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
 import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
+import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
 import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
 import { PHOTO_UPLOAD_PATH } from '../photos/uploads.js';
 
@@ -120,6 +121,9 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
     .add('GET', '/files/assets/:file', ({ params }, res) => sendFile(res, assetFile(service, params.file!)))
     .add('GET', '/files/images/:file', ({ params }, res) => sendFile(res, imageFile(service, params.file!)))
     .add('POST', '/settings/top-up', ({ caller, body }: Req) => topUp(service, caller, body), settings)
+    // The page a 402's user_action and the assistant's get_topup_link send a person to.
+    .add('GET', TOP_UP_PAGE_PATH, (_, res) => showTopUp(res))
+    .add('POST', TOP_UP_FORM_PATH, ({ req }, res) => receiveTopUp(service, req, res), { rawBody: true })
     .add('GET', '/settings/keys', ({ caller }: Req) => listKeys(service, caller), settings)
     .add('POST', '/settings/keys', ({ caller }: Req) => createKey(service, caller), settings)
     .add('DELETE', '/settings/keys/:id', ({ caller, params }: Req) => revokeKey(service, caller, params.id!), settings)

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyReadError, readBody } from '../../http/read-body.js';
 import { packageRoot } from '../../version.js';
 import { fail, type Result } from '../result.js';
 
@@ -159,6 +160,24 @@ export function cspWithFormTarget(target: string): string {
   if (!url) return PAGE_CSP;
   const source = url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : /^[a-z][a-z0-9+.-]*:$/.test(url.protocol) ? url.protocol : null;
   return source ? PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${source}`) : PAGE_CSP;
+}
+
+/** The largest urlencoded form the pages read. */
+export const MAX_FORM_BYTES = 16 * 1024;
+
+/**
+ * Reads a page's `application/x-www-form-urlencoded` post, at most `limit` bytes (checked against the
+ * declared length before reading). Resolves `null` when it is too large or cannot be read: the caller
+ * answers with its page, and the rest of the body is drained.
+ */
+export async function readForm(req: IncomingMessage, limit = MAX_FORM_BYTES): Promise<{ form: URLSearchParams } | { error: 'too_large' | 'unreadable' }> {
+  try {
+    const read = readBody(req, limit, Number(req.headers['content-length'] ?? Number.NaN));
+    return { form: new URLSearchParams((Buffer.isBuffer(read) ? read : await read).toString('utf8')) };
+  } catch (error) {
+    req.resume();
+    return { error: error instanceof BodyReadError && error.reason === 'too_large' ? 'too_large' : 'unreadable' };
+  }
 }
 
 const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };

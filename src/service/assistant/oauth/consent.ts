@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyReadError, readBody } from '../../../http/read-body.js';
 import type { Service } from '../../service.js';
-import { cspWithFormTarget, html, isSameOrigin, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
+import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
 import { MCP_SCOPE } from './paths.js';
 import type { OAuthServer } from './provider.js';
@@ -9,8 +8,6 @@ import type { OAuthServer } from './provider.js';
 /** The scopes an approval grants when the assistant asks for them. */
 const GRANTABLE_SCOPES = new Set(['openid', 'offline_access', MCP_SCOPE]);
 
-/** The largest form the consent page reads. */
-const MAX_FORM_BYTES = 16 * 1024;
 /** Wrong API keys one sign-in may try before it is ended (access_denied). */
 export const MAX_SIGN_IN_ATTEMPTS = 5;
 const MAX_TRACKED_SIGN_INS = 10_000;
@@ -56,15 +53,9 @@ export class ConsentPage {
       req.resume();
       return sendPage(res, 403, renderPage({ title: 'Not allowed', main: html`<p>This form can only be sent from its own page.</p>` }));
     }
-    let form: URLSearchParams;
-    try {
-      const read = readBody(req, MAX_FORM_BYTES, Number(req.headers['content-length'] ?? Number.NaN));
-      form = new URLSearchParams((Buffer.isBuffer(read) ? read : await read).toString('utf8'));
-    } catch (error) {
-      req.resume();
-      const tooLarge = error instanceof BodyReadError && error.reason === 'too_large';
-      return sendPage(res, tooLarge ? 413 : 400, renderPage({ title: 'The form could not be read', main: html`<p>Go back and send it again.</p>` }));
-    }
+    const read = await readForm(req);
+    if ('error' in read) return sendPage(res, read.error === 'too_large' ? 413 : 400, renderPage({ title: 'The form could not be read', main: html`<p>Go back and send it again.</p>` }));
+    const { form } = read;
     const shown = await this.#details(req, res);
     if (!shown) return this.#ended(res);
     const { provider } = await this.#oauth();
