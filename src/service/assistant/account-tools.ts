@@ -4,7 +4,7 @@ import { createImage, getImage } from '../images/operations.js';
 import { IMAGE_RATIOS } from '../images/validate.js';
 import { imagePrice } from '../pricing.js';
 import { getAccount } from '../videos/operations.js';
-import { signalOf } from './clip-tools.js';
+import { idempotencyKey, signalOf } from './clip-tools.js';
 import { fromResult, toToolResult, type ToolContext } from './context.js';
 import { ASSISTANT_LIMITS, type Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
@@ -56,7 +56,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
         count: z.union([z.literal(1), z.literal(4)]).optional().describe('1 image or 4 variations. Default 1.'),
         aspect_ratio: z.enum(IMAGE_RATIOS).optional(),
         max_credits: z.number().int().min(0).describe('The most credits this call may spend; refused (nothing charged) if the images cost more.'),
-        idempotency_key: z.string().min(1).max(255).optional().describe('Optional. A call with the same key returns the first result and is never charged twice.'),
+        idempotency_key: idempotencyKey,
       }),
       outputSchema: ImageJob,
       annotations: { destructiveHint: false, openWorldHint: false },

@@ -11,7 +11,12 @@ import { refuse, type Made, type ToolAnswer } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
 const maxCredits = z.number().int().min(0).describe('The most credits this call may spend. Required: the call is refused (nothing charged) if the clip costs more. Tell the person the price first.');
-const idempotencyKey = z.string().min(1).max(255).optional().describe('Optional. A call with the same key returns the first result and is never charged twice.');
+/** The spending tools' `idempotency_key`: the rules of /v1's Idempotency-Key. */
+export const idempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, 'idempotency_key is 1-255 printable ASCII characters (as Idempotency-Key on /v1).')
+  .optional()
+  .describe('Optional. 1-255 printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.');
 const imageIds = z.array(z.number().int().positive()).max(5).optional().describe('Ids of images made by create_image (the `id` of an item of its `images`), at most 5, used as the clip\'s reference pictures.');
 const photoIds = z.array(z.number().int().positive()).max(5).optional().describe('asset_ids of the person\'s photos that are ready (from get_photo or list_photos; start_photo_upload asks for one), at most 5 together with image_ids, used as the clip\'s reference pictures.');
 const callbackUrl = z.string().max(2048).optional().describe('Optional. A URL that receives the clip\'s signed webhook when it ends, as with POST /v1/videos.');

@@ -11,6 +11,7 @@ import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp }
 import { advanceClock, getClock } from '../test-helpers.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
 import { Router, send, type Guard, type RouteRequest } from './router.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
 import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
@@ -170,7 +171,8 @@ function assistantStatus(service: Service, enabled: boolean) {
     url: enabled ? `${service.origin}${MCP_PATH}` : null,
     transport: 'streamable-http',
     stateless: true,
-    protocol_versions: enabled ? ['2026-07-28', '2025-11-25'] : [],
+    // The 2026-07-28 revision, and the 2024-2025 ones the SDK's stateless fallback serves.
+    protocol_versions: enabled ? ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS] : [],
     auth: enabled ? ['bearer_api_key', 'oauth2'] : [],
     protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATHS[0]}` : null,
     authorization_server: enabled ? service.origin : null,

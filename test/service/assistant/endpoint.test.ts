@@ -40,6 +40,7 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     expect(get.headers.get('x-ratelimit-limit') ?? get.headers.get('ratelimit-limit')).not.toBeNull();
     const status = await (await fetch(`${started.origin}/mcp/status`)).json();
     expect(status).toMatchObject({ enabled: true, url: `${started.origin}/mcp`, transport: 'streamable-http', stateless: true });
+    expect(status.protocol_versions).toEqual(expect.arrayContaining(['2026-07-28', '2025-11-25']));
   });
 
   it('is off with assistant: false: /mcp is 404 problem+json and the status says disabled', async () => {

@@ -63,6 +63,8 @@ describe('the photo tools and the upload page', () => {
 
     const pending = await call(client, 'get_photo', { photo_id: uploadId, wait_seconds: 0 });
     expect(pending.data).toMatchObject({ status: 'pending', uploaded: true, asset_id: assetId, asset_uri: null, subject_consent: 'self' });
+    // Not usable yet, so not listed: list_photos shows moderated photos only.
+    expect((await call(client, 'list_photos', {})).data).toMatchObject({ total: 0, data: [] });
     // Moderation takes 5-60 s on the simulated clock: get_photo waits for it, woken by its end.
     const waited = call(client, 'get_photo', { photo_id: uploadId });
     await new Promise((resolve) => setTimeout(resolve, 50));

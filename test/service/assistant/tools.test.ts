@@ -61,6 +61,39 @@ describe('assistant tools', () => {
     expect(await call(client, 'cancel_clip', { clip_id: 12345 })).toMatchObject({ isError: true, error: { error: 'not_found' } });
   });
 
+  it('cancel_clip refuses a clip already rendering, and one that has ended; get_image waits for its job', async () => {
+    const started = await start({ fetchImage: async () => ({ ok: true }) });
+    const client = await connect(started);
+    const clip = await call(client, 'create_clip', { prompt: 'a windmill', duration: 4, max_credits: 8 });
+    // Past its start, a clip renders: too late to cancel (spec 4.5), it will finish and be charged.
+    const video = started.service.videos.get(clip.data.id as number)!;
+    await started.clock.advance(video.plan.startAt - started.clock.now() + 1);
+    expect(started.service.videos.get(video.id)!.status).toBe('generating');
+    expect((await call(client, 'cancel_clip', { clip_id: video.id })).error?.error).toBe('already_rendering');
+    await started.clock.advance(video.plan.endAt - started.clock.now() + 1);
+    expect((await call(client, 'cancel_clip', { clip_id: video.id })).error?.error).toBe('already_ended');
+
+    const made = await fetch(`${started.url}/images`, { method: 'POST', headers: { authorization: `Bearer ${started.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ description: 'a kettle' }) });
+    const job = (await made.json()) as { id: number; status: string };
+    expect(job.status).toBe('generating');
+    const got = await advanceWhile(started, call(client, 'get_image', { image_job_id: job.id }), 5_000);
+    expect(got.data).toMatchObject({ id: job.id, status: 'done' });
+  });
+
+  it('refuses an idempotency_key that is not 1-255 printable ASCII characters, as /v1 does', async () => {
+    const started = await start();
+    const client = await connect(started);
+    for (const tool of ['create_clip', 'create_image']) {
+      for (const key of ['', 'naïve-key', 'tab\tkey', 'x'.repeat(256)]) {
+        const args = tool === 'create_clip' ? { prompt: 'a kite', duration: 4, max_credits: 8 } : { description: 'a kite', max_credits: 2 };
+        const refused = (await client.callTool({ name: tool, arguments: { ...args, idempotency_key: key } })) as { isError?: boolean; content: Array<{ text?: string }> };
+        expect(refused.isError).toBe(true);
+        expect(refused.content[0]?.text).toContain('printable ASCII');
+      }
+    }
+    expect(await balance(started)).toBe(1000);
+  });
+
   it('counts /mcp against the same per-key rate limit as /v1', async () => {
     const started = await start({ rateLimitPerMinute: 3 });
     for (let i = 0; i < 3; i++) expect((await fetch(`${started.url}/account`, { headers: { authorization: `Bearer ${started.apiKey}` } })).status).toBe(200);
