@@ -48,6 +48,10 @@ it('npm start runs cliphook dev, which prints a curl whose clip\'s webhook trave
   const [, url, key, body] = await seen(/^curl -s -X POST (\S+) -H 'Authorization: Bearer (\S+)' -H 'Content-Type: application\/json' -d '(.+)'$/m);
   const created = await fetch(url!, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body! });
   expect(created.status).toBe(202);
+  // The banner names the assistant endpoint too, and it answers there.
+  const mcp = /^ {2}assistant (\S+)/m.exec(out)?.[1];
+  expect(mcp).toBe(url!.replace(/\/v1\/videos$/, '/mcp'));
+  expect((await fetch(`${mcp}/status`)).status).toBe(200);
   await seen(/receiver clip 1 is ready: 5 s, 9 credits \[dlv_\w+\]/);
   // One line per hop (the reply lines may come in either order).
   await seen(/service\s+clip 1 is done; its webhook goes to http:\/\/127\.0\.0\.1:\d+\/in\//);

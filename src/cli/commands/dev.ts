@@ -1,3 +1,4 @@
+import { MCP_PATH } from '../../service/assistant/endpoint.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -104,6 +105,7 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
 
     io.out(p.bold('cliphook dev: the service, a relay, listen and a receiver, on this machine'));
     io.out(`  service   ${serviceUrl}/v1   API key ${apiKey}`);
+    if (app.assistant) io.out(`  assistant ${serviceUrl}${MCP_PATH}   the MCP endpoint for AI assistants (API key or OAuth sign-in)`);
     io.out(`  relay     ${relayUrl}   channel ${channel.url}`);
     io.out(`  receiver  ${receiverUrl}   webhook secret ${webhookSecret}`);
     if (inspectorUrl) io.out(`  inspector ${inspectorUrl}   the webhooks listen received, and the service's clips, image jobs and deliveries`);
