@@ -65,9 +65,11 @@ export class AssistantConnections {
     return undefined;
   }
 
-  /** Whether an OAuth client has a live connection on any account. */
-  hasLive(clientId: string): boolean {
-    for (const row of this.#table.values()) if (row.clientId === clientId && row.disconnectedAt === null) return true;
+  /** Whether an OAuth client has a live connection: on any account, or on `accountId`'s. */
+  hasLive(clientId: string, accountId?: number): boolean {
+    for (const row of this.#table.values()) {
+      if (row.clientId === clientId && row.disconnectedAt === null && (accountId === undefined || row.accountId === accountId)) return true;
+    }
     return false;
   }
 

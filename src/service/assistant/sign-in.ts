@@ -47,7 +47,7 @@ export class AssistantSignIn {
         accountExists: (id) => /^\d+$/.test(id) && this.#service.accounts.get(Number(id)) !== undefined,
         fetch: this.#fetch,
         clientInUse: (clientId) => this.connections.hasLive(clientId),
-        now: () => this.#service.clock.now(),
+        approvedBy: (accountId, clientId) => this.connections.hasLive(clientId, Number(accountId)),
         warn: (message) => this.#service.warn(message),
       });
       this.#oauth = { issuer, server };

@@ -86,6 +86,8 @@ export class AssistantSpending {
   readonly #spends: Table<SpendRow>;
   readonly #calls: Table<CallRow>;
   readonly #ledger = new Map<string, SpendRow[]>();
+  /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
+  readonly #byClip = new Map<number, SpendRow>();
   /** Calls whose first answer is not settled yet: a repeat waits for it. */
   readonly #pending = new Map<string, Promise<ToolAnswer>>();
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -96,7 +98,16 @@ export class AssistantSpending {
     this.#limit = limit;
     this.#spends = service.store.table('assistant_spend');
     this.#calls = service.store.table('assistant_call');
-    for (const spend of this.#spends.values()) this.#ledgerOf(spend.assistant).push(spend);
+    for (const spend of this.#spends.values()) this.#index(spend);
+    service.videos.on('change', (video: { id: number }) => {
+      const spend = this.#byClip.get(video.id);
+      if (spend) this.#credits(spend);
+    });
+  }
+
+  #index(spend: SpendRow): void {
+    this.#ledgerOf(spend.assistant).push(spend);
+    if (spend.kind === 'clip') this.#byClip.set(spend.targetId, spend);
   }
 
   /** The assistant's daily limit in credits. */
@@ -129,11 +140,14 @@ export class AssistantSpending {
     const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
     if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
+    // A call still in flight first: its answer is written before its commit, and the commit may yet fail.
+    for (const { id } of keys) {
+      const pending = this.#pending.get(id);
+      if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
+    }
     for (const { id } of keys) {
       const first = this.#calls.get(id);
       if (first) return { ok: true, value: { ...first.value, replayed: true } };
-      const pending = this.#pending.get(id);
-      if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
     }
     const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, keys, make));
     for (const { id } of keys) this.#pending.set(id, answer);
@@ -162,13 +176,14 @@ export class AssistantSpending {
     const record = (id: number, value: Record<string, unknown>) => {
       const at = this.#service.clock.now();
       const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: id, at, credits: price });
+      this.#index(spend);
       const ledger = this.#ledgerOf(who.assistant);
-      ledger.push(spend);
       for (const { id: callKey, window } of keys) this.#calls.put({ id: callKey, at, window, value });
       recorded = true;
       return () => {
         this.#spends.remove(spend.id);
         ledger.splice(ledger.indexOf(spend), 1);
+        if (this.#byClip.get(id) === spend) this.#byClip.delete(id);
         for (const { id: callKey } of keys) this.#calls.remove(callKey);
         recorded = false;
       };
@@ -227,7 +242,11 @@ export class AssistantSpending {
     for (const [assistant, spends] of this.#ledger) {
       const kept = spends.filter((spend) => now - spend.at < KEEP_SPENDS_MS);
       if (kept.length === spends.length) continue;
-      for (const spend of spends) if (!kept.includes(spend)) this.#spends.remove(spend.id);
+      for (const spend of spends) {
+        if (kept.includes(spend)) continue;
+        this.#spends.remove(spend.id);
+        if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
+      }
       if (kept.length === 0) this.#ledger.delete(assistant);
       else this.#ledger.set(assistant, kept);
     }

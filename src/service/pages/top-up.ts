@@ -34,7 +34,10 @@ export async function receiveTopUp(service: Service, req: IncomingMessage, res: 
   const checked = await service.guard(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, { lowBalanceOk: true });
   if (!checked.ok) {
     const status = checked.result.status;
-    const message = status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.' : 'Too many requests with this key; wait a minute and send it again.';
+    const message =
+      status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.'
+      : status === 429 ? 'Too many requests with this key; wait a minute and send it again.'
+      : 'The service is busy; nothing was added. Send it again in a few seconds.';
     return sendPage(res, status, topUpPage({ error: message, credits }));
   }
   const result = await topUp(service, checked.caller, { credits: amount });

@@ -33,6 +33,34 @@ describe('StoreAdapterFactory', () => {
     await expect(clients.upsert('one-more', { client_id: 'one-more' })).rejects.toThrow(/in use by connected assistants/);
   });
 
+  it('never drops a client registered in the last ten minutes (a person may be on its consent page)', async () => {
+    const store = await open();
+    let now = 2_000_000_000_000;
+    const factory = new StoreAdapterFactory(store, { now: () => now });
+    const clients = factory.adapter('Client');
+    const issued = () => Math.floor(now / 1000);
+    for (let i = 0; i < MAX_REGISTERED_CLIENTS; i++) await clients.upsert(`c${i}`, { client_id: `c${i}`, client_id_issued_at: issued() });
+    await expect(clients.upsert('flood', { client_id: 'flood', client_id_issued_at: issued() })).rejects.toThrow(/last 10 minutes/);
+    now += 11 * 60_000;
+    await clients.upsert('later', { client_id: 'later', client_id_issued_at: issued() });
+    expect(await clients.find('c0')).toBeUndefined();
+    expect(await clients.find('later')).toBeDefined();
+  });
+
+  it('drops sign-ins nobody opened before one a person has open', async () => {
+    const store = await open();
+    const factory = new StoreAdapterFactory(store);
+    const interactions = factory.adapter('Interaction');
+    await interactions.upsert('mine', { uid: 'mine' }, 600);
+    factory.markOpened('mine');
+    for (let i = 0; i < MAX_INTERACTIONS + 10; i++) await interactions.upsert(`flood${i}`, { uid: `flood${i}` }, 600);
+    expect(await interactions.find('mine')).toMatchObject({ uid: 'mine' });
+    // The library saves it again as the person goes on: it stays marked.
+    await interactions.upsert('mine', { uid: 'mine', result: {} }, 600);
+    for (let i = 0; i < 20; i++) await interactions.upsert(`more${i}`, { uid: `more${i}` }, 600);
+    expect(await interactions.find('mine')).toMatchObject({ result: {} });
+  });
+
   it('keeps sign-ins in progress in memory only, at most MAX_INTERACTIONS, oldest dropped', async () => {
     const store = await open();
     const factory = new StoreAdapterFactory(store);

@@ -3,7 +3,7 @@
 // image edited from a real person's photo stays an image.
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { call, connect, start } from './fixtures.js';
+import { balance, call, connect, start } from './fixtures.js';
 
 const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
 
@@ -65,5 +65,49 @@ describe('assistant spending, edges', () => {
     expect(done.images[0].animate).toBe('no');
     const refused = await call(client, 'create_clip', { image_ids: [done.images[0].id], prompt: 'she waves', max_credits: 10 });
     expect(refused.error?.error).toBe('image_not_animatable');
+  });
+
+  it('a clip cancelled (refunded) and then deleted gives its credits back to the daily limit', async () => {
+    const started = await start();
+    const client = await connect(started);
+    const made = await call(client, 'create_clip', { prompt: 'a paper boat', duration: 5, max_credits: 10 });
+    const url = `${started.url}/videos/${made.data.id}`;
+    expect(((await (await fetch(url, { method: 'DELETE', headers: keyed(started.apiKey) })).json()) as { credits_refunded?: number }).credits_refunded).toBe(10);
+    expect((await fetch(url, { method: 'DELETE', headers: keyed(started.apiKey) })).status).toBe(200);
+    expect((await call(client, 'get_account')).data.assistant).toMatchObject({ used_today: 0, remaining_today: 10 });
+  });
+
+  it('a repeat that arrives while the first call is being saved gets the first call\'s real outcome, even a failure', async () => {
+    const started = await start();
+    const client = await connect(started);
+    const store = started.service.store as unknown as { commit(): Promise<void> };
+    const real = store.commit.bind(store);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inCommit = new Promise<void>((resolve) => (entered = resolve));
+    let failNext = true;
+    store.commit = async () => {
+      if (failNext && started.service.store.table('video').size > 0) {
+        failNext = false;
+        entered();
+        await gate;
+        throw new Error('disk full');
+      }
+      return real();
+    };
+    const args = { prompt: 'a paper boat', duration: 5, max_credits: 10, idempotency_key: 'k1' };
+    const first = call(client, 'create_clip', args);
+    await inCommit;
+    const second = call(client, 'create_clip', args);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    expect((await first).error?.error).toBe('task_create_failed');
+    expect((await second).error?.error).toBe('task_create_failed');
+    // Nothing was kept of it: the same call again makes the clip, once.
+    const third = await call(client, 'create_clip', args);
+    expect(third.isError).toBe(false);
+    expect(started.service.videos.get(third.data.id as number)).toBeDefined();
+    expect(await balance(started)).toBe(990);
   });
 });

@@ -28,6 +28,9 @@ export const MAX_REGISTERED_CLIENTS = 500;
  */
 export const MAX_INTERACTIONS = 1_000;
 
+/** A registered client younger than this (a sign-in's lifetime) is never dropped to make room. */
+const CLIENT_GRACE_MS = 10 * 60_000;
+
 /** Models kept in memory only (see MAX_INTERACTIONS). */
 const MEMORY_MODELS = new Set(['Interaction']);
 
@@ -46,6 +49,7 @@ export class StoreAdapterFactory {
   readonly #now: () => number;
   readonly #inUse: (clientId: string) => boolean;
   readonly #memory = new Map<string, OAuthRow>();
+  readonly #opened = new Set<string>();
   #clients = 0;
   #writes = 0;
 
@@ -106,9 +110,11 @@ export class StoreAdapterFactory {
     };
     return {
       upsert: async (id, payload, expiresIn) => {
+        const opened = this.#opened.has(key(id));
         this.#memory.delete(key(id));
-        while (this.#memory.size >= MAX_INTERACTIONS) this.#memory.delete(this.#memory.keys().next().value!);
+        while (this.#memory.size >= MAX_INTERACTIONS) this.#dropInteraction();
         this.#memory.set(key(id), { id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null });
+        if (opened) this.#opened.add(key(id));
       },
       find: async (id) => live(id)?.payload,
       findByUid: async () => undefined,
@@ -117,9 +123,31 @@ export class StoreAdapterFactory {
         const row = live(id);
         if (row) row.payload = { ...row.payload, consumed: Math.floor(this.#now() / 1000) };
       },
-      destroy: async (id) => void this.#memory.delete(key(id)),
+      destroy: async (id) => {
+        this.#memory.delete(key(id));
+        this.#opened.delete(key(id));
+      },
       revokeByGrantId: async () => undefined,
     };
+  }
+
+  /** Marks a sign-in whose consent page a person opened: a flood of new sign-ins drops the others first. */
+  markOpened(uid: string): void {
+    if (this.#memory.has(`Interaction:${uid}`)) this.#opened.add(`Interaction:${uid}`);
+  }
+
+  /** Drops the oldest sign-in nobody has opened, or, when every one is open, the oldest. */
+  #dropInteraction(): void {
+    let victim: string | undefined;
+    for (const id of this.#memory.keys()) {
+      if (!this.#opened.has(id)) {
+        victim = id;
+        break;
+      }
+    }
+    victim ??= this.#memory.keys().next().value!;
+    this.#memory.delete(victim);
+    this.#opened.delete(victim);
   }
 
   /**
@@ -129,12 +157,15 @@ export class StoreAdapterFactory {
    */
   #makeRoomForClient(): void {
     if (this.clientCount() < MAX_REGISTERED_CLIENTS) return;
+    // A client registered within a sign-in's lifetime may have a person on its consent page right now.
+    const youngSince = Math.floor((this.#now() - CLIENT_GRACE_MS) / 1000);
     for (const row of this.#table.values()) {
       if (!row.id.startsWith('Client:') || this.#inUse(row.id.slice('Client:'.length))) continue;
+      if (Number((row.payload as { client_id_issued_at?: number }).client_id_issued_at ?? 0) > youngSince) continue;
       this.#remove(row.id);
       return;
     }
-    throw new Error(`All ${MAX_REGISTERED_CLIENTS} registered clients are in use by connected assistants; disconnect one in the account settings.`);
+    throw new Error(`All ${MAX_REGISTERED_CLIENTS} registered clients are in use by connected assistants or were registered in the last ${CLIENT_GRACE_MS / 60_000} minutes; try again later.`);
   }
 
   /** Removes every code and token of a grant; true when something was removed (not yet committed). */

@@ -44,6 +44,7 @@ export class ConsentPage {
   async show(req: IncomingMessage, res: ServerResponse): Promise<undefined> {
     const shown = await this.#details(req, res);
     if (!shown) return this.#ended(res);
+    (await this.#oauth()).adapters.markOpened(shown.uid);
     return this.#send(res, 200, shown, {});
   }
 

@@ -10,6 +10,8 @@ import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
 
 /** Dynamic registrations one address may make in a minute. */
 export const REGISTRATIONS_PER_MINUTE = 20;
+/** Sign-ins (GET /oauth/authorize) one address may start in a minute: each holds memory until it ends. */
+export const SIGN_INS_PER_MINUTE = 60;
 
 export interface OAuthServerOptions {
   store: ServiceStore<OAuthTables>;
@@ -21,8 +23,8 @@ export interface OAuthServerOptions {
   accountExists(accountId: string): boolean;
   /** Whether a registered client is used by a live connection (never evicted to make room). */
   clientInUse(clientId: string): boolean;
-  /** The service's clock, for the registration rate limit. */
-  now(): number;
+  /** Whether an account has a live connection with a client: its own approval lets authorization errors go back to the client. */
+  approvedBy(accountId: string, clientId: string): boolean;
   /** How client ID metadata documents are fetched (`https://` client ids); the library guards against private addresses. */
   fetch?: typeof fetch | undefined;
   warn(message: string): void;
@@ -65,7 +67,7 @@ export class OAuthServer {
   readonly resource: string;
   readonly #callback: (req: IncomingMessage, res: ServerResponse) => void;
   readonly #registrations: RateLimiter;
-  readonly #inUse: (clientId: string) => boolean;
+  readonly #signIns: RateLimiter;
 
   /** @internal Use `createOAuthServer`. */
   constructor(options: OAuthServerOptions, { default: ProviderClass, errors }: typeof import('oidc-provider')) {
@@ -73,8 +75,9 @@ export class OAuthServer {
     this.issuer = issuer;
     this.resource = resource;
     this.adapters = new StoreAdapterFactory(store, { clientInUse: options.clientInUse });
-    this.#inUse = options.clientInUse;
-    this.#registrations = new RateLimiter({ now: options.now, limit: REGISTRATIONS_PER_MINUTE });
+    // Wall-clock windows, as the library's own lifetimes: a frozen test clock must not close them for good.
+    this.#registrations = new RateLimiter({ now: Date.now, limit: REGISTRATIONS_PER_MINUTE });
+    this.#signIns = new RateLimiter({ now: Date.now, limit: SIGN_INS_PER_MINUTE });
     const keys = serverKeys(store);
     const configuration: Configuration = {
       adapter: this.adapters.adapter as unknown as Configuration['adapter'],
@@ -123,7 +126,8 @@ export class OAuthServer {
       },
       features: {
         devInteractions: { enabled: false },
-        registration: { enabled: true, initialAccessToken: false },
+        // No registration access tokens: client management (RFC 7592) is off, so they would only pile up.
+        registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
         revocation: { enabled: true },
         userinfo: { enabled: false },
         // Off: /mcp checks bearer tokens only, so no sender-constrained (DPoP) tokens, and nothing it does not need.
@@ -150,51 +154,62 @@ export class OAuthServer {
     };
     this.provider = new ProviderClass(issuer, configuration);
     this.provider.on('server_error', (_ctx, error) => warn(`oauth: ${(error as Error).message}`));
+    this.#noBlindRedirects(options.approvedBy);
     this.#callback = this.provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => void;
   }
 
   /**
-   * Hands a request to the library. RFC 8414's path gets the same document as OpenID discovery;
-   * registration is limited per address; and an authorization request that fails before anyone saw
-   * the consent page shows an error page instead of redirecting, unless the client is one the account
-   * holder already approved: open registration would otherwise make the service an open redirector
-   * (RFC 9700, section 4.11.2).
+   * Hands a request to the library. RFC 8414's path gets the same document as OpenID discovery, and
+   * registrations and sign-in starts are limited per address (paths compared as the library's router
+   * does: any case, a trailing slash ignored).
    */
   handle(req: IncomingMessage, res: ServerResponse): void {
-    const [path, query] = (req.url ?? '/').split('?', 2);
-    if (path === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
-    if (path === OAUTH_PATHS.registration && req.method === 'POST') {
-      const decision = this.#registrations.check(req.socket.remoteAddress ?? 'unknown');
+    const [path = '/', query] = (req.url ?? '/').split('?', 2);
+    const route = path.toLowerCase().replace(/\/+$/, '');
+    if (route === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
+    const limiter = route === OAUTH_PATHS.registration && req.method === 'POST' ? this.#registrations : route === OAUTH_PATHS.authorization ? this.#signIns : null;
+    if (limiter) {
+      const decision = limiter.check(req.socket.remoteAddress ?? 'unknown');
       if (!decision.allowed) {
         req.resume();
         res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(decision.retryAfter), 'cache-control': 'no-store' });
-        res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: `At most ${REGISTRATIONS_PER_MINUTE} registrations a minute from one address.` }));
+        res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: `At most ${decision.limit} of these requests a minute from one address.` }));
         return;
       }
     }
-    if (path === OAUTH_PATHS.authorization) this.#noBlindRedirects(res, new URLSearchParams(query ?? '').get('client_id'));
     this.#callback(req, res);
   }
 
-  #noBlindRedirects(res: ServerResponse, clientId: string | null): void {
-    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-    const issuer = this.issuer;
-    const approved = clientId !== null && this.#inUse(clientId);
-    res.end = ((...args: unknown[]) => {
-      const location = res.getHeader('location');
-      const target = typeof location === 'string' ? URL.parse(location, issuer) : null;
-      if (!approved && !res.headersSent && res.statusCode >= 300 && res.statusCode < 400 && target && target.origin !== issuer && target.searchParams.has('error')) {
-        const out = { error: target.searchParams.get('error') ?? 'invalid_request', error_description: target.searchParams.get('error_description') ?? '' };
-        const page = errorPage(out);
-        res.statusCode = 400;
-        res.removeHeader('location');
-        for (const [name, value] of Object.entries(PAGE_HEADERS)) res.setHeader(name, value);
-        res.setHeader('content-type', 'text/html; charset=utf-8');
-        res.setHeader('content-length', String(Buffer.byteLength(page)));
-        return end(page);
-      }
-      return end(...args);
-    }) as typeof res.end;
+  /**
+   * No blind redirects (RFC 9700, section 4.11.2): registration is open, so anyone can register a
+   * redirect URI of their own. An authorization error goes back to the client (by any response mode) only
+   * when a person answered the consent page in this sign-in, or when the browser's session is of an
+   * account that has approved this client; any other is shown on a page of the service. Decided inside the
+   * library, on its own routes (`authorization` and `resume`), whatever path spelling reached them.
+   */
+  #noBlindRedirects(isApproved: (accountId: string, clientId: string) => boolean): void {
+    const failed = new WeakMap<object, Record<string, string>>();
+    const remember = (ctx: KoaContextWithOIDC, error: unknown) => {
+      const { error: code = 'server_error', error_description: description = '' } = error as { error?: string; error_description?: string };
+      failed.set(ctx, { error: code, error_description: description });
+    };
+    this.provider.on('authorization.error', remember);
+    this.provider.on('server_error', remember);
+    this.provider.use(async (ctx, next) => {
+      await next();
+      const out = failed.get(ctx);
+      const oidc = (ctx as KoaContextWithOIDC).oidc as KoaContextWithOIDC['oidc'] | undefined;
+      if (!out || !oidc || (oidc.route !== 'authorization' && oidc.route !== 'resume')) return;
+      const answered = oidc.route === 'resume' && Boolean((oidc.entities.Interaction as { result?: unknown } | undefined)?.result);
+      const accountId = oidc.session?.accountId;
+      const clientId = oidc.client?.clientId;
+      if (answered || (accountId && clientId && isApproved(accountId, clientId))) return;
+      ctx.status = ctx.status >= 400 && ctx.status < 500 ? ctx.status : 400;
+      ctx.remove('location');
+      for (const [name, value] of Object.entries(PAGE_HEADERS)) ctx.set(name, value);
+      ctx.type = 'html';
+      ctx.body = errorPage(out);
+    });
   }
 }
 
