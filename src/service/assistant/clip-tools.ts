@@ -28,6 +28,9 @@ const Clip = z.looseObject({ id: z.number(), status: z.string(), credits_used: z
  * The clip tools. Each creates, reads or cancels through the same operations as `/v1/videos`, so a clip
  * made here is in GET /v1/videos and sends its webhook.
  */
+/** The arguments both clip tools take: the pictures, the webhook, and the spending guard rails. */
+const PICTURES_AND_SPENDING = { photo_ids: photoIds, image_ids: imageIds, callback_url: callbackUrl, max_credits: maxCredits, idempotency_key: idempotencyKey };
+
 export function registerClipTools(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
     'list_effects',
@@ -49,11 +52,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       inputSchema: z.object({
         effect_id: z.string().describe('An effect id from list_effects.'),
         subject: z.string().max(300).optional().describe('What the clip is of, in a few words ("a red bicycle").'),
-        photo_ids: photoIds,
-        image_ids: imageIds,
-        callback_url: callbackUrl,
-        max_credits: maxCredits,
-        idempotency_key: idempotencyKey,
+        ...PICTURES_AND_SPENDING,
       }),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
@@ -73,14 +72,10 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
       inputSchema: z.object({
         prompt: z.string().max(2000).optional().describe('What happens in the clip.'),
-        photo_ids: photoIds,
-        image_ids: imageIds,
         model: z.enum(VIDEO_MODELS).optional().describe('Default standard (480p).'),
         duration: z.number().int().min(4).max(30).optional().describe('Seconds: 4-15 for standard models, 4-30 for cinema models. Default 5.'),
         ratio: z.enum(RATIOS).optional().describe('Default 16:9.'),
-        callback_url: callbackUrl,
-        max_credits: maxCredits,
-        idempotency_key: idempotencyKey,
+        ...PICTURES_AND_SPENDING,
       }),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
