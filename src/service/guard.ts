@@ -1,4 +1,4 @@
-import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey, type AuthRefusal } from './accounts.js';
+import { MIN_BALANCE_FOR_KEYS, type Account, type ApiKey, type AuthRefusal } from './accounts.js';
 import type { AssistantRow } from './assistant/connections.js';
 import { rateLimitHeaders, type RateDecision } from './rate-limit.js';
 import { fail, type Result } from './result.js';
@@ -6,26 +6,12 @@ import type { Caller } from './service.js';
 
 export type GuardResult = { ok: true; caller: Caller } | { ok: false; result: Result };
 
-/** What `guardRequest` reads: the service's accounts and limiter, and how it names and reports. */
-export interface GuardDeps {
-  accounts: Accounts;
+/** What `admit` reads: the service's limiter, and how it reports and refuses. */
+export interface AdmitDeps {
   limiter: { check(key: string): RateDecision | Promise<RateDecision> };
-  /** The name a key's window is counted under. */
-  limitKey(key: ApiKey): string;
   warn(message: string): void;
   /** The 402 for a balance below the keys' minimum. */
   insufficient(account: Account, detail: string): Result;
-}
-
-/**
- * The checks every keyed endpoint makes first (spec 4, 5 and 8): the bearer key (401 with
- * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`; 503 when the limiter on Redis does
- * not answer), and a balance of at least 10 credits (402), which the account settings skip.
- */
-export async function guardRequest(deps: GuardDeps, authorization: string | undefined, lowBalanceOk: boolean): Promise<GuardResult> {
-  const who = deps.accounts.authenticate(authorization);
-  if (typeof who === 'string') return refuseAuth(who);
-  return admit(deps, { ...who, limitName: deps.limitKey(who.key) }, lowBalanceOk);
 }
 
 /** Who a bearer credential named, before the limits: the account, the key it acts with, and the rate-limit window it counts in. */
@@ -47,8 +33,12 @@ export function refuseAuth(who: AuthRefusal, detail?: string, challenge = ''): G
   return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': header } } };
 }
 
-/** The checks after the credential: 60 requests a minute in `who.limitName`'s window, then the 10-credit minimum. */
-export async function admit(deps: Omit<GuardDeps, 'accounts' | 'limitKey'>, who: Authenticated, lowBalanceOk: boolean): Promise<GuardResult> {
+/**
+ * The checks every keyed endpoint makes after the credential (spec 4, 5 and 8): 60 requests a minute in
+ * `who.limitName`'s window (429 with `Retry-After`; 503 when the limiter on Redis does not answer), then a
+ * balance of at least 10 credits (402), which the account settings skip.
+ */
+export async function admit(deps: AdmitDeps, who: Authenticated, lowBalanceOk: boolean): Promise<GuardResult> {
   let decision: RateDecision;
   try {
     // Counted in this process, or in Redis (`redisUrl`) with one round trip.

@@ -3,9 +3,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
-import type { Redis } from 'ioredis';
-import { Accounts, isValidToken, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
+import type { WebhookEmitter } from '../emitter/index.js';
+import { Accounts, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
 import { Assets, type AssetTables } from './assets/assets.js';
 import type { AssistantRow, ConnectionTables } from './assistant/connections.js';
 import type { OAuthTables } from './assistant/oauth/adapter.js';
@@ -18,11 +17,12 @@ import { ImageJobs, type ImageJobTables } from './images/jobs.js';
 import { registerCharacterAssets } from './images/operations.js';
 import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
+import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ImageFetcher, type ServiceOptions } from './options.js';
 import { RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { admit, guardRequest, type Authenticated, type GuardResult } from './guard.js';
+import { admit, refuseAuth, type Authenticated, type GuardResult } from './guard.js';
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
-import { openShared, sharedOptions, type SharedRecords } from './redis/shared.js';
+import { openShared, type SharedRecords } from './redis/shared.js';
 import { PhotoUploads, type PhotoUploadTables } from './photos/uploads.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './state.js';
@@ -39,64 +39,8 @@ export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJob
 
 const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
 
-/** The data file of `cliphook serve` when none is given. */
-export const DEFAULT_FILE = '.cliphook/service.json';
-
-/** The first account's starting balance when none is given. */
-export const DEFAULT_BALANCE = 1000;
-
-/** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
-export type ImageFetcher = (
-  url: string,
-  options: { strict: boolean },
-) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
-
-export interface ServiceOptions {
-  /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */
-  file?: string | false;
-  /** The simulated clock every time rule reads. @default a clock running with real time */
-  clock?: SimulatedClock;
-  /** How long generation takes: `fast` (a few seconds) or `realistic` (1-2 minutes, as the spec says). @default 'fast' */
-  speed?: Speed;
-  /** The spec's rules where local development relaxes them: https-only callbacks and image URLs, no private addresses. @default false */
-  strict?: boolean;
-  /** The base URL clients reach the service at, for `poll_url` and signed links. @default 'http://127.0.0.1:8080' */
-  origin?: string;
-  /** Fix the first account's API key, its webhook signing secret and its starting balance. */
-  apiKey?: string;
-  webhookSecret?: string;
-  /** @default 1000 */
-  balance?: number;
-  /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
-  emitter?: WebhookEmitter;
-  /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */
-  fetchImage?: ImageFetcher;
-  /** @default Math.random */
-  random?: () => number;
-  /**
-   * Requests a minute per API key before 429 (spec 8: 60). Only for load tests of your own and the
-   * benchmarks: the real service allows 60. @default 60
-   */
-  rateLimitPerMinute?: number;
-  /** Where failures the service cannot answer with (a write of a transition) are reported. @default console.warn */
-  warn?: (message: string) => void;
-  /**
-   * Shares the rate limits and idempotency records with every `serve` process on this Redis, so several
-   * behind one load balancer count one limit per key and never charge a retried request twice: a
-   * connected ioredis client (not closed by the service)…
-   */
-  redis?: unknown;
-  /** …or a `redis://` URL. @example 'redis://127.0.0.1:6379' */
-  redisUrl?: string;
-  /** Prefix of the service's Redis keys. @default 'cliphook:service:' */
-  redisPrefix?: string;
-}
-
-/** The BullMQ queue of the service's webhooks: the emitter's default, or one under a `redisPrefix` given. */
-function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
-  const prefix = redisPrefix?.replace(/:+$/, '');
-  return prefix ? { prefix } : {};
-}
+export { DEFAULT_BALANCE, DEFAULT_FILE } from './options.js';
+export type { ImageFetcher, ServiceOptions } from './options.js';
 
 export type { GuardResult } from './guard.js';
 
@@ -201,13 +145,7 @@ export class Service {
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
   static async open(options: ServiceOptions = {}): Promise<Service> {
     const { file = DEFAULT_FILE, balance, apiKey, webhookSecret } = options;
-    if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
-    if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
-    if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
-    const redisOptions = sharedOptions(options);
-    if (options.rateLimitPerMinute !== undefined && !(Number.isSafeInteger(options.rateLimitPerMinute) && options.rateLimitPerMinute > 0)) {
-      throw new TypeError(`Expected \`rateLimitPerMinute\` to be a positive integer, got ${options.rateLimitPerMinute}.`);
-    }
+    const redisOptions = checkOptions(options);
     const clock = options.clock ?? new SimulatedClock();
     const shared = redisOptions && (await openShared(redisOptions, { now: () => clock.now(), limit: options.rateLimitPerMinute ?? RATE_LIMIT }));
     let store: ServiceStore<ServiceTables>;
@@ -217,19 +155,7 @@ export class Service {
       await shared?.close();
       throw error;
     }
-    const emitter =
-      options.emitter ??
-      createEmitter({
-        // On Redis every serve process takes attempts from one BullMQ queue (the default one, which
-        // `cliphook deliveries --redis` reads); otherwise the outbox sits beside the data file.
-        ...(redisOptions
-          ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
-          : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
-        clock,
-        // Local development delivers to http://localhost; --strict applies the spec's https-only rule and the SSRF guard.
-        allowPrivateNetworks: !(options.strict ?? false),
-        logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
-      });
+    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions);
     try {
       if (options.emitter === undefined) await emitter.start();
       const service = new Service(store, clock, options, emitter, shared);
@@ -262,17 +188,9 @@ export class Service {
    * credits (402), which the account settings skip, being how one tops up.
    */
   guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
-    return guardRequest(
-      {
-        accounts: this.accounts,
-        limiter: this.limiter,
-        limitKey: (key) => this.limitName(key),
-        warn: this.#warn,
-        insufficient: (account, detail) => this.insufficient(account, MIN_BALANCE_FOR_KEYS, detail),
-      },
-      authorization,
-      lowBalanceOk,
-    );
+    const who = this.accounts.authenticate(authorization);
+    if (typeof who === 'string') return Promise.resolve(refuseAuth(who));
+    return this.admit({ ...who, limitName: this.limitName(who.key) }, { lowBalanceOk });
   }
 
   /** The rate limit and balance checks of `guard`, for a caller authenticated another way (an OAuth token on `/mcp`). */

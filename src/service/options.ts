@@ -1,0 +1,101 @@
+import { dirname, join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
+import { isValidToken } from './accounts.js';
+import type { SimulatedClock } from './clock.js';
+import { sharedOptions } from './redis/shared.js';
+import type { Speed } from './videos/lifecycle.js';
+
+// How a service is configured: its options, their checks, and the emitter it makes when none is given.
+
+/** The data file of `cliphook serve` when none is given. */
+export const DEFAULT_FILE = '.cliphook/service.json';
+
+/** The first account's starting balance when none is given. */
+export const DEFAULT_BALANCE = 1000;
+
+/** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
+export type ImageFetcher = (
+  url: string,
+  options: { strict: boolean },
+) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
+
+export interface ServiceOptions {
+  /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */
+  file?: string | false;
+  /** The simulated clock every time rule reads. @default a clock running with real time */
+  clock?: SimulatedClock;
+  /** How long generation takes: `fast` (a few seconds) or `realistic` (1-2 minutes, as the spec says). @default 'fast' */
+  speed?: Speed;
+  /** The spec's rules where local development relaxes them: https-only callbacks and image URLs, no private addresses. @default false */
+  strict?: boolean;
+  /** The base URL clients reach the service at, for `poll_url` and signed links. @default 'http://127.0.0.1:8080' */
+  origin?: string;
+  /** Fix the first account's API key, its webhook signing secret and its starting balance. */
+  apiKey?: string;
+  webhookSecret?: string;
+  /** @default 1000 */
+  balance?: number;
+  /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
+  emitter?: WebhookEmitter;
+  /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */
+  fetchImage?: ImageFetcher;
+  /** @default Math.random */
+  random?: () => number;
+  /**
+   * Requests a minute per API key before 429 (spec 8: 60). Only for load tests of your own and the
+   * benchmarks: the real service allows 60. @default 60
+   */
+  rateLimitPerMinute?: number;
+  /** Where failures the service cannot answer with (a write of a transition) are reported. @default console.warn */
+  warn?: (message: string) => void;
+  /**
+   * Shares the rate limits and idempotency records with every `serve` process on this Redis, so several
+   * behind one load balancer count one limit per key and never charge a retried request twice: a
+   * connected ioredis client (not closed by the service)…
+   */
+  redis?: unknown;
+  /** …or a `redis://` URL. @example 'redis://127.0.0.1:6379' */
+  redisUrl?: string;
+  /** Prefix of the service's Redis keys. @default 'cliphook:service:' */
+  redisPrefix?: string;
+}
+
+/** The BullMQ queue of the service's webhooks: the emitter's default, or one under a `redisPrefix` given. */
+function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
+  const prefix = redisPrefix?.replace(/:+$/, '');
+  return prefix ? { prefix } : {};
+}
+
+/**
+ * Checks the options `Service.open` takes before anything is opened, and returns the Redis sharing they
+ * ask for (or `undefined`). A bad value is a `TypeError` naming the option.
+ */
+export function checkOptions(options: ServiceOptions): ReturnType<typeof sharedOptions> {
+  const { balance, apiKey, webhookSecret, rateLimitPerMinute } = options;
+  if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
+  if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
+  if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
+  const redisOptions = sharedOptions(options);
+  if (rateLimitPerMinute !== undefined && !(Number.isSafeInteger(rateLimitPerMinute) && rateLimitPerMinute > 0)) {
+    throw new TypeError(`Expected \`rateLimitPerMinute\` to be a positive integer, got ${rateLimitPerMinute}.`);
+  }
+  return redisOptions;
+}
+
+/**
+ * The emitter of a service that was given none: on Redis every serve process takes attempts from one
+ * BullMQ queue (the default one, which `cliphook deliveries --redis` reads); otherwise the outbox sits
+ * beside the data file (in memory without one).
+ */
+export function serviceEmitter(options: ServiceOptions, file: string | false, clock: SimulatedClock, redisOptions: ReturnType<typeof sharedOptions>): WebhookEmitter {
+  return createEmitter({
+    ...(redisOptions
+      ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
+      : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
+    clock,
+    // Local development delivers to http://localhost; --strict applies the spec's https-only rule and the SSRF guard.
+    allowPrivateNetworks: !(options.strict ?? false),
+    logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
+  });
+}
