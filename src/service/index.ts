@@ -7,5 +7,5 @@ export type { ServiceOptions, Caller, ImageFetcher } from './service.js';
 export { SimulatedClock } from './clock.js';
 export type { SimulatedClockOptions, RealTimers } from './clock.js';
 export type { Speed } from './videos/lifecycle.js';
-export { clipPrice, assistantClipPrice, imagePrice, MODEL_SPECS, VIDEO_MODELS, API_DISCOUNT, IMAGE_PRICES } from './pricing.js';
+export { clipPrice, assistantClipPrice, imagePrice, MODEL_SPECS, VIDEO_MODELS, API_DISCOUNT, IMAGE_PRICES } from './contract/pricing.js';
 export { fetchImage } from './fetch-image.js';

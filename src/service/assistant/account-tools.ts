@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { createImage, getImage } from '../images/operations.js';
 import { IMAGE_RATIOS } from '../images/validate.js';
-import { imagePrice } from '../pricing.js';
+import { imagePrice } from '../contract/pricing.js';
 import { getAccount } from '../videos/operations.js';
 import { idempotencyKey, signalOf } from './clip-tools.js';
 import { fromResult, toToolResult, type ToolContext } from './context.js';

@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { ImageItem } from '../images/jobs.js';
 import { imageFileUrl } from '../images/views.js';
-import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../pricing.js';
+import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../contract/pricing.js';
 import { RATIOS, type SubjectConsent } from '../videos/validate.js';
 import { createVideo, deleteVideo, getVideo, listVideos } from '../videos/operations.js';
 import { fromResult, toToolResult, type ToolContext } from './context.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../assets/operations.js';
 import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
 import { mediaFile } from '../media-files.js';
-import { pricingView } from '../pricing.js';
+import { pricingView } from '../contract/pricing.js';
 import { fail, ok, type Result } from '../result.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';

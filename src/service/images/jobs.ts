@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Account, Accounts } from '../accounts.js';
 import type { Credits } from '../credits.js';
-import { imageCharge } from '../pricing.js';
+import { imageCharge } from '../contract/pricing.js';
 import type { ServiceStore, Table } from '../state.js';
 import type { Speed } from '../videos/lifecycle.js';
 import type { ImageCommand } from './validate.js';

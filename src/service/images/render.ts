@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { IMAGE_MEGAPIXELS, type ImageQuality } from '../pricing.js';
+import { IMAGE_MEGAPIXELS, type ImageQuality } from '../contract/pricing.js';
 import type { ImageJob, ImageRenderer } from './jobs.js';
 import type { ImageRatio } from './validate.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { ProblemCode } from '../../protocol/problem.js';
-import { imagePrice, type ImageQuality } from '../pricing.js';
+import { imagePrice, type ImageQuality } from '../contract/pricing.js';
 import { checkImageUrl, SUBJECT_CONSENTS, type Refusal, type SubjectConsent, type Validated } from '../videos/validate.js';
-import { isTemplateName, TEMPLATES, type TemplateName } from './templates.js';
+import { isTemplateName, TEMPLATES, type TemplateName } from '../contract/templates.js';
 
 /** Spec 4.7 and 8. */
 export const MAX_DESCRIPTION = 1000;

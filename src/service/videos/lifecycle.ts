@@ -3,7 +3,7 @@ import { ERROR_SENTENCES, type VideoErrorCode } from '../../protocol/events.js';
 import type { Account, Accounts } from '../accounts.js';
 import type { Credits } from '../credits.js';
 import type { ServiceStore, Table } from '../state.js';
-import type { Resolution, VideoModel } from '../pricing.js';
+import type { Resolution, VideoModel } from '../contract/pricing.js';
 import type { AssetSource, Ratio, SubjectConsent } from './validate.js';
 
 /** Spec 2.1 and 3.1. */

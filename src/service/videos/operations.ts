@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { Asset } from '../assets/assets.js';
 import { characterAsset } from '../images/operations.js';
 import { createOnce, type Created, type CreateHooks } from '../create-once.js';
-import { clipPrice, type VideoModel } from '../pricing.js';
+import { clipPrice, type VideoModel } from '../contract/pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { parseSimulation, type RequestCode } from '../simulate.js';

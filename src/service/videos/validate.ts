@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ProblemCode } from '../../protocol/problem.js';
 import { checkCallbackUrl } from '../../emitter/index.js';
-import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, VIDEO_MODELS, type Resolution, type VideoModel } from '../pricing.js';
+import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, VIDEO_MODELS, type Resolution, type VideoModel } from '../contract/pricing.js';
 
 /** Spec 4.1: the clip ratios. */
 export const RATIOS = ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9'] as const;

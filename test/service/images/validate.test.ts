@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
-import { TEMPLATES } from '../../../src/service/images/templates.js';
+import { TEMPLATES } from '../../../src/service/contract/templates.js';
 import { unsupportedScript, validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
 
 function ok(body: unknown): ImageCommand {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
-import { clipPrice } from '../../../src/service/pricing.js';
+import { clipPrice } from '../../../src/service/contract/pricing.js';
 import { MODEL_ALIASES, validateVideo, type ValidateOptions, type VideoCommand } from '../../../src/service/videos/validate.js';
 
 const LOCAL: ValidateOptions = { strict: false, defaultAssetIds: [] };
