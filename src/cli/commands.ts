@@ -12,6 +12,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   registerServe,
   registerService,
   registerDev,
+  registerOpenApi,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -155,4 +156,12 @@ function registerDev(program: Command): void {
     .option('--inspect <port>', "serve the inspector (the webhooks listen received, and the service's clips, image jobs and deliveries) on 127.0.0.1:<port>; 0 picks a free port", '0')
     .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/dev.js')).dev(options));
+}
+
+function registerOpenApi(program: Command): void {
+  program
+    .command('openapi')
+    .description("print the service's OpenAPI 3.1 document (what GET /v1/openapi.json serves)")
+    .option('--origin <url>', 'the server URL the document names', 'http://127.0.0.1:8080')
+    .action(async (options) => (await import('./commands/openapi.js')).openapi(options));
 }

@@ -60,6 +60,31 @@ export const IdempotencyKey = rule(
   { code: 'invalid_idempotency_key', detail: () => 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' },
 );
 
+/** `null` for a public http(s) URL or an `asset://<id>` URI; otherwise why the URL is refused. */
+export function imageUrlProblem(url: string): string | null {
+  if (/^asset:\/\/\d{1,15}$/.test(url)) return Number(url.slice('asset://'.length)) >= 1 ? null : 'asset ids start at 1.';
+  if (url.startsWith('asset:')) return 'an asset URI is asset://<asset id>.';
+  if (!URL.canParse(url)) return 'not an absolute URL.';
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `must be http(s) or asset://, got ${parsed.protocol.slice(0, -1)}.`;
+  if (parsed.username || parsed.password) return 'must not carry credentials.';
+  return null;
+}
+
+/** The asset id of an `asset://<id>` URI, else `null`. */
+export function assetUriId(url: string): number | null {
+  return /^asset:\/\/\d{1,15}$/.test(url) ? Number(url.slice('asset://'.length)) : null;
+}
+
+/** One reference image: a public http(s) URL or an `asset://` URI (spec 4.1, 4.7). */
+export const ImageUrl = rule(
+  z.string().superRefine((url, ctx) => {
+    const problem = imageUrlProblem(url);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }).meta({ format: 'uri', description: 'A public http(s) URL, or asset://<id> of one of your moderated assets.' }),
+  { code: 'invalid_image_url', detail: ({ where, issue }) => `${where}: ${issue.code === 'custom' ? issue.message : 'expected a URL.'}` },
+);
+
 /** An ISO 8601 timestamp in UTC (spec: "All timestamps are ISO 8601 in UTC"). */
 export const Timestamp = z.iso.datetime();
 /** An absolute link. */

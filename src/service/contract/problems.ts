@@ -43,12 +43,16 @@ export interface Failure {
   root: unknown;
 }
 
-/** Each schema's rule, by the schema's instance (a WeakMap: zod's registries deep-map their values' types). */
-const rules = new WeakMap<z.ZodType, Rule>();
+/**
+ * Each schema's rule, by the schema's definition: `.meta()` and `.describe()` clone a schema with the same
+ * definition, so its rule follows it (a WeakMap: zod's registries key by instance and deep-map their values' types).
+ */
+const rules = new WeakMap<object, Rule>();
+const defOf = (schema: z.ZodType): object => (schema as unknown as { _zod: { def: object } })._zod.def;
 
-/** Registers `rule` on `schema` (its final instance: `.meta()` and `.describe()` make new ones) and returns it. */
+/** Gives `schema` (and the clones `.meta()` makes of it) the rule its failures answer with, and returns it. */
 export function rule<T extends z.ZodType>(schema: T, ruleOf: Rule): T {
-  rules.set(schema, ruleOf);
+  rules.set(defOf(schema), ruleOf);
   return schema;
 }
 
@@ -141,7 +145,7 @@ export function ruleAt(schema: z.ZodType, path: readonly PropertyKey[]): Rule | 
   let found: Rule | undefined;
   let current: z.ZodType | undefined = schema;
   for (let depth = 0; current; depth++) {
-    for (const layer of layers(current)) found = rules.get(layer) ?? found;
+    for (const layer of layers(current)) found = rules.get(defOf(layer)) ?? found;
     if (depth === path.length) break;
     current = child(current, path[depth]!);
   }

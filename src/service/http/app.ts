@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../assets/operations.js';
 import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
 import { mediaFile } from '../media-files.js';
+import { openApiDocument } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
 import { fail, ok, type Result } from '../result.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
@@ -96,6 +97,8 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
 
   const router = new Router()
     .add('GET', '/v1/pricing', () => ok(200, pricingView()))
+    // The contract as OpenAPI 3.1 (issue 21), no key: made once per origin, as it changes with nothing else.
+    .add('GET', '/v1/openapi.json', () => ok(200, documentFor(service.origin)))
     .add('GET', '/v1/media/:file', async ({ req, params, query }, res) => {
       const answer = await mediaFile(service, params.file!, query, req.headers.range);
       if ('body' in answer) return answer;
@@ -161,6 +164,12 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
       .add('DELETE', '/settings/assistants/:id', ({ caller, params }: Req) => assistant.settings.disconnect(caller, params.id!), settings);
   }
   return router;
+}
+
+let document: { origin: string; body: unknown } | undefined;
+function documentFor(origin: string): unknown {
+  if (document?.origin !== origin) document = { origin, body: openApiDocument({ origin }) };
+  return document.body;
 }
 
 /** GET /mcp/status: whether the assistant endpoint is on, where, and how one signs in (spec 5.7). */
