@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, readBody } from '../../http/read-body.js';
 import { PROBLEM_CONTENT_TYPE } from '../../protocol/problem.js';
 import { fail, withHeaders, type Result } from '../result.js';
+import { observe } from './taps.js';
 
 /** Who is calling, once a keyed route's guard let them in; `null` on public routes. */
 export interface Guarded<C> {
@@ -128,6 +129,7 @@ export function send(res: ServerResponse, result: Result): void {
     ...result.headers,
   });
   res.end(text);
+  observe(() => ({ method: res.req?.method ?? 'GET', path: (res.req?.url ?? '/').split('?', 1)[0]!, status: result.status, contentType: isProblem ? PROBLEM_CONTENT_TYPE : 'application/json', body: result.body }));
 }
 
 function withInstance(result: Result, path: string): Result {
