@@ -75,8 +75,10 @@ export type AppOptions = ServiceOptions & {
   /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
   assistant?: boolean;
   /**
-   * How the authorization server fetches client ID metadata documents (an `https://` URL as `client_id`).
-   * @default the library's own fetch, which refuses private and loopback addresses
+   * How the authorization server connects to fetch client ID metadata documents (an `https://` URL as
+   * `client_id`). The URL checks (https, no literal private or loopback address, no `localhost`) run
+   * before it either way.
+   * @default https whose lookup refuses private and loopback addresses before connecting (the webhooks' guard)
    */
   fetchClientMetadata?: typeof fetch;
 };

@@ -4,6 +4,7 @@ import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
 import type { ServiceStore } from '../../state.js';
+import { guardedFetch } from '../../outbound-fetch.js';
 import { RateLimiter } from '../../rate-limit.js';
 import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
 import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
@@ -25,7 +26,10 @@ export interface OAuthServerOptions {
   clientInUse(clientId: string): boolean;
   /** Whether an account has a live connection with a client: its own approval lets authorization errors go back to the client. */
   approvedBy(accountId: string, clientId: string): boolean;
-  /** How client ID metadata documents are fetched (`https://` client ids); the library guards against private addresses. */
+  /**
+   * Replaces the connection of the server's outbound fetches (client ID metadata documents, `jwks_uri`);
+   * the URL checks of `guardedFetch` still run first. @default https behind the webhooks' address guard
+   */
   fetch?: typeof fetch | undefined;
   warn(message: string): void;
 }
@@ -150,7 +154,9 @@ export class OAuthServer {
         ctx.type = 'html';
         ctx.body = errorPage(out as unknown as Record<string, string>);
       },
-      ...(options.fetch ? { fetch: options.fetch as never } : {}),
+      // Every fetch the library makes (a stranger's `client_id=https://…` among them) refuses private and
+      // loopback addresses before connecting (issue 20 item 1); the library's own check runs after connect.
+      fetch: guardedFetch({ transport: options.fetch }) as never,
     };
     this.provider = new ProviderClass(issuer, configuration);
     this.provider.on('server_error', (_ctx, error) => warn(`oauth: ${(error as Error).message}`));
