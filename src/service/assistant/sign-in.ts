@@ -1,6 +1,7 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { Service } from '../service.js';
 import { refuseAuth, type GuardResult } from '../guard.js';
+import { fail } from '../result.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
 import { ConsentPage } from './oauth/consent.js';
 import { MCP_SCOPE } from './oauth/paths.js';
@@ -85,6 +86,8 @@ export class AssistantSignIn {
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
       return refuseAuth('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).', challenge);
     }
+    // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).
+    if (!found.scopes.has(MCP_SCOPE)) return refuseScope(challenge);
     const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
     const account = assistant ? this.#service.accounts.get(assistant.accountId) : undefined;
     if (!assistant || !account || String(account.id) !== found.accountId) return refuseAuth('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.', challenge);
@@ -105,3 +108,8 @@ export class AssistantSignIn {
   }
 }
 
+/** 403 for a valid token without the `mcp` scope, with the challenge that asks for it (RFC 6750 §3.1, MCP's scope step-up). */
+function refuseScope(challenge: string): GuardResult {
+  const result = fail('insufficient_scope', { detail: `This access token does not carry the ${MCP_SCOPE} scope; sign in again asking for scope=${MCP_SCOPE}.` });
+  return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': `Bearer realm="cliphook", error="insufficient_scope"${challenge}` } } };
+}
