@@ -14,6 +14,7 @@ import { Router, send, type Guard, type RouteRequest } from './router.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
+import { checkOriginAndHost } from '../assistant/origin-check.js';
 import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
 import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
@@ -148,6 +149,9 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
     // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
     // metadata), the same 60 a minute, 402 below 10 credits.
     const signedIn: Guard<Caller> = async (req) => {
+      // DNS rebinding (MCP transport): a Host or Origin that is neither this machine nor the service is 403, first.
+      const foreign = checkOriginAndHost(req, service.origin);
+      if (foreign) return { ok: false, result: foreign };
       const checked = await assistant.signIn.authenticate(req.headers.authorization);
       return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
     };
