@@ -7,8 +7,13 @@ import { ConsentPage } from './oauth/consent.js';
 import { MCP_SCOPE } from './oauth/paths.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 
-/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (and at the bare one). */
-export const PROTECTED_RESOURCE_PATHS = Object.freeze(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (section 3.1). */
+export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
+/**
+ * The bare well-known URL names the resource `{origin}` itself, which is not protected by OAuth here: a
+ * document there claiming `{origin}/mcp` is one RFC 9728 section 3.3 tells clients to reject.
+ */
+export const ROOT_PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 
 /**
  * How an assistant signs in to `/mcp` (spec 5.7): the bearer API key, or an OAuth access token the

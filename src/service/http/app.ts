@@ -15,7 +15,7 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
 import { checkOriginAndHost } from '../assistant/origin-check.js';
-import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
+import { PROTECTED_RESOURCE_PATH, ROOT_PROTECTED_RESOURCE_PATH } from '../assistant/sign-in.js';
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
 import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
 import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
@@ -158,7 +158,11 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
     const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
     for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { guard: signedIn, rawBody: true });
     // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
-    for (const path of PROTECTED_RESOURCE_PATHS) router.add('GET', path, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
+    router.add('GET', PROTECTED_RESOURCE_PATH, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
+    // RFC 9728 §3.3: the bare form would name the resource `{origin}`, which has no document (issue 20 item 5).
+    router.add('GET', ROOT_PROTECTED_RESOURCE_PATH, () =>
+      fail('not_found', { detail: `The origin itself is no OAuth-protected resource; the assistant endpoint's metadata is at ${service.origin}${PROTECTED_RESOURCE_PATH}.`, instance: ROOT_PROTECTED_RESOURCE_PATH }),
+    );
     router
       .add('GET', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.show(req, res), { rawBody: true })
       .add('POST', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.submit(req, res), { rawBody: true })
@@ -180,7 +184,7 @@ function assistantStatus(service: Service, enabled: boolean) {
     // The 2026-07-28 revision, and the 2024-2025 ones the SDK's stateless fallback serves.
     protocol_versions: enabled ? ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS] : [],
     auth: enabled ? ['bearer_api_key', 'oauth2'] : [],
-    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATHS[0]}` : null,
+    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATH}` : null,
     authorization_server: enabled ? service.origin : null,
   };
 }

@@ -165,6 +165,8 @@ export class OAuthServer {
       fetch: guardedFetch({ transport: options.fetch }) as never,
     };
     this.provider = new ProviderClass(issuer, configuration);
+    // The library builds the URLs it publishes from the request (`handle` sets what it reads): trusted here.
+    this.provider.proxy = true;
     this.provider.on('server_error', (_ctx, error) => warn(`oauth: ${(error as Error).message}`));
     this.#noBlindRedirects(options.approvedBy);
     this.#callback = this.provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => void;
@@ -176,6 +178,13 @@ export class OAuthServer {
    * does: any case, a trailing slash ignored).
    */
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // Issue 20 item 5: every URL the library publishes (the metadata's endpoints, the resume redirect) is
+    // built from the request's host and scheme; they are the issuer's, never what a client's headers say.
+    const issuer = new URL(this.issuer);
+    for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port']) delete req.headers[name];
+    req.headers.host = issuer.host;
+    req.headers['x-forwarded-host'] = issuer.host;
+    req.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
     const [path = '/', query] = (req.url ?? '/').split('?', 2);
     const route = path.toLowerCase().replace(/\/+$/, '');
     if (route === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
