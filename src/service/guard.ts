@@ -1,4 +1,5 @@
 import { MIN_BALANCE_FOR_KEYS, type Account, type ApiKey, type AuthRefusal } from './accounts.js';
+import type { AuthGate } from './auth-failures.js';
 import type { AssistantRow } from './assistant/connections.js';
 import { rateLimitHeaders, type RateDecision } from './rate-limit.js';
 import { fail, type Result } from './result.js';
@@ -31,6 +32,12 @@ export function refuseAuth(who: AuthRefusal, detail?: string, challenge = ''): G
   const result = fail(who, { detail: detail ?? (who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.') });
   const header = `Bearer realm="cliphook"${who === 'invalid_auth_header' ? '' : ', error="invalid_token"'}${challenge}`;
   return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': header } } };
+}
+
+/** 429 for an address that failed authentication too often (issue 20 item 6): no credential of it is looked at. */
+export function refuseFailures(gate: Extract<AuthGate, { allowed: false }>): GuardResult {
+  const detail = `Too many failed authentications from this address (${gate.limit} a minute): every credential it sends is refused for ${gate.retryAfter} s.`;
+  return { ok: false, result: fail('rate_limit_exceeded', { detail, retryAfter: gate.retryAfter }) };
 }
 
 /**

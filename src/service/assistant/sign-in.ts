@@ -1,6 +1,6 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { Service } from '../service.js';
-import { refuseAuth, type GuardResult } from '../guard.js';
+import { refuseAuth, refuseFailures, type GuardResult } from '../guard.js';
 import { fail } from '../result.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
 import { ConsentPage } from './oauth/consent.js';
@@ -74,8 +74,17 @@ export class AssistantSignIn {
     };
   }
 
-  /** Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as `/v1`. */
-  async authenticate(authorization: string | undefined): Promise<GuardResult> {
+  /**
+   * Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as
+   * `/v1`. With the client's `address`, a credential that is neither a key nor a token counts against it,
+   * and an address past its failed authentications is refused first (429, issue 20 item 6).
+   */
+  async authenticate(authorization: string | undefined, address?: string): Promise<GuardResult> {
+    const failures = this.#service.authFailures;
+    if (address !== undefined) {
+      const gate = failures.gate(address);
+      if (!gate.allowed) return refuseFailures(gate);
+    }
     // The SDK's own derivation (RFC 9728 section 3.1, path-inserted), the one its clients compute too.
     const challenge = `, resource_metadata="${getOAuthProtectedResourceMetadataUrl(new URL(this.resource))}", scope="${MCP_SCOPE}"`;
     const byKey = this.#service.accounts.authenticate(authorization);
@@ -89,6 +98,7 @@ export class AssistantSignIn {
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
+      if (address !== undefined) failures.fail(address);
       return refuseAuth('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).', challenge);
     }
     // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).

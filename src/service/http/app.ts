@@ -86,7 +86,7 @@ export type AppOptions = ServiceOptions & {
 
 function routes(service: Service, assistant: AssistantEndpoint | null): Router {
   const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
-    const checked = await service.guard(req.headers.authorization, { lowBalanceOk });
+    const checked = await service.guard(req.headers.authorization, { lowBalanceOk, address: req.socket.remoteAddress });
     return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
   };
   // `/v1`: every keyed endpoint answers 402 below 10 credits (spec 4). The idempotent POSTs check it
@@ -152,7 +152,7 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
       // DNS rebinding (MCP transport): a Host or Origin that is neither this machine nor the service is 403, first.
       const foreign = checkOriginAndHost(req, service.origin);
       if (foreign) return { ok: false, result: foreign };
-      const checked = await assistant.signIn.authenticate(req.headers.authorization);
+      const checked = await assistant.signIn.authenticate(req.headers.authorization, req.socket.remoteAddress);
       return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
     };
     const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);

@@ -58,6 +58,16 @@ describe('wrong API keys on the consent page', () => {
     expect((await jar.fetch(consentUrl)).status).toBe(400);
   });
 
+  it('count against the address too: past 30 failed authentications, the page answers 429 even to the right key', async () => {
+    const svc = await start();
+    const { post } = await openSignIn(svc.origin);
+    for (let i = 0; i < 30; i++) expect((await fetch(`${svc.origin}/v1/account`, { headers: { authorization: `Bearer sk_not_a_key_at_all_${i}` } })).status).toBe(401);
+    const refused = await post(svc.apiKey);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('60');
+    expect(await refused.text()).toContain('Too many wrong API keys');
+  });
+
   it('an approved sign-in is not answered twice before its redirect is followed', async () => {
     const svc = await start();
     const { post } = await openSignIn(svc.origin);

@@ -67,8 +67,15 @@ export class ConsentPage {
     if (limit !== null && !isDailyLimit(limit)) {
       return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
+    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6).
+    const address = req.socket.remoteAddress;
+    const gate = this.#service.authFailures.gate(address);
+    if (!gate.allowed) {
+      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${gate.retryAfter} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(gate.retryAfter) });
+    }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
+      this.#service.authFailures.fail(address);
       // The sign-in ends at the fifth; its answer is recorded, so later posts find it over (see #details).
       if (adapters.recordFailure(shown.uid) >= MAX_SIGN_IN_ATTEMPTS) {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
@@ -117,8 +124,8 @@ export class ConsentPage {
   }
 
   /** The page, whose form may end at the assistant's redirect URI (browsers check `form-action` on each redirect). */
-  #send(res: ServerResponse, status: number, shown: Shown, state: { error?: string; limit?: string }): undefined {
-    return sendPage(res, status, this.#page(shown, state), { 'content-security-policy': cspWithFormTarget(shown.redirectUri) });
+  #send(res: ServerResponse, status: number, shown: Shown, state: { error?: string; limit?: string }, headers: Record<string, string> = {}): undefined {
+    return sendPage(res, status, this.#page(shown, state), { ...headers, 'content-security-policy': cspWithFormTarget(shown.redirectUri) });
   }
 
   #page(shown: Shown, { error, limit = '' }: { error?: string; limit?: string }): string {
