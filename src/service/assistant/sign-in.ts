@@ -1,6 +1,6 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { Service } from '../service.js';
-import { refuseAuth, refuseFailures, type GuardResult } from '../guard.js';
+import { refuseAuth, refuseFailures, type Identified, type Refused } from '../guard.js';
 import { fail } from '../result.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
 import { ConsentPage } from './oauth/consent.js';
@@ -75,11 +75,13 @@ export class AssistantSignIn {
   }
 
   /**
-   * Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as
-   * `/v1`. With the client's `address`, a credential that is neither a key nor a token counts against it,
-   * and an address past its failed authentications is refused first (429, issue 20 item 6).
+   * Who the bearer credential of a request to `/mcp` is: an API key or an OAuth access token, with its
+   * assistant connection. The rate limit and balance rules of `/v1` are applied after (`Service.admit`),
+   * by the endpoint, which knows which messages count. With the client's `address`, a credential that
+   * is neither a key nor a token counts against it, and an address past its failed authentications is
+   * refused first (429, issue 20 item 6).
    */
-  async authenticate(authorization: string | undefined, address?: string): Promise<GuardResult> {
+  async identify(authorization: string | undefined, address?: string): Promise<Identified> {
     const failures = this.#service.authFailures;
     if (address !== undefined) {
       const gate = failures.gate(address);
@@ -92,7 +94,7 @@ export class AssistantSignIn {
     if (typeof byKey !== 'string') {
       const assistant = this.connections.forKey(byKey.key);
       if (assistant.disconnectedAt !== null) return refuseAuth('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.', challenge);
-      return this.#service.admit({ ...byKey, limitName: this.#service.limitName(byKey.key), assistant });
+      return { ok: true, who: { ...byKey, limitName: this.#service.limitName(byKey.key), assistant } };
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization ?? '')![1]!;
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
@@ -108,7 +110,7 @@ export class AssistantSignIn {
     if (!assistant || !account || String(account.id) !== found.accountId) return refuseAuth('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.', challenge);
     const key = this.#service.accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
     if (!key) return refuseAuth('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.', challenge);
-    return this.#service.admit({ account, key, limitName: `assistant:${assistant.id}`, assistant });
+    return { ok: true, who: { account, key, limitName: `assistant:${assistant.id}`, assistant } };
   }
 
   /** Ends a connection: its tokens and grant are revoked at once, and its next request is a 401. */
@@ -124,7 +126,7 @@ export class AssistantSignIn {
 }
 
 /** 403 for a valid token without the `mcp` scope, with the challenge that asks for it (RFC 6750 §3.1, MCP's scope step-up). */
-function refuseScope(challenge: string): GuardResult {
+function refuseScope(challenge: string): Refused {
   const result = fail('insufficient_scope', { detail: `This access token does not carry the ${MCP_SCOPE} scope; sign in again asking for scope=${MCP_SCOPE}.` });
   return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': `Bearer realm="cliphook", error="insufficient_scope"${challenge}` } } };
 }

@@ -6,6 +6,7 @@ import { createImage, deleteImage, getImage, imageFile, listImages } from '../im
 import { mediaFile } from '../media-files.js';
 import { pricingView } from '../pricing.js';
 import { fail, ok, type Result } from '../result.js';
+import type { Authenticated } from '../guard.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';
@@ -147,15 +148,15 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
     .add('POST', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
   if (assistant) {
     // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
-    // metadata), the same 60 a minute, 402 below 10 credits.
-    const signedIn: Guard<Caller> = async (req) => {
+    // metadata). The endpoint then applies the same 60 a minute and 402 below 10 credits to what counts.
+    const signedIn: Guard<Authenticated> = async (req) => {
       // DNS rebinding (MCP transport): a Host or Origin that is neither this machine nor the service is 403, first.
       const foreign = checkOriginAndHost(req, service.origin);
       if (foreign) return { ok: false, result: foreign };
-      const checked = await assistant.signIn.authenticate(req.headers.authorization, req.socket.remoteAddress);
-      return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
+      const checked = await assistant.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
+      return checked.ok ? { ok: true, value: { caller: checked.who, headers: {} } } : checked;
     };
-    const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
+    const handle = ({ req, caller }: RouteRequest<Authenticated>, res: ServerResponse) => assistant.handle(req, res, caller);
     for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { guard: signedIn, rawBody: true });
     // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
     router.add('GET', PROTECTED_RESOURCE_PATH, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
