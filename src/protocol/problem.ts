@@ -114,6 +114,8 @@ export const PROBLEM_CODES = {
   origin_not_allowed: spec(403, 'Cross-origin request refused'),
   unsupported_media_type: spec(415, 'Send application/json'),
   replay_unavailable: spec(409, 'This request cannot be replayed'),
+  // assistant endpoint (cliphook): an OAuth access token without the `mcp` scope (RFC 6750 §3.1, issue 20)
+  insufficient_scope: spec(403, 'Insufficient scope'),
   // service pages (cliphook): the photo upload link of the assistant endpoint (issue 15)
   link_used: spec(410, 'Link already used'),
   upload_in_progress: spec(409, 'An upload on this link is in progress', true),

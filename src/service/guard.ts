@@ -1,10 +1,15 @@
 import { MIN_BALANCE_FOR_KEYS, type Account, type ApiKey, type AuthRefusal } from './accounts.js';
+import type { AuthGate } from './auth-failures.js';
 import type { AssistantRow } from './assistant/connections.js';
 import { rateLimitHeaders, type RateDecision } from './rate-limit.js';
 import { fail, type Result } from './result.js';
 import type { Caller } from './service.js';
 
-export type GuardResult = { ok: true; caller: Caller } | { ok: false; result: Result };
+/** A request refused before it reached its route: the result to answer. */
+export type Refused = { ok: false; result: Result };
+export type GuardResult = { ok: true; caller: Caller } | Refused;
+/** Who a credential named, before the limits are counted (the assistant endpoint counts after reading the body). */
+export type Identified = { ok: true; who: Authenticated } | Refused;
 
 /** What `admit` reads: the service's limiter, and how it reports and refuses. */
 export interface AdmitDeps {
@@ -27,10 +32,16 @@ export interface Authenticated {
  * The 401 of a missing or unknown credential, with its `WWW-Authenticate` challenge. `challenge` adds
  * parameters (the assistant endpoint's `resource_metadata`, RFC 9728) after the realm.
  */
-export function refuseAuth(who: AuthRefusal, detail?: string, challenge = ''): GuardResult {
+export function refuseAuth(who: AuthRefusal, detail?: string, challenge = ''): Refused {
   const result = fail(who, { detail: detail ?? (who === 'invalid_auth_header' ? 'Send Authorization: Bearer <API key>.' : 'This API key is unknown or was revoked.') });
   const header = `Bearer realm="cliphook"${who === 'invalid_auth_header' ? '' : ', error="invalid_token"'}${challenge}`;
   return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': header } } };
+}
+
+/** 429 for an address that failed authentication too often (issue 20 item 6): no credential of it is looked at. */
+export function refuseFailures(gate: Extract<AuthGate, { allowed: false }>): Refused {
+  const detail = `Too many failed authentications from this address (${gate.limit} a minute): every credential it sends is refused for ${gate.retryAfter} s.`;
+  return { ok: false, result: fail('rate_limit_exceeded', { detail, retryAfter: gate.retryAfter }) };
 }
 
 /**

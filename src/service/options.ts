@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
-import { isValidToken } from './accounts.js';
+import { isValidToken, MIN_API_KEY_LENGTH } from './accounts.js';
 import type { SimulatedClock } from './clock.js';
 import { sharedOptions } from './redis/shared.js';
 import type { Speed } from './videos/lifecycle.js';
@@ -31,7 +31,7 @@ export interface ServiceOptions {
   strict?: boolean;
   /** The base URL clients reach the service at, for `poll_url` and signed links. @default 'http://127.0.0.1:8080' */
   origin?: string;
-  /** Fix the first account's API key, its webhook signing secret and its starting balance. */
+  /** Fix the first account's API key (24-200 printable ASCII characters, no spaces), its webhook signing secret and its starting balance. */
   apiKey?: string;
   webhookSecret?: string;
   /** @default 1000 */
@@ -74,7 +74,10 @@ function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
 export function checkOptions(options: ServiceOptions): ReturnType<typeof sharedOptions> {
   const { balance, apiKey, webhookSecret, rateLimitPerMinute } = options;
   if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
-  if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
+  if (apiKey !== undefined && !isValidToken(apiKey)) {
+    const length = typeof apiKey === 'string' ? `, got ${(apiKey as string).length}` : '';
+    throw new TypeError(`Expected \`apiKey\` to be ${MIN_API_KEY_LENGTH}-200 printable ASCII characters without spaces${length} (a shorter key could be guessed).`);
+  }
   if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
   const redisOptions = sharedOptions(options);
   if (rateLimitPerMinute !== undefined && !(Number.isSafeInteger(rateLimitPerMinute) && rateLimitPerMinute > 0)) {

@@ -19,7 +19,8 @@ import { SharpRenderer } from './images/render.js';
 import { MediaSigner } from './media.js';
 import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ImageFetcher, type ServiceOptions } from './options.js';
 import { RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { admit, refuseAuth, type Authenticated, type GuardResult } from './guard.js';
+import { admit, refuseAuth, refuseFailures, type Authenticated, type GuardResult } from './guard.js';
+import { AuthFailures } from './auth-failures.js';
 import { tokenHash } from './redis/client.js';
 import type { RedisRateLimiter } from './redis/rate-limit.js';
 import { openShared, type SharedRecords } from './redis/shared.js';
@@ -82,6 +83,8 @@ export class Service {
   readonly filesDir: string;
   readonly idempotency: Idempotency;
   readonly limiter: RateLimiter | RedisRateLimiter;
+  /** Failed authentications per client address (issue 20 item 6), in this process, on the service's clock. */
+  readonly authFailures: AuthFailures;
   readonly signer: MediaSigner;
   readonly emitter: WebhookEmitter;
   readonly fetchImage: ImageFetcher;
@@ -124,6 +127,7 @@ export class Service {
     this.#shared = shared;
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     this.limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
+    this.authFailures = new AuthFailures({ now });
     const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
     this.signer = new MediaSigner(meta.mediaSecret);
     this.emitter = emitter;
@@ -185,10 +189,16 @@ export class Service {
   /**
    * The checks every keyed endpoint makes first (spec 4, 5 and 8): the bearer key (401 with
    * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`), and a balance of at least 10
-   * credits (402), which the account settings skip, being how one tops up.
+   * credits (402), which the account settings skip, being how one tops up. With the client's `address`,
+   * an unknown key counts against it, and an address past its failures is refused (429) first.
    */
-  guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
+  guard(authorization: string | undefined, { lowBalanceOk = false, address }: { lowBalanceOk?: boolean; address?: string | undefined } = {}): Promise<GuardResult> {
+    if (address !== undefined) {
+      const gate = this.authFailures.gate(address);
+      if (!gate.allowed) return Promise.resolve(refuseFailures(gate));
+    }
     const who = this.accounts.authenticate(authorization);
+    if (who === 'invalid_api_key' && address !== undefined) this.authFailures.fail(address);
     if (typeof who === 'string') return Promise.resolve(refuseAuth(who));
     return this.admit({ ...who, limitName: this.limitName(who.key) }, { lowBalanceOk });
   }

@@ -43,6 +43,11 @@ describe('cliphook serve', () => {
     const bad = await runBin(['serve', '--api-key', 'short', '--data', join(dir, 's.json')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^cliphook: .*--api-key/);
+    // Issue 20 item 6: a key a guesser could find is refused with the minimum in one line.
+    const guessable = await runBin(['serve', '--api-key', 'sk_twenty_three_chars_x', '--data', join(dir, 's.json')]);
+    expect(guessable.code).toBe(2);
+    expect(guessable.stderr.trim().split('\n')).toHaveLength(1);
+    expect(guessable.stderr).toMatch(/^cliphook: .*--api-key.*24-200 .*got 23/);
     const held = await serve(['--data', join(dir, 'held.json')]);
     const second = await runBin(['serve', '--port', '0', '--data', join(dir, 'held.json')]);
     expect(second.code).toBe(1);

@@ -38,8 +38,11 @@ describe('Accounts and keys (spec 5)', () => {
     expect(accounts.authenticate('Bearer sk_new_token_1')).not.toBe('invalid_api_key');
     const other = accounts.create({ balance: 0 });
     expect(() => accounts.update(other.key, { token: 'sk_new_token_1' })).toThrow(TypeError);
-    expect(isValidToken('sk_short')).toBe(true);
-    expect(isValidToken('has space in it')).toBe(false);
+    // Issue 20 item 6: a key chosen by hand must be long enough not to be guessed.
+    expect(isValidToken('sk_short')).toBe(false);
+    expect(isValidToken('sk_twenty_three_chars_x')).toBe(false);
+    expect(isValidToken('sk_twenty_four_chars_xyz')).toBe(true);
+    expect(isValidToken('has space in it, and long enough')).toBe(false);
   });
 });
 

@@ -13,7 +13,7 @@ afterEach(async () => {
   for (const app of apps.splice(0)) await app.close();
 });
 
-const API_KEY = 'sk_shared_test_key';
+const API_KEY = 'sk_shared_test_key_for_two_services';
 let prefixes = 0;
 
 async function pair(options: { rateLimitPerMinute?: number; apiKeys?: [string, string] } = {}) {
@@ -60,9 +60,9 @@ describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
   });
 
   it('keeps the records of different API keys apart, though each process numbers its accounts from 1', async () => {
-    const [a, b] = await pair({ apiKeys: [API_KEY, 'sk_another_client_key'] });
+    const [a, b] = await pair({ apiKeys: [API_KEY, 'sk_another_client_key_of_b'] });
     const mine = await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'same-key').send({ prompt: 'a fox' });
-    const theirs = await request(b).post('/v1/videos').set('authorization', 'Bearer sk_another_client_key').set('idempotency-key', 'same-key').send({ prompt: 'a fox' });
+    const theirs = await request(b).post('/v1/videos').set('authorization', 'Bearer sk_another_client_key_of_b').set('idempotency-key', 'same-key').send({ prompt: 'a fox' });
     expect([mine.status, theirs.status]).toEqual([202, 202]);
     expect(theirs.headers['idempotent-replayed']).toBeUndefined();
     expect(b.service.first().balance).toBe(500 - theirs.body.credits_used);

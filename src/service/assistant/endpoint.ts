@@ -4,6 +4,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { BodyReadError, readBody } from '../../http/read-body.js';
 import { fail, type Result } from '../result.js';
+import type { Authenticated } from '../guard.js';
 import type { Caller, Service } from '../service.js';
 import { registerAccountTools } from './account-tools.js';
 import { registerClipTools } from './clip-tools.js';
@@ -60,7 +61,8 @@ export class AssistantEndpoint {
 
   /** The MCP server of one request, with every tool bound to `caller` and its assistant connection. */
   server(caller: Caller): McpServer {
-    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS });
+    // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
+    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
     const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
     const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
     registerClipTools(server, ctx);
@@ -69,8 +71,12 @@ export class AssistantEndpoint {
     return server;
   }
 
-  /** Answers one request at /mcp from a caller the router's guard let in; `undefined` once it wrote the response. */
-  async handle(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<Result | undefined> {
+  /**
+   * Answers one request at /mcp from someone the router's guard identified; `undefined` once it wrote the
+   * response. The 60 a minute and the balance floor of `/v1` apply once the body is read, to every
+   * message but those that cost nothing (`uncounted`, issue 20 item 12).
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, who: Authenticated): Promise<Result | undefined> {
     let body: Buffer | undefined;
     if (req.method === 'POST') {
       try {
@@ -83,6 +89,14 @@ export class AssistantEndpoint {
       }
     } else {
       req.resume();
+    }
+    let caller: Caller;
+    if (uncounted(req.method, body)) {
+      caller = { account: who.account, key: who.key, headers: {}, ...(who.assistant ? { assistant: who.assistant } : {}) };
+    } else {
+      const admitted = await this.#service.admit(who);
+      if (!admitted.ok) return admitted.result;
+      caller = admitted.caller;
     }
     const abort = new AbortController();
     res.once('close', () => abort.abort());
@@ -117,5 +131,22 @@ export class AssistantEndpoint {
 
   close(): Promise<void> {
     return this.#handler.close();
+  }
+}
+
+/**
+ * The requests that do not count against the 60 a minute (issue 20 item 12): GET and DELETE, which a
+ * stateless server answers 405 whatever they carry, and `notifications/initialized`, which every
+ * 2025-era client sends after `initialize` and which does nothing here. Anything else counts, a batch
+ * included.
+ */
+function uncounted(method: string | undefined, body: Buffer | undefined): boolean {
+  if (method === 'GET' || method === 'DELETE') return true;
+  if (method !== 'POST' || !body || body.length > 256) return false;
+  try {
+    const message = JSON.parse(body.toString('utf8')) as { jsonrpc?: unknown; method?: unknown; id?: unknown };
+    return message?.jsonrpc === '2.0' && message.method === 'notifications/initialized' && !('id' in message);
+  } catch {
+    return false;
   }
 }

@@ -1,13 +1,19 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { Service } from '../service.js';
-import { refuseAuth, type GuardResult } from '../guard.js';
+import { refuseAuth, refuseFailures, type Identified, type Refused } from '../guard.js';
+import { fail } from '../result.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
 import { ConsentPage } from './oauth/consent.js';
 import { MCP_SCOPE } from './oauth/paths.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 
-/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (and at the bare one). */
-export const PROTECTED_RESOURCE_PATHS = Object.freeze(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (section 3.1). */
+export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
+/**
+ * The bare well-known URL names the resource `{origin}` itself, which is not protected by OAuth here: a
+ * document there claiming `{origin}/mcp` is one RFC 9728 section 3.3 tells clients to reject.
+ */
+export const ROOT_PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 
 /**
  * How an assistant signs in to `/mcp` (spec 5.7): the bearer API key, or an OAuth access token the
@@ -68,8 +74,19 @@ export class AssistantSignIn {
     };
   }
 
-  /** Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as `/v1`. */
-  async authenticate(authorization: string | undefined): Promise<GuardResult> {
+  /**
+   * Who the bearer credential of a request to `/mcp` is: an API key or an OAuth access token, with its
+   * assistant connection. The rate limit and balance rules of `/v1` are applied after (`Service.admit`),
+   * by the endpoint, which knows which messages count. With the client's `address`, a credential that
+   * is neither a key nor a token counts against it, and an address past its failed authentications is
+   * refused first (429, issue 20 item 6).
+   */
+  async identify(authorization: string | undefined, address?: string): Promise<Identified> {
+    const failures = this.#service.authFailures;
+    if (address !== undefined) {
+      const gate = failures.gate(address);
+      if (!gate.allowed) return refuseFailures(gate);
+    }
     // The SDK's own derivation (RFC 9728 section 3.1, path-inserted), the one its clients compute too.
     const challenge = `, resource_metadata="${getOAuthProtectedResourceMetadataUrl(new URL(this.resource))}", scope="${MCP_SCOPE}"`;
     const byKey = this.#service.accounts.authenticate(authorization);
@@ -77,20 +94,23 @@ export class AssistantSignIn {
     if (typeof byKey !== 'string') {
       const assistant = this.connections.forKey(byKey.key);
       if (assistant.disconnectedAt !== null) return refuseAuth('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.', challenge);
-      return this.#service.admit({ ...byKey, limitName: this.#service.limitName(byKey.key), assistant });
+      return { ok: true, who: { ...byKey, limitName: this.#service.limitName(byKey.key), assistant } };
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization ?? '')![1]!;
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
+      if (address !== undefined) failures.fail(address);
       return refuseAuth('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).', challenge);
     }
+    // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).
+    if (!found.scopes.has(MCP_SCOPE)) return refuseScope(challenge);
     const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
     const account = assistant ? this.#service.accounts.get(assistant.accountId) : undefined;
     if (!assistant || !account || String(account.id) !== found.accountId) return refuseAuth('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.', challenge);
     const key = this.#service.accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
     if (!key) return refuseAuth('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.', challenge);
-    return this.#service.admit({ account, key, limitName: `assistant:${assistant.id}`, assistant });
+    return { ok: true, who: { account, key, limitName: `assistant:${assistant.id}`, assistant } };
   }
 
   /** Ends a connection: its tokens and grant are revoked at once, and its next request is a 401. */
@@ -105,3 +125,8 @@ export class AssistantSignIn {
   }
 }
 
+/** 403 for a valid token without the `mcp` scope, with the challenge that asks for it (RFC 6750 §3.1, MCP's scope step-up). */
+function refuseScope(challenge: string): Refused {
+  const result = fail('insufficient_scope', { detail: `This access token does not carry the ${MCP_SCOPE} scope; sign in again asking for scope=${MCP_SCOPE}.` });
+  return { ok: false, result: { ...result, headers: { ...result.headers, 'www-authenticate': `Bearer realm="cliphook", error="insufficient_scope"${challenge}` } } };
+}

@@ -7,6 +7,7 @@ import { mediaFile } from '../media-files.js';
 import { openApiDocument } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
 import { fail, ok, type Result } from '../result.js';
+import type { Authenticated } from '../guard.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';
@@ -15,7 +16,8 @@ import { Router, send, type Guard, type RouteRequest } from './router.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
-import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
+import { checkOriginAndHost } from '../assistant/origin-check.js';
+import { PROTECTED_RESOURCE_PATH, ROOT_PROTECTED_RESOURCE_PATH } from '../assistant/sign-in.js';
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
 import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
 import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
@@ -76,15 +78,17 @@ export type AppOptions = ServiceOptions & {
   /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
   assistant?: boolean;
   /**
-   * How the authorization server fetches client ID metadata documents (an `https://` URL as `client_id`).
-   * @default the library's own fetch, which refuses private and loopback addresses
+   * How the authorization server connects to fetch client ID metadata documents (an `https://` URL as
+   * `client_id`). The URL checks (https, no literal private or loopback address, no `localhost`) run
+   * before it either way.
+   * @default https whose lookup refuses private and loopback addresses before connecting (the webhooks' guard)
    */
   fetchClientMetadata?: typeof fetch;
 };
 
 function routes(service: Service, assistant: AssistantEndpoint | null): Router {
   const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
-    const checked = await service.guard(req.headers.authorization, { lowBalanceOk });
+    const checked = await service.guard(req.headers.authorization, { lowBalanceOk, address: req.socket.remoteAddress });
     return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
   };
   // `/v1`: every keyed endpoint answers 402 below 10 credits (spec 4). The idempotent POSTs check it
@@ -147,15 +151,22 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
     .add('POST', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
   if (assistant) {
     // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
-    // metadata), the same 60 a minute, 402 below 10 credits.
-    const signedIn: Guard<Caller> = async (req) => {
-      const checked = await assistant.signIn.authenticate(req.headers.authorization);
-      return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
+    // metadata). The endpoint then applies the same 60 a minute and 402 below 10 credits to what counts.
+    const signedIn: Guard<Authenticated> = async (req) => {
+      // DNS rebinding (MCP transport): a Host or Origin that is neither this machine nor the service is 403, first.
+      const foreign = checkOriginAndHost(req, service.origin);
+      if (foreign) return { ok: false, result: foreign };
+      const checked = await assistant.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
+      return checked.ok ? { ok: true, value: { caller: checked.who, headers: {} } } : checked;
     };
-    const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
+    const handle = ({ req, caller }: RouteRequest<Authenticated>, res: ServerResponse) => assistant.handle(req, res, caller);
     for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { guard: signedIn, rawBody: true });
     // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
-    for (const path of PROTECTED_RESOURCE_PATHS) router.add('GET', path, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
+    router.add('GET', PROTECTED_RESOURCE_PATH, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
+    // RFC 9728 §3.3: the bare form would name the resource `{origin}`, which has no document (issue 20 item 5).
+    router.add('GET', ROOT_PROTECTED_RESOURCE_PATH, () =>
+      fail('not_found', { detail: `The origin itself is no OAuth-protected resource; the assistant endpoint's metadata is at ${service.origin}${PROTECTED_RESOURCE_PATH}.`, instance: ROOT_PROTECTED_RESOURCE_PATH }),
+    );
     router
       .add('GET', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.show(req, res), { rawBody: true })
       .add('POST', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.submit(req, res), { rawBody: true })
@@ -183,7 +194,7 @@ function assistantStatus(service: Service, enabled: boolean) {
     // The 2026-07-28 revision, and the 2024-2025 ones the SDK's stateless fallback serves.
     protocol_versions: enabled ? ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS] : [],
     auth: enabled ? ['bearer_api_key', 'oauth2'] : [],
-    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATHS[0]}` : null,
+    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATH}` : null,
     authorization_server: enabled ? service.origin : null,
   };
 }

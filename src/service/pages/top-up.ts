@@ -31,14 +31,15 @@ export async function receiveTopUp(service: Service, req: IncomingMessage, res: 
     return sendPage(res, 400, topUpPage({ error: `Credits is a whole number from 1 to ${MAX_TOP_UP.toLocaleString('en')}.`, credits }));
   }
   // The settings' own checks: the key (401), its rate limit (429); a low balance is fine, being why one is here.
-  const checked = await service.guard(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, { lowBalanceOk: true });
+  // The address's failed sign-ins count too (issue 20 item 6): a page is no way around the limit.
+  const checked = await service.guard(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, { lowBalanceOk: true, address: req.socket.remoteAddress });
   if (!checked.ok) {
-    const status = checked.result.status;
+    const { status, headers = {} } = checked.result;
     const message =
       status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.'
-      : status === 429 ? 'Too many requests with this key; wait a minute and send it again.'
+      : status === 429 ? `Too many requests with this key, or too many wrong keys from this computer; wait ${headers['retry-after'] ?? 60} seconds and send it again.`
       : 'The service is busy; nothing was added. Send it again in a few seconds.';
-    return sendPage(res, status, topUpPage({ error: message, credits }));
+    return sendPage(res, status, topUpPage({ error: message, credits }), headers['retry-after'] ? { 'retry-after': headers['retry-after'] } : {});
   }
   const result = await topUp(service, checked.caller, { credits: amount });
   const balance = (result.body as { balance: number }).balance;
