@@ -44,9 +44,12 @@ export async function createOnce(
   if (key === false) return fail('invalid_idempotency_key', { detail: 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' });
   const scope = String(caller.account.id);
   const sharedScope = tokenHash(caller.key.token);
+  // Hashed outside the try below: only the idempotency records' own failure (Redis) is answered as one
+  // (issue 20 item 10: a stack overflow while hashing was reported as Redis being busy).
+  const print = key === null ? null : fingerprint('POST', path, body);
   let start;
   try {
-    start = key === null ? null : await service.idempotency.begin(scope, key, fingerprint('POST', path, body), sharedScope);
+    start = key === null || print === null ? null : await service.idempotency.begin(scope, key, print, sharedScope);
   } catch (error) {
     // Redis (`redisUrl`) did not answer: nothing was charged, and the same request may be sent again.
     service.warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);

@@ -42,6 +42,14 @@ interface Route {
 export const MAX_JSON_BYTES = 1024 * 1024;
 
 /**
+ * The deepest nesting of arrays and objects a JSON body may have; a deeper one is 400 invalid_json. The
+ * API's deepest body (a batch item's image_urls) is 4 levels; bounding it here, once, means nothing
+ * downstream (the Idempotency-Key's canonical hash, validation) recurses on a depth a stranger chose
+ * (issue 20 item 10: 10,000 levels overflowed the stack).
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
  * A small router on `node:http`, as the relay's: routes by method and path template (`/v1/videos/:id`),
  * JSON bodies read with the project's one body reader, and every refusal a problem of spec section 7:
  * unknown paths are 404 `not_found`, known paths with another method 405 `method_not_allowed` with `Allow`.
@@ -153,9 +161,34 @@ async function readJson(req: IncomingMessage): Promise<{ ok: true; value: unknow
     return { ok: false, result: fail('invalid_json', { detail: 'The body could not be read.' }) };
   }
   if (bytes.length === 0) return { ok: true, value: undefined };
+  const text = bytes.toString('utf8');
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+    return { ok: false, result: fail('invalid_json', { detail: `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.` }) };
+  }
   try {
-    return { ok: true, value: JSON.parse(bytes.toString('utf8')) as unknown };
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
     return { ok: false, result: fail('invalid_json', { detail: 'The body is not valid JSON.' }) };
   }
+}
+
+/**
+ * Whether JSON text opens more than `max` arrays or objects inside one another, by one pass over its
+ * characters (no recursion, nothing built): brackets inside strings do not count. Text that is not JSON
+ * gets an answer too; JSON.parse then refuses it.
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === 0x5c) i++; // a backslash escapes the next character
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x5b || char === 0x7b) {
+      if (++depth > max) return true;
+    } else if (char === 0x5d || char === 0x7d) depth--;
+  }
+  return false;
 }
