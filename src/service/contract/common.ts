@@ -60,10 +60,14 @@ export const IdempotencyKey = rule(
   { code: 'invalid_idempotency_key', detail: () => 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' },
 );
 
+/** The longest image_urls entry, as spec 4.1 bounds callback_url (issue 20 item 11: nothing a client sends is kept unbounded). */
+export const MAX_IMAGE_URL = 2048;
+
 /** `null` for a public http(s) URL or an `asset://<id>` URI; otherwise why the URL is refused. */
 export function imageUrlProblem(url: string): string | null {
   if (/^asset:\/\/\d{1,15}$/.test(url)) return Number(url.slice('asset://'.length)) >= 1 ? null : 'asset ids start at 1.';
   if (url.startsWith('asset:')) return 'an asset URI is asset://<asset id>.';
+  if (url.length > MAX_IMAGE_URL) return `longer than ${MAX_IMAGE_URL} characters.`;
   if (!URL.canParse(url)) return 'not an absolute URL.';
   const parsed = new URL(url);
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `must be http(s) or asset://, got ${parsed.protocol.slice(0, -1)}.`;

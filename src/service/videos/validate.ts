@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { ProblemCode } from '../../protocol/problem.js';
 import { checkCallbackUrl } from '../../emitter/index.js';
+import { MAX_IMAGE_URL } from '../contract/common.js';
+import { MAX_PROMPT } from '../contract/videos.js';
 import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, VIDEO_MODELS, type Resolution, type VideoModel } from '../contract/pricing.js';
 
 /** Spec 4.1: the clip ratios. */
@@ -28,6 +30,11 @@ export const MODEL_ALIASES: Readonly<Record<string, VideoModel>> = Object.freeze
 
 /** Reference images per clip and asset ids per clip (spec 8). */
 export const MAX_CLIP_IMAGES = 5;
+
+// The longest clip prompt, in characters as sent (spec 4.1 names none; issue 20 item 11: 100 prompts of
+// 900 KiB made a 264 MiB data file and an 88 MiB list page), and the longest image_urls entry: the contract's.
+export { MAX_PROMPT } from '../contract/videos.js';
+export { MAX_IMAGE_URL as MAX_IMAGE_URL_LENGTH } from '../contract/common.js';
 
 /** Where a clip's reference photos come from (spec 2.2 `asset_source`). */
 export type AssetSource = 'asset_ids' | 'image_urls' | 'default_asset_ids' | 'none';
@@ -135,6 +142,9 @@ export function validateVideo(body: unknown, options: ValidateOptions): Validate
   const input = parsed.data;
   const warnings: Warning[] = [];
 
+  // Counted as sent: the prompt is kept and answered as it was sent (spec 2.1), whitespace and all.
+  if (input.prompt != null && input.prompt.length > MAX_PROMPT) return refuse('invalid_json', `prompt is ${input.prompt.length} characters; the limit is ${MAX_PROMPT}.`);
+
   const model = input.model == null ? 'standard' : isVideoModel(input.model) ? input.model : MODEL_ALIASES[input.model];
   if (model === undefined) return refuse('invalid_model', `Unknown model ${JSON.stringify(input.model)}.`, { allowed_values: VIDEO_MODELS });
   if (input.model != null && input.model !== model) {
@@ -212,6 +222,7 @@ export function checkImageUrl(url: string): number | null | string {
   const asset = /^asset:\/\/(\d{1,15})$/.exec(url);
   if (asset) return Number(asset[1]) >= 1 ? Number(asset[1]) : 'asset ids start at 1.';
   if (url.startsWith('asset:')) return 'an asset URI is asset://<asset id>.';
+  if (url.length > MAX_IMAGE_URL) return `longer than ${MAX_IMAGE_URL} characters.`;
   let parsed: URL;
   try {
     parsed = new URL(url);

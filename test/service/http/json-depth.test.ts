@@ -40,7 +40,7 @@ describe('JSON nesting depth (issue 20 item 10)', () => {
     expect(ok.status).toBe(202);
     const deeper = await request(app).post('/v1/videos').set('authorization', auth).set('content-type', 'application/json').send(nested(MAX_JSON_DEPTH + 1));
     expect(deeper).toMatchObject({ status: 400, body: { code: 'invalid_json' } });
-    const text = await request(app).post('/v1/videos').set('authorization', auth).set('content-type', 'application/json').send(JSON.stringify({ prompt: `a fox ${'[{'.repeat(500)} \\" ${'}]'.repeat(500)}` }));
+    const text = await request(app).post('/v1/videos').set('authorization', auth).set('content-type', 'application/json').send(JSON.stringify({ prompt: `a fox ${'[{'.repeat(400)} \\" ${'}]'.repeat(400)}` }));
     expect(text.status).toBe(202);
   });
 

@@ -31,6 +31,8 @@ describe('POST /images body (spec 4.7)', () => {
     expect(refused({ description: 'a', prompt: 'b' })).toMatchObject({ status: 400, code: 'invalid_json' });
     expect(ok({ description: 'x'.repeat(1000) }).description).toHaveLength(1000);
     expect(refused({ description: 'x'.repeat(1001) })).toMatchObject({ status: 400, code: 'invalid_json' });
+    expect(refused({ prompt: 'x'.repeat(1001) })).toMatchObject({ status: 400, code: 'invalid_json', detail: 'description is 1001 characters; the limit is 1000.' });
+    expect(refused({ prompt: 'x'.repeat(900 * 1024) })).toMatchObject({ status: 400, code: 'invalid_json' });
   });
 
   it('takes English, Arabic or Chinese, and refuses other scripts (text_script_unsupported)', () => {
@@ -72,6 +74,7 @@ describe('POST /images body (spec 4.7)', () => {
     expect(refused({ prompt: 'x', image_urls: ['ftp://x/a.jpg'], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
     expect(refused({ prompt: 'x', image_urls: ['https://example.com/a.jpg'] })).toMatchObject({ status: 422, code: 'consent_required' });
     expect(ok({ prompt: 'x', image_urls: ['https://example.com/a.jpg'], subject_consent: 'third_party_with_permission' }).subjectConsent).toBe('permission');
+    expect(refused({ prompt: 'x', image_urls: [`https://example.com/${'a'.repeat(2048)}`], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
   });
 
   it('max_credits: refused with cost_exceeds_max (and the cost) when the job would cost more', () => {

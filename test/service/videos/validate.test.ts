@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
 import { clipPrice } from '../../../src/service/contract/pricing.js';
-import { MODEL_ALIASES, validateVideo, type ValidateOptions, type VideoCommand } from '../../../src/service/videos/validate.js';
+import { validateBatch } from '../../../src/service/videos/batch.js';
+import { MAX_IMAGE_URL_LENGTH, MAX_PROMPT, MODEL_ALIASES, validateVideo, type ValidateOptions, type VideoCommand } from '../../../src/service/videos/validate.js';
 
 const LOCAL: ValidateOptions = { strict: false, defaultAssetIds: [] };
 const STRICT: ValidateOptions = { strict: true, defaultAssetIds: [] };
@@ -76,6 +77,17 @@ describe('POST /videos body (spec 4.1), field by field', () => {
     expect(mismatch.detail).toContain('cinema-fullhd');
   });
 
+  it(`prompt: at most ${2000} characters as sent (issue 20 item 11), also in a batch item and its defaults`, () => {
+    expect(MAX_PROMPT).toBe(2000);
+    expect(ok({ prompt: 'x'.repeat(2000) }).prompt).toHaveLength(2000);
+    expect(refused({ prompt: 'x'.repeat(2001) })).toMatchObject({ status: 400, code: 'invalid_json', detail: 'prompt is 2001 characters; the limit is 2000.' });
+    // Counted as sent, whitespace included: the prompt is kept and listed as it was sent.
+    expect(refused({ prompt: `a fox${' '.repeat(900 * 1024)}` })).toMatchObject({ status: 400, code: 'invalid_json' });
+    const batch = validateBatch({ items: [{ prompt: 'a' }, { prompt: 'b'.repeat(2001) }] }, LOCAL);
+    expect(batch).toMatchObject({ ok: false, refusal: { code: 'invalid_json', extra: { item_index: 1 } } });
+    expect(validateBatch({ defaults: { prompt: 'c'.repeat(2001) }, items: [{ duration: 5 }] }, LOCAL)).toMatchObject({ ok: false, refusal: { code: 'invalid_json', extra: { item_index: 0 } } });
+  });
+
   it('image_urls: at most 5 public http(s) URLs or asset:// URIs, with subject_consent', () => {
     const five = Array.from({ length: 5 }, (_, i) => `https://example.com/${i}.jpg`);
     expect(ok({ image_urls: five, subject_consent: 'no_real_person' }).imageUrls).toEqual(five);
@@ -86,6 +98,12 @@ describe('POST /videos body (spec 4.1), field by field', () => {
     expect(refused({ image_urls: [5], subject_consent: 'self' })).toMatchObject({ code: 'invalid_image_url' });
     expect(ok({ image_urls: ['asset://12', 'https://example.com/a.png'], subject_consent: 'self' }).assetUris).toEqual([12]);
     expect(refused({ image_urls: ['https://example.com/a.jpg'] })).toMatchObject({ status: 422, code: 'consent_required' });
+    // Each URL at most 2048 characters, as callback_url (issue 20 item 11: nothing a client sends is kept unbounded).
+    const long = `https://example.com/${'a'.repeat(MAX_IMAGE_URL_LENGTH - 20)}`;
+    expect(long).toHaveLength(2048);
+    expect(ok({ image_urls: [long], subject_consent: 'self' }).imageUrls).toEqual([long]);
+    expect(refused({ image_urls: [`${long}b`], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url', detail: 'image_urls[0]: longer than 2048 characters.' });
+    expect(refused({ image_url: `${long}b`, subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
   });
 
   it('image_url: the deprecated single form, folded into image_urls with a warning', () => {
