@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { serve as serveCommand, type ServeCommandOptions } from '../../src/cli/commands/serve.js';
 import { runBin, startServe, tempDir } from './helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -80,5 +82,51 @@ describe('cliphook serve', () => {
     expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock: \d{4}-/);
     expect(await runBin(['service', 'top-up', '5', '--url', ready.origin, '--api-key', 'sk_wrong_key_1'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/401 invalid_api_key/) });
     expect((await runBin(['service', 'fly', ...flags])).code).toBe(2);
+  });
+});
+
+describe('cliphook serve --host (issue 20 item 7)', () => {
+  /** Runs `serve` in process until the test ends; resolves with its stdout and stderr lines once it is ready. */
+  async function inProcess(extra: Partial<ServeCommandOptions>) {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const controller = new AbortController();
+    const out: string[] = [];
+    const err: string[] = [];
+    let ready!: () => void;
+    const started = new Promise<void>((resolve) => (ready = resolve));
+    const done = serveCommand({ port: '0', host: '127.0.0.1', data: join(dir, 'service.json'), speed: 'fast', json: true, inspect: false, ...extra }, {
+      out: (line) => (out.push(line), ready()),
+      err: (line) => void err.push(line),
+      signal: controller.signal,
+    });
+    cleanups.push(async () => {
+      controller.abort();
+      await done.catch(() => undefined);
+    });
+    await Promise.race([started, done.catch(() => undefined)]);
+    return { out, err, done, data: join(dir, 'service.json') };
+  }
+
+  it('refuses a host that is not loopback without --open: exit 2 naming both, before anything is opened', async () => {
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) {
+      const run = await inProcess({ host });
+      await expect(run.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(new RegExp(`^refusing to listen on ${host.replace(/\./g, '\\.')}: .*/test_helpers.*/settings.*--open`)) });
+      expect(existsSync(run.data)).toBe(false);
+      expect(run.out).toEqual([]);
+    }
+  });
+
+  it('listens on every interface with --open, saying so on stderr at start; loopback hosts need nothing and print no warning', async () => {
+    const open = await inProcess({ host: '0.0.0.0', open: true });
+    expect(JSON.parse(open.out[0]!)).toMatchObject({ type: 'ready', origin: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+    expect(open.err).toEqual([expect.stringMatching(/^warning: --open: listening on 0\.0\.0\.0, so anyone who can reach this machine can call \/test_helpers .*\/settings/)]);
+    const origin = JSON.parse(open.out[0]!).origin as string;
+    expect((await fetch(`${origin}/v1/pricing`)).status).toBe(200);
+    for (const host of ['127.0.0.1', 'localhost', '::1']) {
+      const local = await inProcess({ host });
+      expect(JSON.parse(local.out[0]!).type).toBe('ready');
+      expect(local.err).toEqual([]);
+    }
   });
 });
