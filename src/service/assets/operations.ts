@@ -6,6 +6,7 @@ import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { SUBJECT_CONSENTS, type SubjectConsent } from '../videos/validate.js';
 import { parseAssetSimulation, type Asset } from './assets.js';
+import { checkPixels } from './pixels.js';
 import { receiveUpload, type ReceivedUpload } from './upload.js';
 import { assetView, uploadView } from './views.js';
 
@@ -24,7 +25,8 @@ export function parseSubjectConsent(value: string | undefined): SubjectConsent |
 }
 
 /**
- * POST /assets (spec 4.12, 3.2): receives the multipart upload as it streams, checks its form fields, and
+ * POST /assets (spec 4.12, 3.2): receives the multipart upload as it streams, checks that its pixels decode
+ * within 50 megapixels (`checkPixels`: 400 bad_mime, 413 too_large), checks its form fields, and
  * keeps the file once per sha256 (identical bytes from the same account answer the existing asset with
  * `deduped: true`). Moderation then runs on the simulated clock (5-60 s, or 0.5-2 s at `--speed fast`).
  * The form field `simulate` takes `rejected[:<reason>]` (accepted, then moderation ends rejected) and
@@ -67,6 +69,12 @@ export async function acceptUpload(service: Service, accountId: number, req: Inc
   const received = await receiveUpload(req, { dir: join(service.filesDir, 'uploads') });
   if (!received.ok) return refused(received.refusal);
   const upload = received.value;
+  // Issue 20 item 2: what is kept must decode, within the pixel limit, or every job that uses it fails.
+  const pixels = await checkPixels(upload.path, upload.mime);
+  if (!pixels.ok) {
+    await rm(upload.path, { force: true });
+    return fail(pixels.code, { detail: pixels.detail, ...(pixels.extra ? { extra: pixels.extra } : {}) });
+  }
   const refusal = checkFields(upload, requireConsent);
   if (refusal) {
     await rm(upload.path, { force: true });

@@ -56,6 +56,8 @@ export interface ImageJobTables {
 /** What makes the files of one image; the real one draws with sharp, tests pass a fake. */
 export interface ImageRenderer {
   render(job: ImageJob, index: number): Promise<Omit<ImageItem, 'id' | 'animate' | 'trustedUntil' | 'assetId'> & { assetId?: number | null }>;
+  /** Removes the files of images made for a job that then failed. */
+  discard?(images: readonly Pick<ImageItem, 'token' | 'thumbToken' | 'format'>[]): Promise<void>;
 }
 
 /** Spec 8: 3 image jobs at once per account, 30 per 10 minutes. */
@@ -86,7 +88,7 @@ export interface ImageJobsOptions {
   speed: Speed;
   /** @default Math.random */
   random?: () => number;
-  /** Reports a job whose end failed to render or save. */
+  /** Reports a job whose processing failed (it ends `failed`) or whose end could not be saved yet. */
   onError?: (error: Error) => void;
 }
 
@@ -224,25 +226,54 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   #arm(job: ImageJob): void {
+    const endAt = Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
       this.#finishing++;
-      void this.#finish(job)
-        .catch((error: Error) => this.#options.onError?.(error))
-        .finally(() => this.#finishing--);
-    }, Math.max(0, job.plan.endAt - this.#options.clock.now()));
+      void this.#finish(job).finally(() => this.#finishing--);
+    }, Math.max(0, endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
   }
 
+  /**
+   * Ends a job: its images made, then its state, refund and charge set in one synchronous step. Any failure
+   * on the way (a photo that cannot be decoded, a file that cannot be written, a record an older version
+   * left) ends it `failed` instead, with nothing charged (spec 2.10, 3.3): a job never stays `generating`
+   * and never holds its reservation or a concurrency slot (issue 20 item 2). The end is saved in the
+   * background: a failed write stays queued and is written with the next commit.
+   */
   async #finish(job: ImageJob): Promise<void> {
+    const made: ImageItem[] = [];
+    let end: Partial<ImageJob> & { refund: number };
+    try {
+      end = await this.#make(job, made);
+    } catch (error) {
+      this.#options.onError?.(new Error(`image job ${job.id} failed: ${(error as Error).message}`));
+      await this.#options.renderer.discard?.(made).catch(() => undefined);
+      end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
+    }
+    const { refund, ...fields } = end;
+    const account = this.#options.accounts.get(job.accountId);
+    if (account && refund > 0) this.#options.credits.refund(account, refund);
+    Object.assign(job, fields);
+    this.#jobs.put(job);
+    try {
+      await this.#store.commit();
+    } catch (error) {
+      this.#options.onError?.(new Error(`cannot save the end of image job ${job.id} yet: ${(error as Error).message}`));
+    }
+    this.emit('ended', job);
+  }
+
+  /** Makes a job's images (pushed to `made` as they come) and says how it ends; throws when one cannot be made. */
+  async #make(job: ImageJob, made: ImageItem[]): Promise<Partial<ImageJob> & { refund: number }> {
     const { make, failWith } = job.plan;
-    const images: ImageItem[] = [];
     // Images deleted while the job ran (spec 4.11: no refund) are made and charged, but never written.
     const keep = !job.imagesDeleted;
     for (let index = 0; index < make && keep; index++) {
       const rendered = await this.#options.renderer.render(job, index);
       const character = job.command.type === 'character';
-      images.push({
+      made.push({
         ...rendered,
         id: this.#nextImageId++,
         animate: character ? 'trusted' : animateOf(job.command),
@@ -250,22 +281,22 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
         assetId: rendered.assetId ?? null,
       });
     }
-    const made = keep ? images.length : make;
-    const charged = imageCharge(job.creditsReserved, job.command.count, made);
-    const refund = job.creditsReserved - charged;
-    const account = this.#options.accounts.get(job.accountId);
-    if (account && refund > 0) this.#options.credits.refund(account, refund);
-    Object.assign(job, {
-      images,
-      status: made === 0 ? 'failed' : made < job.command.count ? 'partial' : 'done',
-      errorCode: made === 0 ? failWith ?? 'failed' : null,
+    const count = keep ? made.length : make;
+    const charged = imageCharge(job.creditsReserved, job.command.count, count);
+    return {
+      images: made,
+      status: count === 0 ? 'failed' : count < job.command.count ? 'partial' : 'done',
+      errorCode: count === 0 ? failWith ?? 'failed' : null,
       creditsCharged: charged,
-      creditsRefunded: refund,
+      creditsRefunded: job.creditsReserved - charged,
       completedAt: job.plan.endAt,
-    } satisfies Partial<ImageJob>);
-    this.#jobs.put(job);
-    await this.#store.commit();
-    this.emit('ended', job);
+      refund: job.creditsReserved - charged,
+    };
+  }
+
+  /** When a job ended: its planned end, or now for a record without a usable plan. */
+  #endOf(job: ImageJob): number {
+    return Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
   }
 }
 

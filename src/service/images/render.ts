@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
+import { DECODE_OPTIONS } from '../assets/pixels.js';
 import { IMAGE_MEGAPIXELS, type ImageQuality } from '../contract/pricing.js';
 import type { ImageJob, ImageRenderer } from './jobs.js';
 import type { ImageRatio } from './validate.js';
@@ -83,7 +84,7 @@ export class SharpRenderer implements ImageRenderer {
     let image = sharp(Buffer.from(svg));
     const photos = this.#sources ? await this.#sources(job) : [];
     if (photos.length > 0) {
-      const photo = await sharp(photos[index % photos.length]).resize(Math.round(width * 0.6), Math.round(height * 0.6), { fit: 'inside' }).toBuffer();
+      const photo = await photoLayer(photos[index % photos.length]!, Math.round(width * 0.6), Math.round(height * 0.6));
       image = sharp(await image.png().toBuffer()).composite([{ input: photo, gravity: 'center' }]);
     }
     const bytes = format === 'png' ? await image.png({ compressionLevel: 6 }).toBuffer() : await image.jpeg({ quality: 86, mozjpeg: true }).toBuffer();
@@ -93,6 +94,30 @@ export class SharpRenderer implements ImageRenderer {
     await sharp(bytes).toFile(join(this.#dir, `${token}.${format === 'png' ? 'png' : 'jpg'}`));
     await sharp(bytes).resize(THUMBNAIL_WIDTH).webp({ quality: 70 }).toFile(join(this.#dir, `${thumbToken}.webp`));
     return { token, thumbToken, width, height, format } as const;
+  }
+
+  async discard(images: readonly { token: string; thumbToken: string; format: 'png' | 'jpeg' }[]): Promise<void> {
+    for (const image of images) {
+      await rm(join(this.#dir, `${image.token}.${image.format === 'png' ? 'png' : 'jpg'}`), { force: true });
+      await rm(join(this.#dir, `${image.thumbToken}.webp`), { force: true });
+    }
+  }
+}
+
+/**
+ * A photo shrunk to fit `width`×`height`, decoded as uploads are checked (`DECODE_OPTIONS`): a photo that
+ * does not decode throws, and its job fails. HEIC is the exception: sharp's libvips has no HEVC decoder, so
+ * a HEIC photo (whose size was checked at upload) is shown as a labelled panel rather than failing a job the
+ * real service would make.
+ */
+async function photoLayer(bytes: Buffer, width: number, height: number): Promise<Buffer> {
+  try {
+    return await sharp(bytes, DECODE_OPTIONS).resize(width, height, { fit: 'inside' }).toBuffer();
+  } catch (error) {
+    if (!/^ftyp(heic|heix|hevc|heim|heis|mif1|msf1)$/.test(bytes.toString('latin1', 4, 12))) throw error;
+    const size = Math.round(Math.min(width, height) / 8);
+    const label = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#8a8f98"/><text x="50%" y="50%" font-family="DejaVu Sans, sans-serif" font-size="${size}" fill="#ffffff" text-anchor="middle" dominant-baseline="middle">HEIC photo</text></svg>`;
+    return sharp(Buffer.from(label)).png().toBuffer();
   }
 }
 
