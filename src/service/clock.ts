@@ -73,6 +73,8 @@ export class SimulatedClock {
   readonly #settlers = new Set<() => Promise<void>>();
   /** `advance()` calls run one after another. */
   #advancing: Promise<void> = Promise.resolve();
+  /** Told after each advance (the service keeps how far ahead it is in its data file). */
+  readonly #advanced = new Set<() => void>();
   #stopped = false;
 
   constructor({ start, frozen = false, settle = twoTurns, real = REAL }: SimulatedClockOptions = {}) {
@@ -88,6 +90,11 @@ export class SimulatedClock {
   /** Simulated milliseconds since the epoch. */
   now(): number {
     return this.frozen ? this.#offset : this.#real.now() + this.#offset;
+  }
+
+  /** How far simulated time is ahead of real time, in milliseconds: what `advance()` added to a running clock. */
+  get ahead(): number {
+    return this.now() - this.#real.now();
   }
 
   /** Timers waiting to fire. */
@@ -128,6 +135,12 @@ export class SimulatedClock {
     return () => void this.#settlers.delete(settle);
   }
 
+  /** Calls `listener` each time an `advance()` has moved time (before it resolves). Returns the unregister. */
+  onAdvance(listener: () => void): () => void {
+    this.#advanced.add(listener);
+    return () => void this.#advanced.delete(listener);
+  }
+
   /** Stops arming real timers (the service is closing); pending timers never fire. */
   stop(): void {
     this.#stopped = true;
@@ -146,6 +159,7 @@ export class SimulatedClock {
     }
     this.#moveTo(target);
     this.#arm();
+    for (const listener of this.#advanced) listener();
   }
 
   /** Sets simulated time to `at`, never backwards. */

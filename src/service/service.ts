@@ -36,7 +36,16 @@ interface MetaRow {
   mediaSecret: string;
 }
 
-export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow };
+/**
+ * How far the service's own clock is ahead of real time (what the test clock was advanced by), kept so a
+ * restart resumes on the same simulated time (issue 20 item 8).
+ */
+interface ClockRow {
+  id: 'clock';
+  aheadMs: number;
+}
+
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow | ClockRow };
 
 const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
 
@@ -94,6 +103,7 @@ export class Service {
   readonly #ownsEmitter: boolean;
   readonly #webhooks: ClipWebhooks;
   readonly #unsettle: () => void;
+  readonly #unwatchClock: () => void;
   readonly #shared: SharedRecords | undefined;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined) {
@@ -128,13 +138,21 @@ export class Service {
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     this.limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.authFailures = new AuthFailures({ now });
-    const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
+    const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     this.signer = new MediaSigner(meta.mediaSecret);
     this.emitter = emitter;
     this.#ownsEmitter = options.emitter === undefined;
     this.#webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: () => this.origin, secret: `${meta.mediaSecret}:deliveries`, warn });
     this.videos.on('terminal', (video) => void this.#webhooks.send(video));
     this.#unsettle = clock.settleWith(() => this.#settled());
+    // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
+    this.#unwatchClock = options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined;
+  }
+
+  /** Records how far the clock is ahead of real time; written with the next commit, or at close. */
+  #saveClock(): void {
+    this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)) });
+    this.store.commit().catch((error: Error) => this.#warn(`cannot save the clock yet: ${error.message}`));
   }
 
   /**
@@ -159,6 +177,10 @@ export class Service {
       await shared?.close();
       throw error;
     }
+    // Issue 20 item 8: the service's own clock resumes as far ahead of real time as it was (the time it
+    // was stopped passes as real time does), before anything in flight is re-armed on it.
+    const saved = store.table('meta').get('clock') as ClockRow | undefined;
+    if (options.clock === undefined && saved && Number.isFinite(saved.aheadMs) && saved.aheadMs > 0) await clock.advance(saved.aheadMs);
     const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions);
     try {
       if (options.emitter === undefined) await emitter.start();
@@ -240,6 +262,7 @@ export class Service {
   /** Stops timers and the emitter, and writes a fresh snapshot. */
   async close(): Promise<void> {
     this.#unsettle();
+    this.#unwatchClock();
     this.videos.stop();
     this.assets.stop();
     this.images.stop();

@@ -150,3 +150,20 @@ describe('SimulatedClock, running with the real clock', () => {
     expect(fake.armed()).toBe(0);
   });
 });
+
+describe('SimulatedClock: its lead over real time (issue 20 item 8)', () => {
+  it('says how far ahead of real time it runs, and tells listeners once each advance has moved it', async () => {
+    const fake = fakeReal();
+    const clock = new SimulatedClock({ real: fake.real });
+    expect(clock.ahead).toBe(0);
+    const told: number[] = [];
+    const stop = clock.onAdvance(() => told.push(clock.ahead));
+    await clock.advance(2 * 86_400_000);
+    fake.tick(5_000);
+    expect(clock.ahead).toBe(2 * 86_400_000);
+    stop();
+    await clock.advance(1_000);
+    expect(told).toEqual([2 * 86_400_000]);
+    expect(new SimulatedClock({ real: fake.real, start: fake.real.now() + 60_000 }).ahead).toBe(60_000);
+  });
+});
