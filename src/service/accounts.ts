@@ -133,6 +133,12 @@ export class Accounts {
     this.#keys.put(key);
   }
 
+  /** Rebuilds the token index from the keys: after a request's changes were taken back (issue 20 item 9). */
+  resync(): void {
+    this.#byToken.clear();
+    for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
+  }
+
   keysOf(accountId: number): ApiKey[] {
     return [...this.#keys.values()].filter((key) => key.accountId === accountId);
   }

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** The timers a simulated clock arms on the real one; injectable so its own tests drive them. */
@@ -76,6 +77,11 @@ export class SimulatedClock {
   /** Told after each advance (the service keeps how far ahead it is in its data file). */
   readonly #advanced = new Set<() => void>();
   #stopped = false;
+  /**
+   * Timers fire in the async context the clock was made in, not in the one that armed or advanced it: a
+   * clip that ends during a request's `advance()` is no change of that request's (the store's units).
+   */
+  readonly #scope = new AsyncResource('cliphook.SimulatedClock');
 
   constructor({ start, frozen = false, settle = twoTurns, real = REAL }: SimulatedClockOptions = {}) {
     if (start !== undefined && !Number.isFinite(start)) throw new TypeError(`Expected \`start\` to be milliseconds since the epoch, got ${String(start)}.`);
@@ -170,7 +176,7 @@ export class SimulatedClock {
 
   #fire(timer: Timer): void {
     try {
-      timer.callback();
+      this.#scope.runInAsyncScope(timer.callback);
     } catch (error) {
       // A timer's failure is its owner's to report; it must not stop the clock or the timers behind it.
       queueMicrotask(() => {

@@ -1,14 +1,13 @@
 import { MIN_BALANCE_FOR_KEYS } from './accounts.js';
 import { fingerprint, parseIdempotencyKey } from './idempotency.js';
 import { tokenHash } from './redis/client.js';
-import { fail, type Result } from './result.js';
+import { fail, notSaved, type Result } from './result.js';
 import type { Caller, Service } from './service.js';
+import { StoreWriteError } from './state.js';
 
-/** What a creating operation made: its answer, and how to take it back if it cannot be saved. */
+/** What a creating operation made: its answer. If it cannot be saved, the store's unit takes it back. */
 export interface Created {
   result: Result;
-  /** Refunds and removes what was made (tasks, jobs): the write failed, so nothing of it may stay. */
-  undo?: () => void;
 }
 
 /** What a caller of a creating operation may add to its commit. */
@@ -27,8 +26,9 @@ export interface CreateHooks {
  * - `Idempotency-Key` syntax (400), a replay of the first response with `Idempotent-Replayed: true`,
  *   409 while the first still runs, 422 for another request under the key;
  * - 402 below 10 credits (spec 4) only after the replay check: a replay answers whatever the balance;
- * - the tasks, the charge and the key's record go to disk in one commit. If that write fails, the charge
- *   is refunded, the tasks removed and the key released: 500 task_create_failed, as the spec says.
+ * - the tasks, the charge and the key's record go to disk in one commit, as one unit of the store: if
+ *   that write fails, the unit takes all of it back (the charge, the tasks and their timers, the key's
+ *   record) and the key is released: 503 upstream_busy with Retry-After, nothing charged (issue 20 item 9).
  * A refusal before any task existed releases the key.
  */
 export async function createOnce(
@@ -67,27 +67,36 @@ export async function createOnce(
     // A released key is released in Redis in the background: the refusal is the answer either way.
     if (!stored) start.share(null).catch((error: Error) => service.warn(`could not release an Idempotency-Key in Redis: ${error.message}`));
   };
+  let undoHook: (() => void) | void = undefined;
   try {
     if (caller.account.balance < MIN_BALANCE_FOR_KEYS) {
       finish(null);
       return service.insufficient(caller.account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
     }
-    const created = await run();
-    const { result } = created;
+    let result: Result;
+    try {
+      result = await service.store.unit(async () => {
+        const { result: made } = await run();
+        if (made.status < 200 || made.status >= 300) return made;
+        // The key's record (and the caller's own, `beforeCommit`) join the tasks in the same commit: a crash keeps all or none.
+        undoHook = beforeCommit?.(made);
+        finish(made);
+        // Whatever the commit rejects with, the write did not happen.
+        await service.store.commit().catch((error: unknown) => {
+          throw error instanceof StoreWriteError ? error : new StoreWriteError(error);
+        });
+        return made;
+      });
+    } catch (error) {
+      // The unit took its rows back; what the caller keeps in memory of its own goes too, and the key is free again.
+      (undoHook as (() => void) | void)?.();
+      if (key !== null) await service.idempotency.forget(scope, key, sharedScope).catch(() => undefined);
+      if (error instanceof StoreWriteError) return notSaved();
+      throw error;
+    }
     if (result.status < 200 || result.status >= 300) {
       finish(null);
       return result;
-    }
-    // The key's record (and the caller's own, `beforeCommit`) join the tasks in the same commit: a crash keeps all or none.
-    const undoHook = beforeCommit?.(result);
-    finish(result);
-    try {
-      await service.store.commit();
-    } catch {
-      undoHook?.();
-      created.undo?.();
-      if (key !== null) await service.idempotency.forget(scope, key, sharedScope).catch(() => undefined);
-      return fail('task_create_failed', { detail: 'The task could not be saved; the credits were refunded. Retry with the same Idempotency-Key.' });
     }
     if (start?.kind === 'fresh') {
       // Other processes learn the key once the task is durable here. If Redis fails now the task stands

@@ -31,3 +31,11 @@ export function refused(refusal: Refusal, options: Omit<ProblemOptions, 'detail'
 export function withHeaders(result: Result, headers: Record<string, string>): Result {
   return { ...result, headers: { ...headers, ...result.headers } };
 }
+
+/**
+ * The answer to a change the data file could not take (issue 20 item 9): 503 upstream_busy with
+ * Retry-After, and nothing changed (spec 7: temporary, nothing charged), so the same request can be sent again.
+ */
+export function notSaved(): Result {
+  return fail('upstream_busy', { detail: 'The change could not be saved, so nothing was changed or charged. Retry shortly.', retryAfter: 5 });
+}

@@ -104,6 +104,7 @@ export class Service {
   readonly #webhooks: ClipWebhooks;
   readonly #unsettle: () => void;
   readonly #unwatchClock: () => void;
+  readonly #unhook: Array<() => void>;
   readonly #shared: SharedRecords | undefined;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined) {
@@ -142,17 +143,34 @@ export class Service {
     this.signer = new MediaSigner(meta.mediaSecret);
     this.emitter = emitter;
     this.#ownsEmitter = options.emitter === undefined;
-    this.#webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: () => this.origin, secret: `${meta.mediaSecret}:deliveries`, warn });
+    this.#webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: () => this.origin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
     this.videos.on('terminal', (video) => void this.#webhooks.send(video));
+    // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
+    // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
+    this.#unhook = [
+      store.onRollback(() => {
+        this.accounts.resync();
+        this.videos.resync();
+        this.assets.resync();
+        this.images.resync();
+        this.photoUploads.resync();
+      }),
+      store.onWritable(() => this.#webhooks.resume()),
+    ];
     this.#unsettle = clock.settleWith(() => this.#settled());
     // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
     this.#unwatchClock = options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined;
   }
 
-  /** Records how far the clock is ahead of real time; written with the next commit, or at close. */
+  /**
+   * Records how far the clock is ahead of real time; written with the next commit, or at close. As no
+   * request's change: time that moved is not taken back with a request that failed.
+   */
   #saveClock(): void {
-    this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)) });
-    this.store.commit().catch((error: Error) => this.#warn(`cannot save the clock yet: ${error.message}`));
+    this.store.background(() => {
+      this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)) });
+      this.store.commit().catch((error: Error) => this.#warn(`cannot save the clock yet: ${error.message}`));
+    });
   }
 
   /**
@@ -172,7 +190,7 @@ export class Service {
     const shared = redisOptions && (await openShared(redisOptions, { now: () => clock.now(), limit: options.rateLimitPerMinute ?? RATE_LIMIT }));
     let store: ServiceStore<ServiceTables>;
     try {
-      store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES });
+      store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES, retry: clock });
     } catch (error) {
       await shared?.close();
       throw error;
@@ -263,6 +281,8 @@ export class Service {
   async close(): Promise<void> {
     this.#unsettle();
     this.#unwatchClock();
+    for (const unhook of this.#unhook) unhook();
+    this.#webhooks.stop();
     this.videos.stop();
     this.assets.stop();
     this.images.stop();

@@ -1,10 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { FileLock } from '../store/file-lock.js';
 import { JournalFile } from '../store/journal-file.js';
+import { undoChanges, type Unit } from './rollback.js';
+import { Table, type Row } from './table.js';
 
-/** A record the service keeps: any JSON object with an id. */
-export interface Row {
-  readonly id: number | string;
-}
+export { Table, type Row } from './table.js';
 
 /** One change, as the journal keeps it: `[table, id, record]`, or `[table, id, null]` for a removal. */
 type JournalLine = [table: string, id: number | string, row: Row | null];
@@ -16,6 +16,12 @@ interface StateFile {
   tables: Record<string, Row[]>;
 }
 
+/** The timers a store retries a failed write on: the service passes its clock. */
+export interface RetryTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
 export interface ServiceStoreOptions<T extends { [K in keyof T]: Row }> {
   /** The data file (a lowdb snapshot plus `<file>.journal`), or `false` to keep everything in memory. */
   file: string | false;
@@ -23,51 +29,25 @@ export interface ServiceStoreOptions<T extends { [K in keyof T]: Row }> {
   tables: ReadonlyArray<keyof T & string>;
   /** Journal lines between snapshots, at least. @default 10_000 */
   compactAfter?: number;
+  /** Where a failed write is retried from (after 1 s, doubling to 30 s) until one succeeds. @default the global timers, unref'd */
+  retry?: RetryTimers;
 }
 
-/** One table: its rows in memory, each change journalled by `put` and `remove`. */
-export class Table<R extends Row> {
-  readonly name: string;
-  readonly #rows = new Map<R['id'], R>();
-  readonly #owner: ServiceStore<Record<string, Row>>;
-
-  /** @internal */
-  constructor(name: string, owner: ServiceStore<Record<string, Row>>) {
-    this.name = name;
-    this.#owner = owner;
-  }
-
-  get size(): number {
-    return this.#rows.size;
-  }
-
-  get(id: R['id']): R | undefined {
-    return this.#rows.get(id);
-  }
-
-  values(): IterableIterator<R> {
-    return this.#rows.values();
-  }
-
-  /** Stores `row` (new or changed in place) and queues it for the next commit. */
-  put(row: R): R {
-    this.#rows.set(row.id, row);
-    this.#owner.journal(this.name, row.id, row);
-    return row;
-  }
-
-  remove(id: R['id']): boolean {
-    const had = this.#rows.delete(id);
-    if (had) this.#owner.journal(this.name, id, null);
-    return had;
-  }
-
-  /** @internal Loading: no journal line. */
-  load(row: R | null, id: R['id']): void {
-    if (row === null) this.#rows.delete(id);
-    else this.#rows.set(id, row);
+/** A write of the data file failed (a read-only or full disk): what was asked is not saved. */
+export class StoreWriteError extends Error {
+  constructor(cause: unknown) {
+    super(`cannot write the data file: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'StoreWriteError';
   }
 }
+
+const GLOBAL_TIMERS: RetryTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+const FIRST_RETRY_MS = 1_000;
+const LAST_RETRY_MS = 30_000;
+
 
 /**
  * The service's records (accounts, keys, clips, idempotency records…) on the embedded store: every table
@@ -86,10 +66,24 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   readonly #journal: JournalFile<StateFile, JournalLine> | null;
   readonly #lock: FileLock | null;
   #badLines = 0;
+  /** The command whose changes are being recorded (`unit()`), through its awaits. */
+  readonly #units = new AsyncLocalStorage<Unit>();
+  /** Each row's JSON as last put (or loaded): what a command's change is undone to. */
+  readonly #shadows = new Map<string, Map<number | string, string>>();
+  /** Journal lines appended, and how many of them are known to be on disk. */
+  #appended = 0;
+  #durable = 0;
+  readonly #retry: RetryTimers;
+  #retryTimer: unknown = null;
+  #retryDelay = FIRST_RETRY_MS;
+  #failing = false;
+  readonly #rolledBack = new Set<() => void>();
+  readonly #writable = new Set<() => void>();
 
-  private constructor({ file, tables, compactAfter }: ServiceStoreOptions<T>) {
+  private constructor({ file, tables, compactAfter, retry = GLOBAL_TIMERS }: ServiceStoreOptions<T>) {
     this.file = file;
-    for (const name of tables) this.#tables.set(name, new Table(name, this as unknown as ServiceStore<Record<string, Row>>));
+    this.#retry = retry;
+    for (const name of tables) this.#tables.set(name, new Table(name, this));
     this.#journal =
       file === false
         ? null
@@ -136,13 +130,88 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return this.#badLines;
   }
 
-  /** Resolves once every change made before the call is on disk (at once without a file). */
-  commit(): Promise<void> {
-    return this.#journal ? this.#journal.commit() : Promise.resolve();
+  /**
+   * Resolves once every change made before the call is on disk (at once without a file). Rejects with a
+   * `StoreWriteError` when the write fails: the changes stay in memory and queued, and the write is retried
+   * by itself until it succeeds; a command (`unit()`) whose changes were not written is taken back.
+   */
+  async commit(): Promise<void> {
+    if (!this.#journal) return;
+    const upTo = this.#appended;
+    const unit = this.#open();
+    try {
+      await this.#journal.commit();
+    } catch (error) {
+      if (unit && unit.lastSeq > this.#durable) unit.failed = true;
+      this.#failing = true;
+      this.#retryLater();
+      throw new StoreWriteError(error);
+    }
+    if (upTo > this.#durable) this.#durable = upTo;
+    if (this.#failing) {
+      this.#failing = false;
+      this.#retryDelay = FIRST_RETRY_MS;
+      if (this.#retryTimer !== null) this.#retry.clearTimeout(this.#retryTimer);
+      this.#retryTimer = null;
+      for (const listener of this.#writable) listener();
+    }
+  }
+
+  /** Writes to the data file now even with no change queued (a blank journal line): rejects as `commit()` when it cannot. */
+  async probe(): Promise<void> {
+    this.#journal?.appendText('');
+    await this.commit();
+  }
+
+  /**
+   * Runs one command (an HTTP request's handler, a task's creation) so that it is saved whole or leaves no
+   * trace (issue 20 item 9): every row it puts or removes, through its awaits, is recorded; when one of its
+   * writes fails (or the write of what it left unsaved, made here at its end), or it throws, each of its
+   * changes is undone, newest first, onto the rows as they are now, and the error is thrown on (a failed
+   * write as a `StoreWriteError`): the caller answers 503, and nothing changed, in memory or on disk.
+   * Timers and indexes of the rows it touched are reconciled by the `onRollback` listeners. A unit inside
+   * another records its own changes and is taken back on its own.
+   */
+  async unit<R>(fn: () => R | Promise<R>): Promise<R> {
+    const unit: Unit = { open: true, failed: false, changes: [], lastSeq: 0 };
+    let result: R | undefined;
+    let thrown: { error: unknown } | null = null;
+    try {
+      result = await this.#units.run(unit, fn);
+    } catch (error) {
+      thrown = { error };
+    }
+    unit.open = false;
+    if (!thrown && !unit.failed && unit.lastSeq > this.#durable) await this.commit().catch(() => void (unit.failed = true));
+    if (thrown || unit.failed) {
+      this.#rollback(unit);
+      if (thrown) throw thrown.error;
+      throw new StoreWriteError(new Error('a write of this change failed'));
+    }
+    return result as R;
+  }
+
+  /** Runs `fn` as no command's change: what it puts is never taken back with a command (a clock advance's record). */
+  background<R>(fn: () => R): R {
+    return this.#units.exit(fn);
+  }
+
+  /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers and indexes. */
+  onRollback(listener: () => void): () => void {
+    this.#rolledBack.add(listener);
+    return () => void this.#rolledBack.delete(listener);
+  }
+
+  /** Calls `listener` when a write succeeds after one failed: work that waited for the disk can go on. */
+  onWritable(listener: () => void): () => void {
+    this.#writable.add(listener);
+    return () => void this.#writable.delete(listener);
   }
 
   /** Writes a fresh snapshot and releases the file. */
   async close(): Promise<void> {
+    if (this.#retryTimer !== null) this.#retry.clearTimeout(this.#retryTimer);
+    this.#retryTimer = null;
     try {
       await this.#journal?.close();
     } finally {
@@ -153,7 +222,49 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   /** @internal Called by tables. */
   journal(table: string, id: number | string, row: Row | null): void {
     if (typeof id === 'number' && id >= (this.#seq[table] ?? 1)) this.#seq[table] = id + 1;
-    this.#journal?.append([table, id, row]);
+    const after = row === null ? null : JSON.stringify(row);
+    const shadows = this.#shadowsOf(table);
+    const before = shadows.get(id) ?? null;
+    if (after === null) shadows.delete(id);
+    else shadows.set(id, after);
+    const seq = ++this.#appended;
+    if (this.#journal) this.#journal.appendText(`[${JSON.stringify(table)},${JSON.stringify(id)},${after ?? 'null'}]`);
+    // In memory a change is as saved as it will ever be.
+    else this.#durable = seq;
+    const unit = this.#open();
+    if (unit) {
+      unit.changes.push({ table, id, before, after });
+      unit.lastSeq = seq;
+    }
+  }
+
+  #open(): Unit | undefined {
+    const unit = this.#units.getStore();
+    return unit?.open ? unit : undefined;
+  }
+
+  #shadowsOf(table: string): Map<number | string, string> {
+    let shadows = this.#shadows.get(table);
+    if (!shadows) this.#shadows.set(table, (shadows = new Map()));
+    return shadows;
+  }
+
+  /** Undoes a unit's changes, newest first, as changes of no command; then tells the owners. */
+  #rollback(unit: Unit): void {
+    if (unit.changes.length === 0) return;
+    this.background(() => undoChanges(unit.changes, (name) => this.#tables.get(name)!));
+    for (const listener of this.#rolledBack) listener();
+  }
+
+  /** Retries the write after 1 s, then 2, 4… up to 30 s, until one succeeds (queued changes reach the disk by themselves). */
+  #retryLater(): void {
+    if (this.#retryTimer !== null) return;
+    const delay = this.#retryDelay;
+    this.#retryDelay = Math.min(LAST_RETRY_MS, delay * 2);
+    this.#retryTimer = this.#retry.setTimeout(() => {
+      this.#retryTimer = null;
+      this.commit().catch(() => undefined);
+    }, delay);
   }
 
   async #load(): Promise<void> {
@@ -179,6 +290,8 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
 
   #loadRow(table: Table<Row>, id: number | string, row: Row | null): void {
     table.load(row, id);
+    if (row === null) this.#shadowsOf(table.name).delete(id);
+    else this.#shadowsOf(table.name).set(id, JSON.stringify(row));
     if (typeof id === 'number' && id >= (this.#seq[table.name] ?? 1)) this.#seq[table.name] = id + 1;
   }
 

@@ -129,6 +129,11 @@ export class JournalFile<S, E> {
     return json;
   }
 
+  /** Queues one entry its owner has serialised already (`''` queues a blank line, which reading skips). */
+  appendText(json: string): void {
+    this.#queued.push(`${json}\n`);
+  }
+
   /** Resolves once every entry appended before this call is in the file. */
   commit(): Promise<void> {
     return this.#group.commit();

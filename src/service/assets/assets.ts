@@ -173,6 +173,14 @@ export class Assets extends EventEmitter<AssetEvents> {
     for (const id of [...this.#timers.keys()]) this.#disarm(id);
   }
 
+  /** Brings the token index and the moderation timers back in line with the rows, after a request's changes were taken back. */
+  resync(): void {
+    this.#byToken.clear();
+    for (const asset of this.#assets.values()) this.#byToken.set(asset.token, asset);
+    for (const id of [...this.#timers.keys()]) if (this.#assets.get(id)?.status !== 'pending') this.#disarm(id);
+    this.resume();
+  }
+
   #arm(asset: Asset): void {
     this.#disarm(asset.id);
     const timer = this.#clock.setTimeout(() => {

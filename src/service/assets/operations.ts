@@ -189,18 +189,23 @@ export function listAssets(service: Service, caller: Caller, query: Record<strin
 export async function deleteAsset(service: Service, caller: Caller, id: string): Promise<Result> {
   const asset = own(service, caller, id);
   if (isResult(asset)) return asset;
-  removeAsset(service, asset);
+  const dropFile = removeAsset(service, asset);
+  // The file goes once the removal is saved: a removal taken back (a failed write) keeps a working asset.
   await service.store.commit();
+  dropFile();
   return ok(200, { success: true, id: asset.id });
 }
 
 /**
- * Removes an asset and, when no other asset shares its bytes, its file, in one synchronous turn (see
- * uploadAsset). Also used when a character job's images are deleted.
+ * Removes an asset, and returns what removes its file once that removal is saved: the file goes then if no
+ * asset (of any account) uses those bytes, checked and removed in one synchronous turn (see uploadAsset).
+ * Also used when a character job's images are deleted.
  */
-export function removeAsset(service: Service, asset: Asset): void {
+export function removeAsset(service: Service, asset: Asset): () => void {
   service.assets.remove(asset);
-  if (!service.assets.fileInUse(asset.sha256)) rmSync(service.assetPath(asset.sha256, asset.ext), { force: true });
+  return () => {
+    if (!service.assets.fileInUse(asset.sha256)) rmSync(service.assetPath(asset.sha256, asset.ext), { force: true });
+  };
 }
 
 /**

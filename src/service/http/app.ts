@@ -6,8 +6,9 @@ import { createImage, deleteImage, getImage, imageFile, listImages } from '../im
 import { mediaFile } from '../media-files.js';
 import { openApiDocument } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
-import { fail, ok, type Result } from '../result.js';
+import { fail, notSaved, ok, type Result } from '../result.js';
 import type { Authenticated } from '../guard.js';
+import { StoreWriteError } from '../state.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';
@@ -86,6 +87,20 @@ export type AppOptions = ServiceOptions & {
   fetchClientMetadata?: typeof fetch;
 };
 
+/**
+ * Runs a handler as one unit of the store (issue 20 item 9): when a write it needs fails, what it changed is
+ * taken back and the answer is 503 upstream_busy with Retry-After, so a client's retry cannot apply it twice.
+ */
+async function saved(service: Service, run: () => Promise<Result | undefined>): Promise<Result | undefined> {
+  try {
+    return await service.store.unit(run);
+  } catch (error) {
+    if (!(error instanceof StoreWriteError)) throw error;
+    service.warn(`a change was not saved and was taken back: ${error.message}`);
+    return notSaved();
+  }
+}
+
 function routes(service: Service, assistant: AssistantEndpoint | null): Router {
   const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
     const checked = await service.guard(req.headers.authorization, { lowBalanceOk, address: req.socket.remoteAddress });
@@ -99,7 +114,7 @@ function routes(service: Service, assistant: AssistantEndpoint | null): Router {
   const idempotencyKey = (req: IncomingMessage) => req.headers['idempotency-key'];
   type Req = RouteRequest<Caller>;
 
-  const router = new Router()
+  const router = new Router({ around: (run) => saved(service, run) })
     .add('GET', '/v1/pricing', () => ok(200, pricingView()))
     // The contract as OpenAPI 3.1 (issue 21), no key: made once per origin, as it changes with nothing else.
     .add('GET', '/v1/openapi.json', () => ok(200, documentFor(service.origin)))

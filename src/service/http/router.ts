@@ -56,6 +56,15 @@ export const MAX_JSON_DEPTH = 32;
  */
 export class Router {
   readonly #routes: Route[] = [];
+  readonly #around: (run: () => Promise<Result | undefined>) => Promise<Result | undefined>;
+
+  /**
+   * `around` runs each handler (the service runs it as one unit of its store: saved whole, or answered 503
+   * with nothing changed). @default runs it as it is
+   */
+  constructor({ around = (run) => run() }: { around?: (run: () => Promise<Result | undefined>) => Promise<Result | undefined> } = {}) {
+    this.#around = around;
+  }
 
   add<C>(method: string, template: string, handler: Handler<C>, { rawBody = false, guard = null }: { rawBody?: boolean; guard?: Guard<C> | null } = {}): this {
     const names: string[] = [];
@@ -117,7 +126,7 @@ export class Router {
         if (read.ok === false) return send(res, withHeaders(withInstance(read.result, path), headers));
         body = read.value;
       }
-      const result = await route.handler({ req, caller, params, query, body }, res);
+      const result = await this.#around(async () => route.handler({ req, caller, params, query, body }, res));
       if (result && !res.headersSent) send(res, withHeaders(withInstance(result, path), headers));
     } catch (error) {
       onError(error as Error);

@@ -107,7 +107,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   readonly #timers = new Map<number, unknown>();
   #nextImageId = 1;
   /** Jobs whose files are being made: `clock.advance()` waits for them (the service registers it). */
-  #finishing = 0;
+  readonly #rendering = new Set<number>();
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -175,14 +175,6 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     return job;
   }
 
-  /** Takes a just-started job back, its reservation refunded, as if never made: its start could not be saved. */
-  discard(job: ImageJob): void {
-    this.#options.clock.clearTimeout(this.#timers.get(job.id));
-    this.#timers.delete(job.id);
-    const account = this.#options.accounts.get(job.accountId);
-    if (account) this.#options.credits.refund(account, job.creditsReserved);
-    this.#jobs.remove(job.id);
-  }
 
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
@@ -213,11 +205,21 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /** Whether a job's files are being made now. */
   get busy(): boolean {
-    return this.#finishing > 0;
+    return this.#rendering.size > 0;
   }
 
   resume(): void {
     for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
+  }
+
+  /** Brings the timers back in line with the rows after a request's changes were taken back (a job's start undone leaves none armed). */
+  resync(): void {
+    for (const [id, timer] of [...this.#timers]) {
+      if (this.#jobs.get(id)?.status === 'generating') continue;
+      this.#options.clock.clearTimeout(timer);
+      this.#timers.delete(id);
+    }
+    this.resume();
   }
 
   stop(): void {
@@ -226,11 +228,14 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   #arm(job: ImageJob): void {
+    // A job whose images are being made is not armed again (a resync while it renders).
+    if (this.#rendering.has(job.id)) return;
+    this.#options.clock.clearTimeout(this.#timers.get(job.id));
     const endAt = Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
-      this.#finishing++;
-      void this.#finish(job).finally(() => this.#finishing--);
+      this.#rendering.add(job.id);
+      void this.#finish(job).finally(() => this.#rendering.delete(job.id));
     }, Math.max(0, endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
   }

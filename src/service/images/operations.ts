@@ -96,7 +96,7 @@ export function createImage(service: Service, caller: Caller, body: unknown, ide
     }
     if (service.credits.charge(caller.account, command.price)) return { result: service.insufficient(caller.account, command.price) };
     const job = service.images.start(caller.account, caller.key.id, command);
-    return { result: ok(202, view(service, job)), undo: () => service.images.discard(job) };
+    return { result: ok(202, view(service, job)) };
   }, hooks);
 }
 
@@ -147,9 +147,11 @@ export async function deleteImage(service: Service, caller: Caller, id: string):
   const job = own(service, caller, id);
   if (isResult(job)) return job;
   const count = job.images.length;
-  purge(service, job);
+  const dropFiles = purge(service, job);
   if (job.status === 'generating') purgeWhenEnded(service, job);
+  // The files go once the deletion is saved: a deletion taken back (a failed write) keeps working links.
   await service.store.commit();
+  dropFiles?.();
   return ok(200, { id: job.id, deleted: true, images_deleted: count });
 }
 
@@ -159,17 +161,32 @@ function imagePath(service: Service, image: ImageItem): { path: string; ext: 'pn
   return { path: join(service.filesDir, 'images', `${image.token}.${ext}`), ext };
 }
 
-/** Removes a job's image files and the character assets made of them; `true` when there was anything to remove. */
-function purge(service: Service, job: ImageJob): boolean {
-  const had = job.images.length > 0;
-  for (const image of job.images) {
-    rmSync(imagePath(service, image).path, { force: true });
-    rmSync(join(service.filesDir, 'images', `${image.thumbToken}.webp`), { force: true });
-    const asset = image.assetId === null ? undefined : service.assets.get(job.accountId, image.assetId);
-    if (asset) removeAsset(service, asset);
+/**
+ * Takes a job's images and the character assets made of them off the job; returns what removes their
+ * files, to run once that is saved, or `null` when there was nothing to remove.
+ */
+function purge(service: Service, job: ImageJob): (() => void) | null {
+  if (job.images.length === 0) {
+    service.images.deleteImages(job);
+    return null;
   }
+  const files = job.images.flatMap((image) => [imagePath(service, image).path, join(service.filesDir, 'images', `${image.thumbToken}.webp`)]);
+  const assets = job.images.flatMap((image) => {
+    const asset = image.assetId === null ? undefined : service.assets.get(job.accountId, image.assetId);
+    return asset ? [removeAsset(service, asset)] : [];
+  });
   service.images.deleteImages(job);
-  return had;
+  return () => {
+    for (const file of files) rmSync(file, { force: true });
+    for (const dropFile of assets) dropFile();
+  };
+}
+
+/** `purge` for work no request waits on (a job that ended): its files go at once. */
+function purgeNow(service: Service, job: ImageJob): boolean {
+  const dropFiles = purge(service, job);
+  dropFiles?.();
+  return dropFiles !== null;
 }
 
 const purging = new WeakSet<ImageJob>();
@@ -182,7 +199,7 @@ function purgeWhenEnded(service: Service, job: ImageJob): void {
     if (done.id !== job.id) return;
     service.images.off('ended', ended);
     purging.delete(job);
-    if (purge(service, done)) void service.store.commit().catch(() => undefined);
+    if (purgeNow(service, done)) void service.store.commit().catch(() => undefined);
   };
   service.images.on('ended', ended);
 }
@@ -226,7 +243,7 @@ function adoptCharacter(service: Service, job: ImageJob): boolean {
 export function registerCharacterAssets(service: Service, { onError = (error: Error) => console.warn(`cliphook serve: ${error.message}`) }: { onError?: (error: Error) => void } = {}): () => void {
   const settle = (job: ImageJob) => {
     try {
-      const changed = job.imagesDeleted ? purge(service, job) : adoptCharacter(service, job);
+      const changed = job.imagesDeleted ? purgeNow(service, job) : adoptCharacter(service, job);
       if (changed) service.store.commit().catch(onError);
     } catch (error) {
       onError(new Error(`cannot keep the photos of image job ${job.id} as assets: ${(error as Error).message}`));

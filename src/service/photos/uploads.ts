@@ -89,6 +89,12 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
     return { upload, token };
   }
 
+  /** Rebuilds the token index from the rows, after a request's changes were taken back. */
+  resync(): void {
+    this.#byHash.clear();
+    for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
+  }
+
   /** The account's upload `id`, or undefined (another account's upload does not exist for it). */
   get(accountId: number, id: string): PhotoUpload | undefined {
     const upload = this.#table.get(id);

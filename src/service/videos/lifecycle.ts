@@ -153,12 +153,6 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     return { action: 'deleted', refunded: 0 };
   }
 
-  /** Takes a just-created clip back, refunded, as if never made: its creation could not be saved. */
-  discard(video: Video): void {
-    this.#disarm(video.id);
-    this.#refund(video);
-    this.#videos.remove(video.id);
-  }
 
   /** Marks `video` as retried by `retry` (spec 3.1: one retry per task). */
   markRetried(video: Video, retry: Video): void {
@@ -169,6 +163,18 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   /** Re-arms every clip that was pending or rendering when the store was written: after a restart. */
   resume(): void {
     for (const video of this.#videos.values()) if (video.status === 'pending' || video.status === 'generating') this.#arm(video);
+  }
+
+  /**
+   * Brings the timers back in line with the rows after a request's changes were taken back (issue 20 item
+   * 9): a cancel undone rearms its clip, a creation undone leaves none armed.
+   */
+  resync(): void {
+    for (const id of [...this.#timers.keys()]) {
+      const status = this.#videos.get(id)?.status;
+      if (status !== 'pending' && status !== 'generating') this.#disarm(id);
+    }
+    this.resume();
   }
 
   /** Disarms every timer (the service is closing). */

@@ -153,7 +153,7 @@ export function createVideo(
     const price = priceOf(command.model, command.duration);
     if (service.credits.charge(caller.account, price)) return { result: service.insufficient(caller.account, price) };
     const video = createTask(service, caller, photos.command, price, photos.assetIdsUsed);
-    return { result: ok(202, createdView(video, command.warnings, view(service))), undo: () => service.videos.discard(video) };
+    return { result: ok(202, createdView(video, command.warnings, view(service))) };
   }, { ...(beforeCommit ? { beforeCommit } : {}) });
 }
 
@@ -189,7 +189,6 @@ export function createBatch(service: Service, caller: Caller, body: unknown, ide
         created_at: new Date(videos[0]!.createdAt).toISOString(),
         items: videos.map((video, index) => batchItemView(video, index, ctx)),
       }),
-      undo: () => videos.forEach((video) => service.videos.discard(video)),
     };
   });
 }
@@ -259,15 +258,8 @@ export async function retryVideo(service: Service, caller: Caller, id: string): 
       retryOf: original.id, batchId: null, sticky: original.sticky, outcome: retryOutcome(original),
     });
     service.videos.markRetried(original, retry);
-    try {
-      await service.store.commit();
-    } catch {
-      // The retry could not be saved: refund it, take it back, and let the task be retried later.
-      service.videos.discard(retry);
-      original.retriedBy = null;
-      service.store.table('video').put(original);
-      return fail('task_create_failed', { detail: 'The retry could not be saved; the credits were refunded. Try again.' });
-    }
+    // A failed write throws: the request's unit takes the charge, the retry and the mark back (503, issue 20 item 9).
+    await service.store.commit();
     return ok(202, retryView(retry, view(service)));
   } finally {
     service.retrying.delete(original.id);

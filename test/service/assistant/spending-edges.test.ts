@@ -102,8 +102,8 @@ describe('assistant spending, edges', () => {
     const second = call(client, 'create_clip', args);
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();
-    expect((await first).error?.error).toBe('task_create_failed');
-    expect((await second).error?.error).toBe('task_create_failed');
+    expect((await first).error?.error).toBe('upstream_busy');
+    expect((await second).error?.error).toBe('upstream_busy');
     // Nothing was kept of it: the same call again makes the clip, once.
     const third = await call(client, 'create_clip', args);
     expect(third.isError).toBe(false);

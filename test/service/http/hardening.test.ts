@@ -55,11 +55,12 @@ describe('the service against a stranger (review findings)', () => {
     expect((await request(handler).get('/videos/1')).headers['www-authenticate']).toBe('Bearer realm="cliphook"');
   });
 
-  it('refunds and releases the key when the write of a new task fails: 500 task_create_failed, then the same key works once', async () => {
+  it('takes the charge, the task and the key back when the write of a new task fails: 503 upstream_busy, then the same key works once', async () => {
     const { app: handler, auth } = await app();
     const commit = vi.spyOn(handler.service.store, 'commit').mockRejectedValueOnce(new Error('ENOSPC'));
     const failed = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'order-42').send({ prompt: 'a fox', model: 'cinema-fullhd', duration: 30 });
-    expect(failed).toMatchObject({ status: 500, body: { code: 'task_create_failed', retryable: true } });
+    expect(failed).toMatchObject({ status: 503, body: { code: 'upstream_busy', retryable: true, retry_after: 5 } });
+    expect(failed.headers['retry-after']).toBe('5');
     commit.mockRestore();
     expect((await request(handler).get('/v1/account').set('authorization', auth)).body.balance).toBe(1000);
     expect((await request(handler).get('/v1/videos').set('authorization', auth)).body.total).toBe(0);
