@@ -1,9 +1,9 @@
-import { MIN_BALANCE_FOR_KEYS } from './accounts.js';
-import { fingerprint, parseIdempotencyKey } from './idempotency.js';
-import { tokenHash } from './redis/client.js';
+import { MIN_BALANCE_FOR_KEYS } from './core/accounts.js';
+import { fingerprint, parseIdempotencyKey } from './core/idempotency.js';
+import { tokenHash } from './core/redis/client.js';
 import { fail, notSaved, type Result } from './result.js';
 import type { Caller, Service } from './service.js';
-import { StoreWriteError } from './state.js';
+import { StoreWriteError } from './core/store.js';
 
 /** What a creating operation made: its answer. If it cannot be saved, the store's unit takes it back. */
 export interface Created {

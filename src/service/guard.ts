@@ -1,7 +1,7 @@
-import { MIN_BALANCE_FOR_KEYS, type Account, type ApiKey, type AuthRefusal } from './accounts.js';
-import type { AuthGate } from './auth-failures.js';
+import { MIN_BALANCE_FOR_KEYS, type Account, type ApiKey, type AuthRefusal } from './core/accounts.js';
+import type { AuthGate } from './core/auth-failures.js';
 import type { AssistantRow } from './assistant/connections.js';
-import { rateLimitHeaders, type RateDecision } from './rate-limit.js';
+import { rateLimitHeaders, type RateDecision } from './core/rate-limit.js';
 import { fail, type Result } from './result.js';
 import type { Caller } from './service.js';
 

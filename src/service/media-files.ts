@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../version.js';
-import { MEDIA_FILE, parseRange } from './media.js';
+import { MEDIA_FILE, parseRange } from './core/media-signer.js';
 import { fail, type Result } from './result.js';
 import type { Service } from './service.js';
 

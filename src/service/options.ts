@@ -1,9 +1,9 @@
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
-import { isValidToken, MIN_API_KEY_LENGTH } from './accounts.js';
-import type { SimulatedClock } from './clock.js';
-import { sharedOptions } from './redis/shared.js';
+import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
+import type { SimulatedClock } from './core/clock.js';
+import { sharedOptions } from './core/redis/shared.js';
 import type { Speed } from './videos/lifecycle.js';
 
 // How a service is configured: its options, their checks, and the emitter it makes when none is given.

@@ -1,4 +1,4 @@
-import { MAX_KEYS_PER_ACCOUNT, MIN_BALANCE_TO_CREATE_KEYS, newApiKey, newWebhookSecret, type ApiKey } from './accounts.js';
+import { MAX_KEYS_PER_ACCOUNT, MIN_BALANCE_TO_CREATE_KEYS, newApiKey, newWebhookSecret, type ApiKey } from './core/accounts.js';
 import { fail, ok, type Result } from './result.js';
 import type { Caller, Service } from './service.js';
 

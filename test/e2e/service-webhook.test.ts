@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterEach, expect, it } from 'vitest';
 import { createReceiver, MemoryDeliveryStore, type WebhookEvent } from 'cliphook';
-import { SimulatedClock } from '../../src/service/clock.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { Service } from '../../src/service/service.js';
 import { createVideo, getVideo } from '../../src/service/videos/operations.js';
 

@@ -2,7 +2,7 @@
 // retry schedule, the next slot, Redeliver; clips and image jobs with their states; changes told as they happen.
 import { afterEach, describe, expect, it } from 'vitest';
 import { attemptSlots, nextSlot, ServiceFeed, type ClipSummary, type DeliverySummary, type ImageSummary } from '../../src/inspector/service-feed.js';
-import { SimulatedClock } from '../../src/service/clock.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { createImage, getImage } from '../../src/service/images/operations.js';
 import { Service } from '../../src/service/service.js';
 import { createVideo } from '../../src/service/videos/operations.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedClock } from '../../src/service/clock.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../src/service/http/app.js';
 
 const disk = vi.hoisted(() => ({ readOnly: false, under: '\0' }));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { ServiceStore, Table } from '../state.js';
+import type { ServiceStore, Table } from '../core/store.js';
 import type { Speed } from '../videos/lifecycle.js';
 import type { SubjectConsent } from '../videos/validate.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Account } from '../accounts.js';
+import type { Account } from '../core/accounts.js';
 import type { Result } from '../result.js';
-import type { Table } from '../state.js';
+import type { Table } from '../core/store.js';
 import type { Service } from '../service.js';
 import { VideoLifecycle } from '../videos/lifecycle.js';
 

@@ -8,7 +8,7 @@ import { openApiDocument } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
 import { fail, notSaved, ok, type Result } from '../result.js';
 import type { Authenticated } from '../guard.js';
-import { StoreWriteError } from '../state.js';
+import { StoreWriteError } from '../core/store.js';
 import { Service, type Caller, type ServiceOptions } from '../service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
 import { advanceClock, getClock } from '../test-helpers.js';

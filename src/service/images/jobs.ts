@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
-import type { Account, Accounts } from '../accounts.js';
-import type { Credits } from '../credits.js';
+import type { Account, Accounts } from '../core/accounts.js';
+import type { Credits } from '../core/credits.js';
 import { imageCharge } from '../contract/pricing.js';
-import type { ServiceStore, Table } from '../state.js';
+import type { ServiceStore, Table } from '../core/store.js';
 import type { Speed } from '../videos/lifecycle.js';
 import type { ImageCommand } from './validate.js';
 

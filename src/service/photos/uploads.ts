@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Asset } from '../assets/assets.js';
-import type { ServiceStore, Table } from '../state.js';
+import type { ServiceStore, Table } from '../core/store.js';
 import type { SubjectConsent } from '../videos/validate.js';
 
 /** How long an upload link works (issue 15), on the service's simulated clock. */

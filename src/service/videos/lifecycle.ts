@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { ERROR_SENTENCES, type VideoErrorCode } from '../../protocol/events.js';
-import type { Account, Accounts } from '../accounts.js';
-import type { Credits } from '../credits.js';
-import type { ServiceStore, Table } from '../state.js';
+import type { Account, Accounts } from '../core/accounts.js';
+import type { Credits } from '../core/credits.js';
+import type { ServiceStore, Table } from '../core/store.js';
 import type { Resolution, VideoModel } from '../contract/pricing.js';
 import type { AssetSource, Ratio, SubjectConsent } from './validate.js';
 

@@ -7,7 +7,7 @@ import { createOnce, type Created, type CreateHooks } from '../create-once.js';
 import { clipPrice, type VideoModel } from '../contract/pricing.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
-import { parseSimulation, type RequestCode } from '../simulate.js';
+import { parseSimulation, type RequestCode } from '../core/simulate.js';
 import { validateBatch } from './batch.js';
 import { VideoLifecycle, type Video } from './lifecycle.js';
 import { retryOutcome, retryRefusal } from './retry.js';

@@ -1,5 +1,5 @@
 import type { VideoErrorCode } from '../../protocol/events.js';
-import { RETRYABLE_CODES } from '../simulate.js';
+import { RETRYABLE_CODES } from '../core/simulate.js';
 import type { Video } from './lifecycle.js';
 import type { Refusal } from './validate.js';
 

@@ -1,5 +1,5 @@
 import type { WebhookEventName } from '../../protocol/events.js';
-import type { MediaSigner } from '../media.js';
+import type { MediaSigner } from '../core/media-signer.js';
 import { errorSentence, VideoLifecycle, type Video } from './lifecycle.js';
 import type { Warning } from './validate.js';
 

@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { assetFile, deleteAsset, getAsset, listAssets, parseSubjectConsent, uploadAsset } from '../../../src/service/assets/operations.js';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import type { Result } from '../../../src/service/result.js';
 import { Service, type Caller } from '../../../src/service/service.js';
 

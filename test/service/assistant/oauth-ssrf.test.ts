@@ -5,7 +5,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp } from '../../../src/service/http/app.js';
 
 const closers: Array<() => Promise<void>> = [];

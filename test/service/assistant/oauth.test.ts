@@ -11,7 +11,7 @@ import {
   StreamableHTTPClientTransport, UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type AppOptions, type ServiceApp } from '../../../src/service/http/app.js';
 import { answerConsent, CookieJar, MemoryOAuthClient } from './oauth-helpers.js';
 

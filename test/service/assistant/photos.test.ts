@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type StartedService } from '../../../src/service/http/app.js';
 import { PAGE_CSP } from '../../../src/service/pages/page.js';
 import { call, connect, start } from './fixtures.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, startService, type ServiceApp, type StartedService } from '../../../src/service/http/app.js';
 
 const apps: ServiceApp[] = [];

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
 import { MAX_JSON_DEPTH } from '../../../src/service/http/router.js';
 import { createVideo } from '../../../src/service/videos/operations.js';

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createImage, getImage } from '../../../src/service/images/operations.js';
 import type { Result } from '../../../src/service/result.js';
 import { Service } from '../../../src/service/service.js';

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { getAsset, listAssets } from '../../../src/service/assets/operations.js';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { characterAsset, createImage, deleteImage, getImage, imageFile, listImages, registerCharacterAssets } from '../../../src/service/images/operations.js';
 import type { Result } from '../../../src/service/result.js';
 import { Service, type Caller, type ImageFetcher } from '../../../src/service/service.js';

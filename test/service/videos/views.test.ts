@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseEvent } from '../../../src/protocol/events.js';
-import { MediaSigner } from '../../../src/service/media.js';
+import { MediaSigner } from '../../../src/service/core/media-signer.js';
 import type { Video } from '../../../src/service/videos/lifecycle.js';
 import { batchItemView, createdView, retryView, videoView, webhookPayload, type ViewContext } from '../../../src/service/videos/views.js';
 

@@ -1,5 +1,5 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { ServiceStore, Table } from '../../state.js';
+import type { ServiceStore, Table } from '../../core/store.js';
 
 /** One record of the authorization server (a client, a grant, a code, a token, a session…), as kept in the data file. */
 export interface OAuthRow {

@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
-import type { ServiceStore } from '../../state.js';
-import { guardedFetch } from '../../outbound-fetch.js';
-import { RateLimiter } from '../../rate-limit.js';
+import type { ServiceStore } from '../../core/store.js';
+import { guardedFetch } from '../../core/outbound-fetch.js';
+import { RateLimiter } from '../../core/rate-limit.js';
 import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
 import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assistantClipPrice, clipPrice, imageCharge, imagePrice, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../../src/service/contract/pricing.js';
+import { assistantClipPrice, clipPrice, imageCharge, imagePrice, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../../../src/service/contract/pricing.js';
 
 // Spec 2.13, cell by cell: model, resolution, per second, then 5 s, 10 s, 15 s, 30 s (null: n/a).
 const TABLE: Array<[VideoModel, string, number, number, number, number, number | null]> = [

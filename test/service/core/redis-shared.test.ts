@@ -1,8 +1,8 @@
 import request from 'supertest';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/clock.js';
-import { createServiceApp, type ServiceApp } from '../../src/service/http/app.js';
-import { redisAvailable, startRedis } from '../helpers/redis.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { redisAvailable, startRedis } from '../../helpers/redis.js';
 
 // Two services on one private Redis stand for two `serve` processes behind one load balancer (issue 13):
 // what they share is the rate-limit window per key and the idempotency records.

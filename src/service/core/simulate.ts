@@ -1,5 +1,5 @@
-import { VIDEO_ERROR_CODES, type VideoErrorCode } from '../protocol/events.js';
-import type { ProblemCode } from '../protocol/problem.js';
+import { VIDEO_ERROR_CODES, type VideoErrorCode } from '../../protocol/events.js';
+import type { ProblemCode } from '../../protocol/problem.js';
 
 /**
  * `simulate:<code>` markers in a prompt: how a user's tests make the service fail on purpose, every way

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MEDIA_FILE, MEDIA_LINK_TTL_MS, MediaSigner, parseRange } from '../../src/service/media.js';
+import { MEDIA_FILE, MEDIA_LINK_TTL_MS, MediaSigner, parseRange } from '../../../src/service/core/media-signer.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const signer = new MediaSigner('media-secret-0123456789');

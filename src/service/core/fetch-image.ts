@@ -4,11 +4,11 @@ import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { fileTypeFromBuffer } from 'file-type';
-import { classifyAddress } from '../emitter/address.js';
-import { guardLookup, type LookupFunction } from '../emitter/url-guard.js';
-import { InvalidCallbackUrlError } from '../protocol/errors.js';
-import { version } from '../version.js';
-import { ASSET_TYPES, MAX_ASSET_BYTES } from './assets/upload.js';
+import { classifyAddress } from '../../emitter/address.js';
+import { guardLookup, type LookupFunction } from '../../emitter/url-guard.js';
+import { InvalidCallbackUrlError } from '../../protocol/errors.js';
+import { version } from '../../version.js';
+import { ASSET_TYPES, MAX_ASSET_BYTES } from '../assets/upload.js';
 
 /** How `fetchImage` downloads one external `image_urls` entry (spec 4.1, 5). */
 export interface FetchImageOptions {

@@ -3,7 +3,7 @@ import { RATE_WINDOW_MS } from '../rate-limit.js';
 import type { ServiceRedis } from './client.js';
 import { RedisIdempotency } from './idempotency.js';
 import { RedisRateLimiter } from './rate-limit.js';
-import { assertRedisUrl, redactRedisUrl } from '../../store/redis-url.js';
+import { assertRedisUrl, redactRedisUrl } from '../../../store/redis-url.js';
 
 export interface SharedOptions {
   /** A connected ioredis client, which the service does not close… */

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { FileLock } from '../store/file-lock.js';
-import { JournalFile } from '../store/journal-file.js';
+import { FileLock } from '../../store/file-lock.js';
+import { JournalFile } from '../../store/journal-file.js';
 import { undoChanges, type Unit } from './rollback.js';
 import { Table, type Row } from './table.js';
 

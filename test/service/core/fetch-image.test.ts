@@ -3,10 +3,10 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { resolver } from '../helpers/resolver.js';
-import type { LookupFunction } from '../../src/emitter/url-guard.js';
-import { checkImageTarget, fetchImage, redirectTarget } from '../../src/service/fetch-image.js';
-import { version } from '../../src/version.js';
+import { resolver } from '../../helpers/resolver.js';
+import type { LookupFunction } from '../../../src/emitter/url-guard.js';
+import { checkImageTarget, fetchImage, redirectTarget } from '../../../src/service/core/fetch-image.js';
+import { version } from '../../../src/version.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

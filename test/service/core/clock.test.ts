@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SimulatedClock, type RealTimers } from '../../src/service/clock.js';
-import { systemClock, type EmitterClock } from '../../src/emitter/types.js';
+import { SimulatedClock, type RealTimers } from '../../../src/service/core/clock.js';
+import { systemClock, type EmitterClock } from '../../../src/emitter/types.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { VIDEO_ERROR_CODES } from '../../src/protocol/events.js';
-import { PROBLEM_CODES } from '../../src/protocol/problem.js';
-import { parseSimulation, REQUEST_CODES, RETRYABLE_CODES } from '../../src/service/simulate.js';
+import { VIDEO_ERROR_CODES } from '../../../src/protocol/events.js';
+import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
+import { parseSimulation, REQUEST_CODES, RETRYABLE_CODES } from '../../../src/service/core/simulate.js';
 
 describe('simulate:<code> markers', () => {
   it('makes every video error_code of spec 2.9 a task-level outcome, sticky or not', () => {

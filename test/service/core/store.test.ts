@@ -2,8 +2,8 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileLockedError } from '../../src/protocol/errors.js';
-import { ServiceStore } from '../../src/service/state.js';
+import { FileLockedError } from '../../../src/protocol/errors.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
 
 interface Video {
   id: number;

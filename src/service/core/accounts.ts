@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ServiceStore, Table } from './state.js';
+import type { ServiceStore, Table } from './store.js';
 
 /** Spec 5.2-5.3 and 8. */
 export const MAX_KEYS_PER_ACCOUNT = 5;

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/clock.js';
-import { createServiceApp, type ServiceApp } from '../../src/service/http/app.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
 
 const DAY = 86_400_000;
 const apps: ServiceApp[] = [];

@@ -1,8 +1,8 @@
 // Issue 20 item 9: a command whose write fails leaves no trace. The store records what each unit (one
 // request) changed and takes it back onto the rows as they are now; these are its rules, in memory.
 import { describe, expect, it } from 'vitest';
-import { revertInPlace, sameJson } from '../../src/service/rollback.js';
-import { ServiceStore, StoreWriteError } from '../../src/service/state.js';
+import { revertInPlace, sameJson } from '../../../src/service/core/rollback.js';
+import { ServiceStore, StoreWriteError } from '../../../src/service/core/store.js';
 
 interface Account {
   id: number;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, fingerprint, Idempotency, parseIdempotencyKey, type IdempotencyRow } from '../../src/service/idempotency.js';
-import { ServiceStore } from '../../src/service/state.js';
+import { canonicalJson, fingerprint, Idempotency, parseIdempotencyKey, type IdempotencyRow } from '../../../src/service/core/idempotency.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
 
 async function setup() {
   let now = Date.parse('2026-01-01T00:00:00Z');

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisIdempotency } from './redis/idempotency.js';
-import type { Table } from './state.js';
+import type { Table } from './store.js';
 
 /** Spec section 7: a key's replay window. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LookupFunction } from '../../src/emitter/url-guard.js';
-import { guardedFetch, OutboundRefusedError, publicHttpsFault } from '../../src/service/outbound-fetch.js';
+import type { LookupFunction } from '../../../src/emitter/url-guard.js';
+import { guardedFetch, OutboundRefusedError, publicHttpsFault } from '../../../src/service/core/outbound-fetch.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

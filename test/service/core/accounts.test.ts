@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Accounts, isValidToken, type AccountTables } from '../../src/service/accounts.js';
-import { Credits } from '../../src/service/credits.js';
-import { ServiceStore } from '../../src/service/state.js';
+import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
+import { Credits } from '../../../src/service/core/credits.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
 
 async function setup() {
   const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });

@@ -1,9 +1,9 @@
 // Issue 20 item 6: failed authentications are limited per client address on /v1, /settings, /mcp and the
 // pages that take an API key (consent, top-up), on the service's clock, in bounded memory.
 import { afterEach, describe, expect, it } from 'vitest';
-import { AUTH_FAILURES_PER_WINDOW, AuthFailures } from '../../src/service/auth-failures.js';
-import { SimulatedClock } from '../../src/service/clock.js';
-import { startService, type StartedService } from '../../src/service/http/app.js';
+import { AUTH_FAILURES_PER_WINDOW, AuthFailures } from '../../../src/service/core/auth-failures.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
 
 let svc: StartedService | undefined;
 afterEach(async () => {
