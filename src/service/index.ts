@@ -6,6 +6,6 @@ export { Service, DEFAULT_BALANCE, DEFAULT_FILE } from './service.js';
 export type { ServiceOptions, Caller, ImageFetcher } from './service.js';
 export { SimulatedClock } from './core/clock.js';
 export type { SimulatedClockOptions, RealTimers } from './core/clock.js';
-export type { Speed } from './videos/lifecycle.js';
+export type { Speed } from './core/simulate.js';
 export { clipPrice, assistantClipPrice, imagePrice, MODEL_SPECS, VIDEO_MODELS, API_DISCOUNT, IMAGE_PRICES } from './contract/pricing.js';
 export { fetchImage } from './core/fetch-image.js';

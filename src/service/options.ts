@@ -4,7 +4,7 @@ import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitt
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
 import { sharedOptions } from './core/redis/shared.js';
-import type { Speed } from './videos/lifecycle.js';
+import type { Speed } from './core/simulate.js';
 
 // How a service is configured: its options, their checks, and the emitter it makes when none is given.
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { WebhookEmitter } from '../emitter/index.js';
 import { Accounts, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './core/accounts.js';
-import { Assets, type AssetTables } from './assets/assets.js';
+import { Assets, type AssetTables } from './resources/assets/assets.js';
 import type { AssistantRow, ConnectionTables } from './assistant/connections.js';
 import type { OAuthTables } from './assistant/oauth/adapter.js';
 import type { SpendingTables } from './assistant/spending.js';
@@ -13,9 +13,9 @@ import { SimulatedClock } from './core/clock.js';
 import { Credits } from './core/credits.js';
 import { fetchImage } from './core/fetch-image.js';
 import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
-import { ImageJobs, type ImageJobTables } from './images/jobs.js';
+import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
 import { registerCharacterAssets } from './images/operations.js';
-import { SharpRenderer } from './images/render.js';
+import { SharpRenderer } from './resources/images/render.js';
 import { MediaSigner } from './core/media-signer.js';
 import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ImageFetcher, type ServiceOptions } from './options.js';
 import { RATE_LIMIT, RateLimiter } from './core/rate-limit.js';
@@ -24,11 +24,12 @@ import { AuthFailures } from './core/auth-failures.js';
 import { tokenHash } from './core/redis/client.js';
 import type { RedisRateLimiter } from './core/redis/rate-limit.js';
 import { openShared, type SharedRecords } from './core/redis/shared.js';
-import { PhotoUploads, type PhotoUploadTables } from './photos/uploads.js';
+import { PhotoUploads, type PhotoUploadTables } from './resources/photos/uploads.js';
 import { fail, type Result } from './result.js';
 import { ServiceStore } from './core/store.js';
-import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
-import { ClipWebhooks } from './videos/webhooks.js';
+import { VideoLifecycle, type Video, type VideoTables } from './resources/videos/lifecycle.js';
+import type { Speed } from './core/simulate.js';
+import { ClipWebhooks } from './resources/videos/webhooks.js';
 
 /** The service's own settings, kept in its data file so signed links outlive a restart. */
 interface MetaRow {

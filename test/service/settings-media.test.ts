@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../src/emitter/index.js';
 import { SimulatedClock } from '../../src/service/core/clock.js';
-import { mediaFile, type MediaFile } from '../../src/service/media-files.js';
+import { mediaFile, type MediaFile } from '../../src/service/resources/videos/media.js';
 import { clipPrice, pricingView } from '../../src/service/contract/pricing.js';
 import type { Result } from '../../src/service/result.js';
 import { Service } from '../../src/service/service.js';

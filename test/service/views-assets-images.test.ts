@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Asset } from '../../src/service/assets/assets.js';
-import { assetView, uploadView } from '../../src/service/assets/views.js';
-import type { ImageJob } from '../../src/service/images/jobs.js';
+import type { Asset } from '../../src/service/resources/assets/assets.js';
+import { assetView, uploadView } from '../../src/service/resources/assets/views.js';
+import type { ImageJob } from '../../src/service/resources/images/jobs.js';
 import { validateImage } from '../../src/service/images/validate.js';
-import { imageJobView } from '../../src/service/images/views.js';
+import { imageJobView } from '../../src/service/resources/images/views.js';
 
 const ORIGIN = 'http://127.0.0.1:8080';
 const asset = (overrides: Partial<Asset> = {}): Asset => ({

@@ -5,10 +5,10 @@ import { dirname, join } from 'node:path';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { SUBJECT_CONSENTS, type SubjectConsent } from '../videos/validate.js';
-import { parseAssetSimulation, type Asset } from './assets.js';
-import { checkPixels } from './pixels.js';
-import { receiveUpload, type ReceivedUpload } from './upload.js';
-import { assetView, uploadView } from './views.js';
+import { parseAssetSimulation, type Asset } from '../resources/assets/assets.js';
+import { checkPixels } from '../resources/assets/pixels.js';
+import { receiveUpload, type ReceivedUpload } from '../http/multipart.js';
+import { assetView, uploadView } from '../resources/assets/views.js';
 
 /** Spec 4.13 and 8: the asset list pages 1-100 assets, 50 by default. */
 export const ASSET_PAGE = { min: 1, max: 100, default: 50 } as const;

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { ImageItem } from '../images/jobs.js';
-import { imageFileUrl } from '../images/views.js';
+import type { ImageItem } from '../resources/images/jobs.js';
+import { imageFileUrl } from '../resources/images/views.js';
 import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../contract/pricing.js';
 import { RATIOS, type SubjectConsent } from '../videos/validate.js';
 import { createVideo, deleteVideo, getVideo, listVideos } from '../videos/operations.js';

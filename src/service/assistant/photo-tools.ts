@@ -1,9 +1,9 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { Asset } from '../assets/assets.js';
+import type { Asset } from '../resources/assets/assets.js';
 import { listAssets } from '../assets/operations.js';
-import { assetUri } from '../assets/views.js';
-import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../photos/uploads.js';
+import { assetUri } from '../resources/assets/views.js';
+import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../resources/photos/uploads.js';
 import { signalOf } from './clip-tools.js';
 import { fromResult, toToolResult, type ToolContext } from './context.js';
 import { refuse, type ToolAnswer } from './spending.js';

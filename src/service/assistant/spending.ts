@@ -3,7 +3,7 @@ import type { Account } from '../core/accounts.js';
 import type { Result } from '../result.js';
 import type { Table } from '../core/store.js';
 import type { Service } from '../service.js';
-import { VideoLifecycle } from '../videos/lifecycle.js';
+import { VideoLifecycle } from '../resources/videos/lifecycle.js';
 
 /** The assistant endpoint's spending limits (spec 5.7 and 8). */
 export const ASSISTANT_LIMITS = Object.freeze({

@@ -1,5 +1,5 @@
 import type { Service } from '../service.js';
-import type { Video } from '../videos/lifecycle.js';
+import type { Video } from '../resources/videos/lifecycle.js';
 
 /** The longest a tool waits for a clip or an image to end (spec 5.7: "waits up to 45 s"). */
 export const MAX_TOOL_WAIT_SECONDS = 45;

@@ -9,6 +9,15 @@ import { rule } from './problems.js';
 export const MAX_ASSET_BYTES = 20 * 1024 * 1024;
 /** Spec 4.12: jpg, png, webp, gif or heic. */
 export const ASSET_MIME_TYPES = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/heic'] as const;
+/** What an asset may be, by its bytes (spec 4.12: jpg, png, webp, gif or heic; HEIF is HEIC's container). */
+export const ASSET_TYPES: ReadonlyMap<string, string> = new Map([
+  ['image/jpeg', 'jpg'],
+  ['image/png', 'png'],
+  ['image/webp', 'webp'],
+  ['image/gif', 'gif'],
+  ['image/heic', 'heic'],
+  ['image/heif', 'heic'],
+]);
 export const ASSET_STATUSES = ['pending', 'trusted', 'rejected'] as const;
 /** `trust_level` of spec 2.6 (its values are not shown; ours). */
 export const TRUST_LEVELS = ['unverified', 'moderated', 'rejected', 'generated'] as const;

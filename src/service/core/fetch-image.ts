@@ -8,7 +8,7 @@ import { classifyAddress } from '../../emitter/address.js';
 import { guardLookup, type LookupFunction } from '../../emitter/url-guard.js';
 import { InvalidCallbackUrlError } from '../../protocol/errors.js';
 import { version } from '../../version.js';
-import { ASSET_TYPES, MAX_ASSET_BYTES } from '../assets/upload.js';
+import { ASSET_TYPES, MAX_ASSET_BYTES } from '../contract/assets.js';
 
 /** How `fetchImage` downloads one external `image_urls` entry (spec 4.1, 5). */
 export interface FetchImageOptions {

@@ -1,6 +1,9 @@
 import { VIDEO_ERROR_CODES, type VideoErrorCode } from '../../protocol/events.js';
 import type { ProblemCode } from '../../protocol/problem.js';
 
+/** How long the simulated work takes: a few seconds, or the spec's own times (clips 1-2 minutes, moderation 5-60 s). */
+export type Speed = 'fast' | 'realistic';
+
 /**
  * `simulate:<code>` markers in a prompt: how a user's tests make the service fail on purpose, every way
  * the spec says it can (issue 11), as Stripe's magic test card numbers do.

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../assets/operations.js';
 import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
-import { mediaFile } from '../media-files.js';
+import { mediaFile } from '../resources/videos/media.js';
 import { openApiDocument } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
 import { fail, notSaved, ok, type Result } from '../result.js';
@@ -22,7 +22,7 @@ import { PROTECTED_RESOURCE_PATH, ROOT_PROTECTED_RESOURCE_PATH } from '../assist
 import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
 import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
 import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
-import { PHOTO_UPLOAD_PATH } from '../photos/uploads.js';
+import { PHOTO_UPLOAD_PATH } from '../resources/photos/uploads.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ProblemCode } from '../../protocol/problem.js';
-import type { Asset } from '../assets/assets.js';
+import type { Asset } from '../resources/assets/assets.js';
 import { removeAsset } from '../assets/operations.js';
 import { createOnce, type Created, type CreateHooks } from '../create-once.js';
 import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
-import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob } from './jobs.js';
+import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob } from '../resources/images/jobs.js';
 import { validateImage, type ImageCommand } from './validate.js';
-import { imageJobView } from './views.js';
+import { imageJobView } from '../resources/images/views.js';
 
 /** Spec 4.9 and 8: the image job list pages 1-50 jobs, 20 by default; GET /images/{id} waits 0-30 s. */
 export const IMAGE_PAGE = { min: 1, max: 50, default: 20 } as const;

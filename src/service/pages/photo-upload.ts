@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { acceptUpload } from '../assets/operations.js';
-import { drain, MAX_ASSET_BYTES } from '../assets/upload.js';
-import { type LinkState, type PhotoUpload } from '../photos/uploads.js';
+import { MAX_ASSET_BYTES } from '../contract/assets.js';
+import { drain } from '../http/multipart.js';
+import { type LinkState, type PhotoUpload } from '../resources/photos/uploads.js';
 import { fail, ok, type Result } from '../result.js';
 import type { Service } from '../service.js';
 import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } from './page.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Asset } from '../assets/assets.js';
+import type { Asset } from '../resources/assets/assets.js';
 import { characterAsset } from '../images/operations.js';
 import { createOnce, type Created, type CreateHooks } from '../create-once.js';
 import { clipPrice, type VideoModel } from '../contract/pricing.js';
@@ -9,10 +9,10 @@ import { fail, ok, refused, type Result } from '../result.js';
 import type { Caller, Service } from '../service.js';
 import { parseSimulation, type RequestCode } from '../core/simulate.js';
 import { validateBatch } from './batch.js';
-import { VideoLifecycle, type Video } from './lifecycle.js';
-import { retryOutcome, retryRefusal } from './retry.js';
+import { VideoLifecycle, type Video } from '../resources/videos/lifecycle.js';
+import { retryOutcome, retryRefusal } from '../resources/videos/retry.js';
 import { validateVideo, type Refusal, type VideoCommand } from './validate.js';
-import { batchItemView, createdView, retryView, videoView, type ViewContext } from './views.js';
+import { batchItemView, createdView, retryView, videoView, type ViewContext } from '../resources/videos/views.js';
 
 /** Spec 4.3 and 8. */
 const VIDEO_STATUSES = ['pending', 'generating', 'done', 'error', 'cancelled'] as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Assets, parseAssetSimulation, type AssetTables } from '../../../src/service/assets/assets.js';
+import { Assets, parseAssetSimulation, type AssetTables } from '../../../src/service/resources/assets/assets.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 

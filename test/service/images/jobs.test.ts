@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { Accounts, type AccountTables } from '../../../src/service/core/accounts.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Credits } from '../../../src/service/core/credits.js';
-import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/images/jobs.js';
+import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/resources/images/jobs.js';
 import { validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 

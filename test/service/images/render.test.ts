@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ImageJob } from '../../../src/service/images/jobs.js';
-import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../src/service/images/render.js';
+import type { ImageJob } from '../../../src/service/resources/images/jobs.js';
+import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../src/service/resources/images/render.js';
 import { IMAGE_RATIOS, validateImage } from '../../../src/service/images/validate.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cliphook-render-'));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Video } from '../../../src/service/videos/lifecycle.js';
+import type { Video } from '../../../src/service/resources/videos/lifecycle.js';
 import { validateBatch } from '../../../src/service/videos/batch.js';
-import { retryOutcome, retryRefusal } from '../../../src/service/videos/retry.js';
+import { retryOutcome, retryRefusal } from '../../../src/service/resources/videos/retry.js';
 
 const options = { strict: false, defaultAssetIds: [] };
 

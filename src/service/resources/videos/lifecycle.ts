@@ -1,16 +1,16 @@
 import { EventEmitter } from 'node:events';
-import { ERROR_SENTENCES, type VideoErrorCode } from '../../protocol/events.js';
-import type { Account, Accounts } from '../core/accounts.js';
-import type { Credits } from '../core/credits.js';
-import type { ServiceStore, Table } from '../core/store.js';
-import type { Resolution, VideoModel } from '../contract/pricing.js';
-import type { AssetSource, Ratio, SubjectConsent } from './validate.js';
+import { ERROR_SENTENCES, type VideoErrorCode } from '../../../protocol/events.js';
+import type { Account, Accounts } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { Resolution, VideoModel } from '../../contract/pricing.js';
+import type { SubjectConsent } from '../../contract/common.js';
+import type { AssetSource, Ratio } from '../../contract/videos.js';
+import type { Speed } from '../../core/simulate.js';
 
 /** Spec 2.1 and 3.1. */
 export type VideoStatus = 'pending' | 'generating' | 'done' | 'error' | 'cancelled';
 
-/** How long the simulated generation takes: a few seconds, or the spec's typical 1-2 minutes. */
-export type Speed = 'fast' | 'realistic';
 
 /** A clip task as the service keeps it. The response shapes of spec 2.1-2.5 are made from it. */
 export interface Video {

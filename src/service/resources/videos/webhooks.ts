@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
-import type { WebhookEmitter } from '../../emitter/index.js';
-import type { Accounts } from '../core/accounts.js';
-import type { ServiceStore } from '../core/store.js';
+import type { WebhookEmitter } from '../../../emitter/index.js';
+import type { Accounts } from '../../core/accounts.js';
+import type { ServiceStore } from '../../core/store.js';
 import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
 

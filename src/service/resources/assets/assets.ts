@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { ServiceStore, Table } from '../core/store.js';
-import type { Speed } from '../videos/lifecycle.js';
-import type { SubjectConsent } from '../videos/validate.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { Speed } from '../../core/simulate.js';
+import type { SubjectConsent } from '../../contract/common.js';
 
 /** Spec 3.2. */
 export type AssetStatus = 'pending' | 'trusted' | 'rejected';
@@ -97,6 +97,12 @@ export class Assets extends EventEmitter<AssetEvents> {
   /** The asset behind a public_url token. */
   byToken(token: string): Asset | undefined {
     return this.#byToken.get(token);
+  }
+
+  /** The account's asset with these bytes, if any: what `add` dedupes to. */
+  find(accountId: number, sha256: string): Asset | undefined {
+    for (const asset of this.#assets.values()) if (asset.accountId === accountId && asset.sha256 === sha256) return asset;
+    return undefined;
   }
 
   /** Whether any asset still uses the stored file `sha256` (so it may be removed from disk when none does). */

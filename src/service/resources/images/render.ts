@@ -3,9 +3,9 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { DECODE_OPTIONS } from '../assets/pixels.js';
-import { IMAGE_MEGAPIXELS, type ImageQuality } from '../contract/pricing.js';
+import { IMAGE_MEGAPIXELS, type ImageQuality } from '../../contract/pricing.js';
 import type { ImageJob, ImageRenderer } from './jobs.js';
-import type { ImageRatio } from './validate.js';
+import type { ImageRatio } from '../../contract/images.js';
 
 /** Width of the WebP preview (spec 2.7 `thumbnail_url`: a small preview). */
 export const THUMBNAIL_WIDTH = 320;

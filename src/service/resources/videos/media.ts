@@ -1,9 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { packageRoot } from '../version.js';
-import { MEDIA_FILE, parseRange } from './core/media-signer.js';
-import { fail, type Result } from './result.js';
-import type { Service } from './service.js';
+import { packageRoot } from '../../../version.js';
+import { MEDIA_FILE, parseRange } from '../../core/media-signer.js';
+import { fail, type Result } from '../../result.js';
+import type { Service } from '../../service.js';
 
 /** What GET /media/{file} sends when the link is good: a file, whole or one byte range. */
 export interface MediaFile {

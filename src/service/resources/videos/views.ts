@@ -1,7 +1,9 @@
-import type { WebhookEventName } from '../../protocol/events.js';
-import type { MediaSigner } from '../core/media-signer.js';
+import type { WebhookEventName } from '../../../protocol/events.js';
+import type { MediaSigner } from '../../core/media-signer.js';
 import { errorSentence, VideoLifecycle, type Video } from './lifecycle.js';
-import type { Warning } from './validate.js';
+import type { VideoCommand } from '../../contract/videos.js';
+
+type Warning = VideoCommand['warnings'][number];
 
 /** What every view needs: the service's origin (`http://127.0.0.1:8080`), the link signer and the time. */
 export interface ViewContext {

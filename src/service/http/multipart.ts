@@ -5,20 +5,13 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import busboy from 'busboy';
 import { fileTypeFromBuffer } from 'file-type';
-import type { Refusal, Validated } from '../videos/validate.js';
+import { ASSET_TYPES, MAX_ASSET_BYTES } from '../contract/assets.js';
+import type { Refusal } from '../contract/problems.js';
 
-/** Spec 4.12 and 8: "up to 20 MB", read as MiB (20,971,520 bytes). */
-export const MAX_ASSET_BYTES = 20 * 1024 * 1024;
+/** What was received, or why not. */
+type Validated<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
 
-/** What an asset may be, by its bytes (spec 4.12: jpg, png, webp, gif or heic; HEIF is HEIC's container). */
-export const ASSET_TYPES: ReadonlyMap<string, string> = new Map([
-  ['image/jpeg', 'jpg'],
-  ['image/png', 'png'],
-  ['image/webp', 'webp'],
-  ['image/gif', 'gif'],
-  ['image/heic', 'heic'],
-  ['image/heif', 'heic'],
-]);
+
 
 // file-type reads at most this many bytes from the start of a file.
 const SNIFF_BYTES = 4100;

@@ -1,7 +1,7 @@
-import type { VideoErrorCode } from '../../protocol/events.js';
-import { RETRYABLE_CODES } from '../core/simulate.js';
+import type { VideoErrorCode } from '../../../protocol/events.js';
+import { RETRYABLE_CODES } from '../../core/simulate.js';
 import type { Video } from './lifecycle.js';
-import type { Refusal } from './validate.js';
+import type { Refusal } from '../../contract/problems.js';
 
 /**
  * Whether POST /videos/{id}/retry may make a new task of `video` (spec 3.1 and 4.6), checked in this

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Asset } from '../assets/assets.js';
-import type { ServiceStore, Table } from '../core/store.js';
-import type { SubjectConsent } from '../videos/validate.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { SubjectConsent } from '../../contract/common.js';
 
 /** How long an upload link works (issue 15), on the service's simulated clock. */
 export const PHOTO_UPLOAD_TTL_MS = 60 * 60 * 1000;

@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
-import type { Account, Accounts } from '../core/accounts.js';
-import type { Credits } from '../core/credits.js';
-import { imageCharge } from '../contract/pricing.js';
-import type { ServiceStore, Table } from '../core/store.js';
-import type { Speed } from '../videos/lifecycle.js';
-import type { ImageCommand } from './validate.js';
+import type { Account, Accounts } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
+import { imageCharge } from '../../contract/pricing.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { Speed } from '../../core/simulate.js';
+import type { ImageCommand } from '../../contract/images.js';
 
 /** Spec 2.7 and 3.3. */
 export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
