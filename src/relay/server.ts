@@ -10,7 +10,8 @@ import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
 import type { RelayBus } from './relay-bus.js';
 import { RelayStoreError, type RelayStore } from './relay-store.js';
-import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
+import { isLoopbackHost } from '../http/loopback.js';
+import { bearer, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
 import { resolveRelayOptions, type RelayLogger, type RelayServerOptions } from './server-options.js';
 
 export type { RelayLogger, RelayServerOptions } from './server-options.js';
@@ -95,7 +96,7 @@ export class RelayServer {
    */
   async listen(port = 8787, host = '127.0.0.1'): Promise<{ url: string }> {
     // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
-    if (!isLoopback(host) && this.#adminHash === null && !this.#open) {
+    if (!isLoopbackHost(host) && this.#adminHash === null && !this.#open) {
       throw new TypeError(`Refusing to listen on ${host} without \`adminToken\`: anyone who reaches it could create channels. Set \`adminToken\`, or \`open: true\` to run an open relay on purpose.`);
     }
     const server = createServer();

@@ -5,6 +5,9 @@ import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
 import { sharedOptions } from './core/redis/shared.js';
 import type { Speed } from './core/simulate.js';
+import type { ImageFetcher } from './core/fetch-image.js';
+
+export type { ImageFetcher } from './core/fetch-image.js';
 
 // How a service is configured: its options, their checks, and the emitter it makes when none is given.
 
@@ -13,12 +16,6 @@ export const DEFAULT_FILE = '.cliphook/service.json';
 
 /** The first account's starting balance when none is given. */
 export const DEFAULT_BALANCE = 1000;
-
-/** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
-export type ImageFetcher = (
-  url: string,
-  options: { strict: boolean },
-) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
 
 export interface ServiceOptions {
   /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */
@@ -42,6 +39,11 @@ export interface ServiceOptions {
   fetchImage?: ImageFetcher;
   /** @default Math.random */
   random?: () => number;
+  /**
+   * Answer a good signed media link with 302 to a short-lived storage URL (spec 4.18 lists the 302), as the
+   * real service may, so a client's redirect path is exercised (`serve --media-redirect`). @default false
+   */
+  mediaRedirect?: boolean;
   /**
    * Requests a minute per API key before 429 (spec 8: 60). Only for load tests of your own and the
    * benchmarks: the real service allows 60. @default 60

@@ -3,7 +3,7 @@ import type { WebhookEmitter } from '../../src/emitter/index.js';
 import { SimulatedClock } from '../../src/service/core/clock.js';
 import { mediaFile, type MediaFile } from '../../src/service/resources/videos/media.js';
 import { clipPrice, pricingView } from '../../src/service/contract/pricing.js';
-import type { Result } from '../../src/service/result.js';
+import type { Result } from '../../src/service/http/result.js';
 import { Service } from '../../src/service/service.js';
 import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../../src/service/settings.js';
 import { advanceClock, getClock } from '../../src/service/test-helpers.js';

@@ -97,10 +97,10 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     listener.on('event', (event) => line('relay', `--> listen: ${event.eventName ?? event.method} [${event.deliveryId ?? '-'}] sig ${event.signatureValid ? '✓' : '✗'}${event.resigned ? ' (re-signed)' : ''}`));
     listener.on('reply', (reply) => line('listen', `<-- [${reply.status ?? 'ERR'}] ${reply.event.url} (${reply.durationMs} ms)`));
 
-    service.videos.on('change', (video) => {
+    service.state.videos.on('change', (video) => {
       if (video.status === 'generating' && video.progress === '0%') line('service', `clip ${video.id} is rendering`);
     });
-    service.videos.on('terminal', (video) => line('service', `clip ${video.id} is ${video.status}${video.errorCode ? ` (${video.errorCode})` : ''}; its webhook goes to ${video.callbackUrl ?? 'nowhere (no callback_url)'}`));
+    service.state.videos.on('terminal', (video) => line('service', `clip ${video.id} is ${video.status}${video.errorCode ? ` (${video.errorCode})` : ''}; its webhook goes to ${video.callbackUrl ?? 'nowhere (no callback_url)'}`));
     service.emitter.on('attempt', (delivery, attempt) => line('emitter', `${delivery.event} [${delivery.id}] attempt ${delivery.attempts.length} → ${attempt.status ?? attempt.error} (${attempt.latencyMs} ms)`));
 
     io.out(p.bold('cliphook dev: the service, a relay, listen and a receiver, on this machine'));

@@ -7,7 +7,7 @@ import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
-import { isLoopback } from '../../relay/server-http.js';
+import { isLoopbackHost } from '../../http/loopback.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
 
 export interface ServeCommandOptions {
@@ -50,7 +50,7 @@ const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--w
 export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
   // Issue 20 item 7, as `relay` does: a simulator's back doors face the network only when asked to.
-  if (!isLoopback(options.host) && !options.open) {
+  if (!isLoopbackHost(options.host) && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host}: ${EXPOSED}; set --open to do so on purpose (in a container, say).`, 2);
   }
   const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
@@ -138,7 +138,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     if (info.inspector) io.out(`  inspector       ${info.inspector} (clips, image jobs, webhook deliveries, Redeliver)`);
     io.out('Ctrl-C to stop.');
   }
-  if (!isLoopback(options.host)) io.err(`warning: --open: listening on ${options.host}, so ${EXPOSED}. Use it on a network you trust.`);
+  if (!isLoopbackHost(options.host)) io.err(`warning: --open: listening on ${options.host}, so ${EXPOSED}. Use it on a network you trust.`);
   await aborted(io.signal);
   await inspector?.close();
   inspector?.feed.close();

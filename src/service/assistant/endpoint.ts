@@ -3,9 +3,12 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { BodyReadError, readBody } from '../../http/read-body.js';
-import { fail, type Result } from '../result.js';
-import type { Authenticated } from '../guard.js';
-import type { Caller, Service } from '../service.js';
+import { ServiceError } from '../contract/problems.js';
+import type { Caller, Identified } from '../core/gate.js';
+import { rateLimitHeaders } from '../core/rate-limit.js';
+import { fail, type Result } from '../http/result.js';
+import type { Service } from '../service.js';
+import { checkOriginAndHost } from './origin-check.js';
 import { registerAccountTools } from './account-tools.js';
 import { registerClipTools } from './clip-tools.js';
 import { registerPhotoTools } from './photo-tools.js';
@@ -72,11 +75,37 @@ export class AssistantEndpoint {
   }
 
   /**
-   * Answers one request at /mcp from someone the router's guard identified; `undefined` once it wrote the
-   * response. The 60 a minute and the balance floor of `/v1` apply once the body is read, to every
-   * message but those that cost nothing (`uncounted`, issue 20 item 12).
+   * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer. In
+   * order: DNS rebinding (a Host or Origin that is neither this machine nor the service is 403, issue 20 item
+   * 4), the credential (401 with the challenge that points to the sign-in, 403 insufficient_scope), then,
+   * once the body says what it is, the 60 a minute and the balance floor of `/v1` for every message but
+   * those that cost nothing (`uncounted`, issue 20 item 12).
    */
-  async handle(req: IncomingMessage, res: ServerResponse, who: Authenticated): Promise<Result | undefined> {
+  async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
+    const foreign = checkOriginAndHost(req, this.#service.origin);
+    if (foreign) {
+      req.resume();
+      return foreign;
+    }
+    let who: Identified;
+    try {
+      who = await this.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
+    } catch (error) {
+      req.resume();
+      return this.#refusal(error);
+    }
+    return this.#handle(req, res, who);
+  }
+
+  /** A `ServiceError` as the answer of `/mcp`, with its challenge for a 401 or 403. */
+  #refusal(error: unknown, headers: Record<string, string> = {}): Result {
+    if (!(error instanceof ServiceError)) throw error;
+    const result = fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}), ...(error.code === 'insufficient_credits' ? { userActionUrl: `${this.#service.origin}/settings/top-up` } : {}) });
+    const challenge = this.signIn.challenge(error.code);
+    return { ...result, headers: { ...headers, ...result.headers, ...(challenge ? { 'www-authenticate': challenge } : {}) } };
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse, who: Identified): Promise<Result | undefined> {
     let body: Buffer | undefined;
     if (req.method === 'POST') {
       try {
@@ -90,13 +119,20 @@ export class AssistantEndpoint {
     } else {
       req.resume();
     }
-    let caller: Caller;
-    if (uncounted(req.method, body)) {
-      caller = { account: who.account, key: who.key, headers: {}, ...(who.assistant ? { assistant: who.assistant } : {}) };
-    } else {
-      const admitted = await this.#service.admit(who);
-      if (!admitted.ok) return admitted.result;
-      caller = admitted.caller;
+    const { limitName: _limitName, ...identified } = who;
+    let caller: Caller = identified;
+    let limits: Record<string, string> = {};
+    if (!uncounted(req.method, body)) {
+      const { gate } = this.#service;
+      try {
+        const admitted = await gate.admit(who);
+        limits = rateLimitHeaders(admitted.decision);
+        if (!admitted.decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${admitted.decision.limit} requests a minute per API key.`, { retryAfter: admitted.decision.retryAfter });
+        gate.floor(admitted.caller.account);
+        caller = admitted.caller;
+      } catch (error) {
+        return this.#refusal(error, limits);
+      }
     }
     const abort = new AbortController();
     res.once('close', () => abort.abort());
@@ -111,10 +147,9 @@ export class AssistantEndpoint {
       signal: abort.signal,
       ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
     });
-    const assistant = caller.assistant;
-    const authInfo = { token: '', clientId: assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
+    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
     const response = await this.#handler.fetch(request, { authInfo });
-    const out: Record<string, string> = { ...caller.headers };
+    const out: Record<string, string> = { ...limits };
     response.headers.forEach((value, name) => {
       out[name] = value;
     });

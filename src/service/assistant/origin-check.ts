@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { fail, type Result } from '../result.js';
-import { isLoopbackHost } from '../videos/validate.js';
+import { fail, type Result } from '../http/result.js';
+import { isLoopbackHost } from '../../http/loopback.js';
 
 /**
  * The MCP transport's DNS rebinding rule for `/mcp` (issue 20 item 4): "servers MUST validate the Origin

@@ -26,10 +26,8 @@ export function canonicalConsent(value: (typeof SUBJECT_CONSENTS)[number] | 'thi
  * unknown id is: a client cannot tell a malformed id from one that never existed.
  */
 export function pathId(noun: string) {
-  return rule(
-    z.string().regex(/^[1-9]\d{0,15}$/).meta({ description: `The ${noun}'s id, an integer >= 1.` }),
-    { code: 'not_found', detail: ({ value }) => `No ${noun} ${String(value)}.` },
-  );
+  const rule404 = { code: 'not_found', detail: ({ value }: { value: unknown }) => `No ${noun} ${String(value)}.` } as const;
+  return rule(rule(z.string().regex(/^[1-9]\d{0,15}$/), rule404).transform(Number).pipe(z.int().min(1)), rule404).meta({ description: `The ${noun}'s id, an integer >= 1.` });
 }
 
 /**
@@ -37,7 +35,9 @@ export function pathId(noun: string) {
  * an absent or empty parameter is its default. Described to OpenAPI by its output: `{ type: integer, minimum, maximum }`.
  * @example queryInteger('limit', { min: 1, max: 100, fallback: 20 })
  */
-export function queryInteger(name: string, { min, max, fallback, unit = '' }: { min: number; max?: number; fallback?: number; unit?: string }) {
+export function queryInteger(name: string, options: { min: number; max?: number; fallback: number; unit?: string }): z.ZodType<number, string | undefined>;
+export function queryInteger(name: string, options: { min: number; max?: number; unit?: string }): z.ZodType<number | undefined, string | undefined>;
+export function queryInteger(name: string, { min, max, fallback, unit = '' }: { min: number; max?: number; fallback?: number; unit?: string }): z.ZodType {
   const bounds = max === undefined ? `>= ${min}` : `from ${min} to ${max}`;
   const detail = () => `${name} is an integer ${bounds}${unit ? ` (${unit})` : ''}.`;
   let number = z.number().int().min(min);

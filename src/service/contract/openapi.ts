@@ -88,7 +88,11 @@ const TAGS: Record<string, string> = {
 function operation(route: RouteSpec): Json {
   const keyed = route.auth !== 'none';
   const parameters: Json[] = [];
-  for (const [name, schema] of Object.entries(route.params?.shape ?? {})) parameters.push({ name, in: 'path', required: true, schema: schemaOf(schema as z.ZodType, 'input') });
+  for (const [name, schema] of Object.entries(route.params?.shape ?? {})) {
+    // Described by what it means (an integer id), as a client generator needs it, not by its path text.
+    const described = schemaOf(schema as z.ZodType, 'output');
+    parameters.push({ name, in: 'path', required: true, ...(typeof described.description === 'string' ? { description: described.description } : {}), schema: described });
+  }
   for (const [name, schema] of Object.entries(route.query?.shape ?? {})) {
     const described = schemaOf(schema as z.ZodType, 'output');
     const required = !(schema as z.ZodType).safeParse(undefined).success;

@@ -68,14 +68,20 @@ export class ServiceError extends Error {
   readonly extra: Record<string, unknown> | undefined;
   /** Seconds after which the same request may succeed (also `Retry-After`). */
   readonly retryAfter: number | undefined;
+  /**
+   * The request is refused, but what it made stays: the pending assets of a 503 moderation_pending, "to use
+   * later" (spec 5). Otherwise a refusal takes back everything its command changed.
+   */
+  readonly keep: boolean;
 
-  constructor(code: ProblemCode, detail: string, { extra, retryAfter }: { extra?: Record<string, unknown>; retryAfter?: number } = {}) {
+  constructor(code: ProblemCode, detail: string, { extra, retryAfter, keep = false }: { extra?: Record<string, unknown>; retryAfter?: number; keep?: boolean } = {}) {
     super(detail);
     this.name = 'ServiceError';
     this.code = code;
     this.detail = detail;
     this.extra = extra;
     this.retryAfter = retryAfter;
+    this.keep = keep;
   }
 
   static from(refusal: Refusal): ServiceError {

@@ -201,16 +201,30 @@ export interface VideoCommand {
   warnings: Array<{ code: string; detail: string }>;
 }
 
+/** What a clip's command needs beyond its body: the key's default assets, and the callback URL's safety check. */
+export interface VideoContext {
+  /** The key's default assets (account settings), used when neither image_urls nor asset_ids is sent (spec 4.1). */
+  defaultAssetIds: readonly number[];
+  /** Checks a callback URL (https, no private address under --strict): its form to keep, and a warning; throws the refusal. */
+  callback?: (url: string) => { url: string; warning?: { code: string; detail: string } };
+}
+
 /**
- * The command of a canonical request, for a key whose default assets are `defaultAssetIds` (spec 4.1:
- * used when neither image_urls nor asset_ids is sent). Throws 400 missing_input for a request of nothing.
- * @example videoCommand(VideoRequest.parse({ prompt: 'a fox', model: 'cinema-720p' }), []) // { model: 'cinema-hd', warnings: [{ code: 'model_id_deprecated', … }], … }
+ * The command of a canonical request, in the order of spec 4.1's table: the model's current id, the
+ * deprecated members, the callback, then 400 missing_input for a request of nothing.
+ * @example videoCommand(VideoRequest.parse({ prompt: 'a fox', model: 'cinema-720p' }), { defaultAssetIds: [] }) // { model: 'cinema-hd', warnings: [{ code: 'model_id_deprecated', … }], … }
  */
-export function videoCommand(video: CanonicalVideo, defaultAssetIds: readonly number[]): VideoCommand {
+export function videoCommand(video: CanonicalVideo, { defaultAssetIds, callback }: VideoContext): VideoCommand {
   const warnings: VideoCommand['warnings'] = [];
   const model = currentModel(video.model);
   if (video.model !== undefined && video.model !== model) warnings.push({ code: 'model_id_deprecated', detail: `${video.model} is the id of an earlier version; responses use ${model}: send that.` });
   if (video.imageUrlAlias) warnings.push({ code: 'image_url_deprecated', detail: 'image_url is deprecated; send image_urls (an array).' });
+  let callbackUrl: string | null = null;
+  if (video.callback_url !== undefined) {
+    const checked = callback ? callback(video.callback_url) : { url: video.callback_url };
+    callbackUrl = checked.url;
+    if (checked.warning) warnings.push(checked.warning);
+  }
   const imageUrls = video.image_urls ?? [];
   const assetIds = video.asset_ids ?? null;
   const assetSource: AssetSource =
@@ -224,8 +238,7 @@ export function videoCommand(video: CanonicalVideo, defaultAssetIds: readonly nu
   if (assetSource === 'asset_ids' && subjectConsent === null) warnings.push({ code: 'subject_consent_missing', detail: 'asset_ids were sent without subject_consent; it is recommended and may become required.' });
   return {
     prompt, duration: video.duration ?? DEFAULT_DURATION, ratio: video.ratio ?? '16:9', model, resolution: MODEL_SPECS[model].resolution,
-    imageUrls, assetUris: imageUrls.map(assetUriId).filter((id): id is number => id !== null), assetIds, assetSource, subjectConsent,
-    callbackUrl: video.callback_url ?? null, warnings,
+    imageUrls, assetUris: imageUrls.map(assetUriId).filter((id): id is number => id !== null), assetIds, assetSource, subjectConsent, callbackUrl, warnings,
   };
 }
 
@@ -248,11 +261,21 @@ function durationSentence(model: VideoModel, seconds: number): string {
   return `${model} clips last ${minDuration}-${maxDuration} whole seconds, got ${seconds}.`;
 }
 
+/** Spec 4.3 and 8: the video list pages 1-100 clips, 20 by default. */
+export const VIDEO_PAGE = { min: 1, max: 100, default: 20 } as const;
+
 /** GET /videos (spec 4.3). */
 export const VideoListQuery = z.object({
-  limit: queryInteger('limit', { min: 1, max: 100, fallback: 20 }),
+  limit: queryInteger('limit', { min: VIDEO_PAGE.min, max: VIDEO_PAGE.max, fallback: VIDEO_PAGE.default }),
   offset: queryInteger('offset', { min: 0, fallback: 0 }),
   status: queryEnum('status', VIDEO_STATUSES),
+});
+
+/** The same page as JSON members (the assistant's list_clips): numbers, not query text. */
+export const VideoListFields = z.object({
+  limit: rule(z.int().min(VIDEO_PAGE.min).max(VIDEO_PAGE.max), { code: 'invalid_parameter', detail: () => `limit is an integer from ${VIDEO_PAGE.min} to ${VIDEO_PAGE.max}.` }).optional().meta({ description: `Default ${VIDEO_PAGE.default}.` }),
+  offset: rule(z.int().min(0), { code: 'invalid_parameter', detail: () => 'offset is an integer >= 0.' }).optional(),
+  status: rule(z.enum(VIDEO_STATUSES), { code: 'invalid_parameter', allowed: VIDEO_STATUSES }).optional(),
 });
 export const VideoPath = z.object({ id: pathId('video') });
 

@@ -10,6 +10,21 @@ import { InvalidCallbackUrlError } from '../../protocol/errors.js';
 import { version } from '../../version.js';
 import { ASSET_TYPES, MAX_ASSET_BYTES } from '../contract/assets.js';
 
+/** The bytes of an image downloaded whole and recognised by its bytes. */
+export interface FetchedBytes {
+  bytes: Buffer;
+  mime: string;
+  ext: string;
+  /** Lowercase hex SHA-256 of the bytes. */
+  sha256: string;
+}
+
+/** Downloads and checks one external image URL (`fetchImage` below); injectable so tests need no network. */
+export type ImageFetcher = (
+  url: string,
+  options: { strict: boolean },
+) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
+
 /** How `fetchImage` downloads one external `image_urls` entry (spec 4.1, 5). */
 export interface FetchImageOptions {
   /** The service's --strict mode: https only, and no private, loopback, link-local or metadata address, checked again at connect time. */

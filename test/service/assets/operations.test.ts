@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { assetFile, deleteAsset, getAsset, listAssets, parseSubjectConsent, uploadAsset } from '../../../src/service/assets/operations.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
-import type { Result } from '../../../src/service/result.js';
+import type { Result } from '../../../src/service/http/result.js';
 import { Service, type Caller } from '../../../src/service/service.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

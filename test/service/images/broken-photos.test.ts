@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createImage, getImage } from '../../../src/service/images/operations.js';
-import type { Result } from '../../../src/service/result.js';
+import type { Result } from '../../../src/service/http/result.js';
 import { Service } from '../../../src/service/service.js';
 import { PNG_GARBAGE, pngClaiming } from '../assets/broken-images.js';
 

@@ -6,7 +6,7 @@ import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { getAsset, listAssets } from '../../../src/service/assets/operations.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { characterAsset, createImage, deleteImage, getImage, imageFile, listImages, registerCharacterAssets } from '../../../src/service/images/operations.js';
-import type { Result } from '../../../src/service/result.js';
+import type { Result } from '../../../src/service/http/result.js';
 import { Service, type Caller, type ImageFetcher } from '../../../src/service/service.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import { parseEvent } from '../../../src/protocol/events.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
-import type { Result } from '../../../src/service/result.js';
+import type { Result } from '../../../src/service/http/result.js';
 import { Service, type Caller, type ImageFetcher } from '../../../src/service/service.js';
 import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../../../src/service/videos/operations.js';
 

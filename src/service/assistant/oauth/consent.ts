@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServiceError } from '../../contract/problems.js';
 import type { Service } from '../../service.js';
 import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
@@ -69,13 +70,15 @@ export class ConsentPage {
     }
     // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6).
     const address = req.socket.remoteAddress;
-    const gate = this.#service.authFailures.gate(address);
-    if (!gate.allowed) {
-      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${gate.retryAfter} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(gate.retryAfter) });
+    try {
+      this.#service.gate.allowAttempt(address);
+    } catch (error) {
+      const wait = (error as ServiceError).retryAfter ?? 60;
+      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
     }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
-      this.#service.authFailures.fail(address);
+      this.#service.gate.failed(address);
       // The sign-in ends at the fifth; its answer is recorded, so later posts find it over (see #details).
       if (adapters.recordFailure(shown.uid) >= MAX_SIGN_IN_ATTEMPTS) {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
