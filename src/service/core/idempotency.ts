@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { RedisIdempotency } from './redis/idempotency.js';
 import type { Table } from './store.js';
 
 /** Spec section 7: a key's replay window. */
@@ -35,6 +34,15 @@ export type IdempotencyStart =
   /** 422 idempotency_key_reused: the key was used for another request. */
   | { kind: 'reused' };
 
+/** What a shared store of keys (Redis, `redis/idempotency.ts`) found; `fresh` carries the write that records (or releases) the key there. */
+export type SharedStart = Exclude<IdempotencyStart, { kind: 'fresh' }> | { kind: 'fresh'; finish(response: StoredResponse | null): Promise<void> };
+
+/** The records every process shares, when there is more than one (the Redis one implements it). */
+export interface SharedIdempotency {
+  begin(id: string, fingerprint: string): Promise<SharedStart>;
+  forget(id: string): Promise<void>;
+}
+
 /**
  * The `Idempotency-Key` header's syntax (spec 4.1): 1-255 printable ASCII characters (0x21-0x7E).
  * Returns the key, `null` when absent, or `false` when malformed (400 invalid_idempotency_key).
@@ -56,11 +64,11 @@ export class Idempotency {
   readonly #now: () => number;
   /** Keys whose first request is running, with its fingerprint: in memory, as a restart ends them. */
   readonly #running = new Map<string, string>();
-  readonly #shared: RedisIdempotency | undefined;
+  readonly #shared: SharedIdempotency | undefined;
   #sweepAt = 0;
 
   /** With `shared`, the records are also kept in Redis, so every process on it sees every key. */
-  constructor({ table, now, shared }: { table: Table<IdempotencyRow>; now: () => number; shared?: RedisIdempotency }) {
+  constructor({ table, now, shared }: { table: Table<IdempotencyRow>; now: () => number; shared?: SharedIdempotency }) {
     this.#table = table;
     this.#now = now;
     this.#shared = shared;

@@ -1,4 +1,4 @@
-import type { IdempotencyStart, StoredResponse } from '../idempotency.js';
+import type { SharedIdempotency, SharedStart, StoredResponse } from '../idempotency.js';
 import { runScript, type ServiceRedis } from './client.js';
 
 /** How long a key stays "running" in Redis if its process dies mid-request: then the key is free again. */
@@ -31,15 +31,13 @@ redis.call('HSET', KEYS[1], 'a', ARGV[2], 'r', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) + 60000)
 return 1`;
 
-/** What `begin` found in Redis; `fresh` carries the write that records (or releases) the key there. */
-export type SharedStart = Exclude<IdempotencyStart, { kind: 'fresh' }> | { kind: 'fresh'; finish(response: StoredResponse | null): Promise<void> };
 
 /**
  * Spec section 7's idempotency records in Redis, shared by every `serve` process on it: a key used on one
  * process is replayed (or 409 / 422) on another, so a client's retry that a load balancer sends elsewhere
  * is never charged twice. A key whose process died mid-request is free again after two minutes.
  */
-export class RedisIdempotency {
+export class RedisIdempotency implements SharedIdempotency {
   readonly #redis: ServiceRedis;
   readonly #prefix: string;
   readonly #now: () => number;
