@@ -122,6 +122,7 @@ function registerServe(program: Command): void {
     .addOption(new Option('--speed <speed>', 'fast (a few seconds) or realistic (1-2 minutes, as the real service)').choices(['fast', 'realistic']).default('fast'))
     .option('--strict', "the spec's rules local development relaxes: https-only callbacks and image URLs, no private addresses")
     .option('--no-assistant', 'turn off the assistant endpoint (MCP) at /mcp: it answers 404, and /mcp/status says disabled')
+    .option('--media-redirect', 'answer a good signed media link (GET /v1/media/…) with 302 to a short-lived /storage link, as spec 4.18 allows, so a client follows a redirect')
     .addOption(new Option('--api-key <key>', "fix the first account's API key").env('CLIPHOOK_API_KEY'))
     .addOption(new Option('--webhook-secret <secret>', "fix that key's webhook signing secret").env('CLIPHOOK_WEBHOOK_SECRET'))
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))

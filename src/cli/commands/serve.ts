@@ -16,6 +16,8 @@ export interface ServeCommandOptions {
   data: string;
   speed: string;
   strict?: boolean;
+  /** `--media-redirect`: good media links answer 302 to a short-lived storage link (spec 4.18). */
+  mediaRedirect?: boolean;
   /** `--no-assistant` sets it to `false`: no assistant endpoint at /mcp. */
   assistant?: boolean;
   apiKey?: string;
@@ -69,6 +71,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       file: options.data,
       speed: options.speed,
       strict: options.strict === true,
+      mediaRedirect: options.mediaRedirect === true,
       assistant: options.assistant !== false,
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),

@@ -118,7 +118,9 @@ function operation(route: RouteSpec): Json {
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const headers = {
       ...limitHeaders,
-      ...(codes.some((code) => PROBLEM_CODES[code].retryable) ? headerRefs(['Retry-After']) : {}),
+      // Retry-After comes with the refusals that waiting ends (429, 409 in progress, 503, media not ready); a
+      // 402 or 451 is retryable too, but only after someone acts (a top-up, another region), so it has none.
+      ...(codes.some((code) => PROBLEM_CODES[code].retryable && status !== 402 && status !== 451) ? headerRefs(['Retry-After']) : {}),
       ...(status === 401 ? headerRefs(['WWW-Authenticate']) : {}),
     };
     responses[String(status)] = {

@@ -48,6 +48,15 @@ export type AssetSource = (typeof ASSET_SOURCES)[number];
 const ALL_MODEL_IDS = [...VIDEO_MODELS, ...Object.keys(MODEL_ALIASES)] as [string, ...string[]];
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
+/**
+ * Reference video or audio (spec 7: "a web-side request for reference video or audio answers 400
+ * reference_media_unavailable"): the web app takes them, the API does not. Any value but `null` is refused.
+ */
+const referenceMedia = (kind: 'video' | 'audio') =>
+  rule(z.never(), { code: 'reference_media_unavailable', detail: ({ where }) => `${where}: reference ${kind} is made on the web only; the API takes photos (image_urls, asset_ids).` })
+    .nullish()
+    .meta({ description: `Reference ${kind}: not offered by the API; any value is refused with 400 reference_media_unavailable.` });
+
 /** What every field of a clip request is, alone (spec 4.1). `null` is taken as absent; unknown members are ignored. */
 export const VideoFields = z.object({
   prompt: rule(z.string().max(MAX_PROMPT), { code: 'invalid_parameter' })
@@ -70,6 +79,10 @@ export const VideoFields = z.object({
     .nullish().meta({ description: `Up to ${MAX_CLIP_IMAGES} of your moderated assets; take priority over image_urls.` }),
   callback_url: rule(z.string().max(MAX_CALLBACK_URL), { code: 'invalid_callback_url', detail: ({ issue }) => (issue.code === 'too_big' ? `callback_url is at most ${MAX_CALLBACK_URL} characters.` : 'callback_url must be a URL.') })
     .nullish().meta({ format: 'uri', description: `HTTPS, at most ${MAX_CALLBACK_URL} characters. Receives the signed webhook when the clip ends.` }),
+  video_url: referenceMedia('video'),
+  video_urls: referenceMedia('video'),
+  audio_url: referenceMedia('audio'),
+  audio_urls: referenceMedia('audio'),
 });
 export type VideoFieldsInput = z.input<typeof VideoFields>;
 type Fields = z.output<typeof VideoFields>;

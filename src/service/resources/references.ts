@@ -1,4 +1,4 @@
-import { assetUriId } from '../contract/common.js';
+import { assetUriId, type SubjectConsent } from '../contract/common.js';
 import { ServiceError } from '../contract/problems.js';
 import type { FetchedBytes, ImageFetcher } from '../core/fetch-image.js';
 import type { Asset, Assets } from './assets/assets.js';
@@ -38,6 +38,15 @@ export class References {
   /** Whether `url` is one of the account's AI character photos, still usable (spec 2.7). */
   isCharacter(accountId: number, url: string): boolean {
     return this.#options.character(accountId, url) !== undefined;
+  }
+
+  /**
+   * The consent recorded with the caller's assets `ids` when they were uploaded (spec 4.12), the strictest
+   * first: `permission` (another person's photo) over `self` over `no_real_person`; `null` when none has one.
+   */
+  recordedConsent(accountId: number, ids: readonly number[]): SubjectConsent | null {
+    const recorded = new Set(ids.map((id) => this.#options.assets.get(accountId, id)?.subjectConsent ?? null));
+    return (['permission', 'self', 'no_real_person'] as const).find((consent) => recorded.has(consent)) ?? null;
   }
 
   /** Every id names a usable asset of the caller's, or 400 invalid_asset_id. */

@@ -117,12 +117,18 @@ export class Assets extends EventEmitter<AssetEvents> {
   }
 
   /**
-   * Adds an uploaded file, or returns the account's asset with the same bytes (`deduped`). A new asset is
-   * pending until its planned moderation ends.
+   * Adds an uploaded file, or returns the account's asset with the same bytes (`deduped`), recording the
+   * consent this upload gives when it gives one (the latest word on those photos). A new asset is pending
+   * until its planned moderation ends.
    */
   add(input: { accountId: number; sha256: string; name: string; fileSize: number; mimeType: string; ext: string; subjectConsent: SubjectConsent | null; rejectAs?: string }): { asset: Asset; deduped: boolean } {
     for (const asset of this.#assets.values()) {
-      if (asset.accountId === input.accountId && asset.sha256 === input.sha256) return { asset, deduped: true };
+      if (asset.accountId !== input.accountId || asset.sha256 !== input.sha256) continue;
+      if (input.subjectConsent !== null && asset.subjectConsent !== input.subjectConsent) {
+        asset.subjectConsent = input.subjectConsent;
+        this.#assets.put(asset);
+      }
+      return { asset, deduped: true };
     }
     const now = this.#clock.now();
     const [low, high] = MODERATION_MS[this.#speed];

@@ -65,7 +65,7 @@ export class ImageCommands {
   async create(caller: Caller, command: ImageCommand) {
     const { references, jobs, credits } = this.#options;
     references.assetIds(caller.account.id, command.assetIds);
-    await references.imageUrls(caller.account.id, command.imageUrls);
+    const linked = await references.imageUrls(caller.account.id, command.imageUrls);
     const refusal = simulated(command.description);
     if (refusal) throw refusal;
     const limit = jobs.limit(caller.account.id);
@@ -74,7 +74,9 @@ export class ImageCommands {
       throw new ServiceError(limit.code, detail, { retryAfter: limit.retryAfter });
     }
     if (credits.charge(caller.account, command.price)) throw insufficient(caller.account, command.price);
-    return this.view(jobs.start(caller.account, caller.key.id, command));
+    // The consent that counts for `animate` (spec 2.7) is the request's, else the one recorded with its photos.
+    const photoConsent = command.subjectConsent ?? references.recordedConsent(caller.account.id, [...command.assetIds, ...linked.assetIds]);
+    return this.view(jobs.start(caller.account, caller.key.id, command, { photoConsent }));
   }
 
   /** GET /images/{id} (spec 4.10): the job, after waiting up to `waitMs` (on the simulated clock) for it to end. */

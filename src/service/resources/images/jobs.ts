@@ -5,6 +5,7 @@ import { imageCharge } from '../../contract/pricing.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { ImageCommand } from '../../contract/images.js';
+import type { SubjectConsent } from '../../contract/common.js';
 
 /** Spec 2.7 and 3.3. */
 export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
@@ -45,6 +46,8 @@ export interface ImageJob {
   errorCode: ImageErrorCode | null;
   createdAt: number;
   completedAt: number | null;
+  /** The consent that counts for `animate`: the request's, else the one recorded with its photos (absent in older files). */
+  photoConsent?: SubjectConsent | null;
   /** When it ends and how many of its images can be made, fixed at creation so a restart resumes the plan. */
   plan: { endAt: number; make: number; failWith: ImageErrorCode | null };
 }
@@ -148,7 +151,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   /** Starts a job whose price the caller has just charged to `account` (spec 3.3: reserved). */
-  start(account: Account, keyId: string, command: ImageCommand): ImageJob {
+  start(account: Account, keyId: string, command: ImageCommand, { photoConsent = command.subjectConsent }: { photoConsent?: SubjectConsent | null } = {}): ImageJob {
     const now = this.#options.clock.now();
     const [low, high] = DURATION_MS[this.#options.speed][command.type];
     const simulation = parseImageSimulation(command.description);
@@ -160,6 +163,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       keyId,
       status: 'generating',
       command,
+      photoConsent,
       creditsReserved: command.price,
       creditsCharged: null,
       creditsRefunded: 0,
@@ -281,7 +285,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       made.push({
         ...rendered,
         id: this.#nextImageId++,
-        animate: character ? 'trusted' : animateOf(job.command),
+        animate: character ? 'trusted' : animateOf(job.command, job.photoConsent ?? job.command.subjectConsent),
         trustedUntil: character ? job.plan.endAt + CHARACTER_TRUST_MS : null,
         assetId: rendered.assetId ?? null,
       });
@@ -306,9 +310,9 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 }
 
 /** Spec 2.7's meanings of `animate` for an image that is not a character. */
-export function animateOf(command: ImageCommand): Animate {
+export function animateOf(command: ImageCommand, photoConsent: SubjectConsent | null = command.subjectConsent): Animate {
   const photos = command.assetIds.length + command.imageUrls.length > 0;
-  if (photos) return command.subjectConsent === 'permission' ? 'no' : 'ok';
+  if (photos) return photoConsent === 'permission' ? 'no' : 'ok';
   if (command.template && command.template !== 'poster') return 'ok';
   return /\b(person|people|man|woman|men|women|boy|girl|child|kid|face|portrait|family|couple|crowd)s?\b/i.test(command.description) ? 'maybe' : 'ok';
 }

@@ -143,6 +143,8 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     if (video.status === 'pending') {
       this.#disarm(video.id);
       video.status = 'cancelled';
+      // Spec 2.9 lists `cancelled` among the error codes: the clip says why it ended, with its sentence.
+      video.errorCode = 'cancelled';
       video.completedAt = this.#options.clock.now();
       const refunded = this.#refund(video);
       this.#save(video);
