@@ -1,15 +1,83 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The package as an app developer meets it (issue 20 items 13, 14, 17): `npm pack` here, then
+// `npm install <tarball>` in a fresh app (its dependencies come from the npm registry), which has a
+// CommonJS part and an ESM part, each with the package.json `type` of its own.
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { version: string; bin: Record<string, string> };
+const tsc = `${root}node_modules/typescript/bin/tsc`;
+// Packing builds dist/ (about a minute on a busy 2-core machine) and the install fetches the dependencies.
+const SLOW = 600_000;
 
-// `npm install` builds dist/ (prepare); `npx cliphook` in a clone runs the bin file itself, so it must be executable.
-it('ships an executable `cliphook` bin that runs as it is', () => {
-  const bin = `${root}${pkg.bin.cliphook}`;
-  expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
-  if (process.platform !== 'win32') expect(statSync(bin).mode & 0o111).toBe(0o111);
-  expect(execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim()).toBe(pkg.version);
+let dir = '';
+let app = '';
+let installed = '';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cliphook-pack-'));
+  // `npm pack` builds dist/ itself (prepack), as `npm publish` would.
+  const packed = execFileSync('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: root, encoding: 'utf8' });
+  const tarball = join(dir, packed.trim().split('\n').at(-1)!.trim());
+  app = join(dir, 'app');
+  mkdirSync(app);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+  execFileSync('npm', ['install', tarball, '@types/node@^20.19.0', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, encoding: 'utf8' });
+  installed = join(app, 'node_modules', 'cliphook');
+  for (const [part, type] of [['cjs', 'commonjs'], ['esm', 'module']] as const) {
+    mkdirSync(join(app, part));
+    writeFileSync(join(app, part, 'package.json'), JSON.stringify({ type }));
+  }
+}, SLOW);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs `node file` in the app: what it printed, as JSON. Node must print nothing else (no warning). */
+function run(file: string): Record<string, unknown> {
+  const { status, stdout, stderr } = spawnSync(process.execPath, [file], { cwd: app, encoding: 'utf8' });
+  expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+// What the app does with each entry point, the same in both module systems: a signature from the Node
+// entry and from cliphook/web, and the simulated service started and asked for its prices.
+const USE = `
+  const body = '{"event":"video.completed"}';
+  const fromNode = cliphook.sign(body, 'whsec_package');
+  const fromWeb = await web.sign(body, 'whsec_package');
+  const svc = await service.startService();
+  const pricing = (await fetch(svc.url + '/pricing')).status;
+  await svc.close();
+  const imported = await import('cliphook');
+  console.log(JSON.stringify({ fromNode, fromWeb, pricing, sameModule: imported.createReceiver === cliphook.createReceiver }));
+`;
+
+describe('the packed tarball, installed in a fresh app', () => {
+  it('ships an executable `cliphook` bin that runs as it is', () => {
+    const bin = join(installed, pkg.bin.cliphook!);
+    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    if (process.platform !== 'win32') expect(statSync(bin).mode & 0o111).toBe(0o111);
+    expect(execFileSync(join(app, 'node_modules', '.bin', 'cliphook'), ['--version'], { encoding: 'utf8' }).trim()).toBe(pkg.version);
+  });
+
+  it('require()s `cliphook`, `cliphook/web` and `cliphook/service` from CommonJS: the same modules import gives', () => {
+    const file = join(app, 'cjs', 'main.js');
+    writeFileSync(file, `const cliphook = require('cliphook');\nconst web = require('cliphook/web');\nconst service = require('cliphook/service');\n(async () => {${USE}})();\n`);
+    const out = run(file);
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true });
+  });
+
+  it('imports the three entry points from ESM', () => {
+    const file = join(app, 'esm', 'main.js');
+    writeFileSync(file, `import * as cliphook from 'cliphook';\nimport * as web from 'cliphook/web';\nimport * as service from 'cliphook/service';\n${USE}\n`);
+    const out = run(file);
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true });
+  });
 });
