@@ -59,6 +59,35 @@ const USE = `
   console.log(JSON.stringify({ fromNode, fromWeb, pricing, sameModule: imported.createReceiver === cliphook.createReceiver }));
 `;
 
+// What a TypeScript app writes against the three entry points; type-checked in both parts of the app.
+const CONSUMER = `import { createReceiver, type VideoCompletedEvent } from 'cliphook';
+import { createReceiver as createWebReceiver, verifyWebhook } from 'cliphook/web';
+import { startService } from 'cliphook/service';
+
+const receiver = createReceiver({ secret: 'whsec_types' });
+receiver.on('video.completed', async (event: VideoCompletedEvent, { deliveryId }) => {
+  const url: string = event.video_url;
+  console.log(url, deliveryId);
+});
+export const handle = (request: Request): Promise<Response> => createWebReceiver({ secret: 'whsec_types' }).fetch(request);
+export const check = (body: string, headers: Headers) => verifyWebhook(body, headers, { secret: 'whsec_types' });
+export async function clip(): Promise<string> {
+  const svc = await startService();
+  await svc.clock.advance(1000);
+  await svc.close();
+  return svc.url;
+}
+`;
+
+/** A consumer's strictest usual settings: our .d.ts files are checked too (skipLibCheck false). */
+const compilerOptions = (resolution: 'node16' | 'bundler') => ({
+  strict: true,
+  noEmit: true,
+  skipLibCheck: false,
+  target: 'es2022',
+  ...(resolution === 'node16' ? { module: 'node16', moduleResolution: 'node16' } : { module: 'preserve', moduleResolution: 'bundler' }),
+});
+
 describe('the packed tarball, installed in a fresh app', () => {
   it('ships an executable `cliphook` bin that runs as it is', () => {
     const bin = join(installed, pkg.bin.cliphook!);
@@ -80,4 +109,15 @@ describe('the packed tarball, installed in a fresh app', () => {
     const out = run(file);
     expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true });
   });
+
+  // Issue 20 item 14: @types/ws and @types/oidc-provider were devDependencies our .d.ts needed (TS7016),
+  // and a CommonJS file under node16 could not import an ES module's declarations (TS1479). One tsc run
+  // per resolution checks both parts: under node16 each file takes the module system of its package.json.
+  it.each(['node16', 'bundler'] as const)('type-checks the CommonJS and the ESM part against the public declarations under moduleResolution %s', (resolution) => {
+    for (const part of ['cjs', 'esm']) writeFileSync(join(app, part, 'use.ts'), CONSUMER);
+    const config = join(app, `tsconfig.${resolution}.json`);
+    writeFileSync(config, JSON.stringify({ compilerOptions: compilerOptions(resolution), files: ['cjs/use.ts', 'esm/use.ts'] }));
+    const { status, stdout } = spawnSync(process.execPath, [tsc, '-p', config], { cwd: app, encoding: 'utf8' });
+    expect({ status, errors: stdout }).toEqual({ status: 0, errors: '' });
+  }, SLOW);
 });
