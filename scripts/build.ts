@@ -1,4 +1,5 @@
-// `npm run build` (also run by `npm pack` and `npm publish`): dist/ from src/.
+// `npm run build`, and `npm pack` / `npm publish` through `prepack` (not `prepare`, which npm would list
+// as an install script in every app that installs the tarball): dist/ from src/.
 //  1. dist/ is emptied first, so no file of an older build (a source map, a moved module) is shipped.
 //  2. tsc emits the ESM JavaScript and its declarations (tsconfig.build.json).
 //  3. The bin is made executable: `npx cliphook` runs dist/cli/bin.js as it is.

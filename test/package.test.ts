@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -120,4 +120,38 @@ describe('the packed tarball, installed in a fresh app', () => {
     const { status, stdout } = spawnSync(process.execPath, [tsc, '-p', config], { cwd: app, encoding: 'utf8' });
     expect({ status, errors: stdout }).toEqual({ status: 0, errors: '' });
   }, SLOW);
+});
+
+// Issue 20 item 17: what the tarball holds, as it lands in an app's node_modules.
+describe('the tarball’s contents', () => {
+  const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
+
+  it('has the MIT LICENSE package.json names, and no source map pointing at a src/ it does not ship', () => {
+    expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).license).toBe('MIT');
+    expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
+    expect(files().filter((file) => file.endsWith('.map'))).toEqual([]);
+    const mapped = files().filter((file) => file.endsWith('.js') && readFileSync(join(installed, file), 'utf8').includes('sourceMappingURL'));
+    expect(mapped).toEqual([]);
+  });
+
+  it('resolves every relative link of its README and manual inside the package', () => {
+    const pages = files().filter((file) => file.endsWith('.md') && !file.startsWith('templates'));
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/receiver.md', 'docs/service.md', 'bench/README.md']));
+    const dead: string[] = [];
+    for (const page of pages) {
+      for (const [, target] of readFileSync(join(installed, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        const path = target!.split('#')[0]!;
+        if (path === '' || /^[a-z]+:/i.test(path)) continue; // an anchor on the page, or an absolute URL
+        if (!existsSync(join(installed, dirname(page), path))) dead.push(`${page} -> ${target}`);
+      }
+    }
+    expect(dead).toEqual([]);
+  });
+
+  it('has no install script: npm runs nothing of cliphook’s in the app, and does not list it as having one', () => {
+    const { scripts = {} } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    expect(Object.keys(scripts).filter((name) => /^(pre|post)?install$|^prepare$/.test(name))).toEqual([]);
+    const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+    expect(lock.packages['node_modules/cliphook']?.hasInstallScript).toBeUndefined();
+  });
 });
