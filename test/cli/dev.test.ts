@@ -1,7 +1,13 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
+import { dev } from '../../src/cli/commands/dev.js';
+import { completedEvent, signedRequest } from '../helpers/webhooks.js';
 import { tempDir } from './helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -62,4 +68,62 @@ it('npm start runs cliphook dev, which prints a curl whose clip\'s webhook trave
   process.kill(-child.pid!, 'SIGINT');
   expect(await exited).toBe(0);
   expect(out).toContain('cliphook dev stopped');
+});
+
+/** A port that was free a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `cliphook dev` in this process on `data`, with the relay on `relayPort`; resolves once its banner is out. */
+async function startDev(data: string, relayPort: number) {
+  const lines: string[] = [];
+  const controller = new AbortController();
+  const plain = (text: string) => text;
+  const done = dev(
+    { port: '0', relayPort: String(relayPort), receiverPort: '0', data, speed: 'fast' },
+    { out: (line) => void lines.push(line), signal: controller.signal, palette: { bold: plain, dim: plain, green: plain, yellow: plain, red: plain, cyan: plain } },
+  );
+  await vi.waitFor(() => expect(lines.some((line) => line.startsWith('curl '))).toBe(true), { timeout: 15_000 });
+  const text = lines.join('\n');
+  return {
+    lines,
+    channelUrl: /^ {2}relay +\S+ +channel (\S+)$/m.exec(text)![1]!,
+    secret: /webhook secret (\S+)$/m.exec(text)![1]!,
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+  };
+}
+
+// Issue 20 item 18: dev made a new channel on every start, so a callback URL given to the service (or
+// kept in an app's config) the day before reached nothing; listen keeps its channel, and now dev does too.
+it('keeps its relay channel across runs, so an earlier callback URL still reaches the receiver', async () => {
+  const [dir, cleanup] = await tempDir();
+  cleanups.push(cleanup);
+  const relayPort = await freePort();
+  const first = await startDev(dir, relayPort);
+  await first.stop();
+
+  const second = await startDev(dir, relayPort);
+  cleanups.push(second.stop);
+  expect(second.channelUrl).toBe(first.channelUrl);
+  const req = signedRequest(completedEvent({ id: 77 }), { secret: second.secret });
+  const res = await fetch(first.channelUrl, { method: 'POST', headers: req.headers, body: req.body });
+  expect(res.status).toBe(200);
+  await vi.waitFor(() => expect(second.lines.join('\n')).toMatch(/receiver clip 77 is ready/));
+  await second.stop();
+  cleanups.pop();
+
+  // A relay that no longer knows the channel (its data file removed) gets a new one, and dev starts.
+  for (const file of await readdir(dir)) if (file.startsWith('relay.json')) await rm(join(dir, file));
+  const third = await startDev(dir, relayPort);
+  cleanups.push(third.stop);
+  expect(third.channelUrl).not.toBe(first.channelUrl);
+  expect(third.channelUrl).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${relayPort}/in/`));
 });
