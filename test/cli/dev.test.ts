@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +15,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-it('npm start runs cliphook dev, which prints a curl whose clip\'s webhook travels service → relay → listen → receiver, and Ctrl-C exits 0', async () => {
+it('npm start runs cliphook dev, which prints a curl whose clip\'s webhook travels service → relay → listen → receiver; on Ctrl-C cliphook dev exits 0', async () => {
   const [dir, cleanup] = await tempDir();
   cleanups.push(cleanup);
   // npm start runs this command; it is run here directly, so the test sees cliphook dev's own exit code
@@ -69,6 +69,48 @@ it('npm start runs cliphook dev, which prints a curl whose clip\'s webhook trave
   expect(await exited).toBe(0);
   expect(out).toContain('cliphook dev stopped');
 });
+
+// Issue 20 item 18: docs/receiver.md said `npm start` runs examples/express-receiver.ts. Every paragraph of
+// the README and the manual that mentions npm start (code blocks aside) must say it runs cliphook dev.
+it('the README and the manual say that npm start runs cliphook dev wherever they mention it', () => {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const pages = ['README.md', ...readdirSync(`${root}docs`).map((name) => `docs/${name}`)];
+  const wrong = pages.flatMap((page) =>
+    readFileSync(`${root}${page}`, 'utf8')
+      .split(/\n\s*\n/)
+      .filter((paragraph) => !paragraph.startsWith('```') && paragraph.includes('npm start') && !paragraph.includes('cliphook dev'))
+      .map((paragraph) => `${page}: ${paragraph.slice(0, 120)}`),
+  );
+  expect(wrong).toEqual([]);
+});
+
+// Issue 20 item 18: the docs said Ctrl-C on npm start exits 0; npm itself, also given the terminal's
+// SIGINT, reports the signal (130 in a shell), while cliphook dev below it stops cleanly. docs/service.md
+// now says both; this is what it describes.
+it('npm start + Ctrl-C: cliphook dev stops every part, and npm reports the SIGINT (130 in a shell)', async () => {
+  const [dir, cleanup] = await tempDir();
+  cleanups.push(cleanup);
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const child = spawn('npm', ['start', '--', '--port', '0', '--relay-port', '0', '--receiver-port', '0', '--data', dir, '--no-inspect'], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1' },
+    detached: true,
+  });
+  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (code, signal) => resolve([code, signal])));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+    await closed;
+  });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  child.stderr.on('data', (chunk) => (out += chunk));
+  await vi.waitFor(() => expect(out).toMatch(/^curl -s -X POST /m), { timeout: 30_000, interval: 100 });
+  // A terminal's Ctrl-C: SIGINT to the whole foreground process group (npm, its shell, cliphook dev).
+  process.kill(-child.pid!, 'SIGINT');
+  // 'close' waits for cliphook dev too: it holds the output pipes until it has stopped.
+  expect(await closed).toEqual([null, 'SIGINT']);
+  expect(out).toContain('cliphook dev stopped');
+}, 60_000);
 
 /** A port that was free a moment ago. */
 async function freePort(): Promise<number> {
