@@ -139,7 +139,7 @@ async function uploads(): Promise<string> {
 
 async function imageJobs(): Promise<string> {
   const { Service } = await import('../src/service/service.js');
-  const { SimulatedClock } = await import('../src/service/clock.js');
+  const { SimulatedClock } = await import('../src/service/core/clock.js');
   const { createImage } = await import('../src/service/images/operations.js');
   const clock = new SimulatedClock({ frozen: true });
   const service = await Service.open({ file: false, clock, rateLimitPerMinute: 1e9, balance: 1e9, warn: () => undefined });

@@ -150,7 +150,7 @@ function measure(): Memory {
 /** Imports the service's modules first, so the time to open measures loading the file, not loading code. */
 async function serviceOpener() {
   const { Service } = await import('../src/service/service.js');
-  const { SimulatedClock } = await import('../src/service/clock.js');
+  const { SimulatedClock } = await import('../src/service/core/clock.js');
   return (dir: string, balance?: number) => {
     // Frozen: the clips stay pending (each with its plan and a timer on the clock), and the reopened
     // service, frozen at the same instant, finds none of them due.
