@@ -141,7 +141,8 @@ function registerService(program: Command): void {
     .argument('<action>', 'top-up, keys, rotate-secret or advance')
     .argument('[args...]', 'the action\'s arguments')
     .addOption(new Option('--url <url>', 'the service').env('CLIPHOOK_SERVICE_URL').default('http://127.0.0.1:8080'))
-    .addOption(new Option('--api-key <key>', 'an API key of the account').env('CLIPHOOK_API_KEY'))
+    .addOption(new Option('--api-key <key>', 'an API key of the account (default: the key in the data file of serve, --data)').env('CLIPHOOK_API_KEY'))
+    .option('--data <file>', "serve's data file, read for its key when --api-key is not given", '.cliphook/service.json')
     .option('--json', 'print the answer as JSON')
     .action(async (action: string, args: string[], options) => (await import('./commands/service.js')).serviceCommand(action, args, options));
 }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CliphookError } from '../protocol/errors.js';
 import { backend } from './backend.js';
+import type { TokenCheck } from './channel-types.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat } from './heartbeat.js';
 import { Hub } from './hub.js';
@@ -153,6 +154,16 @@ export class RelayServer {
     if (!created) throw new CliphookError('relay_full', 'The relay holds as many channels as it may.');
     this.#logger.info(`channel ${created.id} created`);
     return { channel: created.id, url: `${this.#publicUrl ?? base}/in/${created.id}`, token: created.token };
+  }
+
+  /**
+   * Whether this relay holds `channel` and `token` is its listening token: `'ok'`, `'not_found'` or
+   * `'invalid_token'`. A program that keeps a channel across runs checks it before using it again.
+   * @example if ((await relay.checkChannel(saved.channel, saved.token)) !== 'ok') saved = await relay.createChannel(url);
+   */
+  async checkChannel(channel: string, token: string): Promise<TokenCheck> {
+    await this.open();
+    return this.#store.check(channel, token);
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serve as serveCommand, type ServeCommandOptions } from '../../src/cli/commands/serve.js';
-import { runBin, startServe, tempDir } from './helpers.js';
+import { cli, runBin, startServe, tempDir } from './helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -82,6 +82,42 @@ describe('cliphook serve', () => {
     expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock: \d{4}-/);
     expect(await runBin(['service', 'top-up', '5', '--url', ready.origin, '--api-key', 'sk_wrong_key_1'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/401 invalid_api_key/) });
     expect((await runBin(['service', 'fly', ...flags])).code).toBe(2);
+  });
+
+  // Issue 20 item 18: as the Stripe CLI finds its key in its config, `service` finds the key serve printed.
+  describe('service actions with no --api-key', () => {
+    const saved = process.env.CLIPHOOK_API_KEY;
+    const cwd = process.cwd();
+    beforeEach(() => {
+      delete process.env.CLIPHOOK_API_KEY;
+    });
+    afterEach(() => {
+      process.chdir(cwd);
+      if (saved !== undefined) process.env.CLIPHOOK_API_KEY = saved;
+    });
+
+    it('find the key of a local serve in its data file (--data), also a key made since start-up', async () => {
+      const [dir, cleanup] = await tempDir();
+      cleanups.push(cleanup);
+      const data = join(dir, 'elsewhere.json');
+      const { ready } = await serve(['--data', data, '--balance', '500']);
+      expect(await cli('service', 'top-up', '100', '--url', ready.origin, '--data', data)).toMatchObject({ code: 0, stdout: 'balance: 600 credits\n' });
+      // A second key (journalled, not yet in a snapshot) changes nothing: the first live key is the one.
+      expect((await cli('service', 'keys', 'create', '--url', ready.origin, '--data', data)).code).toBe(0);
+      expect(await cli('service', 'keys', '--url', ready.origin, '--data', data)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^key_\S+ {2}sk_.*\nkey_\S+ {2}sk_/) });
+      expect(await cli('service', 'top-up', '1', '--url', ready.origin, '--data', join(dir, 'none.json'))).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/^cliphook: needs --api-key <key> \(or CLIPHOOK_API_KEY\), or the data file of a local cliphook serve \(--data\): there is none at .*none\.json/),
+      });
+    });
+
+    it("read serve's default data file, .cliphook/service.json, from the current folder", async () => {
+      const [dir, cleanup] = await tempDir();
+      cleanups.push(cleanup);
+      const { ready } = await serve(['--data', join(dir, '.cliphook', 'service.json')]);
+      process.chdir(dir);
+      expect(await cli('service', 'advance', '60', '--url', ready.origin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock: \d{4}-.*\(advanced 60 s\)\n$/) });
+    });
   });
 });
 
