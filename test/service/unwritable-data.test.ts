@@ -189,7 +189,7 @@ describe('a data folder that cannot be written (issue 20 item 9)', () => {
     const clip = (await request(app).post('/v1/videos').set('authorization', auth).send({ prompt: 'a fox', callback_url: callback })).body;
     disk.readOnly = true;
     await app.service.clock.advance(10_000);
-    expect(app.service.videos.get(clip.id)?.status).toBe('done');
+    expect(app.service.state.videos.get(clip.id)?.status).toBe('done');
     expect(received).toEqual([]);
     expect(warnings.some((line) => /cannot send the webhook of clip/.test(line))).toBe(true);
     disk.readOnly = false;
@@ -201,6 +201,6 @@ describe('a data folder that cannot be written (issue 20 item 9)', () => {
     expect(received).toHaveLength(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ event: 'video.completed', id: clip.id, status: 'done' });
     const again = await restart(app, file);
-    expect(again.app.service.videos.get(clip.id)).toMatchObject({ status: 'done', webhookQueued: true });
+    expect(again.app.service.state.videos.get(clip.id)).toMatchObject({ status: 'done', webhookQueued: true });
   });
 });

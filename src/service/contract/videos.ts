@@ -73,7 +73,7 @@ export const VideoFields = z.object({
   resolution: rule(z.enum(RESOLUTIONS), { code: 'invalid_resolution', allowed: RESOLUTIONS }).nullish().meta({ description: "Must match the model's tier." }),
   image_urls: rule(z.array(ImageUrl).max(MAX_CLIP_IMAGES), { code: 'invalid_image_url', when: { too_big: 'too_many_images' }, detail: ({ issue, where }) => (issue.code === 'too_big' ? `At most ${MAX_CLIP_IMAGES} reference images per clip.` : `${where}: expected an array of URLs.`) })
     .nullish().meta({ description: `Up to ${MAX_CLIP_IMAGES}; requires subject_consent. asset_ids take priority.` }),
-  image_url: rule(z.string(), { code: 'invalid_image_url' }).nullish().meta({ deprecated: true, format: 'uri', description: 'Deprecated single form of image_urls.' }),
+  image_url: ImageUrl.nullish().meta({ deprecated: true, format: 'uri', description: 'Deprecated single form of image_urls.' }),
   subject_consent: SubjectConsentInput.nullish(),
   asset_ids: rule(z.array(z.int().min(1)).max(MAX_CLIP_IMAGES), { code: 'invalid_asset_id', when: { too_big: 'too_many_images' }, detail: ({ issue, where }) => (issue.code === 'too_big' ? `At most ${MAX_CLIP_IMAGES} asset ids per clip.` : `${where}: asset ids are integers >= 1.`) })
     .nullish().meta({ description: `Up to ${MAX_CLIP_IMAGES} of your moderated assets; take priority over image_urls.` }),

@@ -43,7 +43,15 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
   const { videos, images, assets, account, media, testClock } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),
-    createVideoBatch: ({ caller, body }) => videos.createBatch(caller, body.map((item) => videos.command(caller, item))),
+    createVideoBatch: ({ caller, body }) =>
+      videos.createBatch(caller, body.map((item, index) => {
+        try {
+          return videos.command(caller, item);
+        } catch (error) {
+          // Spec 4.2: the failing item is named (missing_input, invalid_callback_url), as createBatch names a photo's.
+          throw error instanceof ServiceError ? new ServiceError(error.code, `items[${index}]: ${error.detail}`, { extra: { ...error.extra, item_index: index } }) : error;
+        }
+      })),
     listVideos: ({ caller, query }) => videos.list(caller, query),
     getVideo: ({ caller, params }) => videos.get(caller, params.id),
     deleteVideo: ({ caller, params }) => videos.remove(caller, params.id),
