@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
-import { FaultRuleRequest, type FaultRuleInput } from '../../../src/service/contract/test-helpers.js';
+import { FaultRule, FaultRuleRequest, type FaultRuleInput } from '../../../src/service/contract/test-helpers.js';
 import { answerableCodes, checkFaultRule, FaultRules, faultableRoutes, seededRandom } from '../../../src/service/testing/faults.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
@@ -77,6 +77,11 @@ describe('FaultRules: rules in order, with their counts', () => {
       action: { problem: 'upstream_busy' }, hits: 0, applied: 0, remaining: 2, created_at: '2026-03-01T12:00:00.000Z',
     });
     expect(faults.add(rule({ match: { method: 'POST' }, seed: 9, probability: 0.5, action: { cut: 'after' } }), ADMIN)).toMatchObject({ id: 'flt_2', seed: 9, probability: 0.5, action: { cut: 'after' }, remaining: null });
+    faults.add(rule({ match: { path: '/v1/videos/{id}', account: 4 }, after: 3, action: { problem: 'rate_limit_exceeded', retry_after: 7 } }), ADMIN);
+    faults.add(rule({ match: {}, action: { delay_ms: 250 } }), ADMIN);
+    faults.add(rule({ match: {}, action: { hang: true } }), ADMIN);
+    // Each as the contract (and so the OpenAPI document) describes it, with no member it does not.
+    for (const view of faults.list(ADMIN)) expect(FaultRule.parse(view), view.id).toEqual(view);
   });
 
   it('fails a polling loop once: the first GET is 503, the next ones pass, and the rule reports it is used up', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
 import { JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
 import { REDACTED } from '../../../src/service/testing/redact.js';
 
@@ -138,6 +139,15 @@ describe('RequestJournal (issue 22)', () => {
     const [entry] = journal.list();
     expect(Object.isFrozen(entry)).toBe(true);
     expect(Object.isFrozen((entry!.body as { items: object[] }).items[0])).toBe(true);
+  });
+
+  it('answers what the contract describes, filtered by the contract’s own parsed query', () => {
+    const journal = new RequestJournal();
+    journal.record(request({ query: { tag: ['a', 'b'], limit: '5' }, body: { prompt: 'x'.repeat(9000) } }));
+    journal.record(request({ operation: null, method: 'GET', path: '/files/x.png', status: 404, code: 'not_found', account: null, keyId: null, body: undefined }));
+    const data = journal.list(JournalQuery.parse({ status: '4xx', path: '/files/x.png' }));
+    expect(data).toHaveLength(1);
+    expect(JournalList.parse({ data: journal.list() })).toEqual({ data: journal.list() });
   });
 
   it('refuses a bad cap or secrets option at construction', () => {
