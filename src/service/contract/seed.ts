@@ -23,11 +23,13 @@ const list = <T extends z.ZodType>(item: T, max: number, what: string) =>
   rule(z.array(item).max(max), { code: 'invalid_parameter', detail: ({ where, issue }) => (issue.code === 'too_big' ? `${where} holds at most ${max} ${what}.` : `${where} is an array of ${what}.`) }).optional();
 const Owner = name(`"${DEFAULT_ACCOUNT}" or the name of an account of the fixture`).meta({ description: `The name of an account of the fixture, or "${DEFAULT_ACCOUNT}" for the configured first account.` });
 
+/** An account the fixture makes, with its own key and webhook secret. */
 export const SeedAccount = z.object({
   name: name('the account’s name, unique in the fixture'),
   balance: TestBalance.optional().meta({ description: 'Starting credits; default the service’s starting balance.' }),
 });
 
+/** A trusted asset made of a built-in sample photo. */
 export const SeedAsset = z.object({
   name: name('the asset’s name, unique in the fixture'),
   account: Owner,
@@ -42,6 +44,7 @@ function callbackProblem(url: string): string | null {
   return parsed.username || parsed.password ? 'callback_url must not carry credentials.' : null;
 }
 
+/** A clip in any state; a done one has working signed links, an error one with a retryable code can be retried. */
 export const SeedClip = z.object({
   name: name('the clip’s name, unique in the fixture'),
   account: Owner,
@@ -62,6 +65,7 @@ export const SeedClip = z.object({
   ).optional().meta({ format: 'uri', description: 'A clip that is still to end sends its webhook here.' }),
 });
 
+/** An image job in any state. */
 export const SeedImage = z.object({
   name: name('the image job’s name, unique in the fixture'),
   account: Owner,
@@ -74,7 +78,9 @@ export const SeedImage = z.object({
   error_code: rule(z.enum(IMAGE_ERROR_CODES), { code: 'invalid_parameter', allowed: IMAGE_ERROR_CODES }).optional().meta({ description: 'Spec 2.10: required with status failed.' }),
 });
 
+/** A fixture as a test writes it. */
 export type SeedFixtureInput = z.input<typeof SeedFixture>;
+/** A fixture once checked: what `planSeed` takes. */
 export type SeedFixtureValue = z.output<typeof SeedFixture>;
 type Issues = z.core.$RefinementCtx;
 
@@ -162,6 +168,7 @@ export const SeedFixture = z
   .meta({ id: 'SeedFixture', description: 'What to make. A refusal carries `pointer`, the JSON Pointer (RFC 6901) of the member at fault; nothing is made.' });
 
 const Ids = z.record(z.string(), z.int());
+/** 201 of POST /test_helpers/seed. */
 export const SeedResult = z
   .object({
     accounts: z.record(z.string(), z.object({ id: z.int(), api_key: z.string(), webhook_secret: z.string() })),

@@ -14,6 +14,7 @@ const json = (description: string, schema: z.ZodType) => ({ description, schema 
 const ADMIN = ' (admin token)';
 const EITHER = ' (admin token: every account; API key: its own)';
 
+/** The routes of issue 22's test helpers (the clock's are in routes.ts). */
 export const TEST_HELPER_ROUTES = [
   {
     operationId: 'createTestAccount', method: 'POST', path: '/test_helpers/accounts', tag: 'Test helpers', auth: 'admin', body: CreateTestAccountRequest,

@@ -10,6 +10,7 @@ import { cross, rule } from './problems.js';
 /** The longest single advance: a year, far beyond every time rule of the spec (7-day links, 30-day characters). */
 export const MAX_ADVANCE_SECONDS = 366 * 24 * 60 * 60;
 
+/** GET /test_helpers/clock: the simulated time. */
 export const Clock = z
   .object({
     object: z.literal('test_clock'),
@@ -20,6 +21,7 @@ export const Clock = z
   })
   .meta({ id: 'TestClock' });
 
+/** POST /test_helpers/clock/advance. */
 export const AdvanceRequest = z
   .object({
     seconds: rule(z.number().gt(0).max(MAX_ADVANCE_SECONDS), { code: 'invalid_parameter', detail: () => `seconds is a number above 0 and at most ${MAX_ADVANCE_SECONDS}.` }),
@@ -36,6 +38,7 @@ export const MAX_ACCOUNT_NAME = 100;
 /** A whole number of credits a test account starts with. */
 export const TestBalance = rule(z.int().min(0).max(MAX_TEST_BALANCE), { code: 'invalid_parameter', detail: ({ where }) => `${where} is a whole number of credits from 0 to ${MAX_TEST_BALANCE}.` });
 
+/** POST /test_helpers/accounts. */
 export const CreateTestAccountRequest = z
   .object({
     balance: TestBalance.optional().meta({ description: 'Starting credits; default the service’s starting balance (1000 unless `--balance`).' }),
@@ -43,6 +46,7 @@ export const CreateTestAccountRequest = z
   })
   .meta({ id: 'CreateTestAccountRequest' });
 
+/** 201 of POST /test_helpers/accounts: the account with its secrets, shown once. */
 export const TestAccount = z
   .object({
     id: z.int(),
@@ -53,6 +57,7 @@ export const TestAccount = z
   })
   .meta({ id: 'TestAccount' });
 
+/** An account in GET /test_helpers/accounts. */
 export const TestAccountSummary = z
   .object({
     id: z.int(),
@@ -62,10 +67,14 @@ export const TestAccountSummary = z
     created_at: Timestamp,
   })
   .meta({ id: 'TestAccountSummary', description: 'An account without its secrets.' });
+/** GET /test_helpers/accounts, oldest first. */
 export const TestAccountList = z.object({ data: z.array(TestAccountSummary) }).meta({ id: 'TestAccountList' });
+/** DELETE /test_helpers/accounts/{id}: an unknown id is 404, as a malformed one. */
 export const TestAccountPath = z.object({ id: pathId('account') });
+/** 200 of DELETE /test_helpers/accounts/{id}. */
 export const DeletedTestAccount = z.object({ id: z.int(), deleted: z.literal(true) }).meta({ id: 'DeletedTestAccount' });
 
+/** 200 of POST /test_helpers/reset. */
 export const ResetResponse = z
   .object({ reset: z.literal(true), now: Timestamp.meta({ description: 'The simulated time after the reset (the clock’s offset is gone).' }) })
   .meta({ id: 'ResetResponse' });
@@ -74,10 +83,12 @@ export const ResetResponse = z
 
 /** Entries the journal keeps (newest kept, oldest dropped). */
 export const JOURNAL_CAP = 1000;
+/** The methods a journal entry may have (the `method` filter). */
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 /** A path (`/v1/videos/7`) or a path template of the document (`/v1/videos/{id}`). */
 const PATH_PATTERN = /^\/[\x21-\x7e]{0,2047}$/;
 
+/** GET /test_helpers/requests: every filter given must match; newest first, `limit` of them. */
 export const JournalQuery = z.object({
   method: queryEnum('method', HTTP_METHODS),
   path: rule(z.string().regex(PATH_PATTERN), { code: 'invalid_parameter', detail: () => 'path is a path (/v1/videos/7) or a path template (/v1/videos/{id}), at most 2048 characters.' })
@@ -89,8 +100,10 @@ export const JournalQuery = z.object({
   account: queryInteger('account', { min: 1 }),
   limit: queryInteger('limit', { min: 1, max: JOURNAL_CAP, fallback: 100 }),
 });
+/** DELETE /test_helpers/requests: one account's entries (the admin's choice; a key's are its own), or all. */
 export const JournalClearQuery = z.object({ account: queryInteger('account', { min: 1 }) });
 
+/** One request of the journal (testing/journal.ts). */
 export const JournalEntry = z
   .object({
     at: Timestamp.meta({ description: 'When it was answered, on the account’s simulated clock.' }),
@@ -108,7 +121,9 @@ export const JournalEntry = z
     truncated: z.boolean().meta({ description: 'Something of the entry (body, path, query, Idempotency-Key) was cut to its bound.' }),
   })
   .meta({ id: 'JournalEntry' });
+/** 200 of GET /test_helpers/requests. */
 export const JournalList = z.object({ data: z.array(JournalEntry) }).meta({ id: 'JournalList' });
+/** 200 of DELETE /test_helpers/requests: how many entries went. */
 export const JournalCleared = z.object({ deleted: z.int() }).meta({ id: 'JournalCleared' });
 
 // Fault rules.
@@ -120,6 +135,7 @@ export const MAX_FAULT_COUNT = 1_000_000;
 const FAULT_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const count = (name: string, min: number) => rule(z.int().min(min).max(MAX_FAULT_COUNT), { code: 'invalid_parameter', detail: () => `${name} is a whole number from ${min} to ${MAX_FAULT_COUNT}.` });
 
+/** Which requests a fault rule matches (checked against the routes by testing/faults.ts). */
 export const FaultMatch = z
   .object({
     operation: rule(z.string().regex(/^[a-zA-Z][a-zA-Z0-9]{0,63}$/), { code: 'invalid_parameter', detail: () => 'match.operation is an operationId of this document (getVideo).' })
@@ -136,6 +152,7 @@ export const FaultMatch = z
   })
   .meta({ description: 'Which requests: operation, or method and/or path; and account. Test helper routes cannot be matched.' });
 
+/** What a fault rule does to a matched request. */
 export const FaultAction = z
   .object({
     problem: rule(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/), { code: 'invalid_parameter', detail: () => 'action.problem is a code of spec section 7.' })
@@ -159,6 +176,7 @@ export const FaultAction = z
   })
   .meta({ description: 'Exactly one of problem, delay_ms, cut and hang.' });
 
+/** POST /test_helpers/faults. */
 export const FaultRuleRequest = z
   .object({
     match: FaultMatch,
@@ -171,8 +189,10 @@ export const FaultRuleRequest = z
     action: FaultAction,
   })
   .meta({ id: 'CreateFaultRuleRequest' });
+/** A fault rule as the contract parses it: what `FaultRules.add` takes. */
 export type FaultRuleInput = z.output<typeof FaultRuleRequest>;
 
+/** A fault rule with its counts (201 of POST, items of GET /test_helpers/faults). */
 export const FaultRule = z
   .object({
     id: z.string(),
@@ -189,17 +209,23 @@ export const FaultRule = z
     created_at: Timestamp,
   })
   .meta({ id: 'FaultRule' });
+/** 200 of GET /test_helpers/faults, in the order rules are tried. */
 export const FaultRuleList = z.object({ data: z.array(FaultRule) }).meta({ id: 'FaultRuleList' });
+/** GET /test_helpers/faults: the admin may ask for one account's rules; a key sees its own. */
 export const FaultListQuery = z.object({ account: queryInteger('account', { min: 1 }) });
+/** DELETE /test_helpers/faults/{id}: `flt_<n>`; anything else is 404. */
 export const FaultPath = z.object({ id: rule(z.string().regex(/^flt_[A-Za-z0-9]{1,32}$/), { code: 'not_found', detail: ({ value }) => `No fault rule ${String(value)}.` }) });
+/** 200 of DELETE /test_helpers/faults/{id}. */
 export const DeletedFaultRule = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'DeletedFaultRule' });
 
 // Webhook chaos.
 
 /** The webhook chaos modes, as prompt markers `simulate:<mode>` or an account's modes (docs/service.md "Webhook chaos"). */
 export const CHAOS_MODES = ['webhook_duplicate', 'webhook_concurrent', 'webhook_cut', 'webhook_late', 'webhook_out_of_order', 'webhook_previous_secret'] as const;
+/** One webhook chaos mode. */
 export type ChaosMode = (typeof CHAOS_MODES)[number];
 
+/** POST /test_helpers/webhook_chaos: the modes of an account's webhooks, replacing the earlier ones. */
 export const WebhookChaosRequest = z
   .object({
     account: rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'account is an account id.' }).optional().meta({ description: 'With the admin token: whose webhooks. An API key sets its own account’s.' }),
@@ -212,4 +238,5 @@ export const WebhookChaosRequest = z
       .meta({ description: 'The modes every webhook of the account gets from now on, besides its clip’s markers; [] turns them off.' }),
   })
   .meta({ id: 'WebhookChaosRequest' });
+/** 200 of POST /test_helpers/webhook_chaos. */
 export const WebhookChaos = z.object({ object: z.literal('webhook_chaos'), account: z.int(), modes: z.array(z.enum(CHAOS_MODES)) }).meta({ id: 'WebhookChaos' });

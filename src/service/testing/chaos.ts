@@ -64,12 +64,14 @@ export interface PlannedSend {
   mode: ChaosMode | null;
 }
 
+/** The sends of one attempt, and the modes it could not apply. */
 export interface AttemptPlan {
   sends: PlannedSend[];
   /** Modes asked for that this attempt cannot apply, and why. */
   skipped: Array<{ mode: ChaosMode; reason: string }>;
 }
 
+/** What `planAttempt` needs to know of a delivery. */
 export interface AttemptPlanInput {
   modes: readonly ChaosMode[];
   /** 1 for the first attempt of the delivery, 2 for the first retry… (spec 6.4). */
@@ -126,6 +128,7 @@ export interface BatchClip {
   sendsWebhook: boolean;
 }
 
+/** Whether a batch's webhooks can go, and in which order (clip ids), or which clips they wait for. */
 export type BatchRelease = { ready: false; waitingFor: number[] } | { ready: true; order: number[] };
 
 /**

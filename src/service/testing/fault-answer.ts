@@ -26,6 +26,7 @@ export const FAULT_RETRY_AFTER: Readonly<Partial<Record<ProblemCode, number>>> =
 /** Spec 4: keyed endpoints need a balance of 10 credits. */
 const BALANCE_FLOOR = 10;
 
+/** What a fault's problem needs of the request and the rule. */
 export interface FaultProblemContext {
   /** The rule that answers (named in `detail`, so a test log says why). */
   ruleId: string;

@@ -14,6 +14,7 @@ export type FaultAction =
   | { kind: 'cut'; when: 'before' | 'after' }
   | { kind: 'hang' };
 
+/** Which requests a rule matches; null matches any. */
 export interface FaultMatch {
   operation: string | null;
   method: string | null;
@@ -45,6 +46,7 @@ export interface FaultRequest {
   account: number | null;
 }
 
+/** The rule that acts on a request, its action, and the matched route. */
 export interface FaultDecision {
   rule: FaultRuleView;
   action: FaultAction;
@@ -58,6 +60,7 @@ export interface FaultCaller {
   account: number | null;
 }
 
+/** The edges of `FaultRules`: its clock, the routes, the accounts. */
 export interface FaultRulesOptions {
   /** The time rules are made at (`created_at`). */
   now: () => number;

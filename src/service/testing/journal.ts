@@ -75,6 +75,7 @@ export interface JournalFilter {
   limit?: number | undefined;
 }
 
+/** Options of `RequestJournal`. */
 export interface RequestJournalOptions {
   /** Entries kept; the oldest is dropped past it. @default JOURNAL_CAP (1,000) */
   cap?: number;

@@ -21,6 +21,7 @@ export interface SeedError {
   extra?: Record<string, unknown>;
 }
 
+/** A checked fixture, or every error of it (one per member). */
 export type FixtureCheck = { ok: true; fixture: SeedFixtureValue } | { ok: false; errors: SeedError[] };
 
 /** The most errors a refusal lists (`errors`), so a fixture of 10,000 bad clips does not make a 10,000-entry answer. */
@@ -65,17 +66,20 @@ export function fixtureError(errors: readonly SeedError[]): ServiceError {
 /** Whose an entry is: the configured first account, or an account the fixture makes (by name). */
 export type SeedOwner = { kind: 'default' } | { kind: 'fixture'; name: string };
 
+/** Make an account with its own key and webhook secret. */
 export interface AccountStep {
   kind: 'account';
   name: string;
   balance: number;
 }
+/** Make a trusted asset of a built-in sample photo. */
 export interface AssetStep {
   kind: 'asset';
   name: string;
   account: SeedOwner;
   sample: 'photo' | 'product';
 }
+/** Make a clip in its status. Seeding charges nothing: an account has the balance the fixture gives it. */
 export interface ClipStep {
   kind: 'clip';
   name: string;
@@ -89,6 +93,7 @@ export interface ClipStep {
   errorCode: VideoErrorCode | null;
   callbackUrl: string | null;
 }
+/** Make an image job in its status (charging nothing, as for clips). */
 export interface ImageStep {
   kind: 'image';
   name: string;
@@ -103,8 +108,10 @@ export interface ImageStep {
   made: number;
   errorCode: ImageErrorCode | null;
 }
+/** One step of a seed plan. */
 export type SeedStep = AccountStep | AssetStep | ClipStep | ImageStep;
 
+/** What `planSeed` needs of the service. */
 export interface SeedPlanOptions {
   /** The starting balance of an account that gives none: the service's configured one. */
   balance: number;
