@@ -200,7 +200,7 @@ export const ROUTES = [
     operationId: 'createKey', method: 'POST', path: '/settings/keys', spec: '5.2', tag: 'Settings', auth: 'settings',
     summary: 'A new API key and its webhook secret, shown once (at most 5; needs a balance of 240)',
     responses: { 201: json('The key, its token and its webhook secret.', CreatedApiKey) },
-    problems: ['key_limit_reached'],
+    problems: ['insufficient_credits', 'key_limit_reached'],
   },
   {
     operationId: 'revokeKey', method: 'DELETE', path: '/settings/keys/{id}', tag: 'Settings', auth: 'settings', params: KeyPath,

@@ -23,7 +23,7 @@ async function post(url: string, bytes: Buffer, headers: Record<string, string>)
 }
 
 const leftovers = (started: StartedService) => {
-  const dir = join(started.service.filesDir, 'uploads');
+  const dir = started.service.files.uploads;
   return existsSync(dir) ? readdirSync(dir) : [];
 };
 
@@ -36,7 +36,8 @@ describe('uploads the service cannot decode (issue 20 item 2)', () => {
     }
     expect(started.service.store.table('asset').size).toBe(0);
     expect(leftovers(started)).toEqual([]);
-    expect(existsSync(join(started.service.filesDir, 'assets')) ? readdirSync(join(started.service.filesDir, 'assets')) : []).toEqual([]);
+    const assets = join(started.service.files.dir, 'assets');
+    expect(existsSync(assets) ? readdirSync(assets) : []).toEqual([]);
   });
 
   it('the assistant\'s photo upload page refuses the same bytes with the same codes', async () => {

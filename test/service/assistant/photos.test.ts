@@ -59,7 +59,7 @@ describe('the photo tools and the upload page', () => {
     expect(sent.body).toMatchObject({ upload_id: uploadId, status: 'received', moderation: 'pending', subject_consent: 'self' });
     expect(sent.headers.get('cache-control')).toBe('no-store');
     const assetId = sent.body!.asset_id as number;
-    expect(started.service.assets.get(1, assetId)).toMatchObject({ status: 'pending', subjectConsent: 'self', mimeType: 'image/png' });
+    expect(started.service.state.assets.get(1, assetId)).toMatchObject({ status: 'pending', subjectConsent: 'self', mimeType: 'image/png' });
 
     const pending = await call(client, 'get_photo', { photo_id: uploadId, wait_seconds: 0 });
     expect(pending.data).toMatchObject({ status: 'pending', uploaded: true, asset_id: assetId, asset_uri: null, subject_consent: 'self' });

@@ -56,7 +56,11 @@ describe('the service against a stranger (review findings)', () => {
   });
 
   it('takes the charge, the task and the key back when the write of a new task fails: 503 upstream_busy, then the same key works once', async () => {
-    const { app: handler, auth } = await app();
+    // On a data file: a request's unit of work writes it at its end (issue 21: the pipeline's unit, not the
+    // operation, commits), and that write is the one that fails. A store in memory has no write to fail.
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-write-'));
+    dirs.push(dir);
+    const { app: handler, auth } = await app({ file: join(dir, 'service.json') });
     const commit = vi.spyOn(handler.service.store, 'commit').mockRejectedValueOnce(new Error('ENOSPC'));
     const failed = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'order-42').send({ prompt: 'a fox', model: 'cinema-fullhd', duration: 30 });
     expect(failed).toMatchObject({ status: 503, body: { code: 'upstream_busy', retryable: true, retry_after: 5 } });
@@ -98,9 +102,9 @@ describe('the service against a stranger (review findings)', () => {
     const { app: handler, auth } = await app();
     const service = handler.service;
     const { account, key } = service.accounts.first()!;
-    const { asset } = service.assets.add({ accountId: account.id, sha256: 'a'.repeat(64), name: 'x.jpg', fileSize: 1, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' });
+    const { asset } = service.state.assets.add({ accountId: account.id, sha256: 'a'.repeat(64), name: 'x.jpg', fileSize: 1, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' });
     service.accounts.update(key, { defaultAssetIds: [asset.id] });
-    service.assets.remove(asset);
+    service.state.assets.remove(asset);
     expect(await request(handler).post('/v1/videos').set('authorization', auth).send({})).toMatchObject({ status: 400, body: { code: 'missing_input' } });
     expect((await request(handler).post('/v1/videos').set('authorization', auth).send({ prompt: 'a fox' })).body).toMatchObject({ asset_source: 'none' });
   });

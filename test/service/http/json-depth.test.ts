@@ -2,8 +2,9 @@ import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
-import { MAX_JSON_DEPTH } from '../../../src/service/http/router.js';
-import { createVideo } from '../../../src/service/videos/operations.js';
+import { fingerprint } from '../../../src/service/core/idempotency.js';
+import { MAX_JSON_DEPTH } from '../../../src/service/http/body.js';
+import { pipelineDeps } from '../../../src/service/http/deps.js';
 
 const apps: ServiceApp[] = [];
 afterEach(async () => {
@@ -46,13 +47,17 @@ describe('JSON nesting depth (issue 20 item 10)', () => {
 
   it('a stack overflow while hashing a body is an internal failure, not 503 upstream_busy (no Redis is involved)', async () => {
     const warnings: string[] = [];
+    const reported: Error[] = [];
     const { app } = await open(warnings);
-    const guard = await app.service.guard(`Bearer ${app.service.first().apiKey}`);
-    if (!guard.ok) throw new Error('guard');
-    // A library caller can hand an operation any object: nothing parsed it, so nothing bounded its depth.
+    // Only a body the reader bounded reaches the fingerprint over HTTP; an object handed in by code is not bounded.
     let deep: unknown = 'x';
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    await expect(createVideo(app.service, guard.caller, { prompt: 'a fox', x: deep }, 'key-1')).rejects.toThrow(RangeError);
+    expect(() => fingerprint('POST', '/v1/videos', { prompt: 'a fox', x: deep })).toThrow(RangeError);
+    // The pipeline answers what is neither a refusal nor a failed write as 500 internal_error, reported, and
+    // keeps 503 upstream_busy (the Redis wording) for the idempotency records' own failures.
+    const deps = pipelineDeps(app.service, (error) => void reported.push(error));
+    expect(deps.failure(new RangeError('Maximum call stack size exceeded')).code).toBe('internal_error');
+    expect(reported.map((error) => error.name)).toEqual(['RangeError']);
     expect(warnings).toEqual([]);
   });
 });

@@ -3,7 +3,8 @@ import { Accounts, type AccountTables } from '../../../src/service/core/accounts
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Credits } from '../../../src/service/core/credits.js';
 import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/resources/images/jobs.js';
-import { validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
+import { ImageRequest, type ImageCommand } from '../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../src/service/contract/problems.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -12,10 +13,9 @@ const fakeRenderer: ImageRenderer = {
   render: async (job, index) => ({ token: `t${job.id}-${index}`, thumbToken: `th${job.id}-${index}`, width: 1552, height: 1552, format: 'jpeg' }),
 };
 
+/** A POST /images body as the contract checks it: the command a job runs. */
 function command(body: Record<string, unknown>): ImageCommand {
-  const result = validateImage(body);
-  if (!result.ok) throw new Error(result.refusal.code);
-  return result.value;
+  return parseOrThrow(ImageRequest, body);
 }
 
 async function setup(balance = 100, { renderer = fakeRenderer, onError }: { renderer?: ImageRenderer; onError?: (error: Error) => void } = {}) {
