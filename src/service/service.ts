@@ -19,6 +19,7 @@ import { AccountCommands } from './resources/account/commands.js';
 import { Assets, type AssetTables } from './resources/assets/assets.js';
 import { AssetCommands } from './resources/assets/commands.js';
 import { ClockCommands } from './resources/clock.js';
+import { TestAccountCommands } from './resources/test-helpers/accounts.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
 import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
@@ -86,8 +87,12 @@ export class Service {
   readonly account: AccountCommands;
   readonly media: MediaFiles;
   readonly testClock: ClockCommands;
+  /** Accounts on demand (issue 22's test helpers). */
+  readonly testAccounts: TestAccountCommands;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
+  /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
+  readonly adminToken: string;
   /** Reports a failure no answer can carry (a write to Redis after the answer was settled, say). */
   readonly warn: (message: string) => void;
   readonly #close: Array<() => unknown>;
@@ -102,6 +107,7 @@ export class Service {
     this.strict = strict;
     this.origin = origin.replace(/\/+$/, '');
     this.warn = warn;
+    this.adminToken = options.adminToken ?? `adm_${randomBytes(24).toString('base64url')}`;
     this.emitter = emitter;
     this.files = new Files(options.file === false ? false : (options.file ?? DEFAULT_FILE));
     const files = this.files;
@@ -111,7 +117,7 @@ export class Service {
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
     const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    this.gate = new Gate({ accounts: this.accounts, limiter, failures: new AuthFailures({ now }), shared: shared !== undefined, warn });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures: new AuthFailures({ now }), shared: shared !== undefined, adminToken: this.adminToken, warn });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
@@ -142,6 +148,7 @@ export class Service {
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn });
+    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
@@ -235,6 +242,15 @@ export class Service {
   first(): { accountId: number; apiKey: string; webhookSecret: string; balance: number } {
     const { account, key } = this.accounts.first()!;
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
+  }
+
+  /** Every secret the service knows now (API keys, webhook secrets, the admin token): what the request journal redacts. */
+  *secrets(): Iterable<string> {
+    yield this.adminToken;
+    for (const key of this.store.table('key').values()) {
+      yield key.token;
+      yield key.webhookSecret;
+    }
   }
 
   /** Stops timers and the emitter, writes a fresh snapshot, and removes a service in memory's files. */

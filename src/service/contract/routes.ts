@@ -8,7 +8,7 @@ import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
   ApiKeyView, TopUpRequest, TopUpResponse,
 } from './settings.js';
-import { TEST_HELPER_ROUTES } from './test-helper-routes.js';
+import { SERVED_TEST_HELPER_ROUTES } from './test-helper-routes.js';
 import { AdvanceRequest, Clock } from './test-helpers.js';
 import { BatchRequest, BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
 
@@ -250,7 +250,7 @@ export const ROUTES = [
     responses: { 200: json('The clock once everything due has settled.', Clock) },
     problems: ['invalid_parameter'],
   },
-  ...TEST_HELPER_ROUTES,
+  ...SERVED_TEST_HELPER_ROUTES,
 ] as const satisfies readonly RouteSpec[];
 
 export type Route = (typeof ROUTES)[number];

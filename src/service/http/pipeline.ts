@@ -32,6 +32,12 @@ export interface PipelineDeps<C> {
    * rate-limit headers every answer to it carries, or a refusal (401, 429; 503 when Redis does not answer).
    */
   admit(req: IncomingMessage): Promise<{ caller: C; headers: Record<string, string>; refusal?: ServiceError }>;
+  /**
+   * The credential of a test helper (issue 22): the admin token (the caller is `null`: every account, no
+   * rate window), or with `orKey` an API key, admitted as `admit` does (its window counts; no balance floor).
+   * Anything else is a refusal (401; 429 for an address that failed too often).
+   */
+  admitAdmin(req: IncomingMessage, orKey: boolean): Promise<{ caller: C | null; headers: Record<string, string>; refusal?: ServiceError }>;
   /** Spec 4: below 10 credits every keyed endpoint answers 402 insufficient_credits. */
   floor(caller: C): void;
   /** Looks an Idempotency-Key up: its stored answer, its first request still running, another body, or fresh. */
@@ -47,7 +53,7 @@ export interface PipelineDeps<C> {
 
 /**
  * Answers one request of a contract route, with every check in one order (spec 4, 7 and issue 21):
- * the key (401), 60 a minute (429), a stored answer of the Idempotency-Key (replayed whatever the balance),
+ * the key (401; for a test helper the admin token, or an API key where the route takes one), 60 a minute (429), a stored answer of the Idempotency-Key (replayed whatever the balance),
  * the balance floor (402), then what the request says: the body's JSON (400, 413), the key's syntax (400)
  * and state (409, 422), the path (404), the query and the body by the contract (400, 422), and at last the
  * command, saved as one unit before the answer. The route's handler knows none of these.
@@ -59,7 +65,12 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
   let caller = null as C;
   let key: Extract<KeyStart, { kind: 'fresh' }> | null = null;
   try {
-    if (route.auth !== 'none') {
+    if (route.auth === 'admin' || route.auth === 'admin_or_key') {
+      const admitted = await deps.admitAdmin(req, route.auth === 'admin_or_key');
+      caller = admitted.caller as C;
+      headers = admitted.headers;
+      if (admitted.refusal) throw admitted.refusal;
+    } else if (route.auth !== 'none') {
       const admitted = await deps.admit(req);
       ({ caller, headers } = admitted);
       if (admitted.refusal) throw admitted.refusal;
@@ -91,7 +102,9 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
     if (route.body) {
       json ??= await readJsonBody(req);
       if (!json.ok) throw json.error;
-      body = parse(route.body, json.value, route, 'invalid_json');
+      // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
+      const value = json.value === undefined && route.body.safeParse({}).success ? {} : json.value;
+      body = parse(route.body, value, route, 'invalid_json');
     } else if (!route.multipart && req.method !== 'GET' && req.method !== 'HEAD') req.resume();
     const outcome = await deps.unit(async () => {
       try {

@@ -16,8 +16,8 @@ export const MAX_REDACT_DEPTH = 32;
 /** A member name that holds a credential, compared without case, `-` or `_`. */
 const SECRET_NAME = /(?:secret|token|password|passwd|apikey|authorization|cookie|signature|verifier)$|^sig$/;
 const SHAPES: ReadonlyArray<[RegExp, string]> = [
-  // This service's API keys and webhook secrets (accounts.ts: sk_ and whsec_ then base64url).
-  [/\b(sk|whsec)_[A-Za-z0-9_-]{6,}/g, `$1_${REDACTED}`],
+  // This service's API keys, webhook secrets and admin token (accounts.ts: sk_ and whsec_, service.ts: adm_, then base64url).
+  [/\b(sk|whsec|adm)_[A-Za-z0-9_-]{6,}/g, `$1_${REDACTED}`],
   // An OAuth access token of the assistant endpoint: a JWT (three base64url parts, the first `eyJ`).
   [/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, REDACTED],
   // An Authorization header value copied into text.
