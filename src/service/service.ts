@@ -20,6 +20,8 @@ import { Assets, type AssetTables } from './resources/assets/assets.js';
 import { AssetCommands } from './resources/assets/commands.js';
 import { ClockCommands } from './resources/clock.js';
 import { TestAccountCommands } from './resources/test-helpers/accounts.js';
+import { RequestJournalCommands } from './resources/test-helpers/requests.js';
+import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
 import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
@@ -89,6 +91,9 @@ export class Service {
   readonly testClock: ClockCommands;
   /** Accounts on demand (issue 22's test helpers). */
   readonly testAccounts: TestAccountCommands;
+  /** The request journal (issue 22): what the HTTP adapter records after each answer, redacted and bounded. */
+  readonly journal: RequestJournal;
+  readonly requests: RequestJournalCommands;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
   /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
@@ -148,6 +153,8 @@ export class Service {
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn });
+    this.journal = new RequestJournal({ secrets: () => this.secrets() });
+    this.requests = new RequestJournalCommands(this.journal);
     this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).

@@ -51,5 +51,23 @@ export function pipelineDeps(service: Service, report: (error: Error) => void): 
       return new ServiceError('internal_error', 'Something went wrong on our side.');
     },
     warn: service.warn,
+    record(route, req, res, exchange, query) {
+      // The journal's own helpers are not journalled: reading it would otherwise change what it answers.
+      if (route.operationId === 'listRequests' || route.operationId === 'clearRequests') return;
+      service.journal.record({
+        at: service.clock.now(),
+        account: exchange.caller?.account.id ?? null,
+        keyId: exchange.caller?.key.id ?? null,
+        operation: route.operationId,
+        method: req.method ?? 'GET',
+        path: (req.url ?? '/').split('?', 1)[0]!,
+        query,
+        idempotencyKey: exchange.idempotencyKey,
+        replayed: exchange.replayed,
+        status: res.statusCode,
+        code: exchange.code,
+        body: exchange.body,
+      });
+    },
   };
 }

@@ -41,7 +41,7 @@ const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint
  * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
  */
 export function handlers(service: Service, assistant: AssistantSettingsCommands | null): Handlers {
-  const { videos, images, assets, account, media, testClock, testAccounts } = service;
+  const { videos, images, assets, account, media, testClock, testAccounts, requests } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),
     createVideoBatch: ({ caller, body }) =>
@@ -87,6 +87,8 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     createTestAccount: ({ body }) => testAccounts.create(body),
     listTestAccounts: () => testAccounts.list(),
     deleteTestAccount: ({ params }) => testAccounts.remove(params.id),
+    listRequests: ({ caller, query }) => requests.list(caller, query),
+    clearRequests: ({ caller, query }) => requests.clear(caller, query),
   };
 }
 

@@ -49,6 +49,22 @@ export interface PipelineDeps<C> {
   /** The answer to an error that is not a `ServiceError`: a failed write is 503, anything else 500. */
   failure(error: unknown): ServiceError;
   warn(message: string): void;
+  /** Called once a request of a route has been answered (or its connection ended): the request journal (issue 22). */
+  record?(route: RouteSpec, req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, query: Record<string, string>): void;
+}
+
+/** What the pipeline learnt of one request, for the request journal (issue 22). */
+export interface Exchange<C> {
+  /** The admitted caller; `null` for a public route, the admin token, or a request refused before. */
+  caller: C | null;
+  /** The `Idempotency-Key` header as sent. */
+  idempotencyKey: string | null;
+  /** Answered from the stored answer of its Idempotency-Key. */
+  replayed: boolean;
+  /** The JSON body as sent (before the contract read it), when the route takes one and it was read. */
+  body: unknown;
+  /** The problem code of a refusal. */
+  code: string | null;
 }
 
 /**
@@ -59,9 +75,22 @@ export interface PipelineDeps<C> {
  * command, saved as one unit before the answer. The route's handler knows none of these.
  */
 export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>): Promise<void> {
+  const header = req.headers['idempotency-key'];
+  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null };
+  try {
+    await answer(route, handler, rawParams, query, req, res, deps, exchange);
+  } finally {
+    deps.record?.(route, req, res, exchange, query);
+  }
+}
+
+async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>, exchange: Exchange<C>): Promise<void> {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   let headers: Record<string, string> = {};
-  const refuse = (error: ServiceError) => sendProblem(res, problemOf(error, { origin: deps.origin(), instance: path }), { ...headers, ...headersOf(error) });
+  const refuse = (error: ServiceError) => {
+    exchange.code = error.code;
+    sendProblem(res, problemOf(error, { origin: deps.origin(), instance: path }), { ...headers, ...headersOf(error) });
+  };
   let caller = null as C;
   let key: Extract<KeyStart, { kind: 'fresh' }> | null = null;
   try {
@@ -69,21 +98,27 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
       const admitted = await deps.admitAdmin(req, route.auth === 'admin_or_key');
       caller = admitted.caller as C;
       headers = admitted.headers;
+      exchange.caller = admitted.caller;
       if (admitted.refusal) throw admitted.refusal;
     } else if (route.auth !== 'none') {
       const admitted = await deps.admit(req);
       ({ caller, headers } = admitted);
+      exchange.caller = caller;
       if (admitted.refusal) throw admitted.refusal;
     }
     let json: JsonBody | null = null;
     if (route.idempotent) {
       // The stored answer of a key is replayed before the floor (spec 7): it needs the body to compare.
       json = await readJsonBody(req);
+      if (json.ok) exchange.body = json.value;
       const header = req.headers['idempotency-key'];
       const valid = typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header);
       if (valid && json.ok) {
         const start = await deps.beginKey(caller, header, deps.fingerprint(req.method ?? 'POST', path, json.value));
-        if (start.kind === 'replay') return sendJson(res, start.response.status, start.response.body, { ...headers, 'idempotent-replayed': 'true' });
+        if (start.kind === 'replay') {
+          exchange.replayed = true;
+          return sendJson(res, start.response.status, start.response.body, { ...headers, 'idempotent-replayed': 'true' });
+        }
         if (start.kind === 'fresh') key = start;
         else {
           if (route.auth === 'key') deps.floor(caller);
@@ -101,6 +136,7 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
     let body: unknown;
     if (route.body) {
       json ??= await readJsonBody(req);
+      if (json.ok) exchange.body = json.value;
       if (!json.ok) throw json.error;
       // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
       const value = json.value === undefined && route.body.safeParse({}).success ? {} : json.value;
