@@ -21,6 +21,8 @@ import { AssetCommands } from './resources/assets/commands.js';
 import { ClockCommands } from './resources/clock.js';
 import { TestAccountCommands } from './resources/test-helpers/accounts.js';
 import { RequestJournalCommands } from './resources/test-helpers/requests.js';
+import { FaultRuleCommands } from './resources/test-helpers/faults.js';
+import { FaultRules } from './testing/faults.js';
 import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
@@ -94,6 +96,9 @@ export class Service {
   /** The request journal (issue 22): what the HTTP adapter records after each answer, redacted and bounded. */
   readonly journal: RequestJournal;
   readonly requests: RequestJournalCommands;
+  /** Fault rules (issue 22): what the HTTP adapter asks before each request of /v1 and /settings. */
+  readonly faultRules: FaultRules;
+  readonly faults: FaultRuleCommands;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
   /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
@@ -155,6 +160,8 @@ export class Service {
     this.testClock = new ClockCommands({ clock, store: store as never, warn });
     this.journal = new RequestJournal({ secrets: () => this.secrets() });
     this.requests = new RequestJournalCommands(this.journal);
+    this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
+    this.faults = new FaultRuleCommands(this.faultRules);
     this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).

@@ -51,6 +51,7 @@ export function pipelineDeps(service: Service, report: (error: Error) => void): 
       return new ServiceError('internal_error', 'Something went wrong on our side.');
     },
     warn: service.warn,
+    fault: (route, caller) => service.faultRules.decide({ operation: route.operationId, account: caller?.account.id ?? null }),
     record(route, req, res, exchange, query) {
       // The journal's own helpers are not journalled: reading it would otherwise change what it answers.
       if (route.operationId === 'listRequests' || route.operationId === 'clearRequests') return;
@@ -64,7 +65,8 @@ export function pipelineDeps(service: Service, report: (error: Error) => void): 
         query,
         idempotencyKey: exchange.idempotencyKey,
         replayed: exchange.replayed,
-        status: res.statusCode,
+        // No answer at all (a fault's cut or hang): status 0.
+        status: exchange.dropped ? 0 : res.statusCode,
         code: exchange.code,
         body: exchange.body,
       });

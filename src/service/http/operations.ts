@@ -41,7 +41,7 @@ const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint
  * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
  */
 export function handlers(service: Service, assistant: AssistantSettingsCommands | null): Handlers {
-  const { videos, images, assets, account, media, testClock, testAccounts, requests } = service;
+  const { videos, images, assets, account, media, testClock, testAccounts, requests, faults } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),
     createVideoBatch: ({ caller, body }) =>
@@ -89,6 +89,9 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     deleteTestAccount: ({ params }) => testAccounts.remove(params.id),
     listRequests: ({ caller, query }) => requests.list(caller, query),
     clearRequests: ({ caller, query }) => requests.clear(caller, query),
+    createFaultRule: ({ caller, body }) => faults.add(caller, body),
+    listFaultRules: ({ caller, query }) => faults.list(caller, query),
+    deleteFaultRule: ({ caller, params }) => faults.remove(caller, params.id),
   };
 }
 

@@ -3,6 +3,8 @@ import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
+import { faultError } from '../testing/fault-answer.js';
+import type { FaultDecision } from '../testing/faults.js';
 import { readJsonBody, type JsonBody } from './body.js';
 import { headersOf, problemOf, sendJson, sendProblem } from './respond.js';
 
@@ -49,6 +51,8 @@ export interface PipelineDeps<C> {
   /** The answer to an error that is not a `ServiceError`: a failed write is 503, anything else 500. */
   failure(error: unknown): ServiceError;
   warn(message: string): void;
+  /** The fault rule that acts on this request of a route, if any (issue 22), counting it. */
+  fault?(route: RouteSpec, caller: C | null): FaultDecision | null;
   /** Called once a request of a route has been answered (or its connection ended): the request journal (issue 22). */
   record?(route: RouteSpec, req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, query: Record<string, string>): void;
 }
@@ -65,6 +69,8 @@ export interface Exchange<C> {
   body: unknown;
   /** The problem code of a refusal. */
   code: string | null;
+  /** No answer was sent: a fault rule cut the connection or let it hang. */
+  dropped: boolean;
 }
 
 /**
@@ -76,7 +82,7 @@ export interface Exchange<C> {
  */
 export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>): Promise<void> {
   const header = req.headers['idempotency-key'];
-  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null };
+  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false };
   try {
     await answer(route, handler, rawParams, query, req, res, deps, exchange);
   } finally {
@@ -87,7 +93,15 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
 async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>, exchange: Exchange<C>): Promise<void> {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   let headers: Record<string, string> = {};
+  // A fault rule's `cut: after`: the request runs and takes effect, and its answer is never sent.
+  let cutAfter = false;
+  const drop = () => {
+    exchange.dropped = true;
+    if (!req.readableEnded) req.resume();
+    res.destroy();
+  };
   const refuse = (error: ServiceError) => {
+    if (cutAfter) return drop();
     exchange.code = error.code;
     sendProblem(res, problemOf(error, { origin: deps.origin(), instance: path }), { ...headers, ...headersOf(error) });
   };
@@ -106,6 +120,24 @@ async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Recor
       exchange.caller = caller;
       if (admitted.refusal) throw admitted.refusal;
     }
+    // Issue 22: a fault rule acts after the credential and its rate window, before anything else is done.
+    const fault = deps.fault?.(route, caller) ?? null;
+    if (fault) {
+      const { action } = fault;
+      if (action.kind === 'problem') {
+        const balance = (caller as { account?: { balance: number } } | null)?.account?.balance;
+        throw faultError(action.code, { ruleId: fault.rule.id, instance: path, origin: deps.origin(), balance, itemCodes: fault.itemCodes, retryAfter: action.retryAfter });
+      }
+      if (action.kind === 'cut' && action.when === 'before') return drop();
+      if (action.kind === 'hang') {
+        exchange.dropped = true;
+        req.resume();
+        // Never answered: the request ends when the client gives up (or the server closes).
+        return await new Promise<void>((resolve) => res.once('close', resolve));
+      }
+      if (action.kind === 'delay') await realDelay(action.ms, res);
+      cutAfter = action.kind === 'cut';
+    }
     let json: JsonBody | null = null;
     if (route.idempotent) {
       // The stored answer of a key is replayed before the floor (spec 7): it needs the body to compare.
@@ -117,6 +149,7 @@ async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Recor
         const start = await deps.beginKey(caller, header, deps.fingerprint(req.method ?? 'POST', path, json.value));
         if (start.kind === 'replay') {
           exchange.replayed = true;
+          if (cutAfter) return drop();
           return sendJson(res, start.response.status, start.response.body, { ...headers, 'idempotent-replayed': 'true' });
         }
         if (start.kind === 'fresh') key = start;
@@ -164,6 +197,7 @@ async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Recor
       // stands (charged and saved), this process still replays it, and the key's lease holds it elsewhere.
       await shared.share(stored).catch((error: Error) => deps.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
     }
+    if (cutAfter) return drop();
     if (answer !== WRITTEN && !res.headersSent) sendJson(res, successOf(route), answer, headers);
   } catch (error) {
     if (key) {
@@ -180,6 +214,19 @@ async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Recor
     if (!req.readableEnded) req.resume();
     refuse(error);
   }
+}
+
+/** Waits `ms` real milliseconds (a fault rule's `delay_ms`: what a client's time-out sees), or until the client has gone. */
+function realDelay(ms: number, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
 }
 
 /** The route's one 2xx status (202 for a new clip, 207 for a batch, 200 elsewhere). */
