@@ -126,8 +126,9 @@ export class Service {
     // Core: who is calling, and what every resource reads.
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
+    const failures = new AuthFailures({ now });
     const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    this.gate = new Gate({ accounts: this.accounts, limiter, failures: new AuthFailures({ now }), shared: shared !== undefined, adminToken: this.adminToken, warn });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
@@ -198,6 +199,24 @@ export class Service {
       // A service in memory leaves nothing behind, its files included.
       () => files.close(),
     ];
+    this.#wipe = () => {
+      // Every row but the service's own settings (its media secret); ids start again from 1.
+      for (const name of TABLES) {
+        const table = store.table(name);
+        for (const row of [...table.values()]) if (!(name === 'meta' && row.id === 'service')) table.remove(row.id);
+        store.restartIds(name);
+      }
+      this.accounts.resync();
+      lifecycle.resync();
+      assets.resync();
+      jobs.resync();
+      this.photoUploads.resync();
+      if (limiter instanceof RateLimiter) limiter.clear();
+      failures.clear();
+      this.journal.clear();
+      this.faultRules.clear();
+      if (options.clock === undefined) clock.rewind();
+    };
     this.#resume = () => {
       lifecycle.resume();
       assets.resume();
@@ -207,6 +226,22 @@ export class Service {
   }
 
   readonly #resume: () => void;
+  readonly #wipe: () => void;
+  readonly #firstOptions: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined } = {};
+
+  /**
+   * Back to a fresh start with the same options (issue 22, `POST /test_helpers/reset`): every account,
+   * clip, image job, asset, idempotency record, journal entry, fault rule and rate window is gone, the
+   * service's own clock loses its lead, and the first account comes back as it started: the same key and
+   * webhook secret, the starting balance. Resolves once that is saved.
+   */
+  async reset(): Promise<{ reset: true; now: string }> {
+    const first = this.first();
+    this.#wipe();
+    this.accounts.create({ balance: this.#firstOptions.balance ?? DEFAULT_BALANCE, token: first.apiKey, webhookSecret: first.webhookSecret });
+    await this.store.commit();
+    return { reset: true, now: new Date(this.clock.now()).toISOString() };
+  }
 
   /**
    * Records how far the clock is ahead of real time; written with the next commit, or at close. As no
@@ -241,6 +276,7 @@ export class Service {
       if (options.emitter === undefined) await emitter.start();
       const service = new Service(store, clock, options, emitter, shared);
       service.#firstAccount({ balance, apiKey, webhookSecret });
+      Object.assign(service.#firstOptions, { balance });
       service.#resume();
       await store.commit();
       return service;

@@ -64,7 +64,7 @@ describe('the test helper routes (issue 22)', () => {
       if (route.params) expect(Object.keys(op.responses), route.operationId).toContain('404');
     }
     expect(Object.keys((doc.components as { securitySchemes: object }).securitySchemes)).toEqual(['bearer', 'admin']);
-    for (const id of ['TestAccount', 'TestAccountList', 'DeletedTestAccount', 'CreateTestAccountRequest', 'JournalList', 'JournalEntry', 'JournalCleared', 'FaultRule', 'FaultRuleList', 'CreateFaultRuleRequest', 'DeletedFaultRule']) expect(schemas[id], id).toBeDefined();
+    for (const id of ['TestAccount', 'TestAccountList', 'DeletedTestAccount', 'CreateTestAccountRequest', 'JournalList', 'JournalEntry', 'JournalCleared', 'FaultRule', 'FaultRuleList', 'CreateFaultRuleRequest', 'DeletedFaultRule', 'ResetResponse']) expect(schemas[id], id).toBeDefined();
     const limit = (doc.paths['/test_helpers/requests']!.get!.parameters as Array<{ name: string; schema: unknown }>).find((p) => p.name === 'limit');
     expect(limit!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
   });
