@@ -126,6 +126,7 @@ function registerServe(program: Command): void {
     .addOption(new Option('--api-key <key>', "fix the first account's API key").env('CLIPHOOK_API_KEY'))
     .addOption(new Option('--webhook-secret <secret>', "fix that key's webhook signing secret").env('CLIPHOOK_WEBHOOK_SECRET'))
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
+    .addOption(new Option('--admin-token <token>', 'fix the test helpers\' admin token (default: a new one at each start, printed)').env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
     .option('--json', 'print the start-up line as JSON')
     .addOption(new Option('--redis <url>', 'share rate limits, Idempotency-Keys and webhook delivery with every serve process on this Redis (redis://host:port)').env('CLIPHOOK_REDIS_URL'))

@@ -31,6 +31,12 @@ export interface ServiceOptions {
   /** Fix the first account's API key (24-200 printable ASCII characters, no spaces), its webhook signing secret and its starting balance. */
   apiKey?: string;
   webhookSecret?: string;
+  /**
+   * The admin token of the test helpers (issue 22): `Authorization: Bearer <admin token>` reaches the
+   * service-wide ones (accounts, reset, the whole journal, rules for any account). 24-200 printable ASCII
+   * characters without spaces, as an API key. @default a new random `adm_…` token at each start
+   */
+  adminToken?: string;
   /** @default 1000 */
   balance?: number;
   /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
@@ -74,12 +80,17 @@ function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
  * ask for (or `undefined`). A bad value is a `TypeError` naming the option.
  */
 export function checkOptions(options: ServiceOptions): ReturnType<typeof sharedOptions> {
-  const { balance, apiKey, webhookSecret, rateLimitPerMinute } = options;
+  const { balance, apiKey, webhookSecret, adminToken, rateLimitPerMinute } = options;
   if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
   if (apiKey !== undefined && !isValidToken(apiKey)) {
     const length = typeof apiKey === 'string' ? `, got ${(apiKey as string).length}` : '';
     throw new TypeError(`Expected \`apiKey\` to be ${MIN_API_KEY_LENGTH}-200 printable ASCII characters without spaces${length} (a shorter key could be guessed).`);
   }
+  if (adminToken !== undefined && !isValidToken(adminToken)) {
+    const length = typeof adminToken === 'string' ? `, got ${(adminToken as string).length}` : '';
+    throw new TypeError(`Expected \`adminToken\` to be ${MIN_API_KEY_LENGTH}-200 printable ASCII characters without spaces${length}.`);
+  }
+  if (adminToken !== undefined && adminToken === apiKey) throw new TypeError('Expected `adminToken` to differ from `apiKey`.');
   if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
   const redisOptions = sharedOptions(options);
   if (rateLimitPerMinute !== undefined && !(Number.isSafeInteger(rateLimitPerMinute) && rateLimitPerMinute > 0)) {

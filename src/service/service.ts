@@ -19,6 +19,11 @@ import { AccountCommands } from './resources/account/commands.js';
 import { Assets, type AssetTables } from './resources/assets/assets.js';
 import { AssetCommands } from './resources/assets/commands.js';
 import { ClockCommands } from './resources/clock.js';
+import { TestAccountCommands } from './resources/test-helpers/accounts.js';
+import { RequestJournalCommands } from './resources/test-helpers/requests.js';
+import { FaultRuleCommands } from './resources/test-helpers/faults.js';
+import { FaultRules } from './testing/faults.js';
+import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
 import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
@@ -86,8 +91,18 @@ export class Service {
   readonly account: AccountCommands;
   readonly media: MediaFiles;
   readonly testClock: ClockCommands;
+  /** Accounts on demand (issue 22's test helpers). */
+  readonly testAccounts: TestAccountCommands;
+  /** The request journal (issue 22): what the HTTP adapter records after each answer, redacted and bounded. */
+  readonly journal: RequestJournal;
+  readonly requests: RequestJournalCommands;
+  /** Fault rules (issue 22): what the HTTP adapter asks before each request of /v1 and /settings. */
+  readonly faultRules: FaultRules;
+  readonly faults: FaultRuleCommands;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
+  /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
+  readonly adminToken: string;
   /** Reports a failure no answer can carry (a write to Redis after the answer was settled, say). */
   readonly warn: (message: string) => void;
   readonly #close: Array<() => unknown>;
@@ -102,6 +117,7 @@ export class Service {
     this.strict = strict;
     this.origin = origin.replace(/\/+$/, '');
     this.warn = warn;
+    this.adminToken = options.adminToken ?? `adm_${randomBytes(24).toString('base64url')}`;
     this.emitter = emitter;
     this.files = new Files(options.file === false ? false : (options.file ?? DEFAULT_FILE));
     const files = this.files;
@@ -110,8 +126,9 @@ export class Service {
     // Core: who is calling, and what every resource reads.
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
+    const failures = new AuthFailures({ now });
     const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    this.gate = new Gate({ accounts: this.accounts, limiter, failures: new AuthFailures({ now }), shared: shared !== undefined, warn });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
@@ -142,6 +159,11 @@ export class Service {
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn });
+    this.journal = new RequestJournal({ secrets: () => this.secrets() });
+    this.requests = new RequestJournalCommands(this.journal);
+    this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
+    this.faults = new FaultRuleCommands(this.faultRules);
+    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
@@ -177,6 +199,24 @@ export class Service {
       // A service in memory leaves nothing behind, its files included.
       () => files.close(),
     ];
+    this.#wipe = () => {
+      // Every row but the service's own settings (its media secret); ids start again from 1.
+      for (const name of TABLES) {
+        const table = store.table(name);
+        for (const row of [...table.values()]) if (!(name === 'meta' && row.id === 'service')) table.remove(row.id);
+        store.restartIds(name);
+      }
+      this.accounts.resync();
+      lifecycle.resync();
+      assets.resync();
+      jobs.resync();
+      this.photoUploads.resync();
+      if (limiter instanceof RateLimiter) limiter.clear();
+      failures.clear();
+      this.journal.clear();
+      this.faultRules.clear();
+      if (options.clock === undefined) clock.rewind();
+    };
     this.#resume = () => {
       lifecycle.resume();
       assets.resume();
@@ -186,6 +226,22 @@ export class Service {
   }
 
   readonly #resume: () => void;
+  readonly #wipe: () => void;
+  readonly #firstOptions: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined } = {};
+
+  /**
+   * Back to a fresh start with the same options (issue 22, `POST /test_helpers/reset`): every account,
+   * clip, image job, asset, idempotency record, journal entry, fault rule and rate window is gone, the
+   * service's own clock loses its lead, and the first account comes back as it started: the same key and
+   * webhook secret, the starting balance. Resolves once that is saved.
+   */
+  async reset(): Promise<{ reset: true; now: string }> {
+    const first = this.first();
+    this.#wipe();
+    this.accounts.create({ balance: this.#firstOptions.balance ?? DEFAULT_BALANCE, token: first.apiKey, webhookSecret: first.webhookSecret });
+    await this.store.commit();
+    return { reset: true, now: new Date(this.clock.now()).toISOString() };
+  }
 
   /**
    * Records how far the clock is ahead of real time; written with the next commit, or at close. As no
@@ -220,6 +276,7 @@ export class Service {
       if (options.emitter === undefined) await emitter.start();
       const service = new Service(store, clock, options, emitter, shared);
       service.#firstAccount({ balance, apiKey, webhookSecret });
+      Object.assign(service.#firstOptions, { balance });
       service.#resume();
       await store.commit();
       return service;
@@ -235,6 +292,15 @@ export class Service {
   first(): { accountId: number; apiKey: string; webhookSecret: string; balance: number } {
     const { account, key } = this.accounts.first()!;
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
+  }
+
+  /** Every secret the service knows now (API keys, webhook secrets, the admin token): what the request journal redacts. */
+  *secrets(): Iterable<string> {
+    yield this.adminToken;
+    for (const key of this.store.table('key').values()) {
+      yield key.token;
+      yield key.webhookSecret;
+    }
   }
 
   /** Stops timers and the emitter, writes a fresh snapshot, and removes a service in memory's files. */

@@ -144,6 +144,19 @@ describe('cliphook serve --host (issue 20 item 7)', () => {
     return { out, err, done, data: join(dir, 'service.json') };
   }
 
+  it('prints the test helpers’ admin token (admin_token with --json), random unless --admin-token fixes it; a bad one is exit 2 naming the flag (issue 22)', async () => {
+    const random = await inProcess({});
+    const ready = JSON.parse(random.out[0]!) as { origin: string; admin_token: string };
+    expect(ready.admin_token).toMatch(/^adm_/);
+    expect((await fetch(`${ready.origin}/test_helpers/accounts`, { headers: { authorization: `Bearer ${ready.admin_token}` } })).status).toBe(200);
+    const fixed = await inProcess({ adminToken: 'adm_fixed_for_ci_0123456789ab' });
+    expect(JSON.parse(fixed.out[0]!)).toMatchObject({ admin_token: 'adm_fixed_for_ci_0123456789ab' });
+    const text = await inProcess({ json: false, adminToken: 'adm_fixed_for_ci_0123456789ab' });
+    expect(text.out).toContainEqual(expect.stringMatching(/^ {2}admin token {5}adm_fixed_for_ci_0123456789ab /));
+    const bad = await inProcess({ adminToken: 'short' });
+    await expect(bad.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^Expected --admin-token to be 24-200/) });
+  });
+
   it('refuses a host that is not loopback without --open: exit 2 naming both, before anything is opened', async () => {
     for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) {
       const run = await inProcess({ host });

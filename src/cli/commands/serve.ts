@@ -22,6 +22,8 @@ export interface ServeCommandOptions {
   assistant?: boolean;
   apiKey?: string;
   webhookSecret?: string;
+  /** `--admin-token` (or CLIPHOOK_ADMIN_TOKEN): fix the test helpers' admin token (issue 22). */
+  adminToken?: string;
   balance?: string;
   publicUrl?: string;
   json?: boolean;
@@ -43,7 +45,7 @@ export interface ServeIo {
   signal: AbortSignal;
 }
 
-const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--webhook-secret', balance: '--balance', file: '--data', redisUrl: '--redis' };
+const FLAGS: Record<string, string> = { adminToken: '--admin-token', apiKey: '--api-key', webhookSecret: '--webhook-secret', balance: '--balance', file: '--data', redisUrl: '--redis' };
 
 /**
  * `cliphook serve`: the Clip and Image Generation Service, simulated, until SIGINT/SIGTERM. Prints the
@@ -75,6 +77,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       assistant: options.assistant !== false,
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),
+      ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       ...(balance === undefined ? {} : { balance }),
       ...(options.redis === undefined ? {} : { redisUrl: options.redis }),
       warn: (message) => io.err(`warning: ${message}`),
@@ -128,7 +131,8 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     // The assistant endpoint (spec 5.7's {mcp_url}), or null with --no-assistant.
     mcp: app.assistant ? `${app.service.origin}${MCP_PATH}` : null,
   };
-  if (options.json) io.out(JSON.stringify({ type: 'ready', ...info }));
+  // Issue 22 names it `admin_token` in the ready line.
+  if (options.json) io.out(JSON.stringify({ type: 'ready', ...info, admin_token: app.service.adminToken }));
   else {
     io.out(`cliphook serve: the Clip and Image Generation Service, simulated (${options.speed}${options.strict ? ', strict' : ''}; data: ${options.data})`);
     io.out(`  base URL        ${info.url}`);
@@ -136,6 +140,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     io.out(`  webhook secret  ${info.webhookSecret}`);
     io.out(`  balance         ${info.balance} credits`);
     io.out(`  test clock      POST ${info.origin}/test_helpers/clock/advance {"seconds": N}`);
+    io.out(`  admin token     ${app.service.adminToken} (test helpers: accounts; Authorization: Bearer <admin token>)`);
     if (info.mcp) io.out(`  assistant (MCP) ${info.mcp} (API key or OAuth sign-in)`);
     if (info.redis) io.out(`  shared on       ${info.redis} (rate limits, Idempotency-Keys, webhooks)`);
     if (info.inspector) io.out(`  inspector       ${info.inspector} (clips, image jobs, webhook deliveries, Redeliver)`);

@@ -64,7 +64,10 @@ export function openApiDocument({ origin = 'http://127.0.0.1:8080' }: OpenApiOpt
     tags: [...new Set(routes.map((route) => route.tag))].map((name) => ({ name, description: TAGS[name] ?? name })),
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key> (spec 5).' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key> (spec 5).' },
+        admin: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <admin token>: the test helpers’ admin token, printed by `cliphook serve` (`admin_token` with --json) and answered by startService as `adminToken`.' },
+      },
       headers: Object.fromEntries(Object.entries(HEADERS).map(([name, header]) => [name.replace(/[^A-Za-z0-9]/g, ''), header])),
       parameters: {
         IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, description: 'Spec 4.1 and 7.', schema: schemaOf(IdempotencyKey, 'input') },
@@ -100,7 +103,8 @@ function operation(route: RouteSpec): Json {
   }
   if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   const responses: Record<string, Json> = {};
-  const limitHeaders = keyed ? headerRefs(Object.keys(RATE_LIMIT_HEADERS)) : {};
+  // The admin token is no account: it has no rate window.
+  const limitHeaders = keyed && route.auth !== 'admin' ? headerRefs(Object.keys(RATE_LIMIT_HEADERS)) : {};
   for (const [status, response] of Object.entries(route.responses)) {
     const headers = { ...limitHeaders, ...headerRefs(response.headers ?? []) };
     const content = response.schema
@@ -139,7 +143,7 @@ function operation(route: RouteSpec): Json {
     summary: route.summary,
     ...(route.spec ? { description: `Spec section ${route.spec}.` } : {}),
     tags: [route.tag],
-    ...(keyed ? {} : { security: [] }),
+    ...(keyed ? (route.auth === 'admin' ? { security: [{ admin: [] }] } : route.auth === 'admin_or_key' ? { security: [{ admin: [] }, { bearer: [] }] } : {}) : { security: [] }),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(body ? { requestBody: body } : {}),
     responses,

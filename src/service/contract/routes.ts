@@ -8,15 +8,20 @@ import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
   ApiKeyView, TopUpRequest, TopUpResponse,
 } from './settings.js';
+import { SERVED_TEST_HELPER_ROUTES } from './test-helper-routes.js';
 import { AdvanceRequest, Clock } from './test-helpers.js';
 import { BatchRequest, BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
 
 /**
  * Who may call a route: `key` is the bearer API key with every check of spec 4 (60 a minute, 402 below
  * 10 credits); `settings` is the key without the balance floor (the account settings and the test
- * helpers are how one tops up); `none` is public.
+ * helpers are how one tops up); `none` is public. The test helpers of issue 22: `admin` is the admin
+ * token only (`Authorization: Bearer <admin token>`, printed by `serve`; service-wide helpers: accounts,
+ * reset, seed); `admin_or_key` is the admin token, which reaches every account, or an account's API key
+ * without the balance floor, which reaches only that account's own entries and rules (the journal, fault
+ * rules, webhook chaos). Both are bearer credentials: a wrong or missing one is 401, as for `key`.
  */
-export type Auth = 'key' | 'settings' | 'none';
+export type Auth = 'key' | 'settings' | 'admin' | 'admin_or_key' | 'none';
 
 /** One response of a route: its schema (JSON), or the media types of a file. */
 export interface ResponseSpec {
@@ -49,6 +54,12 @@ export interface RouteSpec {
   multipart?: z.ZodObject;
   /** An array member of the body whose failing item a refusal names as `item_index` (spec 4.2). */
   indexed?: string;
+  /**
+   * A refusal of the body carries `pointer`, the JSON Pointer (RFC 6901) of the member at fault
+   * (`/clips/3/duration`): for bodies written as files (seed fixtures), where a path in words is not enough.
+   * See `pointerRefusal` in testing/pointer.ts.
+   */
+  pointer?: boolean;
   responses: Readonly<Record<number, ResponseSpec>>;
   /** The problem codes this route answers besides those of its auth, its body and every route (spec 7). */
   problems: readonly ProblemCode[];
@@ -239,6 +250,7 @@ export const ROUTES = [
     responses: { 200: json('The clock once everything due has settled.', Clock) },
     problems: ['invalid_parameter'],
   },
+  ...SERVED_TEST_HELPER_ROUTES,
 ] as const satisfies readonly RouteSpec[];
 
 export type Route = (typeof ROUTES)[number];

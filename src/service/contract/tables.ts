@@ -31,7 +31,7 @@ const OURS: Partial<Record<ProblemCode, string>> = {
 };
 
 const SUCCESS = (route: RouteSpec) => Object.keys(route.responses).join(', ');
-const AUTH: Record<RouteSpec['auth'], string> = { key: 'key', settings: 'key, open below 10 credits', none: 'none' };
+const AUTH: Record<RouteSpec['auth'], string> = { key: 'key', settings: 'key, open below 10 credits', admin: 'admin token', admin_or_key: 'admin token, or a key for its own account', none: 'none' };
 
 /** The endpoint table of docs/service.md. */
 export function endpointTable(): string {

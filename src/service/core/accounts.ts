@@ -8,6 +8,8 @@ export const MIN_BALANCE_TO_CREATE_KEYS = 240;
 
 export interface Account {
   id: number;
+  /** A label (issue 22's test accounts; seed fixtures name accounts by it). The first account's is `default`. */
+  name?: string;
   balance: number;
   /** Whether the account has ever topped up (the assistant's daily limit depends on it, spec 5.7). */
   toppedUp: boolean;
@@ -85,10 +87,12 @@ export class Accounts {
   }
 
   /** Creates an account with one key. */
-  create({ balance, token = newApiKey(), webhookSecret = newWebhookSecret() }: { balance: number; token?: string; webhookSecret?: string }): { account: Account; key: ApiKey } {
+  create({ balance, name, token = newApiKey(), webhookSecret = newWebhookSecret() }: { balance: number; name?: string; token?: string; webhookSecret?: string }): { account: Account; key: ApiKey } {
     if (this.#byToken.has(token)) throw new TypeError('That API key is already in use.');
+    const id = this.#store.nextId('account');
     const account = this.#accounts.put({
-      id: this.#store.nextId('account'),
+      id,
+      name: name ?? (id === 1 ? 'default' : `account_${id}`),
       balance,
       toppedUp: false,
       createdAt: this.#now(),
@@ -131,6 +135,20 @@ export class Accounts {
     key.revokedAt = this.#now();
     this.#byToken.delete(key.token);
     this.#keys.put(key);
+  }
+
+  /** Every account, oldest first. */
+  all(): Account[] {
+    return [...this.#accounts.values()].sort((a, b) => a.id - b.id);
+  }
+
+  /** Deletes an account and its keys (issue 22): its keys answer 401 invalid_api_key from the next request on. */
+  remove(accountId: number): boolean {
+    for (const key of this.keysOf(accountId)) {
+      this.#byToken.delete(key.token);
+      this.#keys.remove(key.id);
+    }
+    return this.#accounts.remove(accountId);
   }
 
   /** Rebuilds the token index from the keys: after a request's changes were taken back (issue 20 item 9). */

@@ -37,6 +37,11 @@ export class AuthFailures {
   readonly #maxAddresses: number;
   readonly #windows = new Map<string, { start: number; count: number }>();
 
+  /** Forgets every window (issue 22's reset). */
+  clear(): void {
+    this.#windows.clear();
+  }
+
   constructor({ now, limit = AUTH_FAILURES_PER_WINDOW, windowMs = AUTH_FAILURE_WINDOW_MS, maxAddresses = MAX_TRACKED_ADDRESSES }: AuthFailuresOptions) {
     if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function.');
     for (const [name, value] of [['limit', limit], ['windowMs', windowMs], ['maxAddresses', maxAddresses]] as const) {

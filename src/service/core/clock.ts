@@ -147,6 +147,16 @@ export class SimulatedClock {
     return () => void this.#advanced.delete(listener);
   }
 
+  /**
+   * Drops a running clock's lead: simulated time is real time again (issue 22's reset). Timers keep their
+   * simulated due times, so they fire that much later in real time. A frozen clock is left as it is.
+   */
+  rewind(): void {
+    if (this.frozen) return;
+    this.#offset = 0;
+    this.#arm();
+  }
+
   /** Stops arming real timers (the service is closing); pending timers never fire. */
   stop(): void {
     this.#stopped = true;

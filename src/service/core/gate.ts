@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../contract/problems.js';
 import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey } from './accounts.js';
 import type { AuthFailures } from './auth-failures.js';
@@ -31,8 +32,15 @@ export interface GateOptions {
   failures: AuthFailures;
   /** Count windows by the key's token hash (every process on Redis numbers its own key ids). @default false */
   shared?: boolean;
+  /** The admin token of the test helpers (issue 22): `Authorization: Bearer <admin token>`. @default none: no request is the admin */
+  adminToken?: string;
   warn(message: string): void;
 }
+
+/** Who a credential of a test helper route names (issue 22): the admin (every account), or an account's key. */
+export type AdminOrKey = { admin: true } | { admin: false; who: Identified };
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * The checks every keyed request passes first (spec 4, 5.3-5.4, 8 and issue 20 item 6), without HTTP: who
@@ -74,6 +82,29 @@ export class Gate {
       throw new ServiceError('invalid_api_key', 'This API key is unknown or was revoked.');
     }
     return { ...who, limitName: this.limitName(who.key) };
+  }
+
+  /** Whether an `Authorization` header carries the admin token (compared in constant time). */
+  isAdmin(authorization: string | undefined): boolean {
+    const token = this.#options.adminToken;
+    const match = /^Bearer +([\x21-\x7e]+) *$/i.exec(authorization ?? '');
+    return token !== undefined && match !== null && timingSafeEqual(digest(match[1]!), digest(token));
+  }
+
+  /**
+   * Who a test helper's credential names (issue 22): the admin token, or with `orKey` an API key (spec 5.4,
+   * as `identify`). Anything else is 401: `invalid_auth_header` without a bearer token, `invalid_api_key`
+   * for a token that is not the admin's (a live API key on an admin-only helper included, though it does
+   * not count as a failed attempt of the address).
+   */
+  identifyAdmin(authorization: string | undefined, address: string | undefined, { orKey }: { orKey: boolean }): AdminOrKey {
+    this.allowAttempt(address);
+    if (this.isAdmin(authorization)) return { admin: true };
+    if (orKey) return { admin: false, who: this.identify(authorization, address) };
+    const who = this.#options.accounts.authenticate(authorization);
+    if (who === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <admin token> (cliphook serve prints it; startService answers it as adminToken).');
+    if (who === 'invalid_api_key') this.failed(address);
+    throw new ServiceError('invalid_api_key', who === 'invalid_api_key' ? 'This is not the admin token.' : 'This test helper takes the admin token, not an API key.');
   }
 
   /** The window an API key's requests are counted in. */

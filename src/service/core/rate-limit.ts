@@ -36,6 +36,11 @@ export class RateLimiter {
   readonly #windows = new Map<string, { start: number; count: number }>();
   #sweepAt = 0;
 
+  /** Forgets every window (issue 22's reset). */
+  clear(): void {
+    this.#windows.clear();
+  }
+
   constructor({ now, limit = RATE_LIMIT, windowMs = RATE_WINDOW_MS }: RateLimiterOptions) {
     if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function.');
     if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError(`Expected \`limit\` to be a positive integer, got ${limit}.`);

@@ -125,6 +125,11 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return id;
   }
 
+  /** Starts a table's ids again from 1 (issue 22's reset, once the table is empty). */
+  restartIds(table: keyof T & string): void {
+    delete this.#seq[table];
+  }
+
   /** Lines of the journal that could not be read at load (a torn last line after a crash). */
   get badLines(): number {
     return this.#badLines;

@@ -91,6 +91,8 @@ export interface StartedService {
   origin: string;
   apiKey: string;
   webhookSecret: string;
+  /** The test helpers' admin token (issue 22): `Authorization: Bearer <adminToken>` on /test_helpers/accounts, reset, the whole journal. */
+  adminToken: string;
   clock: Service['clock'];
   service: Service;
   close(): Promise<void>;
@@ -127,6 +129,7 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
     origin,
     apiKey: first.apiKey,
     webhookSecret: first.webhookSecret,
+    adminToken: app.service.adminToken,
     clock: app.service.clock,
     service: app.service,
     close: async () => {

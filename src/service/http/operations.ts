@@ -15,7 +15,8 @@ type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
 
 /** What one route's handler gets: its caller, and its path, query and body as the contract parsed them. */
 export interface InputOf<R extends Route> {
-  caller: R['auth'] extends 'none' ? null : Caller;
+  /** `null` on a public route, and for the admin token on a test helper (issue 22: every account). */
+  caller: R['auth'] extends 'none' | 'admin' ? null : R['auth'] extends 'admin_or_key' ? Caller | null : Caller;
   params: Out<R extends { params: infer P } ? P : undefined>;
   query: Out<R extends { query: infer Q } ? Q : undefined>;
   body: Out<R extends { body: infer B } ? B : undefined>;
@@ -40,7 +41,7 @@ const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint
  * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
  */
 export function handlers(service: Service, assistant: AssistantSettingsCommands | null): Handlers {
-  const { videos, images, assets, account, media, testClock } = service;
+  const { videos, images, assets, account, media, testClock, testAccounts, requests, faults } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),
     createVideoBatch: ({ caller, body }) =>
@@ -83,6 +84,15 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     disconnectAssistant: ({ caller, params }) => (assistant ? assistant.disconnect(caller, params.id) : Promise.reject(assistantOff())),
     getClock: () => testClock.view(),
     advanceClock: ({ body }) => testClock.advance(body.seconds),
+    createTestAccount: ({ body }) => testAccounts.create(body),
+    listTestAccounts: () => testAccounts.list(),
+    deleteTestAccount: ({ params }) => testAccounts.remove(params.id),
+    listRequests: ({ caller, query }) => requests.list(caller, query),
+    clearRequests: ({ caller, query }) => requests.clear(caller, query),
+    createFaultRule: ({ caller, body }) => faults.add(caller, body),
+    listFaultRules: ({ caller, query }) => faults.list(caller, query),
+    deleteFaultRule: ({ caller, params }) => faults.remove(caller, params.id),
+    resetService: () => service.reset(),
   };
 }
 

@@ -3,6 +3,8 @@ import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
+import { faultError } from '../testing/fault-answer.js';
+import type { FaultDecision } from '../testing/faults.js';
 import { readJsonBody, type JsonBody } from './body.js';
 import { headersOf, problemOf, sendJson, sendProblem } from './respond.js';
 
@@ -32,6 +34,12 @@ export interface PipelineDeps<C> {
    * rate-limit headers every answer to it carries, or a refusal (401, 429; 503 when Redis does not answer).
    */
   admit(req: IncomingMessage): Promise<{ caller: C; headers: Record<string, string>; refusal?: ServiceError }>;
+  /**
+   * The credential of a test helper (issue 22): the admin token (the caller is `null`: every account, no
+   * rate window), or with `orKey` an API key, admitted as `admit` does (its window counts; no balance floor).
+   * Anything else is a refusal (401; 429 for an address that failed too often).
+   */
+  admitAdmin(req: IncomingMessage, orKey: boolean): Promise<{ caller: C | null; headers: Record<string, string>; refusal?: ServiceError }>;
   /** Spec 4: below 10 credits every keyed endpoint answers 402 insufficient_credits. */
   floor(caller: C): void;
   /** Looks an Idempotency-Key up: its stored answer, its first request still running, another body, or fresh. */
@@ -43,36 +51,107 @@ export interface PipelineDeps<C> {
   /** The answer to an error that is not a `ServiceError`: a failed write is 503, anything else 500. */
   failure(error: unknown): ServiceError;
   warn(message: string): void;
+  /** The fault rule that acts on this request of a route, if any (issue 22), counting it. */
+  fault?(route: RouteSpec, caller: C | null): FaultDecision | null;
+  /** Called once a request of a route has been answered (or its connection ended): the request journal (issue 22). */
+  record?(route: RouteSpec, req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, query: Record<string, string>): void;
+}
+
+/** What the pipeline learnt of one request, for the request journal (issue 22). */
+export interface Exchange<C> {
+  /** The admitted caller; `null` for a public route, the admin token, or a request refused before. */
+  caller: C | null;
+  /** The `Idempotency-Key` header as sent. */
+  idempotencyKey: string | null;
+  /** Answered from the stored answer of its Idempotency-Key. */
+  replayed: boolean;
+  /** The JSON body as sent (before the contract read it), when the route takes one and it was read. */
+  body: unknown;
+  /** The problem code of a refusal. */
+  code: string | null;
+  /** No answer was sent: a fault rule cut the connection or let it hang. */
+  dropped: boolean;
 }
 
 /**
  * Answers one request of a contract route, with every check in one order (spec 4, 7 and issue 21):
- * the key (401), 60 a minute (429), a stored answer of the Idempotency-Key (replayed whatever the balance),
+ * the key (401; for a test helper the admin token, or an API key where the route takes one), 60 a minute (429), a stored answer of the Idempotency-Key (replayed whatever the balance),
  * the balance floor (402), then what the request says: the body's JSON (400, 413), the key's syntax (400)
  * and state (409, 422), the path (404), the query and the body by the contract (400, 422), and at last the
  * command, saved as one unit before the answer. The route's handler knows none of these.
  */
 export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>): Promise<void> {
+  const header = req.headers['idempotency-key'];
+  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false };
+  try {
+    await answer(route, handler, rawParams, query, req, res, deps, exchange);
+  } finally {
+    deps.record?.(route, req, res, exchange, query);
+  }
+}
+
+async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>, exchange: Exchange<C>): Promise<void> {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   let headers: Record<string, string> = {};
-  const refuse = (error: ServiceError) => sendProblem(res, problemOf(error, { origin: deps.origin(), instance: path }), { ...headers, ...headersOf(error) });
+  // A fault rule's `cut: after`: the request runs and takes effect, and its answer is never sent.
+  let cutAfter = false;
+  const drop = () => {
+    exchange.dropped = true;
+    if (!req.readableEnded) req.resume();
+    res.destroy();
+  };
+  const refuse = (error: ServiceError) => {
+    if (cutAfter) return drop();
+    exchange.code = error.code;
+    sendProblem(res, problemOf(error, { origin: deps.origin(), instance: path }), { ...headers, ...headersOf(error) });
+  };
   let caller = null as C;
   let key: Extract<KeyStart, { kind: 'fresh' }> | null = null;
   try {
-    if (route.auth !== 'none') {
+    if (route.auth === 'admin' || route.auth === 'admin_or_key') {
+      const admitted = await deps.admitAdmin(req, route.auth === 'admin_or_key');
+      caller = admitted.caller as C;
+      headers = admitted.headers;
+      exchange.caller = admitted.caller;
+      if (admitted.refusal) throw admitted.refusal;
+    } else if (route.auth !== 'none') {
       const admitted = await deps.admit(req);
       ({ caller, headers } = admitted);
+      exchange.caller = caller;
       if (admitted.refusal) throw admitted.refusal;
+    }
+    // Issue 22: a fault rule acts after the credential and its rate window, before anything else is done.
+    const fault = deps.fault?.(route, caller) ?? null;
+    if (fault) {
+      const { action } = fault;
+      if (action.kind === 'problem') {
+        const balance = (caller as { account?: { balance: number } } | null)?.account?.balance;
+        throw faultError(action.code, { ruleId: fault.rule.id, instance: path, origin: deps.origin(), balance, itemCodes: fault.itemCodes, retryAfter: action.retryAfter });
+      }
+      if (action.kind === 'cut' && action.when === 'before') return drop();
+      if (action.kind === 'hang') {
+        exchange.dropped = true;
+        req.resume();
+        // Never answered: the request ends when the client gives up (or the server closes).
+        return await new Promise<void>((resolve) => res.once('close', resolve));
+      }
+      if (action.kind === 'delay') await realDelay(action.ms, res);
+      cutAfter = action.kind === 'cut';
     }
     let json: JsonBody | null = null;
     if (route.idempotent) {
       // The stored answer of a key is replayed before the floor (spec 7): it needs the body to compare.
       json = await readJsonBody(req);
+      if (json.ok) exchange.body = json.value;
       const header = req.headers['idempotency-key'];
       const valid = typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header);
       if (valid && json.ok) {
         const start = await deps.beginKey(caller, header, deps.fingerprint(req.method ?? 'POST', path, json.value));
-        if (start.kind === 'replay') return sendJson(res, start.response.status, start.response.body, { ...headers, 'idempotent-replayed': 'true' });
+        if (start.kind === 'replay') {
+          exchange.replayed = true;
+          if (cutAfter) return drop();
+          return sendJson(res, start.response.status, start.response.body, { ...headers, 'idempotent-replayed': 'true' });
+        }
         if (start.kind === 'fresh') key = start;
         else {
           if (route.auth === 'key') deps.floor(caller);
@@ -90,8 +169,11 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
     let body: unknown;
     if (route.body) {
       json ??= await readJsonBody(req);
+      if (json.ok) exchange.body = json.value;
       if (!json.ok) throw json.error;
-      body = parse(route.body, json.value, route, 'invalid_json');
+      // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
+      const value = json.value === undefined && route.body.safeParse({}).success ? {} : json.value;
+      body = parse(route.body, value, route, 'invalid_json');
     } else if (!route.multipart && req.method !== 'GET' && req.method !== 'HEAD') req.resume();
     const outcome = await deps.unit(async () => {
       try {
@@ -115,6 +197,7 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
       // stands (charged and saved), this process still replays it, and the key's lease holds it elsewhere.
       await shared.share(stored).catch((error: Error) => deps.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
     }
+    if (cutAfter) return drop();
     if (answer !== WRITTEN && !res.headersSent) sendJson(res, successOf(route), answer, headers);
   } catch (error) {
     if (key) {
@@ -131,6 +214,19 @@ export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawPara
     if (!req.readableEnded) req.resume();
     refuse(error);
   }
+}
+
+/** Waits `ms` real milliseconds (a fault rule's `delay_ms`: what a client's time-out sees), or until the client has gone. */
+function realDelay(ms: number, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
 }
 
 /** The route's one 2xx status (202 for a new clip, 207 for a batch, 200 elsewhere). */

@@ -1,0 +1,255 @@
+import { isProblemCode, PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
+import { ServiceError } from '../contract/problems.js';
+import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
+import type { FaultRuleInput } from '../contract/test-helpers.js';
+
+// Fault rules of issue 22 (WireMock's faults, for this service's contract): which requests fail, wait,
+// lose their answer or hang. Pure: this module checks a rule, keeps the rules in order with their counts
+// and says which action a request gets; the wiring takes the action (fault-answer.ts builds a problem).
+
+/** What a matched request gets. */
+export type FaultAction =
+  | { kind: 'problem'; code: ProblemCode; retryAfter: number | null }
+  | { kind: 'delay'; ms: number }
+  | { kind: 'cut'; when: 'before' | 'after' }
+  | { kind: 'hang' };
+
+/** Which requests a rule matches; null matches any. */
+export interface FaultMatch {
+  operation: string | null;
+  method: string | null;
+  /** A path template of the contract (`/v1/videos/{id}`). */
+  path: string | null;
+  account: number | null;
+}
+
+/** A rule as the API answers it (contract `FaultRule`). */
+export interface FaultRuleView {
+  id: string;
+  object: 'fault_rule';
+  match: FaultMatch;
+  times: number | null;
+  after: number;
+  probability: number | null;
+  seed: number;
+  action: { problem?: string; retry_after?: number; delay_ms?: number; cut?: 'before' | 'after'; hang?: true };
+  hits: number;
+  applied: number;
+  remaining: number | null;
+  created_at: string;
+}
+
+/** One request of a contract route, as the wiring knows it once the route is found and the caller known. */
+export interface FaultRequest {
+  operation: string;
+  /** The caller's account; null for a route without a key. */
+  account: number | null;
+}
+
+/** The rule that acts on a request, its action, and the matched route. */
+export interface FaultDecision {
+  rule: FaultRuleView;
+  action: FaultAction;
+  route: RouteSpec;
+  /** The codes of the route that name a failing item (`FaultProblemContext.itemCodes`): a batch's own, else none. */
+  itemCodes: readonly ProblemCode[];
+}
+
+/** Who makes or reads rules: the admin token (`account: null`, every account) or an API key (its own account only). */
+export interface FaultCaller {
+  account: number | null;
+}
+
+/** The edges of `FaultRules`: its clock, the routes, the accounts. */
+export interface FaultRulesOptions {
+  /** The time rules are made at (`created_at`). */
+  now: () => number;
+  /** @default ROUTES */
+  routes?: readonly RouteSpec[];
+  /** Whether an account exists, for `match.account` given with the admin token. @default every id exists */
+  accountExists?: (id: number) => boolean;
+}
+
+interface Rule {
+  seq: number;
+  id: string;
+  match: FaultMatch;
+  times: number | null;
+  after: number;
+  probability: number | null;
+  seed: number;
+  random: () => number;
+  action: FaultAction;
+  hits: number;
+  applied: number;
+  createdAt: number;
+}
+
+/**
+ * A seeded generator of numbers in [0, 1) (mulberry32): the same seed draws the same sequence, so a
+ * rule with a probability fails the same requests on every run.
+ * @example const draw = seededRandom(42); draw() // 0.6011037519201636, every time
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** The codes a route can answer: its own and those of its auth and body (spec 7), as the document lists them. */
+export function answerableCodes(route: RouteSpec): ReadonlySet<ProblemCode> {
+  return new Set([...route.problems, ...commonProblems(route)]);
+}
+
+/** Routes a rule may match: every route of the contract but the test helpers (a rule must not lock its maker out). */
+export function faultableRoutes(routes: readonly RouteSpec[] = ROUTES): RouteSpec[] {
+  return routes.filter((route) => route.tag !== 'Test helpers');
+}
+
+const refuse = (parameter: string, detail: string, allowed?: readonly unknown[]) =>
+  new ServiceError('invalid_parameter', detail, { extra: { parameter, ...(allowed ? { allowed_values: allowed } : {}) } });
+
+/**
+ * The routes a rule's `match` selects, after checking that the rule makes sense for them: an operation or
+ * a path template of the contract (not a test helper), a method the path takes, and a `problem` that
+ * every selected route can answer (and `retry_after` only with a retryable one). Throws the 400
+ * `invalid_parameter` that names what is wrong and lists what is allowed.
+ * @example checkFaultRule({ match: { operation: 'getVideo' }, action: { problem: 'upstream_busy' } }) // [the getVideo route]
+ */
+export function checkFaultRule(input: Pick<FaultRuleInput, 'match' | 'action'>, routes: readonly RouteSpec[] = ROUTES): RouteSpec[] {
+  const faultable = faultableRoutes(routes);
+  const { operation, method, path } = input.match;
+  let selected: RouteSpec[];
+  if (operation !== undefined) {
+    selected = faultable.filter((route) => route.operationId === operation);
+    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper.`, faultable.map((route) => route.operationId));
+  } else {
+    const paths = [...new Set(faultable.map((route) => route.path))];
+    if (path !== undefined && !paths.includes(path)) throw refuse('match.path', `No path template ${path} to fault: use one of the document's paths, as /v1/videos/{id}.`, paths);
+    selected = faultable.filter((route) => (method === undefined || route.method === method) && (path === undefined || route.path === path));
+    if (selected.length === 0) {
+      const methods = faultable.filter((route) => route.path === path).map((route) => route.method);
+      throw refuse('match.method', `${path} does not take ${method}; it takes ${methods.join(', ')}.`, methods);
+    }
+  }
+  const code = input.action.problem;
+  if (code !== undefined) {
+    const allowed = [...selected.map(answerableCodes).reduce((common, codes) => new Set([...common].filter((each) => codes.has(each))))].sort();
+    if (!isProblemCode(code) || !allowed.includes(code)) {
+      const cannot = isProblemCode(code) ? selected.find((route) => !answerableCodes(route).has(code)) : undefined;
+      const why = cannot ? `${cannot.method} ${cannot.path} (${cannot.operationId}) never answers ${code}` : `${code} is not a code of spec section 7`;
+      throw refuse('action.problem', `${why}; the matched route${selected.length > 1 ? 's' : ''} can answer ${allowed.join(', ')}.`, allowed);
+    }
+    if (input.action.retry_after !== undefined && !PROBLEM_CODES[code].retryable) {
+      throw refuse('action.retry_after', `retry_after goes with a retryable code; ${code} is not retryable (spec 7).`);
+    }
+  }
+  return selected;
+}
+
+function actionOf(action: FaultRuleInput['action']): FaultAction {
+  if (action.problem !== undefined) return { kind: 'problem', code: action.problem as ProblemCode, retryAfter: action.retry_after ?? null };
+  if (action.delay_ms !== undefined) return { kind: 'delay', ms: action.delay_ms };
+  if (action.cut !== undefined) return { kind: 'cut', when: action.cut };
+  return { kind: 'hang' };
+}
+
+function viewOf(rule: Rule): FaultRuleView {
+  const { action } = rule;
+  return {
+    id: rule.id, object: 'fault_rule', match: { ...rule.match }, times: rule.times, after: rule.after, probability: rule.probability, seed: rule.seed,
+    action: action.kind === 'problem' ? { problem: action.code, ...(action.retryAfter === null ? {} : { retry_after: action.retryAfter }) } : action.kind === 'delay' ? { delay_ms: action.ms } : action.kind === 'cut' ? { cut: action.when } : { hang: true },
+    hits: rule.hits, applied: rule.applied, remaining: rule.times === null ? null : rule.times - rule.applied, created_at: new Date(rule.createdAt).toISOString(),
+  };
+}
+
+/**
+ * The fault rules of a service, tried in the order they were made.
+ * @example
+ * const faults = new FaultRules({ now: () => clock.now() });
+ * faults.add({ match: { operation: 'getVideo' }, times: 1, action: { problem: 'upstream_busy' } }, { account: null });
+ * faults.decide({ operation: 'getVideo', account: 1 })?.action // { kind: 'problem', code: 'upstream_busy', retryAfter: null }
+ * faults.decide({ operation: 'getVideo', account: 1 }) // null: the rule was used up
+ */
+export class FaultRules {
+  readonly #now: () => number;
+  readonly #routes: readonly RouteSpec[];
+  readonly #accountExists: (id: number) => boolean;
+  #rules: Rule[] = [];
+  #seq = 0;
+
+  constructor({ now, routes = ROUTES, accountExists = () => true }: FaultRulesOptions) {
+    if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function that returns the time in milliseconds.');
+    this.#now = now;
+    this.#routes = routes;
+    this.#accountExists = accountExists;
+  }
+
+  /** Checks and keeps a rule (last in order); an API key's rule is its own account's. Throws 400 `invalid_parameter`. */
+  add(input: FaultRuleInput, caller: FaultCaller): FaultRuleView {
+    checkFaultRule(input, this.#routes);
+    let account = input.match.account ?? null;
+    if (caller.account !== null) {
+      if (account !== null && account !== caller.account) throw refuse('match.account', `An API key makes rules for its own account (${caller.account}) only; use the admin token for account ${account}.`);
+      account = caller.account;
+    } else if (account !== null && !this.#accountExists(account)) throw refuse('match.account', `No account ${account}.`);
+    const seq = ++this.#seq;
+    const seed = input.seed ?? seq;
+    const rule: Rule = {
+      seq, id: `flt_${seq}`, seed, random: seededRandom(seed), times: input.times ?? null, after: input.after ?? 0, probability: input.probability ?? null,
+      match: { operation: input.match.operation ?? null, method: input.match.method ?? null, path: input.match.path ?? null, account },
+      action: actionOf(input.action), hits: 0, applied: 0, createdAt: this.#now(),
+    };
+    this.#rules.push(rule);
+    return viewOf(rule);
+  }
+
+  /** The rules the caller may see, in order: the admin's all (or one account's), a key's its own account's. */
+  list(caller: FaultCaller, { account }: { account?: number | undefined } = {}): FaultRuleView[] {
+    const scope = caller.account ?? account;
+    return this.#rules.filter((rule) => scope === undefined || rule.match.account === scope).map(viewOf);
+  }
+
+  /** Deletes a rule the caller may see; another's, or none, is 404 `not_found`. */
+  remove(id: string, caller: FaultCaller): FaultRuleView {
+    const index = this.#rules.findIndex((rule) => rule.id === id && (caller.account === null || rule.match.account === caller.account));
+    if (index < 0) throw new ServiceError('not_found', `No fault rule ${id}.`);
+    const [rule] = this.#rules.splice(index, 1);
+    return viewOf(rule!);
+  }
+
+  /** Deletes an account's rules (an account deleted), or all of them (a reset: ids start again at flt_1). */
+  clear({ account }: { account?: number | undefined } = {}): number {
+    const before = this.#rules.length;
+    this.#rules = account === undefined ? [] : this.#rules.filter((rule) => rule.match.account !== account);
+    if (account === undefined) this.#seq = 0;
+    return before - this.#rules.length;
+  }
+
+  /**
+   * The action for a request, counting it: the first rule (in order) that matches it, is not used up, has
+   * let `after` matching requests through and wins its draw acts; each rule tried on the way counts the
+   * request in `hits` (and, past `after`, draws for it). Test helper routes are never matched.
+   */
+  decide(request: FaultRequest): FaultDecision | null {
+    const route = faultableRoutes(this.#routes).find((candidate) => candidate.operationId === request.operation);
+    if (!route) return null;
+    for (const rule of this.#rules) {
+      if (rule.times !== null && rule.applied >= rule.times) continue;
+      const { match } = rule;
+      if (match.account !== null && match.account !== request.account) continue;
+      if (match.operation !== null ? match.operation !== route.operationId : (match.method !== null && match.method !== route.method) || (match.path !== null && match.path !== route.path)) continue;
+      rule.hits++;
+      if (rule.hits <= rule.after) continue;
+      if (rule.probability !== null && rule.random() >= rule.probability) continue;
+      rule.applied++;
+      return { rule: viewOf(rule), action: rule.action, route, itemCodes: route.indexed ? route.problems : [] };
+    }
+    return null;
+  }
+}

@@ -1,0 +1,236 @@
+import { JOURNAL_CAP } from '../contract/test-helpers.js';
+import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.js';
+
+// The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
+// answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
+// after a 503?". Bounded: a ring of `cap` entries, each cut to fixed sizes, and redacted before it is
+// kept (redact.ts), so no secret is ever stored, let alone answered.
+
+export { JOURNAL_CAP };
+/** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
+export const MAX_BODY_CHARS = 4096;
+/** The longest path kept. */
+export const MAX_PATH_CHARS = 1024;
+/** The most characters of query names and values kept, all together; each value is cut to 256. */
+export const MAX_QUERY_CHARS = 1024;
+const MAX_QUERY_VALUE_CHARS = 256;
+const MAX_QUERY_NAME_CHARS = 64;
+/** Spec 4.1 allows 255 characters; a longer (invalid) key is cut. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 256;
+/**
+ * An upper bound on one entry's characters (its strings and the JSON of its body): with `JOURNAL_CAP`
+ * entries, the journal holds at most about 7 million characters.
+ */
+export const MAX_ENTRY_CHARS = MAX_BODY_CHARS + MAX_PATH_CHARS + MAX_QUERY_CHARS + MAX_IDEMPOTENCY_KEY_CHARS + 512;
+
+/** What the service's wiring records for one answered request. */
+export interface JournalRecord {
+  /** When it was answered, on the account's simulated clock (ms since the epoch). */
+  at: number;
+  account: number | null;
+  keyId: string | null;
+  /** The operationId of the contract route, or null. */
+  operation: string | null;
+  method: string;
+  path: string;
+  query: Readonly<Record<string, string | readonly string[] | undefined>>;
+  idempotencyKey: string | null;
+  /** Answered from the stored answer of its Idempotency-Key. */
+  replayed: boolean;
+  status: number;
+  /** The problem code of an error answer. */
+  code: string | null;
+  /** The request body: parsed JSON, text, bytes (kept as their count), or undefined for none. */
+  body: unknown;
+}
+
+/** An entry as the journal keeps and answers it (GET /test_helpers/requests; deeply frozen). */
+export interface JournalEntry {
+  at: string;
+  account: number | null;
+  key_id: string | null;
+  operation: string | null;
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+  idempotency_key: string | null;
+  replayed: boolean;
+  status: number;
+  code: string | null;
+  body: unknown;
+  /** Something of the entry (body, path, query, Idempotency-Key) was cut to its bound. */
+  truncated: boolean;
+}
+
+/** Which entries to answer (all given ones must match). */
+export interface JournalFilter {
+  method?: string | undefined;
+  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`). */
+  path?: string | undefined;
+  operation?: string | undefined;
+  /** A status (`404`) or a class (`'4xx'`). */
+  status?: number | string | undefined;
+  account?: number | undefined;
+  /** How many, newest first. @default 100 */
+  limit?: number | undefined;
+}
+
+/** Options of `RequestJournal`. */
+export interface RequestJournalOptions {
+  /** Entries kept; the oldest is dropped past it. @default JOURNAL_CAP (1,000) */
+  cap?: number;
+  /** The secrets to cut out of every entry, read at each record: the live API keys, webhook secrets, admin token. */
+  secrets?: () => Iterable<string>;
+}
+
+/**
+ * A bounded journal of requests, newest first.
+ * @example
+ * const journal = new RequestJournal({ secrets: () => service.secrets() });
+ * journal.record({ at: clock.now(), account: 1, keyId: 'key_a', operation: 'createVideo', method: 'POST', path: '/v1/videos', query: {}, idempotencyKey: 'k-1', replayed: false, status: 503, code: 'upstream_busy', body });
+ * journal.list({ operation: 'createVideo' })[0].idempotency_key // 'k-1'
+ */
+export class RequestJournal {
+  readonly cap: number;
+  readonly #secrets: () => Iterable<string>;
+  readonly #ring: Array<JournalEntry | undefined>;
+  /** Where the next entry goes. */
+  #head = 0;
+  #size = 0;
+
+  constructor({ cap = JOURNAL_CAP, secrets = () => [] }: RequestJournalOptions = {}) {
+    if (!Number.isSafeInteger(cap) || cap < 1) throw new TypeError(`Expected \`cap\` to be a whole number >= 1, got ${cap}.`);
+    if (typeof secrets !== 'function') throw new TypeError('Expected `secrets` to be a function that returns the secrets to redact.');
+    this.cap = cap;
+    this.#secrets = secrets;
+    this.#ring = new Array<JournalEntry | undefined>(cap);
+  }
+
+  /** Entries held now. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Keeps one request, redacted and cut to its bounds; the oldest entry goes when the journal is full. */
+  record(request: JournalRecord): JournalEntry {
+    const entry = deepFreeze(toEntry(request, createRedactor(this.#secrets())));
+    this.#push(entry);
+    return entry;
+  }
+
+  /** The entries that match, newest first. */
+  list(filter: JournalFilter = {}): JournalEntry[] {
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap));
+    const matches = matcher(filter);
+    const out: JournalEntry[] = [];
+    for (let i = 0; i < this.#size && out.length < limit; i++) {
+      const entry = this.#ring[(this.#head - 1 - i + this.cap) % this.cap]!;
+      if (matches(entry)) out.push(entry);
+    }
+    return out;
+  }
+
+  /** Removes the entries of one account, or all; answers how many went. */
+  clear({ account }: { account?: number | undefined } = {}): number {
+    const before = this.#size;
+    const kept = account === undefined ? [] : this.list({ limit: this.cap }).filter((entry) => entry.account !== account).reverse();
+    this.#ring.fill(undefined);
+    this.#head = 0;
+    this.#size = 0;
+    for (const entry of kept) this.#push(entry);
+    return before - this.#size;
+  }
+
+  #push(entry: JournalEntry): void {
+    this.#ring[this.#head] = entry;
+    this.#head = (this.#head + 1) % this.cap;
+    this.#size = Math.min(this.#size + 1, this.cap);
+  }
+}
+
+/** `text` cut to `max` characters, never between the two halves of a surrogate pair. */
+function cut(text: string, max: number): { text: string; cut: boolean } {
+  if (text.length <= max) return { text, cut: false };
+  const end = /[\uD800-\uDBFF]/.test(text[max - 1]!) ? max - 1 : max;
+  return { text: text.slice(0, end), cut: true };
+}
+
+function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
+  let truncated = false;
+  const bounded = (text: string, max: number) => {
+    const result = cut(redactor.text(text), max);
+    truncated ||= result.cut;
+    return result.text;
+  };
+  const query: Array<[string, string | string[]]> = [];
+  let budget = MAX_QUERY_CHARS;
+  for (const [rawName, raw] of Object.entries(request.query)) {
+    if (raw === undefined) continue;
+    const name = bounded(rawName, MAX_QUERY_NAME_CHARS);
+    const values = (typeof raw === 'string' ? [raw] : [...raw]).map((value) => (isSecretName(rawName) ? REDACTED : bounded(value, MAX_QUERY_VALUE_CHARS)));
+    const size = name.length + values.reduce((sum, value) => sum + value.length, 0);
+    if (size > budget) {
+      truncated = true;
+      break;
+    }
+    budget -= size;
+    query.push([name, typeof raw === 'string' ? values[0]! : values]);
+  }
+  const body = bodyOf(request.body, redactor);
+  truncated ||= body.cut;
+  return {
+    at: new Date(request.at).toISOString(),
+    account: request.account,
+    key_id: request.keyId,
+    operation: request.operation,
+    method: request.method.toUpperCase().slice(0, 16),
+    path: bounded(request.path, MAX_PATH_CHARS),
+    query: Object.fromEntries(query),
+    idempotency_key: request.idempotencyKey === null ? null : bounded(request.idempotencyKey, MAX_IDEMPOTENCY_KEY_CHARS),
+    replayed: request.replayed,
+    status: request.status,
+    code: request.code,
+    body: body.value,
+    truncated,
+  };
+}
+
+/** The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`. */
+function bodyOf(body: unknown, redactor: Redactor): { value: unknown; cut: boolean } {
+  if (body === undefined || body === null) return { value: null, cut: false };
+  if (typeof body === 'string') {
+    const result = cut(redactor.text(body), MAX_BODY_CHARS);
+    return { value: result.text, cut: result.cut };
+  }
+  const value = redactor.value(body) ?? null;
+  const text = JSON.stringify(value);
+  if (text.length <= MAX_BODY_CHARS) return { value, cut: false };
+  return { value: cut(text, MAX_BODY_CHARS).text, cut: true };
+}
+
+/** A path template (`/v1/videos/{id}`) as a regular expression of the paths it names. */
+function templatePattern(template: string): RegExp {
+  const parts = template.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${parts.join('[^/]+')}$`);
+}
+
+function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
+  const method = filter.method?.toUpperCase();
+  const path = filter.path === undefined ? undefined : filter.path.includes('{') ? templatePattern(filter.path) : filter.path;
+  const status = filter.status === undefined ? undefined : String(filter.status);
+  const statusClass = status?.endsWith('xx') ? status[0] : undefined;
+  return (entry) =>
+    (method === undefined || entry.method === method) &&
+    (path === undefined || (typeof path === 'string' ? entry.path === path : path.test(entry.path))) &&
+    (filter.operation === undefined || entry.operation === filter.operation) &&
+    (status === undefined || (statusClass ? String(entry.status)[0] === statusClass : String(entry.status) === status)) &&
+    (filter.account === undefined || entry.account === filter.account);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const member of Object.values(value)) deepFreeze(member);
+    Object.freeze(value);
+  }
+  return value;
+}

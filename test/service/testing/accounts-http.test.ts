@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { startService } from '../../../src/service/http/app.js';
+import { Service } from '../../../src/service/service.js';
+import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+
+// Issue 22 over HTTP: the admin token, and accounts on demand.
+
+let service: Service;
+let client: ServiceClient;
+const ADMIN = 'adm_test_admin_token_0123456789';
+beforeAll(async () => {
+  service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }), adminToken: ADMIN, balance: 700, warn: () => undefined });
+  client = await serviceClient(service);
+});
+afterAll(async () => {
+  await client.close();
+  await service.close();
+});
+
+describe('the admin token (issue 22)', () => {
+  it('reaches the admin helpers; a missing, wrong or API key credential is a 401 problem with its challenge', async () => {
+    expect(service.adminToken).toBe(ADMIN);
+    expect(await client.get('/test_helpers/accounts', { key: ADMIN })).toMatchObject({ status: 200 });
+    const missing = await client.get('/test_helpers/accounts', { key: null });
+    expect(missing).toMatchObject({ status: 401, body: { code: 'invalid_auth_header' }, headers: { 'content-type': 'application/problem+json', 'www-authenticate': 'Bearer realm="cliphook"' } });
+    expect(missing.body.detail).toMatch(/admin token/);
+    expect(await client.get('/test_helpers/accounts', { key: 'adm_not_the_admin_token_000000' })).toMatchObject({ status: 401, body: { code: 'invalid_api_key', detail: 'This is not the admin token.' } });
+    expect(await client.get('/test_helpers/accounts')).toMatchObject({ status: 401, body: { code: 'invalid_api_key', detail: 'This test helper takes the admin token, not an API key.' } });
+    // The admin token is no API key: /v1 refuses it.
+    expect(await client.get('/v1/account', { key: ADMIN })).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+  });
+
+  it('is a random adm_ token unless fixed, checked as an API key is, and startService answers it', async () => {
+    const svc = await startService({ speed: 'fast' });
+    try {
+      expect(svc.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+      const res = await fetch(`${svc.origin}/test_helpers/accounts`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+      expect(res.status).toBe(200);
+    } finally {
+      await svc.close();
+    }
+    await expect(Service.open({ file: false, adminToken: 'short' })).rejects.toThrow(/adminToken/);
+  });
+});
+
+describe('accounts on demand (issue 22)', () => {
+  it('POST makes an account with its own key, secret and balance (the service’s starting balance by default; no body is {})', async () => {
+    const made = await client.post('/test_helpers/accounts', { name: 'buyer', balance: 50 }, { key: ADMIN });
+    expect(made).toMatchObject({ status: 201, body: { id: expect.any(Number), name: 'buyer', balance: 50, api_key: expect.stringMatching(/^sk_/), webhook_secret: expect.stringMatching(/^whsec_/) } });
+    const plain = await client.call('POST', '/test_helpers/accounts', { key: ADMIN });
+    expect(plain).toMatchObject({ status: 201, body: { name: `account_${plain.body.id}`, balance: 700 } });
+    // Its key works on /v1 and sees its own account only.
+    expect(await client.get('/v1/account', { key: made.body.api_key })).toMatchObject({ status: 200, body: { id: made.body.id, balance: 50 } });
+  });
+
+  it('accounts share nothing: another account’s clip is a 404', async () => {
+    const a = (await client.post('/test_helpers/accounts', {}, { key: ADMIN })).body;
+    const b = (await client.post('/test_helpers/accounts', {}, { key: ADMIN })).body;
+    const clip = await client.post('/v1/videos', { prompt: 'a fox' }, { key: a.api_key });
+    expect(clip.status).toBe(202);
+    expect(await client.get(`/v1/videos/${clip.body.id}`, { key: b.api_key })).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(await client.get(`/v1/videos/${clip.body.id}`, { key: a.api_key })).toMatchObject({ status: 200 });
+  });
+
+  it('GET lists every account oldest first without secrets; the first is the default one', async () => {
+    const list = await client.get('/test_helpers/accounts', { key: ADMIN });
+    expect(list.status).toBe(200);
+    expect(list.body.data[0]).toEqual({ id: 1, name: 'default', balance: 700, default: true, created_at: expect.any(String) });
+    expect(list.body.data.map((account: { id: number }) => account.id)).toEqual([...list.body.data.map((account: { id: number }) => account.id)].sort((x, y) => x - y));
+    expect(JSON.stringify(list.body)).not.toMatch(/sk_|whsec_/);
+  });
+
+  it('DELETE deletes an account: its key is 401 at once; unknown ids are 404, the first account stays (400)', async () => {
+    const made = (await client.post('/test_helpers/accounts', { name: 'gone' }, { key: ADMIN })).body;
+    expect(await client.delete(`/test_helpers/accounts/${made.id}`, { key: ADMIN })).toMatchObject({ status: 200, body: { id: made.id, deleted: true } });
+    expect(await client.get('/v1/account', { key: made.api_key })).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+    expect((await client.get('/test_helpers/accounts', { key: ADMIN })).body.data.some((account: { id: number }) => account.id === made.id)).toBe(false);
+    expect(await client.delete(`/test_helpers/accounts/${made.id}`, { key: ADMIN })).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(await client.delete('/test_helpers/accounts/x', { key: ADMIN })).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(await client.delete('/test_helpers/accounts/1', { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
+  });
+
+  it('refuses a bad body with the contract’s codes', async () => {
+    expect(await client.post('/test_helpers/accounts', { balance: -1 }, { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'balance' } });
+    expect(await client.post('/test_helpers/accounts', { name: '' }, { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
+    expect(await client.post('/test_helpers/accounts', '[1', { key: ADMIN, headers: { 'content-type': 'application/json' } })).toMatchObject({ status: 400, body: { code: 'invalid_json' } });
+  });
+});
