@@ -368,6 +368,7 @@ async function http(dir: string): Promise<string> {
   );
   const get = paired('GET');
   const post = paired('POST');
+  const cpuOf = (method: Method) => median(samples[method].service.map((sample) => sample.cpuUs));
   return [
     `${rounds} rounds × 1 burst of ${seconds} s per server and request, interleaved (the first server alternating), ${connections} connections, ` +
       'autocannon in another process; both servers keep their data for the whole run. Medians; each ratio is the median of ratios between adjacent bursts.',
@@ -381,6 +382,36 @@ async function http(dir: string): Promise<string> {
     '',
     target(`GET ≥ 0.7× bare (${get.toFixed(2)}×)`, get >= 0.7),
     target(`POST ≥ 0.5× bare (${post.toFixed(2)}×)`, post >= 0.5),
+    '',
+    await validationCost(cpuOf('POST'), cpuOf('GET')),
+  ].join('\n');
+}
+
+/**
+ * What the contract's checks cost per request (issue 21): the POST body through `VideoRequest` (zod: every
+ * field's rule, the aliases, the spanning rules) and the GET path through `VideoPath`, timed in this process
+ * over many calls, against the service's whole CPU per request measured above.
+ */
+async function validationCost(postCpuUs: number, getCpuUs: number): Promise<string> {
+  const { VideoRequest, VideoPath } = await import('../src/service/contract/videos.js');
+  const body = JSON.parse(POST_BODY) as unknown;
+  const time = (run: () => unknown) => {
+    for (let i = 0; i < 20_000; i++) run();
+    const n = 200_000;
+    const started = process.cpuUsage();
+    for (let i = 0; i < n; i++) run();
+    const used = process.cpuUsage(started);
+    return (used.user + used.system) / n;
+  };
+  const postUs = time(() => VideoRequest.parse(body));
+  const getUs = time(() => VideoPath.parse({ id: '123' }));
+  return [
+    'Validation by the contract, per request (in this process, 200,000 calls after a warm-up):',
+    '',
+    table(['request', 'schema', 'CPU µs', 'share of the service CPU per request above'], [
+      ['POST /v1/videos', 'VideoRequest (fields, aliases, model ↔ duration)', postUs.toFixed(2), `${((postUs / postCpuUs) * 100).toFixed(1)}%`],
+      ['GET /v1/videos/{id}', 'VideoPath (the id)', getUs.toFixed(2), `${((getUs / getCpuUs) * 100).toFixed(1)}%`],
+    ]),
   ].join('\n');
 }
 
