@@ -7,6 +7,7 @@ import busboy from 'busboy';
 import { fileTypeFromBuffer } from 'file-type';
 import { ASSET_TYPES, MAX_ASSET_BYTES } from '../contract/assets.js';
 import type { Refusal } from '../contract/problems.js';
+import type { ReceivedFile } from '../resources/assets/commands.js';
 
 /** What was received, or why not. */
 type Validated<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
@@ -19,19 +20,8 @@ const SNIFF_BYTES = 4100;
 // EPIPE; a sender that keeps going past this is cut off.
 const DRAIN_LIMIT = 64 * 1024 * 1024;
 
-/** A file received whole, hashed and recognised by its bytes; it waits at `path` for the caller to keep or drop. */
-export interface ReceivedUpload {
-  path: string;
-  size: number;
-  /** Lowercase hex SHA-256 of the bytes. */
-  sha256: string;
-  mime: string;
-  ext: string;
-  /** The file name the client gave, for the asset's `name`. */
-  name: string;
-  /** The text fields of the form: `subject_consent`, `sha256`, `simulate`, … */
-  fields: Record<string, string>;
-}
+/** A file received whole, hashed and recognised by its bytes: what the asset commands take; it waits at `path` for them to keep or drop. */
+type ReceivedUpload = ReceivedFile;
 
 export interface UploadOptions {
   /** Folder the file is written to while it arrives. */
