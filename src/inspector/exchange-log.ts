@@ -31,6 +31,8 @@ export class ExchangeLog {
   #writing: Promise<void> = Promise.resolve();
   #failing = false;
   #ready: Promise<void> | null = null;
+  /** Lines appended and not yet taken by a write. */
+  #batch: Array<{ id: number; line: string }> = [];
   /** Ids the last rewrite wrote: their queued appends would write them twice. */
   #rewritten = new Set<number>();
 
@@ -64,20 +66,31 @@ export class ExchangeLog {
     return [...kept.values()].sort((a, b) => a.id - b.id).slice(-this.#options.maxEvents);
   }
 
-  /** Appends a finished exchange; writes are queued, one at a time, in order. */
+  /**
+   * Appends a finished exchange. Writes are queued, one at a time, in order; the lines that come while one
+   * is on its way go out together in the next (issue 23: one append of the file per event cost `listen`
+   * more than forwarding the event).
+   */
   append(exchange: Exchange): void {
-    const line = `${JSON.stringify(toLine(exchange))}\n`;
+    this.#batch.push({ id: exchange.id, line: `${JSON.stringify(toLine(exchange))}\n` });
+    // A write is queued that has not taken the batch yet: it takes this line too.
+    if (this.#batch.length > 1) return;
     this.#queue(async () => {
-      if (this.#rewritten.delete(exchange.id)) return;
+      const batch = this.#batch;
+      this.#batch = [];
+      const text = batch.filter(({ id }) => !this.#rewritten.delete(id)).map(({ line }) => line);
+      if (text.length === 0) return;
       await this.#prepare();
-      if (this.#lines + 1 > 2 * this.#options.maxEvents || this.#bytes + line.length > 2 * this.#options.maxBytes) {
-        // The exchange is already in the snapshot (the caller holds it before appending).
+      const joined = text.join('');
+      const bytes = Buffer.byteLength(joined);
+      if (this.#lines + text.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+        // The exchanges are already in the snapshot (the caller holds each before appending it).
         await this.#rewrite();
         return;
       }
-      await appendFile(this.#options.file, line, { mode: 0o600 });
-      this.#lines++;
-      this.#bytes += Buffer.byteLength(line);
+      await appendFile(this.#options.file, joined, { mode: 0o600 });
+      this.#lines += text.length;
+      this.#bytes += bytes;
     });
   }
 
