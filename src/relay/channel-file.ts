@@ -46,6 +46,8 @@ export interface ChannelFileOptions {
 export class ChannelFile {
   readonly #journal: LineJournal;
   readonly #log: { info(message: string): void; warn(message: string): void } | undefined;
+  /** Acknowledged sequence numbers by channel since the last write: one `ack` line each per write. */
+  readonly #acks = new Map<string, number[]>();
   #lock: FileLock | null = null;
 
   constructor({ file, channels, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
@@ -64,6 +66,9 @@ export class ChannelFile {
         else log?.info(`writes to ${file} succeed again`);
       },
       onCompactionFailed: (error) => log?.warn(`cannot rewrite ${file} (${error.message}); changes go on to ${file}.journal`),
+      // After every queued line, so each event's line comes before its acknowledgement (issue 23: a line per
+      // acknowledgement was a JSON document and a buffer per event).
+      tail: () => this.#ackLines(),
     });
   }
 
@@ -141,8 +146,11 @@ export class ChannelFile {
     return this.#journal.queue(eventLine(channel.id, event));
   }
 
+  /** Written with the next commit, in one line per channel (see `#ackLines`). */
   acked(channel: Channel, seqs: number[]): void {
-    this.#queue({ op: 'ack', ch: channel.id, seqs });
+    const pending = this.#acks.get(channel.id);
+    if (pending) for (const seq of seqs) pending.push(seq);
+    else this.#acks.set(channel.id, seqs.slice());
   }
 
   dropped(channel: Channel, seqs: number[]): void {
@@ -175,10 +183,24 @@ export class ChannelFile {
   #queue(line: Line): void {
     this.#journal.queue(JSON.stringify(line));
   }
+
+  #ackLines(): string[] {
+    const lines: string[] = [];
+    for (const [ch, seqs] of this.#acks) lines.push(JSON.stringify({ op: 'ack', ch, seqs } satisfies Line));
+    this.#acks.clear();
+    return lines;
+  }
 }
 
+const json = JSON.stringify;
+
+/**
+ * `{"op":"event","ch",…event,"body":"<base64>"}`, the members in the order of `StoredEvent`, joined by
+ * hand: one line per event, and spreading the event into a new object to stringify it cost twice as much.
+ */
 function eventLine(ch: string, event: StoredEvent): string {
-  return JSON.stringify({ op: 'event', ch, ...event, body: encodeBody(event.body) });
+  const { seq, receivedAt, method, path, query, headers, body, eventName, deliveryId } = event;
+  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${json(headers)},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
 }
 
 /** Every channel as lines, one event at a time: compaction streams them and never holds them all. */

@@ -238,7 +238,7 @@ export class ChannelStore {
   /** An event dropped before its line was written: the line is not written at all. */
   #forgetLine(event: StoredEvent): void {
     const line = this.#lines.get(event);
-    if (line) line.bytes = null;
+    if (line) line.text = null;
     this.#lines.delete(event);
   }
 

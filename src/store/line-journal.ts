@@ -29,11 +29,17 @@ export interface LineJournalOptions {
   onHealth?: (failure: Error | null) => void;
   /** Called when a snapshot could not be written; the lines went to the journal instead. */
   onCompactionFailed?: (error: Error) => void;
+  /**
+   * Lines the owner makes at each write, after the queued ones: changes it summed up since the last write
+   * (the relay's acknowledgements, one line per channel rather than one per event). They must hold after
+   * every queued line; a failed write keeps them, like the others, for the next.
+   */
+  tail?: () => string[];
 }
 
-/** One queued line; `bytes` becomes `null` when its change was undone before it reached the file. */
+/** One queued line (JSON, no newline); `text` becomes `null` when its change was undone before it reached the file. */
 export interface QueuedLine {
-  bytes: Buffer | null;
+  text: string | null;
 }
 
 const NEWLINE = Buffer.from('\n');
@@ -64,6 +70,7 @@ export class LineJournal {
   readonly #onHealth: (failure: Error | null) => void;
   readonly #onCompactionFailed: (error: Error) => void;
   readonly #clock: () => number;
+  readonly #tail: (() => string[]) | undefined;
   readonly #group = new GroupCommit(() => this.#flush());
   #handle: FileHandle | null = null;
   #queued: QueuedLine[] = [];
@@ -78,8 +85,9 @@ export class LineJournal {
   #retryTimer: unknown = null;
   #closed = false;
 
-  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined }: LineJournalOptions) {
+  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined, tail }: LineJournalOptions) {
     this.#onCompactionFailed = onCompactionFailed;
+    this.#tail = tail;
     this.#clock = clock;
     this.file = file;
     this.journal = `${file}.journal`;
@@ -118,9 +126,9 @@ export class LineJournal {
     this.#compactNow = true;
   }
 
-  /** Queues one line (JSON, no newline); it reaches the file with the next commit. */
+  /** Queues one line (JSON, no newline); it reaches the file with the next commit, encoded there with the others in one buffer. */
   queue(line: string): QueuedLine {
-    const entry: QueuedLine = { bytes: Buffer.from(`${line}\n`, 'utf8') };
+    const entry: QueuedLine = { text: line };
     this.#queued.push(entry);
     return entry;
   }
@@ -136,7 +144,7 @@ export class LineJournal {
     this.#timers.clearTimeout(this.#retryTimer);
     if (this.#handle === null) return;
     try {
-      if (this.#queued.length > 0) await this.commit();
+      if (this.#queued.length > 0 || this.#tail) await this.commit();
     } finally {
       await this.#group.settled();
       await this.#handle.close();
@@ -149,10 +157,14 @@ export class LineJournal {
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const lines = this.#queued;
     this.#queued = [];
+    for (const text of this.#tail?.() ?? []) lines.push({ text });
     let appending = false;
     try {
-      const pieces = lines.flatMap((line) => (line.bytes ? [line.bytes] : []));
-      const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0);
+      // One buffer for the whole write, not one per line.
+      let text = '';
+      for (const line of lines) if (line.text !== null) text += `${line.text}\n`;
+      const pieces = text === '' ? [] : [Buffer.from(text, 'utf8')];
+      const bytes = pieces[0]?.length ?? 0;
       let compacted = false;
       if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes, this.#nextCompactionAt)) {
         this.#compactNow = false;
@@ -180,7 +192,7 @@ export class LineJournal {
         this.#torn = false;
         this.#journalBytes += bytes;
       }
-      for (const line of lines) line.bytes = null;
+      for (const line of lines) line.text = null;
       this.#healthy();
     } catch (error) {
       // Keep the lines for the next commit; replaying is idempotent, so lines that did reach the file may come again.
