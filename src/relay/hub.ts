@@ -191,7 +191,9 @@ export class Hub {
   }
 
   #targets(channelId: string, event: StoredEvent): Connection[] {
-    return [...(this.#byChannel.get(channelId) ?? [])].filter((connection) => wants(connection, event));
+    const targets: Connection[] = [];
+    for (const connection of this.#byChannel.get(channelId) ?? []) if (wants(connection, event)) targets.push(connection);
+    return targets;
   }
 
   #wait(channelId: string, seq: number, targets: Connection[], done: (outcome: Outcome) => void): Pending {
