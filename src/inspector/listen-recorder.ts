@@ -230,7 +230,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     this.#forwarders.clear();
     // A replay cut short by the closed connections still records how it ended, before the last flush.
     await Promise.allSettled(this.#replaying);
-    await this.#log?.flush();
+    await this.#log?.close();
   }
 
   #onEvent(event: ListenerEvent): void {
