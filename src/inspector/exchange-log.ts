@@ -35,8 +35,8 @@ export class ExchangeLog {
   #writing: Promise<void> = Promise.resolve();
   #failing = false;
   #ready: Promise<void> | null = null;
-  /** Lines appended and not yet taken by a write. */
-  #batch: Array<{ id: number; line: string }> = [];
+  /** Exchanges appended and not yet taken by a write; their lines are made by the write, so none waits as garbage. */
+  #batch: Exchange[] = [];
   /** The write that takes `#batch`, while it waits. */
   #timer: ReturnType<typeof setTimeout> | null = null;
   /** The file, open for appending; closed when a rewrite replaces it, or a write failed. */
@@ -80,7 +80,7 @@ export class ExchangeLog {
    * more than forwarding the event).
    */
   append(exchange: Exchange): void {
-    this.#batch.push({ id: exchange.id, line: lineOf(exchange) });
+    this.#batch.push(exchange);
     this.#timer ??= setTimeout(() => this.#take(), WRITE_AFTER_MS).unref();
   }
 
@@ -105,7 +105,7 @@ export class ExchangeLog {
     this.#queue(async () => {
       const batch = this.#batch;
       this.#batch = [];
-      const text = batch.filter(({ id }) => !this.#rewritten.delete(id)).map(({ line }) => line);
+      const text = batch.filter(({ id }) => !this.#rewritten.delete(id)).map(lineOf);
       if (text.length === 0) return;
       await this.#prepare();
       const joined = text.join('');

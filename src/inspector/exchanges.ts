@@ -218,6 +218,7 @@ export class ExchangeBook {
     this.#weights.set(exchange.id, bytes);
     this.#bytes += bytes;
     if (exchange.id >= this.#nextId) this.#nextId = exchange.id + 1;
+    if (this.#items.size <= this.#maxEvents && this.#bytes <= this.#maxTotalBytes) return;
     for (const [id] of this.#items) {
       if (this.#items.size <= this.#maxEvents && this.#bytes <= this.#maxTotalBytes) break;
       if (id === exchange.id) break; // the newest one stays, whatever it weighs

@@ -30,6 +30,15 @@ const HEX = /^[0-9A-Fa-f]+$/;
 /** Node's default `--max-http-header-size`. */
 export const MAX_HEAD_BYTES = 16 * 1024;
 
+/** `line` from `from`, without the spaces and tabs around it (RFC 9110 §5.5's OWS; not other whitespace). */
+function trimOws(line: string, from: number): string {
+  let start = from;
+  let end = line.length;
+  while (start < end && (line.charCodeAt(start) === 0x20 || line.charCodeAt(start) === 0x09)) start++;
+  while (end > start && (line.charCodeAt(end - 1) === 0x20 || line.charCodeAt(end - 1) === 0x09)) end--;
+  return line.slice(start, end);
+}
+
 type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'close' };
 
 /**
@@ -99,10 +108,11 @@ export class ReplyParser {
       const colon = line.indexOf(':');
       const name = colon > 0 ? line.slice(0, colon) : '';
       if (!TOKEN.test(name)) throw new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header token');
-      const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+      const value = trimOws(line, colon + 1);
       if (!FIELD_VALUE.test(value)) throw new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header value char');
       headers.push(name, value);
-      const lower = name.toLowerCase();
+      // Only three names matter here: the others are not lowered at all.
+      const lower = name.length === 10 || name.length === 14 || name.length === 17 ? name.toLowerCase() : '';
       if (lower === 'connection') connection += `,${value.toLowerCase()}`;
       else if (lower === 'transfer-encoding') transfer = transfer === null ? value : `${transfer}, ${value}`;
       else if (lower === 'content-length') {
