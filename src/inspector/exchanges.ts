@@ -187,6 +187,13 @@ function weight(exchange: Exchange): number {
 export class ExchangeBook {
   readonly #items = new Map<number, Exchange>();
   readonly #weights = new Map<number, number>();
+  /**
+   * Ids in the order they came, from `#head` on: the oldest without walking the map, whose iteration
+   * steps over every entry deleted since its last rehash (issue 23: dropping the oldest one by one made
+   * each `oldest` walk thousands of holes, twice per event).
+   */
+  #order: number[] = [];
+  #head = 0;
   readonly #maxEvents: number;
   readonly #maxTotalBytes: number;
   #bytes = 0;
@@ -214,14 +221,14 @@ export class ExchangeBook {
   put(exchange: Exchange): void {
     this.#bytes -= this.#weights.get(exchange.id) ?? 0;
     const bytes = weight(exchange);
+    if (!this.#items.has(exchange.id)) this.#order.push(exchange.id);
     this.#items.set(exchange.id, exchange);
     this.#weights.set(exchange.id, bytes);
     this.#bytes += bytes;
     if (exchange.id >= this.#nextId) this.#nextId = exchange.id + 1;
-    if (this.#items.size <= this.#maxEvents && this.#bytes <= this.#maxTotalBytes) return;
-    for (const [id] of this.#items) {
-      if (this.#items.size <= this.#maxEvents && this.#bytes <= this.#maxTotalBytes) break;
-      if (id === exchange.id) break; // the newest one stays, whatever it weighs
+    while (this.#items.size > this.#maxEvents || this.#bytes > this.#maxTotalBytes) {
+      const id = this.oldest;
+      if (id === null || id === exchange.id) break; // the newest one stays, whatever it weighs
       this.#drop(id);
     }
   }
@@ -232,8 +239,13 @@ export class ExchangeBook {
 
   /** The oldest id still held, or `null`. */
   get oldest(): number | null {
-    for (const [id] of this.#items) return id;
-    return null;
+    const order = this.#order;
+    while (this.#head < order.length && !this.#items.has(order[this.#head]!)) this.#head++;
+    if (this.#head > 1024 && this.#head * 2 > order.length) {
+      this.#order = order.slice(this.#head);
+      this.#head = 0;
+    }
+    return this.#order[this.#head] ?? null;
   }
 
   /** Exchanges oldest first, filtered. */
