@@ -43,6 +43,11 @@ export class ExchangeLog {
   #handle: FileHandle | null = null;
   /** Ids the last rewrite wrote: their queued appends would write them twice. */
   #rewritten = new Set<number>();
+  /** The exchange id of each line of the file (-1: unreadable) and where the line ends: what a rewrite keeps. */
+  #ids: number[] = [];
+  #ends: number[] = [];
+  /** False after a failed write, which may have left part of a line: then only a full rewrite will do. */
+  #trusted = true;
 
   constructor(options: ExchangeLogOptions) {
     this.#options = options;
@@ -65,6 +70,8 @@ export class ExchangeLog {
       this.#lines++;
       this.#bytes += Buffer.byteLength(line) + 1;
       const exchange = parseLine(line);
+      this.#ids.push(exchange?.id ?? -1);
+      this.#ends.push(this.#bytes);
       if (!exchange) continue;
       kept.delete(exchange.id);
       kept.set(exchange.id, exchange);
@@ -105,12 +112,15 @@ export class ExchangeLog {
     this.#queue(async () => {
       const batch = this.#batch;
       this.#batch = [];
-      const text = batch.filter(({ id }) => !this.#rewritten.delete(id)).map(lineOf);
+      const written = batch.filter(({ id }) => !this.#rewritten.delete(id));
+      const text = written.map(lineOf);
       if (text.length === 0) return;
       await this.#prepare();
       const joined = text.join('');
       const bytes = Buffer.byteLength(joined);
       if (this.#lines + text.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+        // Most often the file's tail is what the inspector still holds: copied as bytes, the new lines after it.
+        if (await this.#keepTail(written, text)) return;
         // The exchanges are already in the snapshot (the caller holds each before appending it).
         await this.#rewrite();
         return;
@@ -120,12 +130,76 @@ export class ExchangeLog {
         await this.#handle.write(joined);
       } catch (error) {
         // The next write opens the file again (it may have been removed, or its disk come back).
+        this.#trusted = false;
         await this.#closeHandle();
         throw error;
       }
+      this.#note(written, text, this.#bytes);
       this.#lines += text.length;
       this.#bytes += bytes;
     });
+  }
+
+  /** Records where the lines just written end, the first at `from` bytes. */
+  #note(written: Exchange[], text: string[], from: number): void {
+    let end = from;
+    for (let i = 0; i < written.length; i++) {
+      end += Buffer.byteLength(text[i]!);
+      this.#ids.push(written[i]!.id);
+      this.#ends.push(end);
+    }
+  }
+
+  /**
+   * The rewrite, when the exchanges still held are the file's last lines (they finish in about the order
+   * they came): those bytes copied to the new file as they are, then `text`, instead of every line made
+   * again (issue 23: that doubled the log's cost per event). False, having written nothing, when more than
+   * 1.5 times the bounds would be kept: then the full rewrite runs.
+   */
+  async #keepTail(written: Exchange[], text: string[]): Promise<boolean> {
+    if (!this.#trusted) return false;
+    const held = new Set<number>();
+    for (const exchange of this.#options.snapshot()) if (exchange.reply !== null) held.add(exchange.id);
+    const first = this.#ids.findIndex((id) => held.has(id));
+    const from = first === -1 ? this.#bytes : first === 0 ? 0 : this.#ends[first - 1]!;
+    const kept = first === -1 ? 0 : this.#ids.length - first;
+    const joined = text.join('');
+    const bytes = this.#bytes - from + Buffer.byteLength(joined);
+    if (kept + text.length > 1.5 * this.#options.maxEvents || bytes > 1.5 * this.#options.maxBytes) return false;
+    const temporary = `${this.#options.file}.tmp`;
+    const out = await open(temporary, 'w', 0o600);
+    try {
+      if (from < this.#bytes) {
+        const source = await open(this.#options.file, 'r');
+        try {
+          const chunk = Buffer.allocUnsafe(1024 * 1024);
+          for (let at = from; at < this.#bytes; ) {
+            const { bytesRead } = await source.read(chunk, 0, Math.min(chunk.length, this.#bytes - at), at);
+            if (bytesRead === 0) break;
+            await out.write(chunk, 0, bytesRead);
+            at += bytesRead;
+          }
+        } finally {
+          await source.close();
+        }
+      }
+      await out.write(joined);
+      await out.chmod(0o600);
+    } finally {
+      await out.close();
+    }
+    // The open handle is the file being replaced: the next append opens the new one.
+    await this.#closeHandle();
+    await rename(temporary, this.#options.file);
+    const start = first === -1 ? this.#ids.length : first;
+    this.#ids = this.#ids.slice(start);
+    this.#ends = this.#ends.slice(start).map((end) => end - from);
+    this.#lines = this.#ids.length;
+    this.#bytes = this.#ends.at(-1) ?? 0;
+    this.#note(written, text, this.#bytes);
+    this.#lines += text.length;
+    this.#bytes = bytes;
+    return true;
   }
 
   async #closeHandle(): Promise<void> {
@@ -157,7 +231,8 @@ export class ExchangeLog {
 
   async #rewrite(): Promise<void> {
     const items = this.#options.snapshot().filter((exchange) => exchange.reply !== null);
-    const text = items.map(lineOf).join('');
+    const lines = items.map(lineOf);
+    const text = lines.join('');
     const temporary = `${this.#options.file}.tmp`;
     await writeFile(temporary, text, { mode: 0o600 });
     await chmod(temporary, 0o600);
@@ -167,6 +242,10 @@ export class ExchangeLog {
     this.#lines = items.length;
     this.#bytes = Buffer.byteLength(text);
     this.#rewritten = new Set(items.map((exchange) => exchange.id));
+    this.#ids = [];
+    this.#ends = [];
+    this.#note(items, lines, 0);
+    this.#trusted = true;
   }
 }
 

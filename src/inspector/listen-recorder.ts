@@ -224,6 +224,11 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     return summary;
   }
 
+  /** Writes the log lines that wait for their batch (`WRITE_AFTER_MS`) now. */
+  flush(): Promise<void> {
+    return this.#log?.flush() ?? Promise.resolve();
+  }
+
   /** Writes what is queued for the log and frees the replay connections. */
   async close(): Promise<void> {
     for (const forwarder of this.#forwarders.values()) forwarder.close();

@@ -14,8 +14,8 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:fs/promises')>();
   const open = vi.fn(async (...args: Parameters<typeof actual.open>) => {
     const handle = await actual.open(...args);
-    const write = handle.write.bind(handle) as (data: string) => Promise<unknown>;
-    return Object.assign(handle, { write: (data: string) => (writes.push(data), write(data)) });
+    const write = handle.write.bind(handle) as (...args: unknown[]) => Promise<unknown>;
+    return Object.assign(handle, { write: (...args: unknown[]) => (typeof args[0] === 'string' && writes.push(args[0]), write(...args)) });
   });
   return { ...actual, open };
 });
@@ -46,6 +46,37 @@ describe('the inspector log under a burst', () => {
     expect(writes).toHaveLength(2);
     expect(open).toHaveBeenCalledTimes(1);
     expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toHaveLength(310);
+  });
+
+  it('rewrites a full log by copying the lines of the exchanges it still holds as they are, the new ones after them', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const log = join(dir, 'listen.events.jsonl');
+    const recorder = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log, maxEvents: 100 });
+    cleanups.push(() => recorder.close());
+    const open = vi.mocked(fsPromises.open);
+    const linesOf = async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean);
+    for (let n = 1; n <= 150; n++) {
+      recorder.record(exchangeFixture(n));
+      if (n % 10 === 0) await recorder.flush();
+    }
+    const before = await linesOf();
+    expect(before).toHaveLength(150);
+    open.mockClear();
+    for (let n = 151; n <= 210; n++) {
+      recorder.record(exchangeFixture(n));
+      if (n % 10 === 0) await recorder.flush();
+    }
+    const after = await linesOf();
+    // Past 200 lines: the last 100 held (111-210) stay, the first kept ones byte for byte as they were.
+    expect(after.map((line) => (JSON.parse(line) as { id: number }).id)).toEqual(Array.from({ length: 100 }, (_, i) => 111 + i));
+    expect(after.slice(0, 40)).toEqual(before.slice(110));
+    // Read as bytes, not made again from the exchanges.
+    expect(open.mock.calls.some(([, flags]) => flags === 'r')).toBe(true);
+    await recorder.close();
+    const reopened = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log, maxEvents: 100 });
+    cleanups.push(() => reopened.close());
+    expect(reopened.list().map((item) => item.id)).toEqual(Array.from({ length: 100 }, (_, i) => 111 + i));
   });
 
   it('writes each line as the JSON that JSON.stringify wrote of the exchange, bodies as base64', () => {
