@@ -257,6 +257,7 @@ export class ChannelStore {
     const kept: StoredEvent[] = [];
     const dropped: number[] = [];
     let keptBytes = 0;
+    const byDelivery = this.#byDelivery.get(channel);
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
       if (event.receivedAt < cutoff || (acked && (extraCount > 0 || extraBytes > 0))) {
@@ -265,6 +266,8 @@ export class ChannelStore {
         channel.acked.delete(event.seq);
         dropped.push(event.seq);
         this.#forgetLine(event);
+        // Only the dropped ones leave the index: rebuilding it walked the whole buffer every tenth of it (issue 23).
+        if (event.deliveryId !== null && byDelivery?.get(event.deliveryId) === event) byDelivery.delete(event.deliveryId);
         continue;
       }
       kept.push(event);
@@ -273,7 +276,6 @@ export class ChannelStore {
     channel.events = kept;
     this.#totalBytes += keptBytes - bytes;
     this.#bytes.set(channel, keptBytes);
-    this.#byDelivery.delete(channel);
     this.#file?.dropped(channel, dropped);
   }
 

@@ -24,18 +24,15 @@ const HOP_BY_HOP = new Set([
 export function endToEnd(raw: readonly string[]): RawHeaders {
   // Each name lowered once; the names `Connection` lists are looked for only when there is one (once per
   // event each way through the relay and listen: issue 23).
-  const lowered = new Array<string>(raw.length >> 1);
   let named: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = (lowered[i >> 1] = raw[i]!.toLowerCase());
-    if (lower === 'connection') {
-      named ??= new Set();
-      for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
-    }
+    if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'connection') continue;
+    named ??= new Set();
+    for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
   }
   const out: RawHeaders = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = lowered[i >> 1]!;
+    const lower = raw[i]!.toLowerCase();
     if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-') || named?.has(lower)) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }

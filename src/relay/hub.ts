@@ -224,7 +224,7 @@ export class Hub {
     const pending = frame.type === 'replay' ? undefined : this.#pending.get(pendingKey(channelId, frame.seq));
     switch (frame.type) {
       case 'reply':
-        this.#options.store.ack(channelId, frame.seq).catch((error: Error) => this.#storeFailed(`cannot acknowledge event ${frame.seq}`, error));
+        this.#ack(channelId, frame.seq);
         pending?.reply(frame);
         return;
       case 'fail':
@@ -239,6 +239,17 @@ export class Hub {
           },
         );
         return;
+    }
+  }
+
+  #ack(channelId: string, seq: number): void {
+    const failed = (error: Error) => this.#storeFailed(`cannot acknowledge event ${seq}`, error);
+    try {
+      // The file store acknowledges at once; Redis answers with a promise.
+      const acked = this.#options.store.ack(channelId, seq);
+      if (acked) acked.catch(failed);
+    } catch (error) {
+      failed(error as Error);
     }
   }
 

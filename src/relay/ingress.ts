@@ -89,7 +89,9 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     if (refusal) return refuse(req, res, declared, 'invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
     let known: boolean;
     try {
-      known = await store.has(target.channelId);
+      // The file store answers at once: no promise, no turn of the microtask queue (issue 23).
+      const has = store.has(target.channelId);
+      known = typeof has === 'boolean' ? has : await has;
     } catch (error) {
       const { code, options } = failed(error);
       return refuse(req, res, declared, code, options);
@@ -121,7 +123,8 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     let appended;
     try {
       // The store also hears what the listeners here make of it; with Redis, it asks the other processes' too.
-      appended = await store.append(target.channelId, event, hub.audience(target.channelId, eventName));
+      appended = store.append(target.channelId, event, hub.audience(target.channelId, eventName));
+      if ('then' in appended) appended = await appended;
     } catch (error) {
       const { code, options } = failed(error);
       return sendProblem(res, code, options);
@@ -142,7 +145,11 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
       // would only fill the buffer (nothing resends it while the listener stays connected).
-      store.ack(target.channelId, stored.seq).catch(() => undefined);
+      try {
+        (store.ack(target.channelId, stored.seq) as Promise<void> | undefined)?.catch(() => undefined);
+      } catch {
+        // Not acknowledged: caught up again later, which the receiver dedupes.
+      }
     } else if (outcome.kind === 'gone') {
       // The 503 promises the event is kept: it must be durable before the sender reads it, or it is not kept.
       try {
