@@ -1,7 +1,7 @@
 import { FileLock } from '../store/file-lock.js';
 import { LineJournal, type QueuedLine, type RetryTimers } from '../store/line-journal.js';
 import type { LineFileIo } from '../store/line-file-io.js';
-import { decodeBody, encodeBody } from './frames.js';
+import { decodeBody, encodeBody, headersJson } from './frames.js';
 import type { Channel, StoredEvent } from './channel-types.js';
 
 /** The first line of a version 2 data file. */
@@ -200,7 +200,7 @@ const json = JSON.stringify;
  */
 function eventLine(ch: string, event: StoredEvent): string {
   const { seq, receivedAt, method, path, query, headers, body, eventName, deliveryId } = event;
-  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${json(headers)},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
+  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headersJson(headers)},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
 }
 
 /** Every channel as lines, one event at a time: compaction streams them and never holds them all. */
