@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/helpers/redis.js';
+import { measured } from '../src/emitter/measure.js';
 import { bullmqQueue, createEmitter, FileOutbox, type WebhookEmitter } from '../src/index.js';
 import { intOption, median, num, ratio, table, target, template, windowProfiler } from './lib.js';
 
@@ -41,10 +42,18 @@ function sendAll(emitter: WebhookEmitter, url: string, from: number, count: numb
 // and stops on SIGTERM.
 if (process.argv[2] === 'worker') {
   const [, , , where, name, url, from, count] = process.argv;
+  // BENCH_VARIANT: one part turned off (src/emitter/measure.ts), or listeners on the emitter's events.
+  const variant = process.env.BENCH_VARIANT ?? '';
+  if (variant in measured) measured[variant as keyof typeof measured] = false;
   const logger = { info: () => undefined, warn: (m: string) => console.error(m), error: (m: string) => console.error(m) };
   const emitter = where!.startsWith('file:')
     ? createEmitter({ store: new FileOutbox({ file: join(where!.slice(5), 'outbox.json') }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger })
     : createEmitter({ queue: bullmqQueue({ url: where!, name: name! }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger });
+  if (variant === 'events') {
+    // What the service and the inspector listen to: every attempt and every outcome, as a delivery view.
+    let heard = 0;
+    for (const name of ['attempt', 'delivered', 'failed'] as const) emitter.on(name, () => void heard++);
+  }
   await emitter.start();
   const profiler = windowProfiler(`${where!.startsWith('file:') ? 'file-outbox' : 'bullmq-worker'}-${process.pid}`);
   process.stdout.write('ready\n');
@@ -132,13 +141,13 @@ interface BullmqRun {
 }
 
 /** Deliveries/s of `processes` BullMQ worker processes on a fresh queue, each sending its share, and the CPU µs per delivery of each part. */
-async function bullmq(redisUrl: string, receiver: Receiver, processes: number): Promise<BullmqRun> {
-  const run = await workers(redisUrl, `bench-${randomBytes(4).toString('hex')}`, receiver, processes);
+async function bullmq(redisUrl: string, receiver: Receiver, processes: number, variant = ''): Promise<BullmqRun> {
+  const run = await workers(redisUrl, `bench-${randomBytes(4).toString('hex')}`, receiver, processes, variant);
   return { ...run, redisPerDelivery: ((await redisCpu(redisUrl)) - run.redisBefore) * 1e6 / DELIVERIES };
 }
 
 /** Runs `processes` worker processes (`where`: a Redis URL, or `file:<dir>`), each sending its share, until every delivery was answered. */
-async function workers(where: string, name: string, receiver: Receiver, processes: number): Promise<Omit<BullmqRun, 'redisPerDelivery'> & { redisBefore: number }> {
+async function workers(where: string, name: string, receiver: Receiver, processes: number, variant = ''): Promise<Omit<BullmqRun, 'redisPerDelivery'> & { redisBefore: number }> {
   const redisUrl = where.startsWith('file:') ? null : where;
   const share = Math.ceil(DELIVERIES / processes);
   const children: { child: ChildProcess; exited: Promise<void>; lines: string[] }[] = [];
@@ -147,6 +156,7 @@ async function workers(where: string, name: string, receiver: Receiver, processe
       const count = Math.min(share, DELIVERIES - i * share);
       const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'worker', where, name, receiver.url, String(1 + i * share), String(count), ...process.argv.slice(2)], {
         stdio: ['pipe', 'pipe', 'inherit'],
+        env: { ...process.env, BENCH_VARIANT: variant },
       });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       const lines: string[] = [];
@@ -178,6 +188,41 @@ async function workers(where: string, name: string, receiver: Receiver, processe
     for (const { child } of children) child.kill('SIGTERM');
     await Promise.all(children.map(({ exited }) => exited));
   }
+}
+
+const VARIANTS: ReadonlyArray<[variant: string, what: string, without: string]> = [
+  ['events', "listeners on the emitter's `attempt`, `delivered` and `failed` (as the service and the inspector attach them)", 'added by the listeners'],
+  ['mirror', 'the record mirror off: no subscription to the changes every process publishes', 'what the mirror costs'],
+  ['jobOptions', "per-job options off: a job with its id only (no delay, attempts, the schedule's backoff, removal once done)", 'what the options cost'],
+  ['replyBody', "the receiver's reply not read: its status only, the body drained unread", 'what reading the reply costs'],
+];
+
+/**
+ * What each part of the emitter on BullMQ costs its worker process: one worker process with the part
+ * turned off (or, for events, listeners added), interleaved with one with everything on, `ROUNDS` times;
+ * each difference is taken within its round. BullMQ's own event stream (an XADD per state change, in its
+ * Lua scripts) cannot be turned off in bullmq 6: its cost is in redis-server's CPU, not the worker's.
+ */
+async function features(redisUrl: string, receiver: Receiver): Promise<string> {
+  const base: number[] = [];
+  const cpu = new Map<string, number[]>(VARIANTS.map(([variant]) => [variant, []]));
+  const delta = new Map<string, number[]>(VARIANTS.map(([variant]) => [variant, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const all = (await bullmq(redisUrl, receiver, 1)).cpuPerDelivery;
+    base.push(all);
+    for (const [variant] of round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse()) {
+      const run = (await bullmq(redisUrl, receiver, 1, variant)).cpuPerDelivery;
+      cpu.get(variant)!.push(run);
+      delta.get(variant)!.push(variant === 'events' ? run - all : all - run);
+    }
+  }
+  const rows = VARIANTS.map(([variant, what, without]) => [what, num(median(cpu.get(variant)!)), `${num(median(delta.get(variant)!))} µs (${without})`, `${((median(delta.get(variant)!) / median(base)) * 100).toFixed(0)} %`]);
+  return [
+    `What each part costs the worker process (one worker process, ${num(DELIVERIES)} deliveries; each variant interleaved with everything on, ${ROUNDS} rounds; medians of the differences within a round):\n`,
+    table(['one BullMQ worker process', 'CPU µs per delivery', 'difference', 'of all on'], [['everything on (as shipped)', num(median(base)), '—', '100 %'], ...rows]),
+    '',
+    "BullMQ's own event stream (an XADD per state change: added, waiting, active, completed) is written by its Lua scripts and cannot be turned off in bullmq 6; it costs redis-server, not the worker.",
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -230,6 +275,8 @@ async function main(): Promise<void> {
     const busy = (perSecond: number, ...cpu: number[][]) => ((perSecond * cpu.reduce((sum, part) => sum + median(part), 0)) / 1e6).toFixed(2);
     console.log(`\nCores busy (deliveries/s × CPU per delivery of workers + Redis + receiver), of ${cpus().length}: one worker process ${busy(median(one.rate), one.cpu, one.redis, one.bench)}, two ${busy(median(two.rate), two.cpu, two.redis, two.bench)}; Redis alone ${busy(median(one.rate), one.redis)} and ${busy(median(two.rate), two.redis)}.`);
     console.log(`First delivery answered ${num(median(one.first))} ms after "go" with one worker process, ${num(median(two.first))} ms with two (the sends come first); from then on ${num(median(one.after))} and ${num(median(two.after))} deliveries/s (${ratio(median(two.after), median(one.after))}), for reference only: the target is on the whole run.`);
+    console.log('');
+    console.log(await features(redis.url, receiver));
     console.log('');
     console.log(target(`BullMQ worker CPU per delivery <= 2× the file outbox emitter's (${cpuRatio.toFixed(2)}×)`, cpuRatio <= 2));
     console.log(target(`two worker processes >= ${TARGET}× one (${scale.toFixed(2)}×)`, scale >= TARGET));
