@@ -1,11 +1,11 @@
 // The emitter on BullMQ (issue 13): deliveries/s from one and from two worker processes sharing one queue on
 // a private redis-server, against the file outbox emitter in the same run, to one local receiver answering 200.
 //   node --import tsx bench/emitter-bullmq.ts [--deliveries 4000] [--concurrency 16] [--rounds 3]
-// Each side sends its deliveries and delivers them: the file outbox emitter in this process; each BullMQ
-// process sends its share (half of them with two) and its worker takes whatever is due, from either. The
-// clock runs from "go" until the receiver has answered every delivery. The receiver is a bare node:http
-// server in a worker thread of this process, so it costs neither side's event loop; worker processes are
-// started before the clock and their start-up (loading bullmq) is not counted.
+// Each side sends its deliveries and delivers them, in processes of their own: the file outbox emitter in
+// one; each BullMQ process sends its share (half of them with two) and its worker takes whatever is due,
+// from either. The clock runs from "go" until the receiver has answered every delivery. The receiver is a
+// bare node:http server in a worker thread of the bench process, so it costs no emitter's event loop; emitter
+// processes are started before the clock, and each sends and delivers a warm-up of its own first (`--warmup`, 1,000): their start-up (loading bullmq) and the JIT are not counted.
 // Target: two worker processes >= 1.6x one.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +24,8 @@ const DELIVERIES = intOption('deliveries', 'BENCH_DELIVERIES', 4_000);
 const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 16);
 const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', 3);
 const TARGET = 1.6;
+/** Deliveries each emitter process sends and delivers before "go", not timed. */
+const WARMUP = intOption('warmup', 'BENCH_WARMUP', 1_000);
 const SECRET = 'whsec_bench';
 
 const payload = (id: number): Record<string, unknown> => {
@@ -34,45 +36,6 @@ const payload = (id: number): Record<string, unknown> => {
 /** Sends `count` deliveries numbered from `from`, all at once, as a burst of clips finishing would. */
 function sendAll(emitter: WebhookEmitter, url: string, from: number, count: number): Promise<unknown> {
   return Promise.all(Array.from({ length: count }, (_, i) => emitter.send({ url, secret: SECRET, event: 'video.completed', payload: payload(from + i) })));
-}
-
-// A worker process: `emitter-bullmq.ts worker <redis url | file:<dir>> <queue> <url> <from> <count>`: the
-// emitter on BullMQ, or with `file:` the file outbox emitter, each in a process of its own so their CPU
-// per delivery is measured alike. Prints "ready" once started, sends its share on "go" (a line on stdin),
-// and stops on SIGTERM.
-if (process.argv[2] === 'worker') {
-  const [, , , where, name, url, from, count] = process.argv;
-  // BENCH_VARIANT: one part turned off (src/emitter/measure.ts), or listeners on the emitter's events.
-  const variant = process.env.BENCH_VARIANT ?? '';
-  if (variant in measured) measured[variant as keyof typeof measured] = false;
-  const logger = { info: () => undefined, warn: (m: string) => console.error(m), error: (m: string) => console.error(m) };
-  const emitter = where!.startsWith('file:')
-    ? createEmitter({ store: new FileOutbox({ file: join(where!.slice(5), 'outbox.json') }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger })
-    : createEmitter({ queue: bullmqQueue({ url: where!, name: name! }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger });
-  if (variant === 'events') {
-    // What the service and the inspector listen to: every attempt and every outcome, as a delivery view.
-    let heard = 0;
-    for (const name of ['attempt', 'delivered', 'failed'] as const) emitter.on(name, () => void heard++);
-  }
-  await emitter.start();
-  const profiler = windowProfiler(`${where!.startsWith('file:') ? 'file-outbox' : 'bullmq-worker'}-${process.pid}`);
-  process.stdout.write('ready\n');
-  let cpu = process.cpuUsage();
-  process.stdin.once('data', () => {
-    void profiler.start().then(() => {
-      cpu = process.cpuUsage();
-      void sendAll(emitter, url!, Number(from), Number(count));
-    });
-  });
-  // Asked by the bench once every delivery was answered: the CPU this process spent since "go".
-  process.stdin.on('data', (line) => {
-    if (!line.toString().includes('cpu')) return;
-    const { user, system } = process.cpuUsage(cpu);
-    void profiler.stop().then(() => process.stdout.write(`cpu ${user + system}\n`));
-  });
-  process.once('SIGTERM', () => void emitter.stop().then(() => process.exit(0)));
-} else {
-  await main();
 }
 
 interface Receiver {
@@ -276,12 +239,54 @@ async function main(): Promise<void> {
     console.log(`\nCores busy (deliveries/s × CPU per delivery of workers + Redis + receiver), of ${cpus().length}: one worker process ${busy(median(one.rate), one.cpu, one.redis, one.bench)}, two ${busy(median(two.rate), two.cpu, two.redis, two.bench)}; Redis alone ${busy(median(one.rate), one.redis)} and ${busy(median(two.rate), two.redis)}.`);
     console.log(`First delivery answered ${num(median(one.first))} ms after "go" with one worker process, ${num(median(two.first))} ms with two (the sends come first); from then on ${num(median(one.after))} and ${num(median(two.after))} deliveries/s (${ratio(median(two.after), median(one.after))}), for reference only: the target is on the whole run.`);
     console.log('');
-    console.log(await features(redis.url, receiver));
-    console.log('');
+    // BENCH_FEATURES=0 skips what each part costs, for quick A/B runs.
+    if (process.env.BENCH_FEATURES !== '0') console.log(`${await features(redis.url, receiver)}\n`);
     console.log(target(`BullMQ worker CPU per delivery <= 2× the file outbox emitter's (${cpuRatio.toFixed(2)}×)`, cpuRatio <= 2));
     console.log(target(`two worker processes >= ${TARGET}× one (${scale.toFixed(2)}×)`, scale >= TARGET));
   } finally {
     await receiver.stop();
     await redis.stop();
   }
+}
+
+// A worker process: `emitter-bullmq.ts worker <redis url | file:<dir>> <queue> <url> <from> <count>`: the
+// emitter on BullMQ, or with `file:` the file outbox emitter, each in a process of its own so their CPU
+// per delivery is measured alike. Prints "ready" once started, sends its share on "go" (a line on stdin),
+// and stops on SIGTERM.
+if (process.argv[2] === 'worker') {
+  const [, , , where, name, url, from, count] = process.argv;
+  // BENCH_VARIANT: one part turned off (src/emitter/measure.ts), or listeners on the emitter's events.
+  const variant = process.env.BENCH_VARIANT ?? '';
+  if (variant in measured) measured[variant as keyof typeof measured] = false;
+  const logger = { info: () => undefined, warn: (m: string) => console.error(m), error: (m: string) => console.error(m) };
+  const emitter = where!.startsWith('file:')
+    ? createEmitter({ store: new FileOutbox({ file: join(where!.slice(5), 'outbox.json') }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger })
+    : createEmitter({ queue: bullmqQueue({ url: where!, name: name! }), concurrency: CONCURRENCY, allowPrivateNetworks: true, retainFinished: DELIVERIES, logger });
+  if (variant === 'events') {
+    // What the service and the inspector listen to: every attempt and every outcome, as a delivery view.
+    let heard = 0;
+    for (const name of ['attempt', 'delivered', 'failed'] as const) emitter.on(name, () => void heard++);
+  }
+  await emitter.start();
+  // Warm-up, not timed: the JIT, the sockets, Redis's scripts. What is measured is the steady state.
+  const warm = await Promise.all(Array.from({ length: WARMUP }, (_, i) => emitter.send({ url: url!, secret: SECRET, event: 'video.completed', payload: payload(1e9 + Number(from) * 10 + i) })));
+  while (warm.some(({ id }) => emitter.get(id)?.state !== 'delivered')) await new Promise((resolve) => setTimeout(resolve, 20));
+  const profiler = windowProfiler(`${where!.startsWith('file:') ? 'file-outbox' : 'bullmq-worker'}-${process.pid}`);
+  process.stdout.write('ready\n');
+  let cpu = process.cpuUsage();
+  process.stdin.once('data', () => {
+    void profiler.start().then(() => {
+      cpu = process.cpuUsage();
+      void sendAll(emitter, url!, Number(from), Number(count));
+    });
+  });
+  // Asked by the bench once every delivery was answered: the CPU this process spent since "go".
+  process.stdin.on('data', (line) => {
+    if (!line.toString().includes('cpu')) return;
+    const { user, system } = process.cpuUsage(cpu);
+    void profiler.stop().then(() => process.stdout.write(`cpu ${user + system}\n`));
+  });
+  process.once('SIGTERM', () => void emitter.stop().then(() => process.exit(0)));
+} else {
+  await main();
 }
