@@ -116,37 +116,35 @@ export class ExchangeLog {
       const text = written.map(lineOf);
       if (text.length === 0) return;
       await this.#prepare();
-      const joined = text.join('');
-      const bytes = Buffer.byteLength(joined);
+      const encoded = encode(text);
+      const bytes = encoded.bytes.length;
       if (this.#lines + text.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
         // Most often the file's tail is what the inspector still holds: copied as bytes, the new lines after it.
-        if (await this.#keepTail(written, text)) return;
+        if (await this.#keepTail(written, encoded)) return;
         // The exchanges are already in the snapshot (the caller holds each before appending it).
         await this.#rewrite();
         return;
       }
       try {
         this.#handle ??= await open(this.#options.file, 'a', 0o600);
-        await this.#handle.write(joined);
+        await this.#handle.write(encoded.bytes);
       } catch (error) {
         // The next write opens the file again (it may have been removed, or its disk come back).
         this.#trusted = false;
         await this.#closeHandle();
         throw error;
       }
-      this.#note(written, text, this.#bytes);
+      this.#note(written, encoded.ends, this.#bytes);
       this.#lines += text.length;
       this.#bytes += bytes;
     });
   }
 
-  /** Records where the lines just written end, the first at `from` bytes. */
-  #note(written: Exchange[], text: string[], from: number): void {
-    let end = from;
+  /** Records where the lines just written end (`ends`, counted from `from` bytes). */
+  #note(written: Exchange[], ends: number[], from: number): void {
     for (let i = 0; i < written.length; i++) {
-      end += Buffer.byteLength(text[i]!);
       this.#ids.push(written[i]!.id);
-      this.#ends.push(end);
+      this.#ends.push(from + ends[i]!);
     }
   }
 
@@ -156,16 +154,15 @@ export class ExchangeLog {
    * again (issue 23: that doubled the log's cost per event). False, having written nothing, when more than
    * 1.5 times the bounds would be kept: then the full rewrite runs.
    */
-  async #keepTail(written: Exchange[], text: string[]): Promise<boolean> {
+  async #keepTail(written: Exchange[], encoded: Encoded): Promise<boolean> {
     if (!this.#trusted) return false;
     const held = new Set<number>();
     for (const exchange of this.#options.snapshot()) if (exchange.reply !== null) held.add(exchange.id);
     const first = this.#ids.findIndex((id) => held.has(id));
     const from = first === -1 ? this.#bytes : first === 0 ? 0 : this.#ends[first - 1]!;
     const kept = first === -1 ? 0 : this.#ids.length - first;
-    const joined = text.join('');
-    const bytes = this.#bytes - from + Buffer.byteLength(joined);
-    if (kept + text.length > 1.5 * this.#options.maxEvents || bytes > 1.5 * this.#options.maxBytes) return false;
+    const bytes = this.#bytes - from + encoded.bytes.length;
+    if (kept + written.length > 1.5 * this.#options.maxEvents || bytes > 1.5 * this.#options.maxBytes) return false;
     const temporary = `${this.#options.file}.tmp`;
     const out = await open(temporary, 'w', 0o600);
     try {
@@ -183,7 +180,7 @@ export class ExchangeLog {
           await source.close();
         }
       }
-      await out.write(joined);
+      await out.write(encoded.bytes);
       await out.chmod(0o600);
     } finally {
       await out.close();
@@ -196,8 +193,8 @@ export class ExchangeLog {
     this.#ends = this.#ends.slice(start).map((end) => end - from);
     this.#lines = this.#ids.length;
     this.#bytes = this.#ends.at(-1) ?? 0;
-    this.#note(written, text, this.#bytes);
-    this.#lines += text.length;
+    this.#note(written, encoded.ends, this.#bytes);
+    this.#lines += written.length;
     this.#bytes = bytes;
     return true;
   }
@@ -232,7 +229,8 @@ export class ExchangeLog {
   async #rewrite(): Promise<void> {
     const items = this.#options.snapshot().filter((exchange) => exchange.reply !== null);
     const lines = items.map(lineOf);
-    const text = lines.join('');
+    const encoded = encode(lines);
+    const text = encoded.bytes;
     const temporary = `${this.#options.file}.tmp`;
     await writeFile(temporary, text, { mode: 0o600 });
     await chmod(temporary, 0o600);
@@ -240,13 +238,34 @@ export class ExchangeLog {
     await this.#closeHandle();
     await rename(temporary, this.#options.file);
     this.#lines = items.length;
-    this.#bytes = Buffer.byteLength(text);
+    this.#bytes = text.length;
     this.#rewritten = new Set(items.map((exchange) => exchange.id));
     this.#ids = [];
     this.#ends = [];
-    this.#note(items, lines, 0);
+    this.#note(items, encoded.ends, 0);
     this.#trusted = true;
   }
+}
+
+interface Encoded {
+  bytes: Buffer;
+  /** Where each line ends in `bytes`. */
+  ends: number[];
+}
+
+/** The lines as UTF-8 in one buffer, encoded once: their lengths come with it (issue 23: measuring each line, the batch, and then encoding it was three passes). */
+function encode(lines: string[]): Encoded {
+  let chars = 0;
+  for (const line of lines) chars += line.length;
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+  const out = Buffer.allocUnsafe(chars * 3);
+  const ends: number[] = [];
+  let at = 0;
+  for (const line of lines) {
+    at += out.write(line, at);
+    ends.push(at);
+  }
+  return { bytes: out.subarray(0, at), ends };
 }
 
 interface BodyLine {

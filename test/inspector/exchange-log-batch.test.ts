@@ -15,7 +15,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   const open = vi.fn(async (...args: Parameters<typeof actual.open>) => {
     const handle = await actual.open(...args);
     const write = handle.write.bind(handle) as (...args: unknown[]) => Promise<unknown>;
-    return Object.assign(handle, { write: (...args: unknown[]) => (typeof args[0] === 'string' && writes.push(args[0]), write(...args)) });
+    return Object.assign(handle, { write: (...args: unknown[]) => (writes.push(String(args[0])), write(...args)) });
   });
   return { ...actual, open };
 });
