@@ -143,7 +143,11 @@ export class ChannelFile {
 
   /** The returned line can be emptied (`bytes = null`) if the event is dropped before it is written. */
   appended(channel: Channel, event: StoredEvent): QueuedLine {
-    return this.#journal.queue(eventLine(channel.id, event));
+    // Made when written: the event stays in memory anyway, and its line (its body as base64) need not wait
+    // as a string until the next write. Its headers' JSON is taken now, made once for the frame too.
+    const id = channel.id;
+    const headers = headersJson(event.headers);
+    return this.#journal.queue(() => eventLine(id, event, headers));
   }
 
   /** Written with the next commit, in one line per channel (see `#ackLines`). */
@@ -198,9 +202,9 @@ const json = JSON.stringify;
  * `{"op":"event","ch",…event,"body":"<base64>"}`, the members in the order of `StoredEvent`, joined by
  * hand: one line per event, and spreading the event into a new object to stringify it cost twice as much.
  */
-function eventLine(ch: string, event: StoredEvent): string {
-  const { seq, receivedAt, method, path, query, headers, body, eventName, deliveryId } = event;
-  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headersJson(headers)},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
+function eventLine(ch: string, event: StoredEvent, headers = headersJson(event.headers)): string {
+  const { seq, receivedAt, method, path, query, body, eventName, deliveryId } = event;
+  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headers},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
 }
 
 /** Every channel as lines, one event at a time: compaction streams them and never holds them all. */

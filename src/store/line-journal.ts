@@ -37,12 +37,35 @@ export interface LineJournalOptions {
   tail?: () => string[];
 }
 
-/** One queued line (JSON, no newline); `text` becomes `null` when its change was undone before it reached the file. */
+/**
+ * One queued line (JSON, no newline), or a function that makes it when it is written; `text` becomes `null`
+ * when its change was undone before it reached the file.
+ */
 export interface QueuedLine {
-  text: string | null;
+  text: string | (() => string) | null;
 }
 
 const NEWLINE = Buffer.from('\n');
+
+/** The lines, each followed by a newline, as UTF-8 in one buffer; a line made by a function is made here. */
+function encodeLines(lines: readonly QueuedLine[]): Buffer {
+  let out = Buffer.allocUnsafe(64 * 1024);
+  let at = 0;
+  for (const line of lines) {
+    if (line.text === null) continue;
+    const text = typeof line.text === 'string' ? line.text : line.text();
+    // A UTF-16 code unit takes at most 3 bytes in UTF-8, and the newline 1.
+    const needed = at + text.length * 3 + 1;
+    if (needed > out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, out.length * 2));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    at += out.write(text, at);
+    out[at++] = 0x0a;
+  }
+  return out.subarray(0, at);
+}
 
 /**
  * A snapshot file of lines plus an append-only journal of lines, with group commit: the owner keeps its
@@ -126,8 +149,12 @@ export class LineJournal {
     this.#compactNow = true;
   }
 
-  /** Queues one line (JSON, no newline); it reaches the file with the next commit, encoded there with the others in one buffer. */
-  queue(line: string): QueuedLine {
+  /**
+   * Queues one line (JSON, no newline); it reaches the file with the next commit, encoded there with the
+   * others into one buffer. A function makes the line only then (and again if that write fails): a line
+   * that waited as a string until the write outlived the young generation (issue 23).
+   */
+  queue(line: string | (() => string)): QueuedLine {
     const entry: QueuedLine = { text: line };
     this.#queued.push(entry);
     return entry;
@@ -160,11 +187,10 @@ export class LineJournal {
     for (const text of this.#tail?.() ?? []) lines.push({ text });
     let appending = false;
     try {
-      // One buffer for the whole write, not one per line.
-      let text = '';
-      for (const line of lines) if (line.text !== null) text += `${line.text}\n`;
-      const pieces = text === '' ? [] : [Buffer.from(text, 'utf8')];
-      const bytes = pieces[0]?.length ?? 0;
+      // One buffer for the whole write, each line encoded into it as it is made.
+      const joined = encodeLines(lines);
+      const pieces = joined.length === 0 ? [] : [joined];
+      const bytes = joined.length;
       let compacted = false;
       if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes, this.#nextCompactionAt)) {
         this.#compactNow = false;
