@@ -1,4 +1,4 @@
-// The video id the inspector shows is read off the body's bytes (issue 23): the same as JSON.parse gives.
+// The video id the inspector shows: the body's top-level id as JSON.parse reads it, null for anything else.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { videoIdOf } from '../../src/inspector/exchanges.js';
