@@ -1,5 +1,5 @@
 import { FileLock } from '../store/file-lock.js';
-import { LineJournal, type QueuedLine, type RetryTimers } from '../store/line-journal.js';
+import { LineJournal, type RetryTimers } from '../store/line-journal.js';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { decodeBody, encodeBody, headersJson } from './frames.js';
 import type { Channel, StoredEvent } from './channel-types.js';
@@ -29,6 +29,8 @@ interface LegacyDocument {
 export interface ChannelFileOptions {
   file: string;
   channels: () => Iterable<Channel>;
+  /** Whether an event is still buffered: one dropped before its line was written is not written at all. */
+  holds: (channel: Channel, event: StoredEvent) => boolean;
   io?: LineFileIo;
   timers: RetryTimers;
   clock: () => number;
@@ -46,12 +48,14 @@ export interface ChannelFileOptions {
 export class ChannelFile {
   readonly #journal: LineJournal;
   readonly #log: { info(message: string): void; warn(message: string): void } | undefined;
+  readonly #holds: (channel: Channel, event: StoredEvent) => boolean;
   /** Acknowledged sequence numbers by channel since the last write: one `ack` line each per write. */
   readonly #acks = new Map<string, number[]>();
   #lock: FileLock | null = null;
 
-  constructor({ file, channels, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
+  constructor({ file, channels, holds, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
     this.#log = log;
+    this.#holds = holds;
     this.#journal = new LineJournal({
       file,
       header: RELAY_FILE_HEADER,
@@ -141,13 +145,14 @@ export class ChannelFile {
     this.#queue({ op: 'reserve', ch: channel.id, seqLimit: channel.seqLimit });
   }
 
-  /** The returned line can be emptied (`bytes = null`) if the event is dropped before it is written. */
-  appended(channel: Channel, event: StoredEvent): QueuedLine {
-    // Made when written: the event stays in memory anyway, and its line (its body as base64) need not wait
-    // as a string until the next write. Its headers' JSON is taken now, made once for the frame too.
-    const id = channel.id;
+  /**
+   * Made when written: the event stays in memory anyway, and its line (its body as base64) need not wait as
+   * a string until the next write; one dropped meanwhile is not written at all. Its headers' JSON is taken
+   * now, made once for the frame too.
+   */
+  appended(channel: Channel, event: StoredEvent): void {
     const headers = headersJson(event.headers);
-    return this.#journal.queue(() => eventLine(id, event, headers));
+    this.#journal.queue(() => (this.#holds(channel, event) ? eventLine(channel.id, event, headers) : null));
   }
 
   /** Written with the next commit, in one line per channel (see `#ackLines`). */

@@ -38,11 +38,11 @@ export interface LineJournalOptions {
 }
 
 /**
- * One queued line (JSON, no newline), or a function that makes it when it is written; `text` becomes `null`
- * when its change was undone before it reached the file.
+ * One queued line (JSON, no newline), or a function that makes it when it is written (and gives `null` when
+ * its change was undone meanwhile); `text` becomes `null` when its change was undone before it reached the file.
  */
 export interface QueuedLine {
-  text: string | (() => string) | null;
+  text: string | (() => string | null) | null;
 }
 
 const NEWLINE = Buffer.from('\n');
@@ -54,6 +54,7 @@ function encodeLines(lines: readonly QueuedLine[]): Buffer {
   for (const line of lines) {
     if (line.text === null) continue;
     const text = typeof line.text === 'string' ? line.text : line.text();
+    if (text === null) continue;
     // A UTF-16 code unit takes at most 3 bytes in UTF-8, and the newline 1.
     const needed = at + text.length * 3 + 1;
     if (needed > out.length) {
@@ -154,7 +155,7 @@ export class LineJournal {
    * others into one buffer. A function makes the line only then (and again if that write fails): a line
    * that waited as a string until the write outlived the young generation (issue 23).
    */
-  queue(line: string | (() => string)): QueuedLine {
+  queue(line: string | (() => string | null)): QueuedLine {
     const entry: QueuedLine = { text: line };
     this.#queued.push(entry);
     return entry;

@@ -197,6 +197,23 @@ describe('relay data file acknowledgements (issue 23)', () => {
     expect(crashed.unacked(crashed.get(b.id)!, () => true).map((e) => e.deliveryId)).toEqual(['dlv_b20', 'dlv_b30', 'dlv_b40', 'dlv_b50']);
   });
 
+  it('never writes the line of an event dropped before the write: a replaced copy, a deleted channel', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file);
+    const a = store.create()!.channel;
+    const b = store.create()!.channel;
+    await store.commit();
+    store.append(a, event('dlv_1', 'first try'));
+    store.append(a, event('dlv_1', 'second try')); // replaces the waiting copy
+    store.append(b, event('dlv_2', 'gone with its channel'));
+    store.delete(b.id);
+    await store.commit();
+    const lines = (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as { op: string; body?: string });
+    expect(lines.filter((line) => line.op === 'event').map((line) => Buffer.from(line.body!, 'base64').toString())).toEqual(['second try']);
+  });
+
   it('writes acknowledgements still held when the store closes', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
