@@ -169,7 +169,7 @@ export function headersJson(headers: RawHeaders): string {
 
 // The heads of the two frames sent once per event, joined by hand: copying the frame without its body to
 // stringify the rest cost a third more (issue 23). The members are those of the types, in their order.
-function eventHead(frame: EventFrame): string {
+export function eventHead(frame: EventFrame): string {
   const { seq, receivedAt, method, path, query, headers } = frame;
   return `{"type":"event","seq":${json(seq)},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headersJson(headers)},"backlog":${frame.backlog === true},"replay":${frame.replay === true}}`;
 }

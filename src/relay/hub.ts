@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import type { StoredEvent } from './channel-types.js';
 import { corkPerTurn } from './cork.js';
+import { eventMessage } from './wire.js';
 import { CLOSE, encodeFrame, FrameError, parseClientFrame, type EventFrame, type ServerFrame } from './frames.js';
 import type { Heartbeat, Scheduler } from './heartbeat.js';
 import { GONE, Pending, type Outcome } from './pending.js';
@@ -22,6 +23,8 @@ interface Connection {
   readonly filter: string;
   /** Called before each send: frames sent in one event-loop turn leave in one write. */
   readonly cork: () => void;
+  /** The TCP socket under `socket`: event messages are written to it whole (wire.ts). */
+  readonly transport: Writable;
   /** Frames held while its catch-up is read (they go after it); `null` once the catch-up is sent. */
   held: ServerFrame[] | null;
   /**
@@ -82,7 +85,7 @@ export class Hub {
    */
   connect(channelId: string, socket: WebSocket, events: ReadonlySet<string> | null, transport: Writable): void {
     const filter = events ? [...events].sort().join(',') : '*';
-    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), held: [], caughtUp: new Set() };
+    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), transport, held: [], caughtUp: new Set() };
     let set = this.#byChannel.get(channelId);
     if (!set) this.#byChannel.set(channelId, (set = new Set()));
     set.add(connection);
@@ -276,7 +279,8 @@ export class Hub {
     // A socket that is closing drops the frame; its events stay unacknowledged and are caught up later.
     if (connection.socket.readyState !== connection.socket.OPEN) return;
     connection.cork();
-    connection.socket.send(encodeFrame(frame));
+    if (frame.type === 'event') connection.transport.write(eventMessage(frame));
+    else connection.socket.send(encodeFrame(frame));
   }
 }
 
