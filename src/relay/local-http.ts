@@ -77,7 +77,10 @@ export class LocalHttpClient {
       if (settled) return;
       settled = true;
       connection.busy = null;
-      if (error === null && reply!.reusable && !this.#closed) this.#release(connection);
+      // A reply may come before the request is all written (an early 413, say): the rest of the body would then
+      // reach the app after it, where an app that does not read it away takes it for the next request, whose
+      // reply would be that one's. As node:http's agent, the connection is reused only once the request is out.
+      if (error === null && reply!.reusable && connection.socket.writableLength === 0 && !this.#closed) this.#release(connection);
       else this.#drop(connection);
       done(error, reply);
     };

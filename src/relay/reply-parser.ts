@@ -26,7 +26,12 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Field values: no control characters but HTAB (RFC 9110 §5.5), as Node's parser checks.
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS = /^\d+$/;
-const HEX = /^[0-9A-Fa-f]+$/;
+/** A chunk size: hex digits, then its extensions (RFC 9112 §7.1.1) or nothing; no whitespace, as Node's parser. */
+const CHUNK_SIZE = /^([0-9A-Fa-f]+)(;.*)?$/s;
+// A chunk extension may hold quoted strings, but no control characters but HTAB.
+const CHUNK_EXTENSIONS = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Significant hex digits a chunk size may have: 2^48 bytes, well past any cap, and exact in a double. */
+const MAX_CHUNK_DIGITS = 12;
 /** Node's default `--max-http-header-size`. */
 export const MAX_HEAD_BYTES = 16 * 1024;
 
@@ -39,13 +44,50 @@ function trimOws(line: string, from: number): string {
   return line.slice(start, end);
 }
 
+/**
+ * The first CR or LF in `bytes` (from `from`) that is not part of a CRLF, as the error Node's parser gives for
+ * it; `null` if none. A CR at the very end may yet be followed by its LF.
+ */
+function bareLineEnd(bytes: Buffer, from: number): ReplyParseError | null {
+  for (let at = bytes.indexOf(0x0a, from); at !== -1; at = bytes.indexOf(0x0a, at + 1)) {
+    if (at === from || bytes[at - 1] !== 0x0d) return new ReplyParseError('HPE_CR_EXPECTED', 'Parse Error: Missing expected CR before LF');
+  }
+  for (let at = bytes.indexOf(0x0d, from); at !== -1 && at < bytes.length - 1; at = bytes.indexOf(0x0d, at + 1)) {
+    if (bytes[at + 1] !== 0x0a) return new ReplyParseError('HPE_LF_EXPECTED', 'Parse Error: Missing expected LF after CR');
+  }
+  return null;
+}
+
+/** A line of a head, split at CRLF: a CR or LF left in it is a bare one. */
+function lineError(line: string): ReplyParseError | null {
+  if (line.includes('\n')) return new ReplyParseError('HPE_CR_EXPECTED', 'Parse Error: Missing expected CR before LF');
+  if (line.includes('\r')) return new ReplyParseError('HPE_LF_EXPECTED', 'Parse Error: Missing expected LF after CR');
+  return null;
+}
+
+/** A field line's name (RFC 9112 §5: a token right before the colon at `colon`), or an error. */
+function fieldName(line: string, colon: number): string {
+  const name = colon > 0 ? line.slice(0, colon) : '';
+  if (!TOKEN.test(name)) throw lineError(line) ?? new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header token');
+  return name;
+}
+
+/** A field line's value after the colon at `colon`, without OWS around it, or an error (obs-fold included). */
+function fieldValue(line: string, colon: number): string {
+  const value = trimOws(line, colon + 1);
+  if (!FIELD_VALUE.test(value)) throw lineError(value) ?? new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header value char');
+  return value;
+}
+
 type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'close' };
 
 /**
  * Reads one reply from the bytes of a connection, as they come: its head, then its body framed as RFC
- * 9112 §6.3 says (none for HEAD, 1xx, 204 and 304; chunked; Content-Length; else until the connection
- * closes). Interim 1xx replies are skipped, but 101, which ends HTTP on the connection. Bounded: a head
- * over `MAX_HEAD_BYTES`, a body over `maxBodyBytes`. `push` returns the reply once whole, else `null`.
+ * 9112 §6.3 says (none for HEAD, 204 and 304; chunked; Content-Length; else until the connection closes).
+ * Interim 1xx replies are skipped; a 101 is refused. What Node's parser refuses is refused (both
+ * Content-Length and Transfer-Encoding, a repeated Content-Length, a bare CR or LF, whitespace in a chunk
+ * size), at once, not at the deadline. Bounded: a head or trailer section over `MAX_HEAD_BYTES`, a body over
+ * `maxBodyBytes`. `push` returns the reply once whole, else `null`.
  */
 export class ReplyParser {
   readonly #head: boolean;
@@ -59,6 +101,8 @@ export class ReplyParser {
   #size = 0;
   /** In a chunked body: bytes of the current chunk still to come (-1: its size line is next; -2: the trailer section). */
   #chunkLeft = -1;
+  /** Bytes of the trailer section so far, bounded as a head is. */
+  #trailerBytes = 0;
   /** The CRLF after a chunk's data is still to come. */
   #chunkEnd = false;
 
@@ -75,6 +119,9 @@ export class ReplyParser {
       const end = data.indexOf(CRLF2);
       if (end === -1) {
         if (data.length > MAX_HEAD_BYTES) throw new ReplyParseError('HPE_HEADER_OVERFLOW', 'Header overflow');
+        // A head whose lines end in a bare LF (or CR) never shows a CRLF CRLF: refused now, not at the deadline.
+        const bare = bareLineEnd(data, 0);
+        if (bare) throw bare;
         this.#buffer = data;
         return null;
       }
@@ -96,9 +143,8 @@ export class ReplyParser {
   #readHead(text: string): boolean {
     const lines = text.split('\r\n');
     const status = STATUS_LINE.exec(lines[0]!);
-    if (!status) throw new ReplyParseError('HPE_INVALID_CONSTANT', 'Parse Error: Expected HTTP/');
+    if (!status) throw lineError(lines[0]!) ?? new ReplyParseError('HPE_INVALID_CONSTANT', 'Parse Error: Expected HTTP/');
     const code = Number(status[2]);
-    if (code >= 100 && code < 200 && code !== 101) return true;
     const headers: RawHeaders = [];
     let connection = '';
     let transfer: string | null = null;
@@ -106,35 +152,38 @@ export class ReplyParser {
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(':');
-      const name = colon > 0 ? line.slice(0, colon) : '';
-      if (!TOKEN.test(name)) throw new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header token');
-      const value = trimOws(line, colon + 1);
-      if (!FIELD_VALUE.test(value)) throw new ReplyParseError('HPE_INVALID_HEADER_TOKEN', 'Parse Error: Invalid header value char');
+      const name = fieldName(line, colon);
+      const value = fieldValue(line, colon);
       headers.push(name, value);
       // Only three names matter here: the others are not lowered at all.
       const lower = name.length === 10 || name.length === 14 || name.length === 17 ? name.toLowerCase() : '';
       if (lower === 'connection') connection += `,${value.toLowerCase()}`;
       else if (lower === 'transfer-encoding') transfer = transfer === null ? value : `${transfer}, ${value}`;
       else if (lower === 'content-length') {
-        for (const part of value.split(',')) {
-          const size = part.trim();
-          if (!DIGITS.test(size) || (length !== null && size !== length)) throw new ReplyParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'Parse Error: Invalid Content-Length');
-          length = size;
-        }
+        // As Node's parser: one Content-Length, digits only. RFC 9112 §6.3 lets a recipient take repeats of one
+        // value, but node:http (which this client replaced) refused them, and a refusal cannot be misread.
+        if (length !== null) throw new ReplyParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'Parse Error: Duplicate Content-Length');
+        if (!DIGITS.test(value)) throw new ReplyParseError('HPE_INVALID_CONTENT_LENGTH', value === '' ? 'Parse Error: Empty Content-Length' : 'Parse Error: Invalid character in Content-Length');
+        length = value;
       }
     }
+    // Interim replies (100 Continue, 103 Early Hints) are checked as any head, then skipped.
+    if (code >= 100 && code < 200 && code !== 101) return true;
+    // The request never asks for an upgrade (Upgrade is hop-by-hop, not forwarded): a 101 is not HTTP any more.
+    if (code === 101) throw new ReplyParseError('HPE_UNEXPECTED_UPGRADE', 'the local app switched protocols (101) without being asked to');
+    // RFC 9112 §6.3: both may be an attempt at response splitting, "ought to be handled as an error"; Node's parser refuses it.
+    if (transfer !== null && length !== null) throw new ReplyParseError('HPE_INVALID_TRANSFER_ENCODING', "Parse Error: Transfer-Encoding can't be present with Content-Length");
     const tokens = connection.split(',').map((token) => token.trim());
-    this.#keepAlive = status[1] === '1' ? !tokens.includes('close') : tokens.includes('keep-alive');
+    // Close wins over keep-alive; HTTP/1.0 keeps the connection only when asked, and never with Transfer-Encoding
+    // (RFC 9112 §6.1: its framing is to be treated as faulty, the connection closed after the message).
+    this.#keepAlive = !tokens.includes('close') && (status[1] === '1' || (tokens.includes('keep-alive') && transfer === null));
     this.#status = code;
     this.#headers = headers;
-    if (this.#head || code === 101 || code === 204 || code === 304) this.#framing = { kind: 'none' };
-    else if (transfer !== null) {
-      // RFC 9112 §6.3: Transfer-Encoding wins over Content-Length; a body not chunked last runs until the close.
-      this.#framing = /(?:^|,)\s*chunked\s*$/i.test(transfer) ? { kind: 'chunked' } : { kind: 'close' };
-      if (length !== null) this.#keepAlive = false;
-    } else if (length !== null) this.#framing = { kind: 'length', left: Number(length) };
+    if (this.#head || code === 204 || code === 304) this.#framing = { kind: 'none' };
+    // A Transfer-Encoding not chunked last runs until the close (RFC 9112 §6.3).
+    else if (transfer !== null) this.#framing = /(?:^|,)[ \t]*chunked[ \t]*$/i.test(transfer) ? { kind: 'chunked' } : { kind: 'close' };
+    else if (length !== null) this.#framing = { kind: 'length', left: Number(length) };
     else this.#framing = { kind: 'close' };
-    if (code === 101) this.#keepAlive = false;
     if (this.#framing.kind === 'length' && this.#framing.left > this.#maxBodyBytes) this.#tooLarge();
     return false;
   }
@@ -171,7 +220,13 @@ export class ReplyParser {
       }
       const eol = data.indexOf(CRLF, at);
       if (eol === -1) {
-        if (data.length - at > MAX_HEAD_BYTES) throw new ReplyParseError('HPE_INVALID_CHUNK_SIZE', 'Parse Error: Invalid character in chunk size');
+        const trailers = this.#chunkLeft === -2;
+        if (data.length - at > MAX_HEAD_BYTES || (trailers && this.#trailerBytes + data.length - at > MAX_HEAD_BYTES)) {
+          throw trailers ? new ReplyParseError('HPE_HEADER_OVERFLOW', 'Header overflow') : new ReplyParseError('HPE_INVALID_CHUNK_SIZE', 'Parse Error: Chunk size line too long');
+        }
+        // A line ending in a bare LF (or CR) never shows its CRLF: refused now, not at the deadline.
+        const bare = bareLineEnd(data, at);
+        if (bare) throw bare;
         this.#buffer = data.subarray(at);
         return null;
       }
@@ -182,12 +237,16 @@ export class ReplyParser {
         this.#chunkEnd = false;
         this.#chunkLeft = -1;
       } else if (this.#chunkLeft === -2) {
-        // The trailer section ends with an empty line; trailers are not forwarded (as before, with node:http).
+        // The trailer section ends with an empty line; its fields are checked as a head's, bounded as one, and
+        // not forwarded (as before, with node:http).
         if (line === '') return this.#reply(at === data.length);
+        this.#trailerBytes += line.length + 2;
+        if (this.#trailerBytes > MAX_HEAD_BYTES) throw new ReplyParseError('HPE_HEADER_OVERFLOW', 'Header overflow');
+        const colon = line.indexOf(':');
+        fieldName(line, colon);
+        fieldValue(line, colon);
       } else {
-        const size = line.split(';')[0]!.trim();
-        if (!HEX.test(size) || size.length > 12) throw new ReplyParseError('HPE_INVALID_CHUNK_SIZE', 'Parse Error: Invalid character in chunk size');
-        this.#chunkLeft = Number.parseInt(size, 16);
+        this.#chunkLeft = chunkSize(line);
         if (this.#chunkLeft === 0) this.#chunkLeft = -2;
         else if (this.#size + this.#chunkLeft > this.#maxBodyBytes) this.#tooLarge();
       }
@@ -210,4 +269,19 @@ export class ReplyParser {
     const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
     return { status: this.#status, headers: this.#headers, body, reusable: this.#keepAlive && nothingAfter && this.#framing!.kind !== 'close' };
   }
+}
+
+/** The size a chunk's size line gives (RFC 9112 §7.1): hex in either case, leading zeros allowed, extensions ignored. */
+function chunkSize(line: string): number {
+  const match = CHUNK_SIZE.exec(line);
+  if (!match) throw lineError(line) ?? new ReplyParseError('HPE_INVALID_CHUNK_SIZE', 'Parse Error: Invalid character in chunk size');
+  if (match[2] !== undefined && !CHUNK_EXTENSIONS.test(match[2])) {
+    throw lineError(match[2]) ?? new ReplyParseError('HPE_INVALID_CHUNK_EXTENSIONS', 'Parse Error: Invalid character in chunk extensions');
+  }
+  let digits = match[1]!;
+  let zeros = 0;
+  while (zeros < digits.length - 1 && digits.charCodeAt(zeros) === 0x30) zeros++;
+  if (zeros > 0) digits = digits.slice(zeros);
+  if (digits.length > MAX_CHUNK_DIGITS) throw new ReplyParseError('HPE_INVALID_CHUNK_SIZE', 'Parse Error: Chunk size overflow');
+  return Number.parseInt(digits, 16);
 }

@@ -5,7 +5,8 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { afterEach, describe, expect, it } from 'vitest';
 import { createForwarder, type Forwarder } from '../../src/relay/forward.js';
 import type { EventFrame } from '../../src/relay/frames.js';
-import { ReplyParser } from '../../src/relay/reply-parser.js';
+import { LocalHttpClient } from '../../src/relay/local-http.js';
+import { MAX_HEAD_BYTES, ReplyParser } from '../../src/relay/reply-parser.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -80,7 +81,7 @@ describe('ReplyParser', () => {
     expect(fails('HTTP/1.1 200 OK\r\n folded\r\n\r\n')).toBe('HPE_INVALID_HEADER_TOKEN');
     expect(fails('HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n')).toBe('HPE_INVALID_HEADER_TOKEN');
     expect(fails('HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n')).toBe('HPE_UNEXPECTED_CONTENT_LENGTH');
-    expect(fails('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n')).toBe('HPE_UNEXPECTED_CONTENT_LENGTH');
+    expect(fails('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n')).toBe('HPE_INVALID_CONTENT_LENGTH');
     expect(fails('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toBe('HPE_INVALID_CHUNK_SIZE');
     expect(fails(`HTTP/1.1 200 OK\r\nX: ${'a'.repeat(20_000)}`)).toBe('HPE_HEADER_OVERFLOW');
     const cut = new ReplyParser(false, 100);
@@ -185,5 +186,304 @@ describe('the local hop over the lean client', () => {
     const hop = forwarder(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     const bodies = await Promise.all(Array.from({ length: 64 }, (_, n) => hop.forward(event({ headers: ['X-N', String(n)] })).then((reply) => reply.body.toString())));
     expect(bodies).toEqual(Array.from({ length: 64 }, (_, n) => String(n)));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// RFC 9112 §6 against a raw app (issue 23's review of the lean client): each reply, written as exact bytes,
+// gives the bytes node:http gave or a clear error, never a hang, never another reply's bytes, never
+// unbounded memory; and a connection is reused only after a reply whose end is certain.
+
+type Outcome = { status: number; headers: string[]; body: string; reusable: boolean } | { error: string; message: string };
+
+/** One request over `client`; a hang shows as `{ error: 'HANG' }` after `patienceMs`. */
+function send(client: LocalHttpClient, options: { method?: string; body?: Buffer; patienceMs?: number } = {}): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      resolve({ error: 'HANG', message: '' });
+      exchange.abort(new Error('hang'));
+    }, options.patienceMs ?? 2_000);
+    const exchange = client.request(options.method ?? 'POST', '/hooks', ['Content-Type', 'application/json'], options.body ?? Buffer.from('{"a":1}'), (error, reply) => {
+      clearTimeout(timer);
+      if (error) return resolve({ error: (error as Error & { code: string }).code, message: error.message });
+      resolve({ status: reply!.status, headers: reply!.headers, body: reply!.body.toString('latin1'), reusable: reply!.reusable });
+    });
+  });
+}
+
+/**
+ * A raw app that answers the n-th request it reads (any connection) with `replies[n]`: bytes to write, or
+ * bytes to write and then close (`{ end }`), or nothing (`null`: it keeps the connection open, silent).
+ */
+async function scripted(replies: Array<string | { end: string } | null>, maxReplyBytes = 1 << 20) {
+  let n = 0;
+  const app = await rawApp((_request, socket) => {
+    const reply = replies[n++];
+    if (reply === undefined || reply === null) return;
+    if (typeof reply === 'string') socket.write(reply, 'latin1');
+    else socket.end(reply.end, 'latin1');
+  });
+  const client = new LocalHttpClient(new URL(app.url), maxReplyBytes);
+  cleanups.push(() => client.close());
+  return { client, sockets: app.sockets, requests: () => n };
+}
+
+const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext';
+const next = { status: 200, headers: ['Content-Length', '4'], body: 'next', reusable: true };
+
+describe('the lean client against RFC 9112 §6, reply by reply', () => {
+  it('chunked: extensions (quoted, with spaces) and trailers are read past, hex in either case, leading zeros; the connection is reused', async () => {
+    const app = await scripted([
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b;c="d e"\r\nhello\r\n1;x\r\n \r\na\r\n0123456789\r\nA\r\nabcdefghij\r\n0;last=1\r\nX-Checksum: abc\r\nX-Other: 2\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000000005\r\nhello\r\n0000\r\n\r\n',
+      OK,
+    ]);
+    expect(await send(app.client)).toEqual({ status: 200, headers: ['Transfer-Encoding', 'chunked'], body: 'hello 0123456789abcdefghij', reusable: true });
+    expect(await send(app.client)).toMatchObject({ body: 'hello', reusable: true });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(1);
+  });
+
+  it('chunked: a size that overflows, one over the cap, whitespace or a bare LF in the size line, a bare LF in an extension are errors at once', async () => {
+    const chunked = (rest: string) => `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${rest}`;
+    const app = await scripted([
+      chunked('10000000000000005\r\nhello\r\n0\r\n\r\n'),
+      chunked('FFFFFFFFFFFF\r\nhello'), // in range, but over the cap: no waiting for the bytes
+      chunked('5 \r\nhello\r\n0\r\n\r\n'),
+      chunked(' 5\r\nhello\r\n0\r\n\r\n'),
+      chunked('5\nhello\r\n0\r\n\r\n'),
+      chunked('5;a\nb\r\nhello\r\n0\r\n\r\n'),
+      chunked('5;a\x01\r\nhello\r\n0\r\n\r\n'),
+      chunked('5\r\nhelloXX0\r\n\r\n'),
+      chunked('5\nhello'), // and the app waits: the bare LF is refused now, not at the deadline
+      chunked('-5\r\nhello\r\n0\r\n\r\n'),
+      chunked('0x5\r\nhello\r\n0\r\n\r\n'),
+      chunked('\r\n'),
+      OK,
+    ]);
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CHUNK_SIZE', message: 'Parse Error: Chunk size overflow' });
+    expect(await send(app.client)).toMatchObject({ error: 'TOO_LARGE' });
+    for (let i = 0; i < 2; i++) expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CHUNK_SIZE' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CHUNK_EXTENSIONS' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_STRICT' });
+    expect(await send(app.client, { patienceMs: 1_000 })).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    for (let i = 0; i < 3; i++) expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CHUNK_SIZE' });
+    // No connection is reused after an error: each reply had its own, and so has the last.
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(13);
+  });
+
+  it('chunked: a bad trailer is an error, and trailers are bounded like a head', async () => {
+    const chunked = (trailers: string) => `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n${trailers}`;
+    const app = await scripted([
+      chunked('Bad Trailer: x\r\n\r\n'),
+      chunked('X: a\nY: b\r\n\r\n'),
+      chunked(' folded\r\n\r\n'),
+      chunked(`${'X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n'.repeat(400)}\r\n`),
+      OK,
+    ]);
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_HEADER_TOKEN' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_HEADER_TOKEN' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_HEADER_OVERFLOW' });
+    expect(await send(app.client)).toEqual(next);
+  });
+
+  it('Content-Length: repeated (equal or not, as headers or a list), not digits, empty: refused as node:http refuses it; leading zeros read', async () => {
+    const length = (headers: string, body = 'hello') => `HTTP/1.1 200 OK\r\n${headers}\r\n\r\n${body}`;
+    const app = await scripted([
+      length('Content-Length: 5\r\nContent-Length: 5'),
+      length('Content-Length: 5\r\nContent-Length: 6', 'hello!'),
+      length('Content-Length: 5, 5'),
+      length('Content-Length: 5a'),
+      length('Content-Length: +5'),
+      length('Content-Length: 0x5'),
+      length('Content-Length: -5'),
+      length('Content-Length: '),
+      length('Content-Length: 005'),
+      OK,
+    ]);
+    for (let i = 0; i < 2; i++) expect(await send(app.client)).toMatchObject({ error: 'HPE_UNEXPECTED_CONTENT_LENGTH', message: 'Parse Error: Duplicate Content-Length' });
+    for (let i = 0; i < 5; i++) expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CONTENT_LENGTH' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_CONTENT_LENGTH', message: 'Parse Error: Empty Content-Length' });
+    expect(await send(app.client)).toEqual({ status: 200, headers: ['Content-Length', '005'], body: 'hello', reusable: true });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(9);
+  });
+
+  it('Content-Length and Transfer-Encoding together are refused (either order), and the connection is not reused', async () => {
+    const app = await scripted([
+      'HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 30\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      OK,
+    ]);
+    for (let i = 0; i < 2; i++) expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_TRANSFER_ENCODING' });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(3);
+  });
+
+  it('Transfer-Encoding not ending in chunked runs until the close; chunked in an HTTP/1.0 reply is read but the connection is not kept', async () => {
+    const app = await scripted([
+      { end: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhello' },
+      { end: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n5\r\nhello' },
+      'HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      OK,
+    ]);
+    expect(await send(app.client)).toMatchObject({ status: 200, body: 'hello', reusable: false });
+    expect(await send(app.client)).toMatchObject({ status: 200, body: '5\r\nhello', reusable: false });
+    expect(await send(app.client)).toMatchObject({ status: 200, body: 'hello', reusable: false });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(4);
+  });
+
+  it('no body after HEAD, 204 or 304 whatever the headers say; bytes after one mean the connection is not reused', async () => {
+    const app = await scripted([
+      'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n',
+      'HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n',
+      'HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n',
+      'HTTP/1.1 204 No Content\r\n\r\nhello',
+      OK,
+    ]);
+    expect(await send(app.client, { method: 'HEAD', body: Buffer.alloc(0) })).toEqual({ status: 200, headers: ['Content-Length', '5'], body: '', reusable: true });
+    expect(await send(app.client)).toEqual({ status: 204, headers: ['Content-Length', '5'], body: '', reusable: true });
+    expect(await send(app.client)).toEqual({ status: 304, headers: ['Transfer-Encoding', 'chunked'], body: '', reusable: true });
+    expect(await send(app.client)).toEqual({ status: 204, headers: [], body: '', reusable: false });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(2);
+  });
+
+  it('skips 100 Continue and 103 Early Hints (their headers checked too); refuses a 101 nobody asked for', async () => {
+    const app = await scripted([
+      'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 103 Early Hints\r\nBad Link: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nabc',
+      OK,
+    ]);
+    expect(await send(app.client)).toEqual({ status: 200, headers: ['Content-Length', '2'], body: 'ok', reusable: true });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_HEADER_TOKEN' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_UNEXPECTED_UPGRADE' });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(3);
+  });
+
+  it('a body without a length runs until the close; Connection: close (or close with keep-alive in HTTP/1.0) ends the connection', async () => {
+    const app = await scripted([
+      { end: 'HTTP/1.1 200 OK\r\n\r\nhello world' },
+      'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.0 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok',
+      OK,
+    ]);
+    expect(await send(app.client)).toEqual({ status: 200, headers: [], body: 'hello world', reusable: false });
+    for (let i = 0; i < 3; i++) expect(await send(app.client)).toMatchObject({ body: 'ok', reusable: false });
+    expect(await send(app.client)).toMatchObject({ body: 'ok', reusable: true });
+    expect(await send(app.client)).toEqual(next);
+    expect(app.sockets.size).toBe(5);
+  });
+
+  it('bounds: a head over MAX_HEAD_BYTES (with or without its end), a body over the cap by Content-Length, chunks or until the close', async () => {
+    const pad = `X-Pad: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n`;
+    const app = await scripted(
+      [
+        `HTTP/1.1 200 OK\r\n${pad}Content-Length: 2\r\n\r\nok`,
+        `HTTP/1.1 200 OK\r\n${pad}`, // and the app waits
+        'HTTP/1.1 200 OK\r\nContent-Length: 1001\r\n\r\n',
+        `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${`64\r\n${'x'.repeat(100)}\r\n`.repeat(11)}`, // 1,100 bytes, and no end
+        `HTTP/1.1 200 OK\r\n\r\n${'x'.repeat(1001)}`, // and the app waits
+        OK,
+      ],
+      1000,
+    );
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_HEADER_OVERFLOW' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_HEADER_OVERFLOW' });
+    for (let i = 0; i < 3; i++) expect(await send(app.client)).toMatchObject({ error: 'TOO_LARGE', message: 'the local reply is larger than 1000 bytes' });
+    expect(await send(app.client)).toEqual(next);
+  });
+
+  it('the app closing mid-head, mid-body, mid-chunk or mid-trailers is an error, not a short reply', async () => {
+    const app = await scripted([
+      { end: 'HTTP/1.1 200 OK\r\nContent-Le' },
+      { end: 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello' },
+      { end: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel' },
+      { end: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX: 1\r\n' },
+      { end: '' },
+      OK,
+    ]);
+    for (let i = 0; i < 5; i++) expect(await send(app.client)).toMatchObject({ error: 'ECONNRESET', message: 'socket hang up' });
+    expect(await send(app.client)).toEqual(next);
+  });
+
+  it('header lines: obs-fold, bare LF (even when the app then waits), bare CR, space before the colon are errors', async () => {
+    const app = await scripted([
+      'HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\nContent-Length: 2\n\nok',
+      'HTTP/1.1 200 OK\r\nX-A: a\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nX-A: a\rContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nX-A: a\rX',
+      OK,
+    ]);
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_HEADER_TOKEN' });
+    expect(await send(app.client, { patienceMs: 1_000 })).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_CR_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_LF_EXPECTED' });
+    expect(await send(app.client)).toMatchObject({ error: 'HPE_INVALID_HEADER_TOKEN' });
+    expect(await send(app.client, { patienceMs: 1_000 })).toMatchObject({ error: 'HPE_LF_EXPECTED' });
+    expect(await send(app.client)).toEqual(next);
+  });
+
+  it('bytes the app sends after a reply, once idle, do not become the next request\'s reply', async () => {
+    let connections = 0;
+    const app = await rawApp((_request, socket) => {
+      if (++connections === 1) {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        setTimeout(() => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil'), 20);
+      } else socket.write(OK);
+    });
+    const client = new LocalHttpClient(new URL(app.url), 1 << 20);
+    cleanups.push(() => client.close());
+    expect(await send(client)).toMatchObject({ body: 'ok', reusable: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await send(client)).toEqual(next);
+    expect(app.sockets.size).toBe(2);
+  });
+
+  it('a reply that comes before the request is all written is given, but the connection is not reused (the rest of the body would reach the app as a request)', async () => {
+    // The app answers at the first bytes, stops reading, then reads on and takes whatever comes as requests.
+    let connection = 0;
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      const n = ++connection;
+      let first = true;
+      socket.on('data', () => {
+        if (n > 1) return void socket.write(OK);
+        if (!first) return void socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nwrong');
+        first = false;
+        socket.write('HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n');
+        socket.pause();
+        setTimeout(() => socket.resume(), 100);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    });
+    const client = new LocalHttpClient(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), 1 << 20);
+    cleanups.push(() => client.close());
+    expect(await send(client, { body: Buffer.alloc(32 << 20, 0x61) })).toEqual({ status: 413, headers: ['Content-Length', '0'], body: '', reusable: true });
+    expect(await send(client)).toEqual(next);
+    expect(connection).toBe(2);
+  });
+});
+
+describe('ReplyParser: the new cases cut every way', () => {
+  it('reads leading zeros, extensions and trailers the same whatever the packets', () => {
+    expect(parseInPieces('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0005;a="b; c"\r\nhello\r\n00;z\r\nT: 1\r\n\r\n')).toMatchObject({ status: 200, body: 'hello', reusable: true, unread: 0 });
   });
 });
