@@ -39,6 +39,41 @@ describe.runIf(redis)('RedisRecordStore', () => {
     const again = await store.create(fresh('dlv_one'));
     expect(again).toMatchObject({ created: false, record: { v: 3, state: 'delivered' } });
   });
+
+  it('gives back what Redis holds when another write came between: the change is made to that one', async () => {
+    const store = new RedisRecordStore(client!, recordKeys('test', `q${Date.now()}b`), 10);
+    const { record: stale } = await store.create(fresh('dlv_raced'));
+    // Another process writes first: this one's copy is a version behind.
+    await store.update('dlv_raced', (record) => ({ ...record, round: 1 }), stale);
+    const done = await store.update('dlv_raced', (record) => ({ ...record, state: 'failed', nextAttemptAt: null }), stale);
+    expect(done).toMatchObject({ changed: true, before: { v: 2, round: 1 }, record: { v: 3, round: 1, state: 'failed' } });
+    expect(done!.record).toEqual((await store.loadAll())[0]);
+  });
+
+  it('publishes every write with the head parseChange reads, so a process knows its own echo without parsing it', async () => {
+    const keys = recordKeys('test', `q${Date.now()}c`);
+    const store = new RedisRecordStore(client!, keys, 10);
+    const subscriber = new Redis(redis!.url);
+    const messages: string[] = [];
+    subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+    await subscriber.subscribe(keys.channel);
+    try {
+      const created = await store.create({ ...fresh('dlv_echo'), gen: 1, job: jobIdOf('dlv_echo', 1) });
+      const begun = await store.begin('dlv_echo', 'dlv_echo.1');
+      const done = await store.update('dlv_echo', (record) => ({ ...record, state: 'delivered', nextAttemptAt: null }), begun);
+      const written = [created.record, begun!, done!.record];
+      await expect.poll(() => messages.length).toBe(3);
+      messages.forEach((message, i) => {
+        const heads: unknown[] = [];
+        expect(parseChange(message, (head) => (heads.push(head), true))).toEqual({ record: null, gone: [] });
+        expect(heads).toEqual([{ v: written[i]!.v, job: 'dlv_echo.1' }]);
+        // Another process, which does not hold it, gets the record as written.
+        expect(parseChange(message, () => false).record).toEqual({ ...written[i], secret: '' });
+      });
+    } finally {
+      subscriber.disconnect();
+    }
+  });
 });
 
 describe('parseChange', () => {
