@@ -1,15 +1,157 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The package as an app developer meets it (issue 20 items 13, 14, 17): `npm pack` here, then
+// `npm install <tarball>` in a fresh app (its dependencies come from the npm registry), which has a
+// CommonJS part and an ESM part, each with the package.json `type` of its own.
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { version: string; bin: Record<string, string> };
+const tsc = `${root}node_modules/typescript/bin/tsc`;
+// Packing builds dist/ (about a minute on a busy 2-core machine) and the install fetches the dependencies.
+const SLOW = 600_000;
 
-// `npm install` builds dist/ (prepare); `npx cliphook` in a clone runs the bin file itself, so it must be executable.
-it('ships an executable `cliphook` bin that runs as it is', () => {
-  const bin = `${root}${pkg.bin.cliphook}`;
-  expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
-  if (process.platform !== 'win32') expect(statSync(bin).mode & 0o111).toBe(0o111);
-  expect(execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim()).toBe(pkg.version);
+let dir = '';
+let app = '';
+let installed = '';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cliphook-pack-'));
+  // `npm pack` builds dist/ itself (prepack), as `npm publish` would.
+  const packed = execFileSync('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: root, encoding: 'utf8' });
+  const tarball = join(dir, packed.trim().split('\n').at(-1)!.trim());
+  app = join(dir, 'app');
+  mkdirSync(app);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+  execFileSync('npm', ['install', tarball, '@types/node@^20.19.0', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, encoding: 'utf8' });
+  installed = join(app, 'node_modules', 'cliphook');
+  for (const [part, type] of [['cjs', 'commonjs'], ['esm', 'module']] as const) {
+    mkdirSync(join(app, part));
+    writeFileSync(join(app, part, 'package.json'), JSON.stringify({ type }));
+  }
+}, SLOW);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs `node file` in the app: what it printed, as JSON. Node must print nothing else (no warning). */
+function run(file: string): Record<string, unknown> {
+  const { status, stdout, stderr } = spawnSync(process.execPath, [file], { cwd: app, encoding: 'utf8' });
+  expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+// What the app does with each entry point, the same in both module systems: a signature from the Node
+// entry and from cliphook/web, and the simulated service started and asked for its prices.
+const USE = `
+  const body = '{"event":"video.completed"}';
+  const fromNode = cliphook.sign(body, 'whsec_package');
+  const fromWeb = await web.sign(body, 'whsec_package');
+  const svc = await service.startService();
+  const pricing = (await fetch(svc.url + '/pricing')).status;
+  await svc.close();
+  const imported = await import('cliphook');
+  console.log(JSON.stringify({ fromNode, fromWeb, pricing, sameModule: imported.createReceiver === cliphook.createReceiver }));
+`;
+
+// What a TypeScript app writes against the three entry points; type-checked in both parts of the app.
+const CONSUMER = `import { createReceiver, type VideoCompletedEvent } from 'cliphook';
+import { createReceiver as createWebReceiver, verifyWebhook } from 'cliphook/web';
+import { startService } from 'cliphook/service';
+
+const receiver = createReceiver({ secret: 'whsec_types' });
+receiver.on('video.completed', async (event: VideoCompletedEvent, { deliveryId }) => {
+  const url: string = event.video_url;
+  console.log(url, deliveryId);
+});
+export const handle = (request: Request): Promise<Response> => createWebReceiver({ secret: 'whsec_types' }).fetch(request);
+export const check = (body: string, headers: Headers) => verifyWebhook(body, headers, { secret: 'whsec_types' });
+export async function clip(): Promise<string> {
+  const svc = await startService();
+  await svc.clock.advance(1000);
+  await svc.close();
+  return svc.url;
+}
+`;
+
+/** A consumer's strictest usual settings: our .d.ts files are checked too (skipLibCheck false). */
+const compilerOptions = (resolution: 'node16' | 'bundler') => ({
+  strict: true,
+  noEmit: true,
+  skipLibCheck: false,
+  target: 'es2022',
+  ...(resolution === 'node16' ? { module: 'node16', moduleResolution: 'node16' } : { module: 'preserve', moduleResolution: 'bundler' }),
+});
+
+describe('the packed tarball, installed in a fresh app', () => {
+  it('ships an executable `cliphook` bin that runs as it is', () => {
+    const bin = join(installed, pkg.bin.cliphook!);
+    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    if (process.platform !== 'win32') expect(statSync(bin).mode & 0o111).toBe(0o111);
+    expect(execFileSync(join(app, 'node_modules', '.bin', 'cliphook'), ['--version'], { encoding: 'utf8' }).trim()).toBe(pkg.version);
+  });
+
+  it('require()s `cliphook`, `cliphook/web` and `cliphook/service` from CommonJS: the same modules import gives', () => {
+    const file = join(app, 'cjs', 'main.js');
+    writeFileSync(file, `const cliphook = require('cliphook');\nconst web = require('cliphook/web');\nconst service = require('cliphook/service');\n(async () => {${USE}})();\n`);
+    const out = run(file);
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true });
+  });
+
+  it('imports the three entry points from ESM', () => {
+    const file = join(app, 'esm', 'main.js');
+    writeFileSync(file, `import * as cliphook from 'cliphook';\nimport * as web from 'cliphook/web';\nimport * as service from 'cliphook/service';\n${USE}\n`);
+    const out = run(file);
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true });
+  });
+
+  // Issue 20 item 14: @types/ws and @types/oidc-provider were devDependencies our .d.ts needed (TS7016),
+  // and a CommonJS file under node16 could not import an ES module's declarations (TS1479). One tsc run
+  // per resolution checks both parts: under node16 each file takes the module system of its package.json.
+  it.each(['node16', 'bundler'] as const)('type-checks the CommonJS and the ESM part against the public declarations under moduleResolution %s', (resolution) => {
+    for (const part of ['cjs', 'esm']) writeFileSync(join(app, part, 'use.ts'), CONSUMER);
+    const config = join(app, `tsconfig.${resolution}.json`);
+    writeFileSync(config, JSON.stringify({ compilerOptions: compilerOptions(resolution), files: ['cjs/use.ts', 'esm/use.ts'] }));
+    const { status, stdout } = spawnSync(process.execPath, [tsc, '-p', config], { cwd: app, encoding: 'utf8' });
+    expect({ status, errors: stdout }).toEqual({ status: 0, errors: '' });
+  }, SLOW);
+});
+
+// Issue 20 item 17: what the tarball holds, as it lands in an app's node_modules.
+describe('the tarball’s contents', () => {
+  const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
+
+  it('has the MIT LICENSE package.json names, and no source map pointing at a src/ it does not ship', () => {
+    expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).license).toBe('MIT');
+    expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
+    expect(files().filter((file) => file.endsWith('.map'))).toEqual([]);
+    const mapped = files().filter((file) => file.endsWith('.js') && readFileSync(join(installed, file), 'utf8').includes('sourceMappingURL'));
+    expect(mapped).toEqual([]);
+  });
+
+  it('resolves every relative link of its README and manual inside the package', () => {
+    const pages = files().filter((file) => file.endsWith('.md') && !file.startsWith('templates'));
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/receiver.md', 'docs/service.md', 'bench/README.md']));
+    const dead: string[] = [];
+    for (const page of pages) {
+      for (const [, target] of readFileSync(join(installed, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        const path = target!.split('#')[0]!;
+        if (path === '' || /^[a-z]+:/i.test(path)) continue; // an anchor on the page, or an absolute URL
+        if (!existsSync(join(installed, dirname(page), path))) dead.push(`${page} -> ${target}`);
+      }
+    }
+    expect(dead).toEqual([]);
+  });
+
+  it('has no install script: npm runs nothing of cliphook’s in the app, and does not list it as having one', () => {
+    const { scripts = {} } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    expect(Object.keys(scripts).filter((name) => /^(pre|post)?install$|^prepare$/.test(name))).toEqual([]);
+    const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+    expect(lock.packages['node_modules/cliphook']?.hasInstallScript).toBeUndefined();
+  });
 });

@@ -12,6 +12,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   registerServe,
   registerService,
   registerDev,
+  registerOpenApi,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -115,11 +116,13 @@ function registerServe(program: Command): void {
     .command('serve')
     .description('run the Clip and Image Generation Service, simulated: the whole v1 API with state, webhooks and a test clock')
     .option('--port <port>', 'port to listen on', '8080')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--host <host>', 'address to bind; one that is not loopback needs --open', '127.0.0.1')
+    .option('--open', 'allow a --host that is not loopback (0.0.0.0 in a container): anyone who reaches it can use /test_helpers, /settings and the OAuth registration')
     .option('--data <file>', 'the data file (accounts, keys, tasks, idempotency records) kept across restarts', '.cliphook/service.json')
     .addOption(new Option('--speed <speed>', 'fast (a few seconds) or realistic (1-2 minutes, as the real service)').choices(['fast', 'realistic']).default('fast'))
     .option('--strict', "the spec's rules local development relaxes: https-only callbacks and image URLs, no private addresses")
     .option('--no-assistant', 'turn off the assistant endpoint (MCP) at /mcp: it answers 404, and /mcp/status says disabled')
+    .option('--media-redirect', 'answer a good signed media link (GET /v1/media/…) with 302 to a short-lived /storage link, as spec 4.18 allows, so a client follows a redirect')
     .addOption(new Option('--api-key <key>', "fix the first account's API key").env('CLIPHOOK_API_KEY'))
     .addOption(new Option('--webhook-secret <secret>', "fix that key's webhook signing secret").env('CLIPHOOK_WEBHOOK_SECRET'))
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
@@ -138,7 +141,8 @@ function registerService(program: Command): void {
     .argument('<action>', 'top-up, keys, rotate-secret or advance')
     .argument('[args...]', 'the action\'s arguments')
     .addOption(new Option('--url <url>', 'the service').env('CLIPHOOK_SERVICE_URL').default('http://127.0.0.1:8080'))
-    .addOption(new Option('--api-key <key>', 'an API key of the account').env('CLIPHOOK_API_KEY'))
+    .addOption(new Option('--api-key <key>', 'an API key of the account (default: the key in the data file of serve, --data)').env('CLIPHOOK_API_KEY'))
+    .option('--data <file>', "serve's data file, read for its key when --api-key is not given", '.cliphook/service.json')
     .option('--json', 'print the answer as JSON')
     .action(async (action: string, args: string[], options) => (await import('./commands/service.js')).serviceCommand(action, args, options));
 }
@@ -155,4 +159,12 @@ function registerDev(program: Command): void {
     .option('--inspect <port>', "serve the inspector (the webhooks listen received, and the service's clips, image jobs and deliveries) on 127.0.0.1:<port>; 0 picks a free port", '0')
     .option('--no-inspect', NO_INSPECT_HELP)
     .action(async (options) => (await import('./commands/dev.js')).dev(options));
+}
+
+function registerOpenApi(program: Command): void {
+  program
+    .command('openapi')
+    .description("print the service's OpenAPI 3.1 document (what GET /v1/openapi.json serves)")
+    .option('--origin <url>', 'the server URL the document names', 'http://127.0.0.1:8080')
+    .action(async (options) => (await import('./commands/openapi.js')).openapi(options));
 }

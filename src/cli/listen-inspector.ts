@@ -1,13 +1,13 @@
 import { ListenRecorder } from '../inspector/listen-recorder.js';
 import { startInspector, type Inspector } from '../inspector/server.js';
 import type { Listener } from '../relay/client.js';
-import type { ListenCommandOptions } from './commands/listen.js';
 import { ExitError } from './errors.js';
 import type { Palette } from './output.js';
 
 /** What `cliphook listen` hands its inspector. */
 export interface InspectListenerContext {
-  options: Pick<ListenCommandOptions, 'secret' | 'state'>;
+  /** The listen command's `secret` (events are checked with it) and `state` (where the channel is kept). */
+  options: { secret?: string | undefined; state: string };
   channel: { channel: string; url: string };
   forwardTo: string;
   /** Prints one record: a JSON line with `--json`, else the text line (time-stamped). */

@@ -85,6 +85,25 @@ export function notRelayedReason(delivery: Delivery): string | null {
     'check the --events of `cliphook listen`';
 }
 
+/**
+ * Why a delivery that did not reach the app is still on its way, or `null`: a relay with no `cliphook
+ * listen` on the channel keeps the event and answers 503 `no_listener` (docs/relay.md), which the emitter
+ * counts as a failed attempt but is not a receiver answering 503 (issue 20 item 18).
+ */
+export function bufferedReason(delivery: Delivery): string | null {
+  const last = delivery.attempts.at(-1);
+  if (last?.status !== 503 || !last.response) return null;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(last.response);
+  } catch {
+    return null; // an app's own 503
+  }
+  if ((reply as { code?: unknown } | null)?.code !== 'no_listener') return null;
+  return `delivery ${delivery.id} is buffered at the relay: no \`cliphook listen\` is connected to that channel (503 no_listener); ` +
+    'the relay passes it on when one connects';
+}
+
 /** A delivery without its secret, ready for `--json`. */
 export function asJson(delivery: Delivery): string {
   return JSON.stringify(delivery, null, 2);

@@ -2,9 +2,9 @@ import { EventEmitter } from 'node:events';
 import type { Delivery, DeliveryAttempt, DeliveryState } from '../emitter/types.js';
 import { DeliveryNotFoundError } from '../protocol/errors.js';
 import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from '../protocol/schedule.js';
-import type { ImageJob } from '../service/images/jobs.js';
+import type { ImageJob } from '../service/resources/images/jobs.js';
 import type { Service } from '../service/service.js';
-import type { Video } from '../service/videos/lifecycle.js';
+import type { Video } from '../service/resources/videos/lifecycle.js';
 
 /** One row of the deliveries list. */
 export interface DeliverySummary {
@@ -79,12 +79,12 @@ export class ServiceFeed extends EventEmitter<ServiceFeedEvents> {
     const onChange = (video: Video) => this.emit('clip', clipSummary(video));
     // A finished clip's webhook is queued a moment later (after its outbox write): look for it then.
     const onTerminal = () => this.#scanSoon();
-    service.videos.on('change', onChange);
-    service.videos.on('terminal', onTerminal);
-    this.#undo.push(() => service.videos.off('change', onChange), () => service.videos.off('terminal', onTerminal));
+    service.state.videos.on('change', onChange);
+    service.state.videos.on('terminal', onTerminal);
+    this.#undo.push(() => service.state.videos.off('change', onChange), () => service.state.videos.off('terminal', onTerminal));
     const onEnded = (job: ImageJob) => this.emit('image', imageSummary(job));
-    service.images.on('ended', onEnded);
-    this.#undo.push(() => service.images.off('ended', onEnded));
+    service.state.images.on('ended', onEnded);
+    this.#undo.push(() => service.state.images.off('ended', onEnded));
   }
 
   /** The service's clock: every time on the page is read against it (it may have been advanced). */

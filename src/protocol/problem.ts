@@ -48,7 +48,9 @@ export const PROBLEM_CODES = {
   // 401-404
   invalid_auth_header: spec(401, 'Missing or malformed Authorization header'),
   invalid_api_key: spec(401, 'Invalid API key'),
-  insufficient_credits: spec(402, 'Insufficient credits', false, 'top_up'),
+  // Spec 7: retryable means "the same request can later succeed unchanged"; its table says 402 does after a
+  // top-up and 451 from a supported country. retry_after stays null: waiting alone does not help.
+  insufficient_credits: spec(402, 'Insufficient credits', true, 'top_up'),
   invalid_signature: spec(403, 'Invalid signature'),
   not_found: spec(404, 'Not found'),
   // 409-413
@@ -80,7 +82,7 @@ export const PROBLEM_CODES = {
   rate_limit_exceeded: spec(429, 'Rate limit exceeded', true),
   concurrency_limit: spec(429, 'Too many image jobs at once', true),
   rate_limited: spec(429, 'Too many image jobs', true),
-  region_unavailable: spec(451, 'Unavailable in this region'),
+  region_unavailable: spec(451, 'Unavailable in this region', true),
   // 5xx: temporary; bodies carry no internal details
   internal_error: spec(500, 'Internal error', true),
   task_create_failed: spec(500, 'Task could not be created', true),
@@ -114,6 +116,8 @@ export const PROBLEM_CODES = {
   origin_not_allowed: spec(403, 'Cross-origin request refused'),
   unsupported_media_type: spec(415, 'Send application/json'),
   replay_unavailable: spec(409, 'This request cannot be replayed'),
+  // assistant endpoint (cliphook): an OAuth access token without the `mcp` scope (RFC 6750 §3.1, issue 20)
+  insufficient_scope: spec(403, 'Insufficient scope'),
   // service pages (cliphook): the photo upload link of the assistant endpoint (issue 15)
   link_used: spec(410, 'Link already used'),
   upload_in_progress: spec(409, 'An upload on this link is in progress', true),

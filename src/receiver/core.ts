@@ -121,7 +121,11 @@ export class ReceiverCore {
     return this;
   }
 
-  /** Hears every refused request and every handler failure: for logs and alerts. */
+  /**
+   * Hears every refused request and every handler failure: for logs and alerts. Until one is registered,
+   * the failures answered with a 5xx (a handler that threw, a store that failed, a body a parser took
+   * first) are logged with `console.error`, as Express logs an error no handler took.
+   */
   onError(listener: ErrorListener): this {
     if (typeof listener !== 'function') throw new TypeError('Expected an error listener function.');
     this.#errorListeners.push(listener);
@@ -160,7 +164,7 @@ export class ReceiverCore {
     } catch (error) {
       // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
       // reads as a handler failure.
-      this.#emitError(new WebhookHandlerError(deliveryId, error), context);
+      this.#emitError(new WebhookHandlerError(deliveryId, error), context, 503);
       return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
     }
     if (outcome === 'processed') return DUPLICATE;
@@ -191,7 +195,7 @@ export class ReceiverCore {
   /** The reply for an error thrown while reading or verifying a request. */
   refuse(error: unknown, context: Partial<WebhookContext> = {}): ReceiverReply {
     if (!(error instanceof WebhookVerificationError)) throw error;
-    this.#emitError(error, context);
+    this.#emitError(error, context, error.status);
     const detail = error.message;
     return reply(error.code, detail, { status: error.status });
   }
@@ -216,12 +220,22 @@ export class ReceiverCore {
   }
 
   #fail(error: WebhookHandlerError, context: Partial<WebhookContext>): ReceiverReply {
-    this.#emitError(error, context);
+    this.#emitError(error, context, 500);
     // Spec section 7: a 5xx body carries no internal detail; the error goes to onError listeners.
     return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
   }
 
-  #emitError(error: WebhookVerificationError | WebhookHandlerError, context: Partial<WebhookContext>): void {
+  /** Tells the listeners; with none, a failure answered with a 5xx (the app's, not the sender's) goes to console.error. */
+  #emitError(error: WebhookVerificationError | WebhookHandlerError, context: Partial<WebhookContext>, status: number): void {
+    // Issue 20 item 15: with no listener a throwing handler was a silent 500. Express's final handler logs
+    // such errors by default; a 4xx is the sender's mistake (and anyone may send one), so it is not logged.
+    if (this.#errorListeners.length === 0) {
+      if (status >= 500) {
+        const delivery = context.deliveryId === undefined ? '' : ` delivery ${context.deliveryId}:`;
+        console.error(`cliphook receiver:${delivery} answered ${status} (${error.code}). Register receiver.onError(listener) to handle these yourself.`, error);
+      }
+      return;
+    }
     for (const listener of this.#errorListeners) {
       try {
         listener(error, context);

@@ -92,6 +92,9 @@ export class ChannelFile {
     try {
       return await this.#load();
     } catch (error) {
+      // The journal was opened by read(): a file refused here must not leave its handle to the garbage
+      // collector (DEP0137, issue 20 item 19). Nothing is queued yet, so closing writes nothing.
+      await this.#journal.close().catch(() => undefined);
       this.#releaseLock();
       throw error;
     }

@@ -1,4 +1,5 @@
-import type { WebSocket } from 'ws';
+// No import of `ws` here, not even of its types: `Scheduler` is public (relay/index.ts), and this file's
+// declarations must not need @types/ws, a devDependency, in an app's type-check (issue 20 item 14).
 
 /** Timers, injectable so tests drive liveness checks and reply timeouts without waiting. */
 export interface Scheduler {
@@ -16,6 +17,14 @@ export const realScheduler: Scheduler = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/** What the heartbeat uses of a socket: a `ws` WebSocket has all of it. */
+export interface WatchedSocket {
+  on(event: 'message' | 'ping' | 'pong', listener: () => void): this;
+  once(event: 'close', listener: () => void): this;
+  ping(): void;
+  terminate(): void;
+}
+
 export interface HeartbeatOptions {
   clock: () => number;
   scheduler: Scheduler;
@@ -32,7 +41,7 @@ export interface HeartbeatOptions {
  * its peer was last heard. One timer serves every socket, so 10,000 idle listeners cost one interval.
  */
 export class Heartbeat {
-  readonly #lastSeen = new Map<WebSocket, number>();
+  readonly #lastSeen = new Map<WatchedSocket, number>();
   readonly #options: HeartbeatOptions;
   #timer: unknown = null;
 
@@ -41,7 +50,7 @@ export class Heartbeat {
   }
 
   /** Starts watching `socket`; any message, ping or pong from the peer counts as alive. */
-  watch(socket: WebSocket): void {
+  watch(socket: WatchedSocket): void {
     const seen = () => this.#lastSeen.set(socket, this.#options.clock());
     seen();
     socket.on('message', seen).on('ping', seen).on('pong', seen);

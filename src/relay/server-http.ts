@@ -6,12 +6,6 @@ import { sendProblem } from './ingress.js';
 
 /* The relay server's small HTTP helpers: who is asking, and the answers that are not an ingress reply. */
 
-/** `localhost`, 127.0.0.0/8 and ::1 (also as an IPv4-mapped address): reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return bare === 'localhost' || bare === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
-}
-
 export function bearer(req: IncomingMessage): string | undefined {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
   return match?.[1];

@@ -4,13 +4,15 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { CliphookError } from '../protocol/errors.js';
 import { backend } from './backend.js';
+import type { TokenCheck } from './channel-types.js';
 import { CLOSE, MAX_HEAD_BYTES, MAX_REPLY_BODY_BYTES } from './frames.js';
 import { Heartbeat } from './heartbeat.js';
 import { Hub } from './hub.js';
 import { createIngress, matchIngressTarget, sendProblem, splitTarget } from './ingress.js';
 import type { RelayBus } from './relay-bus.js';
 import { RelayStoreError, type RelayStore } from './relay-store.js';
-import { bearer, isLoopback, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
+import { isLoopbackHost } from '../http/loopback.js';
+import { bearer, refuseUpgrade, sameHash, sendJson, sendNotAllowed, sha256 } from './server-http.js';
 import { resolveRelayOptions, type RelayLogger, type RelayServerOptions } from './server-options.js';
 
 export type { RelayLogger, RelayServerOptions } from './server-options.js';
@@ -95,7 +97,7 @@ export class RelayServer {
    */
   async listen(port = 8787, host = '127.0.0.1'): Promise<{ url: string }> {
     // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
-    if (!isLoopback(host) && this.#adminHash === null && !this.#open) {
+    if (!isLoopbackHost(host) && this.#adminHash === null && !this.#open) {
       throw new TypeError(`Refusing to listen on ${host} without \`adminToken\`: anyone who reaches it could create channels. Set \`adminToken\`, or \`open: true\` to run an open relay on purpose.`);
     }
     const server = createServer();
@@ -152,6 +154,16 @@ export class RelayServer {
     if (!created) throw new CliphookError('relay_full', 'The relay holds as many channels as it may.');
     this.#logger.info(`channel ${created.id} created`);
     return { channel: created.id, url: `${this.#publicUrl ?? base}/in/${created.id}`, token: created.token };
+  }
+
+  /**
+   * Whether this relay holds `channel` and `token` is its listening token: `'ok'`, `'not_found'` or
+   * `'invalid_token'`. A program that keeps a channel across runs checks it before using it again.
+   * @example if ((await relay.checkChannel(saved.channel, saved.token)) !== 'ok') saved = await relay.createChannel(url);
+   */
+  async checkChannel(channel: string, token: string): Promise<TokenCheck> {
+    await this.open();
+    return this.#store.check(channel, token);
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,10 +1,13 @@
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
-import { isValidToken } from './accounts.js';
-import type { SimulatedClock } from './clock.js';
-import { sharedOptions } from './redis/shared.js';
-import type { Speed } from './videos/lifecycle.js';
+import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
+import type { SimulatedClock } from './core/clock.js';
+import { sharedOptions } from './core/redis/shared.js';
+import type { Speed } from './core/simulate.js';
+import type { ImageFetcher } from './core/fetch-image.js';
+
+export type { ImageFetcher } from './core/fetch-image.js';
 
 // How a service is configured: its options, their checks, and the emitter it makes when none is given.
 
@@ -13,12 +16,6 @@ export const DEFAULT_FILE = '.cliphook/service.json';
 
 /** The first account's starting balance when none is given. */
 export const DEFAULT_BALANCE = 1000;
-
-/** Downloads and checks one external image URL (`fetch-image.ts`); injectable so tests need no network. */
-export type ImageFetcher = (
-  url: string,
-  options: { strict: boolean },
-) => Promise<{ ok: true; bytes?: Buffer; mime?: string; ext?: string; sha256?: string } | { ok: false; code: 'image_fetch_failed' | 'invalid_image_url'; detail: string }>;
 
 export interface ServiceOptions {
   /** The data file (lowdb snapshot + journal, locked to one process), or `false` for memory only. @default '.cliphook/service.json' */
@@ -31,7 +28,7 @@ export interface ServiceOptions {
   strict?: boolean;
   /** The base URL clients reach the service at, for `poll_url` and signed links. @default 'http://127.0.0.1:8080' */
   origin?: string;
-  /** Fix the first account's API key, its webhook signing secret and its starting balance. */
+  /** Fix the first account's API key (24-200 printable ASCII characters, no spaces), its webhook signing secret and its starting balance. */
   apiKey?: string;
   webhookSecret?: string;
   /** @default 1000 */
@@ -42,6 +39,11 @@ export interface ServiceOptions {
   fetchImage?: ImageFetcher;
   /** @default Math.random */
   random?: () => number;
+  /**
+   * Answer a good signed media link with 302 to a short-lived storage URL (spec 4.18 lists the 302), as the
+   * real service may, so a client's redirect path is exercised (`serve --media-redirect`). @default false
+   */
+  mediaRedirect?: boolean;
   /**
    * Requests a minute per API key before 429 (spec 8: 60). Only for load tests of your own and the
    * benchmarks: the real service allows 60. @default 60
@@ -74,7 +76,10 @@ function serviceQueue(redisPrefix: string | undefined): { prefix?: string } {
 export function checkOptions(options: ServiceOptions): ReturnType<typeof sharedOptions> {
   const { balance, apiKey, webhookSecret, rateLimitPerMinute } = options;
   if (balance !== undefined && !(Number.isSafeInteger(balance) && balance >= 0)) throw new TypeError(`Expected \`balance\` to be a whole number of credits >= 0, got ${balance}.`);
-  if (apiKey !== undefined && !isValidToken(apiKey)) throw new TypeError('Expected `apiKey` to be 8-200 printable ASCII characters without spaces.');
+  if (apiKey !== undefined && !isValidToken(apiKey)) {
+    const length = typeof apiKey === 'string' ? `, got ${(apiKey as string).length}` : '';
+    throw new TypeError(`Expected \`apiKey\` to be ${MIN_API_KEY_LENGTH}-200 printable ASCII characters without spaces${length} (a shorter key could be guessed).`);
+  }
   if (webhookSecret !== undefined && (typeof webhookSecret !== 'string' || webhookSecret === '')) throw new TypeError('Expected `webhookSecret` to be a non-empty string.');
   const redisOptions = sharedOptions(options);
   if (rateLimitPerMinute !== undefined && !(Number.isSafeInteger(rateLimitPerMinute) && rateLimitPerMinute > 0)) {

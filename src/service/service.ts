@@ -1,33 +1,34 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { WebhookEmitter } from '../emitter/index.js';
-import { Accounts, MIN_BALANCE_FOR_KEYS, type Account, type AccountTables, type ApiKey } from './accounts.js';
-import { Assets, type AssetTables } from './assets/assets.js';
-import type { AssistantRow, ConnectionTables } from './assistant/connections.js';
-import type { OAuthTables } from './assistant/oauth/adapter.js';
-import type { SpendingTables } from './assistant/spending.js';
-import { SimulatedClock } from './clock.js';
-import { Credits } from './credits.js';
-import { fetchImage } from './fetch-image.js';
-import { Idempotency, type IdempotencyRow } from './idempotency.js';
-import { ImageJobs, type ImageJobTables } from './images/jobs.js';
-import { registerCharacterAssets } from './images/operations.js';
-import { SharpRenderer } from './images/render.js';
-import { MediaSigner } from './media.js';
-import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ImageFetcher, type ServiceOptions } from './options.js';
-import { RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { admit, refuseAuth, type Authenticated, type GuardResult } from './guard.js';
-import { tokenHash } from './redis/client.js';
-import type { RedisRateLimiter } from './redis/rate-limit.js';
-import { openShared, type SharedRecords } from './redis/shared.js';
-import { PhotoUploads, type PhotoUploadTables } from './photos/uploads.js';
-import { fail, type Result } from './result.js';
-import { ServiceStore } from './state.js';
-import { VideoLifecycle, type Speed, type Video, type VideoTables } from './videos/lifecycle.js';
-import { ClipWebhooks } from './videos/webhooks.js';
+import { Accounts, type AccountTables } from './core/accounts.js';
+import { AuthFailures } from './core/auth-failures.js';
+import { SimulatedClock } from './core/clock.js';
+import { Credits } from './core/credits.js';
+import { fetchImage } from './core/fetch-image.js';
+import { Files } from './core/files.js';
+import { Gate } from './core/gate.js';
+import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
+import { MediaSigner } from './core/media-signer.js';
+import { RATE_LIMIT, RateLimiter } from './core/rate-limit.js';
+import { openShared, type SharedRecords } from './core/redis/shared.js';
+import { ServiceStore } from './core/store.js';
+import type { Row } from './core/table.js';
+import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ServiceOptions } from './options.js';
+import { AccountCommands } from './resources/account/commands.js';
+import { Assets, type AssetTables } from './resources/assets/assets.js';
+import { AssetCommands } from './resources/assets/commands.js';
+import { ClockCommands } from './resources/clock.js';
+import { ImageFiles } from './resources/images/characters.js';
+import { ImageCommands } from './resources/images/commands.js';
+import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
+import { SharpRenderer } from './resources/images/render.js';
+import { PhotoUploads, type PhotoUploadTables } from './resources/photos/uploads.js';
+import { References } from './resources/references.js';
+import { VideoCommands } from './resources/videos/commands.js';
+import { VideoLifecycle, type VideoTables } from './resources/videos/lifecycle.js';
+import { MediaFiles } from './resources/videos/media.js';
+import { ClipWebhooks } from './resources/videos/webhooks.js';
 
 /** The service's own settings, kept in its data file so signed links outlive a restart. */
 interface MetaRow {
@@ -35,111 +36,166 @@ interface MetaRow {
   mediaSecret: string;
 }
 
-export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & ConnectionTables & SpendingTables & OAuthTables & { idempotency: IdempotencyRow; meta: MetaRow };
+/**
+ * How far the service's own clock is ahead of real time (what the test clock was advanced by), kept so a
+ * restart resumes on the same simulated time (issue 20 item 8).
+ */
+interface ClockRow {
+  id: 'clock';
+  aheadMs: number;
+}
 
-const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta', 'assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
+/** The tables of the assistant endpoint: typed by its own modules, which open them from this store. */
+const ASSISTANT_TABLES = ['assistant', 'assistant_spend', 'assistant_call', 'oauth'] as const;
+
+export type ServiceTables = AccountTables & VideoTables & AssetTables & ImageJobTables & PhotoUploadTables & { idempotency: IdempotencyRow; meta: MetaRow | ClockRow } & Record<(typeof ASSISTANT_TABLES)[number], Row>;
+
+const TABLES = ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'meta', ...ASSISTANT_TABLES] as const;
 
 export { DEFAULT_BALANCE, DEFAULT_FILE } from './options.js';
 export type { ImageFetcher, ServiceOptions } from './options.js';
-
-export type { GuardResult } from './guard.js';
-
-/** Who is calling, once `guard` let them through, and the rate-limit headers every keyed response carries. */
-export interface Caller {
-  account: Account;
-  /** The key it acts with: the bearer key, or for an assistant signed in with OAuth, the account's oldest live key. */
-  key: ApiKey;
-  headers: Record<string, string>;
-  /** On `/mcp`: the assistant connection whose limits apply. */
-  assistant?: AssistantRow;
-}
+export type { Caller } from './core/gate.js';
 
 /**
- * The simulated Clip and Image Generation Service, without HTTP: its records, its clock, its rules and the
- * webhooks of finished clips. Operations (`videos/operations.ts`, …) answer `Result`s, so the `/v1`
- * routes and the assistant's tools share one implementation and cannot disagree.
+ * The simulated Clip and Image Generation Service, without HTTP: the composition root. It opens the store
+ * and the clock, builds the core (accounts, the gate, idempotency), the state machines and the commands of
+ * each resource, and wires their events (a clip ends: its webhook; an image job ends: a character's photos
+ * become assets). It has no rules of its own: those live in `contract/`, `core/` and `resources/`, and the
+ * adapters (`http/`, `assistant/`, `pages/`) call the same commands, so `/v1` and `/mcp` cannot disagree.
  * @example
  * const service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }) });
- * const caller = await service.guard(`Bearer ${service.first().apiKey}`);
+ * const { caller } = await service.gate.admit(service.gate.identify(`Bearer ${service.first().apiKey}`));
+ * await service.videos.get(caller, 1);
  */
 export class Service {
+  /** Where clients reach the service (`poll_url`, signed links): known once the server listens. */
   origin: string;
   readonly strict: boolean;
-  readonly speed: Speed;
   readonly clock: SimulatedClock;
   readonly store: ServiceStore<ServiceTables>;
+  readonly files: Files;
   readonly accounts: Accounts;
-  readonly credits: Credits;
-  readonly videos: VideoLifecycle;
-  readonly assets: Assets;
-  readonly images: ImageJobs;
+  readonly gate: Gate;
+  readonly idempotency: Idempotency;
+  readonly emitter: WebhookEmitter;
+  /** The state machines, for what waits on them (the assistant's get_clip, get_image, get_photo). */
+  readonly state: { readonly videos: VideoLifecycle; readonly images: ImageJobs; readonly assets: Assets };
+  readonly videos: VideoCommands;
+  readonly images: ImageCommands;
+  readonly assets: AssetCommands;
+  readonly account: AccountCommands;
+  readonly media: MediaFiles;
+  readonly testClock: ClockCommands;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
-  /**
-   * Where uploaded assets (`assets/<sha256>.<ext>`) and made images (`images/<token>.<ext>`) are kept: beside
-   * the data file, or a temporary folder for a service in memory.
-   */
-  readonly filesDir: string;
-  readonly idempotency: Idempotency;
-  readonly limiter: RateLimiter | RedisRateLimiter;
-  readonly signer: MediaSigner;
-  readonly emitter: WebhookEmitter;
-  readonly fetchImage: ImageFetcher;
-  /** Tasks whose retry is being created (spec 4.6: 409 retry_in_progress). */
-  readonly retrying = new Set<number>();
-  readonly #warn: (message: string) => void;
-  readonly #ownsEmitter: boolean;
-  readonly #webhooks: ClipWebhooks;
-  readonly #unsettle: () => void;
-  readonly #shared: SharedRecords | undefined;
+  /** Reports a failure no answer can carry (a write to Redis after the answer was settled, say). */
+  readonly warn: (message: string) => void;
+  readonly #close: Array<() => unknown>;
 
   private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
+    const choice = random ? { random } : {};
+    const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
+    const now = () => clock.now();
     this.store = store;
     this.clock = clock;
-    this.speed = speed;
     this.strict = strict;
     this.origin = origin.replace(/\/+$/, '');
-    this.#warn = warn;
-    // External image_urls are downloaded and checked by their bytes, as the real service does (spec 4.1).
-    this.fetchImage = options.fetchImage ?? ((url, { strict: isStrict }) => fetchImage(url, { strict: isStrict }));
-    const now = () => clock.now();
-    this.accounts = new Accounts(store, now);
-    this.credits = new Credits(this.accounts);
-    const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
-    this.videos = new VideoLifecycle({ store, accounts: this.accounts, credits: this.credits, clock, speed, onError, ...(random ? { random } : {}) });
-    this.assets = new Assets({ store, clock, speed, onError, ...(random ? { random } : {}) });
-    this.photoUploads = new PhotoUploads(store, now);
-    this.filesDir = options.file === false ? mkdtempSync(join(tmpdir(), 'cliphook-service-')) : join(dirname(options.file ?? DEFAULT_FILE), 'service-files');
-    const renderer = new SharpRenderer({
-      dir: join(this.filesDir, 'images'),
-      // An edit shows the photos it was given: the caller's assets, read from where uploads are kept.
-      sources: async (job) =>
-        job.command.assetIds.flatMap((id) => {
-          const asset = this.assets.get(job.accountId, id);
-          return asset ? [readFileSync(this.assetPath(asset.sha256, asset.ext))] : [];
-        }),
-    });
-    this.images = new ImageJobs(store, { accounts: this.accounts, credits: this.credits, renderer, clock, speed, onError, ...(random ? { random } : {}) });
-    this.#shared = shared;
-    this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
-    this.limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    const meta = store.table('meta').get('service') ?? store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') });
-    this.signer = new MediaSigner(meta.mediaSecret);
+    this.warn = warn;
     this.emitter = emitter;
-    this.#ownsEmitter = options.emitter === undefined;
-    this.#webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: () => this.origin, secret: `${meta.mediaSecret}:deliveries`, warn });
-    this.videos.on('terminal', (video) => void this.#webhooks.send(video));
-    this.#unsettle = clock.settleWith(() => this.#settled());
+    this.files = new Files(options.file === false ? false : (options.file ?? DEFAULT_FILE));
+    const files = this.files;
+    const serviceOrigin = () => this.origin;
+
+    // Core: who is calling, and what every resource reads.
+    this.accounts = new Accounts(store, now);
+    const credits = new Credits(this.accounts);
+    const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures: new AuthFailures({ now }), shared: shared !== undefined, warn });
+    this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
+    const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
+    const signer = new MediaSigner(meta.mediaSecret);
+
+    // The state machines: assets < images < videos.
+    const assets = new Assets({ store, clock, speed, onError, ...choice });
+    const renderer = new SharpRenderer({
+      dir: files.images,
+      // An edit shows the photos it was given: the caller's assets, read from where uploads are kept.
+      sources: async (job) => job.command.assetIds.flatMap((id) => {
+        const asset = assets.get(job.accountId, id);
+        return asset ? [readFileSync(files.asset(asset.sha256, asset.ext))] : [];
+      }),
+    });
+    const jobs = new ImageJobs(store, { accounts: this.accounts, credits, renderer, clock, speed, onError, ...choice });
+    const lifecycle = new VideoLifecycle({ store, accounts: this.accounts, credits, clock, speed, onError, ...choice });
+    this.state = { videos: lifecycle, images: jobs, assets };
+    this.photoUploads = new PhotoUploads(store, now);
+
+    // The commands.
+    this.assets = new AssetCommands({ store, assets, files, origin: serviceOrigin });
+    const imageFiles = new ImageFiles({ store, jobs, assets, assetCommands: this.assets, files, origin: serviceOrigin, onError: (error) => warn(`cannot keep a character's photos: ${error.message}`) });
+    // External image_urls are downloaded and checked by their bytes, as the real service does (spec 4.1).
+    const fetcher = options.fetchImage ?? ((url, { strict: isStrict }) => fetchImage(url, { strict: isStrict }));
+    const references = new References({ assets, character: (accountId, url) => imageFiles.character(accountId, url), fetchImage: fetcher, strict });
+    this.images = new ImageCommands({ store, jobs, files: imageFiles, references, credits, clock, origin: serviceOrigin });
+    this.videos = new VideoCommands({ store, lifecycle, assets, references, credits, files, signer, clock, origin: serviceOrigin, strict });
+    this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
+    this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
+    this.testClock = new ClockCommands({ clock, store: store as never, warn });
+
+    // The events: a clip that ends sends its webhook (spec 6).
+    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
+    lifecycle.on('terminal', (video) => void webhooks.send(video));
+    const ownsEmitter = options.emitter === undefined;
+    this.#close = [
+      // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
+      // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
+      store.onRollback(() => {
+        this.accounts.resync();
+        lifecycle.resync();
+        assets.resync();
+        jobs.resync();
+        this.photoUploads.resync();
+      }),
+      store.onWritable(() => webhooks.resume()),
+      // `clock.advance()` sees each outcome (and what it schedules) before moving on.
+      clock.settleWith(async () => {
+        const giveUp = Date.now() + 15_000;
+        while ((webhooks.busy || jobs.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+      }),
+      // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
+      options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,
+      () => imageFiles.stop(),
+      () => webhooks.stop(),
+      () => lifecycle.stop(),
+      () => assets.stop(),
+      () => jobs.stop(),
+      async () => ownsEmitter && (await emitter.stop()),
+      () => clock.stop(),
+      () => store.close(),
+      () => shared?.close(),
+      // A service in memory leaves nothing behind, its files included.
+      () => files.close(),
+    ];
+    this.#resume = () => {
+      lifecycle.resume();
+      assets.resume();
+      jobs.resume();
+      webhooks.resume();
+    };
   }
 
+  readonly #resume: () => void;
+
   /**
-   * Resolves once no webhook is being queued or attempted and no image job's files are being made, so an
-   * advance of the clock sees each outcome (and what it schedules) before moving on. Bounded in real time.
+   * Records how far the clock is ahead of real time; written with the next commit, or at close. As no
+   * request's change: time that moved is not taken back with a request that failed.
    */
-  async #settled(): Promise<void> {
-    const giveUp = Date.now() + 15_000;
-    while ((this.#webhooks.busy || this.images.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+  #saveClock(): void {
+    this.store.background(() => {
+      this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)) });
+      this.store.commit().catch((error: Error) => this.warn(`cannot save the clock yet: ${error.message}`));
+    });
   }
 
   /** Opens the data file (or memory), makes the first account if there is none, and resumes what was in flight. */
@@ -150,22 +206,21 @@ export class Service {
     const shared = redisOptions && (await openShared(redisOptions, { now: () => clock.now(), limit: options.rateLimitPerMinute ?? RATE_LIMIT }));
     let store: ServiceStore<ServiceTables>;
     try {
-      store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES });
+      store = await ServiceStore.open<ServiceTables>({ file, tables: TABLES, retry: clock });
     } catch (error) {
       await shared?.close();
       throw error;
     }
+    // Issue 20 item 8: the service's own clock resumes as far ahead of real time as it was (the time it
+    // was stopped passes as real time does), before anything in flight is re-armed on it.
+    const saved = store.table('meta').get('clock') as ClockRow | undefined;
+    if (options.clock === undefined && saved && Number.isFinite(saved.aheadMs) && saved.aheadMs > 0) await clock.advance(saved.aheadMs);
     const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions);
     try {
       if (options.emitter === undefined) await emitter.start();
       const service = new Service(store, clock, options, emitter, shared);
       service.#firstAccount({ balance, apiKey, webhookSecret });
-      service.videos.resume();
-      service.assets.resume();
-      service.images.resume();
-      // A character's photos become trusted assets once its job ends (spec 2.7 animate: trusted).
-      registerCharacterAssets(service, { onError: (error) => service.#warn(`cannot keep a character's photos: ${error.message}`) });
-      service.#webhooks.resume();
+      service.#resume();
       await store.commit();
       return service;
     } catch (error) {
@@ -182,63 +237,9 @@ export class Service {
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
   }
 
-  /**
-   * The checks every keyed endpoint makes first (spec 4, 5 and 8): the bearer key (401 with
-   * `WWW-Authenticate`), 60 requests a minute (429 with `Retry-After`), and a balance of at least 10
-   * credits (402), which the account settings skip, being how one tops up.
-   */
-  guard(authorization: string | undefined, { lowBalanceOk = false } = {}): Promise<GuardResult> {
-    const who = this.accounts.authenticate(authorization);
-    if (typeof who === 'string') return Promise.resolve(refuseAuth(who));
-    return this.admit({ ...who, limitName: this.limitName(who.key) }, { lowBalanceOk });
-  }
-
-  /** The rate limit and balance checks of `guard`, for a caller authenticated another way (an OAuth token on `/mcp`). */
-  admit(who: Authenticated, { lowBalanceOk = false } = {}): Promise<GuardResult> {
-    return admit({ limiter: this.limiter, warn: this.#warn, insufficient: (account, detail) => this.insufficient(account, MIN_BALANCE_FOR_KEYS, detail) }, who, lowBalanceOk);
-  }
-
-  /** The name an API key's rate-limit window is counted under: its id, or in Redis its token's hash (each process numbers its own ids). */
-  limitName(key: ApiKey): string {
-    return this.#shared ? tokenHash(key.token) : key.id;
-  }
-
-  /** Reports a failure no response can carry (a write to Redis after the answer was settled, say). */
-  warn(message: string): void {
-    this.#warn(message);
-  }
-
-  /** 402 insufficient_credits with `required`, `balance` and the top-up action (spec 7). */
-  insufficient(account: Account, required: number, detail?: string): Result {
-    return fail('insufficient_credits', {
-      detail: detail ?? `This costs ${required} credits; the balance is ${account.balance}.`,
-      userActionUrl: `${this.origin}/settings/top-up`,
-      extra: { required, balance: account.balance },
-    });
-  }
-
-  /** Where the bytes of an uploaded asset are kept: once per sha256, shared by the accounts that uploaded them. */
-  assetPath(sha256: string, ext: string): string {
-    return join(this.filesDir, 'assets', `${sha256}.${ext}`);
-  }
-
-  /** Seconds until a task is expected to end (spec 2.2 `estimated_time_seconds`). */
-  estimateSeconds(video: Video): number {
-    return Math.max(0, Math.ceil((video.plan.endAt - this.clock.now()) / 1000));
-  }
-
-  /** Stops timers and the emitter, and writes a fresh snapshot. */
+  /** Stops timers and the emitter, writes a fresh snapshot, and removes a service in memory's files. */
   async close(): Promise<void> {
-    this.#unsettle();
-    this.videos.stop();
-    this.assets.stop();
-    this.images.stop();
-    if (this.#ownsEmitter) await this.emitter.stop();
-    this.clock.stop();
-    await this.store.close();
-    await this.#shared?.close();
-    // A service in memory leaves nothing behind, its files included.
-    if (this.store.file === false) await rm(this.filesDir, { recursive: true, force: true });
+    for (const step of this.#close) await step();
   }
 
   #firstAccount({ balance, apiKey, webhookSecret }: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined }): void {

@@ -45,7 +45,10 @@ export class JournalFile<S, E> {
   readonly #json: JsonFile<S>;
   readonly #compactAfter: number;
   readonly #onBadLine: (line: string) => void;
+  /** Opened by the first write after read(), not by read() itself. */
   #handle: FileHandle | null = null;
+  /** Between read() and close(): commits may write. */
+  #readable = false;
   #queued: string[] = [];
   /** A failed append may have left part of a line: the next one starts on a fresh line. */
   #torn = false;
@@ -92,7 +95,9 @@ export class JournalFile<S, E> {
 
   /**
    * Reads the snapshot (`null` when there is none; a JsonFile error when it is not JSON) and the journal's
-   * entries, and opens the journal for appending.
+   * entries. The journal is opened for appending by the first commit, not here: an owner that refuses
+   * what it read (not its file, a newer format) and drops this object leaves no file handle open, which
+   * Node would close on garbage collection with a DEP0137 warning (issue 20 item 19).
    */
   async read(): Promise<{ snapshot: S | null; entries: E[] }> {
     const snapshot = await this.#json.read();
@@ -114,11 +119,9 @@ export class JournalFile<S, E> {
         this.#onBadLine(line);
       }
     }
-    this.#handle = await open(this.journal, 'a', 0o600);
-    // A torn last line (no newline) must not glue itself to the next entry.
-    if (text !== '' && !text.endsWith('\n')) await this.#handle.write('\n');
-    // A journal just created is durable only once its folder's entry for it is.
-    if (this.#fsync) await syncFolder(this.journal);
+    // A torn last line (no newline) must not glue itself to the next entry: the next append starts a line.
+    if (text !== '' && !text.endsWith('\n')) this.#torn = true;
+    this.#readable = true;
     return { snapshot, entries };
   }
 
@@ -129,6 +132,11 @@ export class JournalFile<S, E> {
     return json;
   }
 
+  /** Queues one entry its owner has serialised already (`''` queues a blank line, which reading skips). */
+  appendText(json: string): void {
+    this.#queued.push(`${json}\n`);
+  }
+
   /** Resolves once every entry appended before this call is in the file. */
   commit(): Promise<void> {
     return this.#group.commit();
@@ -136,20 +144,21 @@ export class JournalFile<S, E> {
 
   /** Writes what is queued, compacts, and closes the journal. */
   async close(): Promise<void> {
-    if (this.#handle === null) return;
+    if (!this.#readable) return;
     if (this.#queued.length > 0 || this.#sinceCompaction > 0) {
       // Leave a clean snapshot and an empty journal, so the next start reads one document.
       this.#compactNow = true;
       await this.commit();
     }
     await this.#group.settled();
+    this.#readable = false;
     await this.#handle?.close();
     this.#handle = null;
   }
 
   async #flush(): Promise<void> {
-    const handle = this.#handle;
-    if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
+    if (!this.#readable) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
+    const handle = this.#handle ?? (await this.#open());
     const lines = this.#queued;
     this.#queued = [];
     let appending = false;
@@ -176,6 +185,20 @@ export class JournalFile<S, E> {
       this.#queued = lines.concat(this.#queued);
       throw error;
     }
+  }
+
+  /** Opens the journal for appending, on the first write after read(). */
+  async #open(): Promise<FileHandle> {
+    const handle = await open(this.journal, 'a', 0o600);
+    try {
+      // A journal just created is durable only once its folder's entry for it is.
+      if (this.#fsync) await syncFolder(this.journal);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    this.#handle = handle;
+    return handle;
   }
 
   async #compact(handle: FileHandle): Promise<void> {

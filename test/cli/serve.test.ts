@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { runBin, startServe, tempDir } from './helpers.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { serve as serveCommand, type ServeCommandOptions } from '../../src/cli/commands/serve.js';
+import { cli, runBin, startServe, tempDir } from './helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -43,6 +45,11 @@ describe('cliphook serve', () => {
     const bad = await runBin(['serve', '--api-key', 'short', '--data', join(dir, 's.json')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^cliphook: .*--api-key/);
+    // Issue 20 item 6: a key a guesser could find is refused with the minimum in one line.
+    const guessable = await runBin(['serve', '--api-key', 'sk_twenty_three_chars_x', '--data', join(dir, 's.json')]);
+    expect(guessable.code).toBe(2);
+    expect(guessable.stderr.trim().split('\n')).toHaveLength(1);
+    expect(guessable.stderr).toMatch(/^cliphook: .*--api-key.*24-200 .*got 23/);
     const held = await serve(['--data', join(dir, 'held.json')]);
     const second = await runBin(['serve', '--port', '0', '--data', join(dir, 'held.json')]);
     expect(second.code).toBe(1);
@@ -75,5 +82,87 @@ describe('cliphook serve', () => {
     expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock: \d{4}-/);
     expect(await runBin(['service', 'top-up', '5', '--url', ready.origin, '--api-key', 'sk_wrong_key_1'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/401 invalid_api_key/) });
     expect((await runBin(['service', 'fly', ...flags])).code).toBe(2);
+  });
+
+  // Issue 20 item 18: as the Stripe CLI finds its key in its config, `service` finds the key serve printed.
+  describe('service actions with no --api-key', () => {
+    const saved = process.env.CLIPHOOK_API_KEY;
+    const cwd = process.cwd();
+    beforeEach(() => {
+      delete process.env.CLIPHOOK_API_KEY;
+    });
+    afterEach(() => {
+      process.chdir(cwd);
+      if (saved !== undefined) process.env.CLIPHOOK_API_KEY = saved;
+    });
+
+    it('find the key of a local serve in its data file (--data), also a key made since start-up', async () => {
+      const [dir, cleanup] = await tempDir();
+      cleanups.push(cleanup);
+      const data = join(dir, 'elsewhere.json');
+      const { ready } = await serve(['--data', data, '--balance', '500']);
+      expect(await cli('service', 'top-up', '100', '--url', ready.origin, '--data', data)).toMatchObject({ code: 0, stdout: 'balance: 600 credits\n' });
+      // A second key (journalled, not yet in a snapshot) changes nothing: the first live key is the one.
+      expect((await cli('service', 'keys', 'create', '--url', ready.origin, '--data', data)).code).toBe(0);
+      expect(await cli('service', 'keys', '--url', ready.origin, '--data', data)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^key_\S+ {2}sk_.*\nkey_\S+ {2}sk_/) });
+      expect(await cli('service', 'top-up', '1', '--url', ready.origin, '--data', join(dir, 'none.json'))).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/^cliphook: needs --api-key <key> \(or CLIPHOOK_API_KEY\), or the data file of a local cliphook serve \(--data\): there is none at .*none\.json/),
+      });
+    });
+
+    it("read serve's default data file, .cliphook/service.json, from the current folder", async () => {
+      const [dir, cleanup] = await tempDir();
+      cleanups.push(cleanup);
+      const { ready } = await serve(['--data', join(dir, '.cliphook', 'service.json')]);
+      process.chdir(dir);
+      expect(await cli('service', 'advance', '60', '--url', ready.origin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock: \d{4}-.*\(advanced 60 s\)\n$/) });
+    });
+  });
+});
+
+describe('cliphook serve --host (issue 20 item 7)', () => {
+  /** Runs `serve` in process until the test ends; resolves with its stdout and stderr lines once it is ready. */
+  async function inProcess(extra: Partial<ServeCommandOptions>) {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const controller = new AbortController();
+    const out: string[] = [];
+    const err: string[] = [];
+    let ready!: () => void;
+    const started = new Promise<void>((resolve) => (ready = resolve));
+    const done = serveCommand({ port: '0', host: '127.0.0.1', data: join(dir, 'service.json'), speed: 'fast', json: true, inspect: false, ...extra }, {
+      out: (line) => (out.push(line), ready()),
+      err: (line) => void err.push(line),
+      signal: controller.signal,
+    });
+    cleanups.push(async () => {
+      controller.abort();
+      await done.catch(() => undefined);
+    });
+    await Promise.race([started, done.catch(() => undefined)]);
+    return { out, err, done, data: join(dir, 'service.json') };
+  }
+
+  it('refuses a host that is not loopback without --open: exit 2 naming both, before anything is opened', async () => {
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) {
+      const run = await inProcess({ host });
+      await expect(run.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(new RegExp(`^refusing to listen on ${host.replace(/\./g, '\\.')}: .*/test_helpers.*/settings.*--open`)) });
+      expect(existsSync(run.data)).toBe(false);
+      expect(run.out).toEqual([]);
+    }
+  });
+
+  it('listens on every interface with --open, saying so on stderr at start; loopback hosts need nothing and print no warning', async () => {
+    const open = await inProcess({ host: '0.0.0.0', open: true });
+    expect(JSON.parse(open.out[0]!)).toMatchObject({ type: 'ready', origin: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+    expect(open.err).toEqual([expect.stringMatching(/^warning: --open: listening on 0\.0\.0\.0, so anyone who can reach this machine can call \/test_helpers .*\/settings/)]);
+    const origin = JSON.parse(open.out[0]!).origin as string;
+    expect((await fetch(`${origin}/v1/pricing`)).status).toBe(200);
+    for (const host of ['127.0.0.1', 'localhost', '::1']) {
+      const local = await inProcess({ host });
+      expect(JSON.parse(local.out[0]!).type).toBe('ready');
+      expect(local.err).toEqual([]);
+    }
   });
 });

@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { VIDEO_ERROR_CODES } from 'cliphook';
 import { ERROR_SENTENCES } from '../../src/protocol/events.js';
+import { createRelayServer } from '../../src/relay/server.js';
 import { answering, startReceiver } from '../emitter/helpers.js';
 import { cli, pendingOutbox, useOutbox } from './helpers.js';
 
@@ -75,6 +76,20 @@ describe('cliphook trigger', () => {
     const app = await answering(202, '{"queued":true}');
     cleanups.push(() => app.close());
     expect((await cli('trigger', 'video.completed', '--url', app.url, '--secret', secret, '--outbox', outboxFile())).code).toBe(0);
+  });
+
+  // Issue 20 item 18: it said "the receiver answered 503" and suggested --retry, though the relay keeps the event.
+  it('says a relay with no listener on the channel kept the event (503 no_listener), not that a receiver answered 503', async () => {
+    const relay = createRelayServer({ file: false });
+    const { url } = await relay.listen(0, '127.0.0.1');
+    cleanups.push(() => relay.close());
+    const channel = await relay.createChannel(url);
+    const result = await cli('trigger', 'video.completed', '--url', channel.url, '--secret', secret, '--outbox', outboxFile());
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/<-- \[503\] POST /);
+    expect(result.stderr).toMatch(
+      /^cliphook: delivery dlv_\w+ is buffered at the relay: no `cliphook listen` is connected to that channel \(503 no_listener\); the relay passes it on when one connects\n$/,
+    );
   });
 
   it('exits 1 on a 500 and suggests --retry', async () => {

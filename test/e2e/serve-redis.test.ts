@@ -16,7 +16,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const API_KEY = 'sk_two_serve_processes';
+const API_KEY = 'sk_two_serve_processes_one_redis';
 
 async function serve(data: string) {
   const started = await startServe(['--data', data, '--api-key', API_KEY, '--balance', '1000'], { CLIPHOOK_REDIS_URL: redis!.url });

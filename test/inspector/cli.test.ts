@@ -97,7 +97,7 @@ describe('cliphook serve --inspect', () => {
   };
 
   it('serves the service page on 127.0.0.1 even when --host binds every address, and says where in the ready line', async () => {
-    const [line] = await running(async (io) => serve(await flags({ host: '0.0.0.0', inspect: '0' }), io));
+    const [line] = await running(async (io) => serve(await flags({ host: '0.0.0.0', open: true, inspect: '0' }), io));
     const ready = JSON.parse(line!);
     expect(ready.inspector).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const info = await (await fetch(new URL('/api/info', ready.inspector))).json();

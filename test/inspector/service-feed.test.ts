@@ -2,10 +2,12 @@
 // retry schedule, the next slot, Redeliver; clips and image jobs with their states; changes told as they happen.
 import { afterEach, describe, expect, it } from 'vitest';
 import { attemptSlots, nextSlot, ServiceFeed, type ClipSummary, type DeliverySummary, type ImageSummary } from '../../src/inspector/service-feed.js';
-import { SimulatedClock } from '../../src/service/clock.js';
-import { createImage, getImage } from '../../src/service/images/operations.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
+import { ImageRequest } from '../../src/service/contract/images.js';
+import { VideoRequest } from '../../src/service/contract/videos.js';
+import type { Caller } from '../../src/service/core/gate.js';
 import { Service } from '../../src/service/service.js';
-import { createVideo } from '../../src/service/videos/operations.js';
+import { callerOf } from '../helpers/service-client.js';
 import { recordingApp } from './fixtures.js';
 
 const T0 = Date.parse('2026-06-01T10:00:00Z');
@@ -27,16 +29,18 @@ async function setup() {
   feed.on('delivery', (summary) => told.delivery.push(summary));
   feed.on('clip', (summary) => told.clip.push(summary));
   feed.on('image', (summary) => told.image.push(summary));
-  const guard = await service.guard(`Bearer ${service.first().apiKey}`, { lowBalanceOk: true });
-  if (!guard.ok) throw new Error('guard');
-  return { app, clock, service, feed, told, caller: guard.caller, answer: (code: number) => (status = code) };
+  return { app, clock, service, feed, told, caller: callerOf(service), answer: (code: number) => (status = code) };
 }
+
+/** POST /v1/videos and /v1/images as the service runs them: the contract's parse, then the command in one unit. */
+const createVideo = (service: Service, caller: Caller, body: unknown) => service.store.unit(() => service.videos.create(caller, service.videos.command(caller, VideoRequest.parse(body))));
+const createImage = (service: Service, caller: Caller, body: unknown) => service.store.unit(() => service.images.create(caller, ImageRequest.parse(body)));
 
 describe('ServiceFeed', () => {
   it("shows a failing receiver's delivery attempt by attempt on the schedule, the next slot, and Redeliver", async () => {
     const { app, clock, service, feed, told, caller, answer } = await setup();
     const made = await createVideo(service, caller, { prompt: 'a red fox in the snow', duration: 5, callback_url: `${app.url}/webhooks` });
-    expect(made.status).toBe(202);
+    expect(made).toMatchObject({ id: 1, status: 'pending' });
     await clock.advance(10_000);
     await expect.poll(() => feed.deliveries()[0]?.attempts).toBe(1);
 
@@ -76,10 +80,10 @@ describe('ServiceFeed', () => {
     await createVideo(service, caller, { prompt: 'second clip simulate:content_rejected', duration: 5 });
     expect(feed.clips().map((clip) => [clip.id, clip.status])).toEqual([[2, 'pending'], [1, 'pending']]);
     const image = await createImage(service, caller, { description: 'a lighthouse at dusk' });
-    expect(image.status).toBe(202);
+    expect(image).toMatchObject({ id: 1, status: 'generating' });
     expect(feed.images()).toEqual([expect.objectContaining({ id: 1, status: 'generating', type: 'image', images: 0, count: 1 })]);
 
-    const ended = getImage(service, caller, '1', { wait: '30' });
+    const ended = service.images.get(caller, 1, { waitMs: 30_000 });
     await clock.advance(10_000);
     await ended;
     expect(feed.clips().map((clip) => [clip.id, clip.status, clip.errorCode])).toEqual([[2, 'error', 'content_rejected'], [1, 'done', null]]);

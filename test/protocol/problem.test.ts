@@ -13,7 +13,7 @@ describe('problem', () => {
       instance: '/v1/videos',
       code: 'insufficient_credits',
       error: 'You need 45 credits.',
-      retryable: false,
+      retryable: true, // issue 21: spec 7 defines retryable as "can later succeed unchanged"; a 402 does after a top-up
       retry_after: null,
       user_action: { kind: 'top_up', url: null },
       required: 45,

@@ -1,4 +1,4 @@
-import { copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, MemoryDeliveryStore, createReceiver } from '../../src/index.js';
@@ -194,6 +194,12 @@ describe('FileDeliveryStore', () => {
     await writeFile(file, '{"hello":"world"}');
     const store = new FileDeliveryStore({ file });
     await expect(store.claim(['x'], 1000, 'me')).rejects.toThrow(/not a cliphook deliveries file/);
+    // Issue 20 item 19: the journal opened to read it stayed open, for the garbage collector to close (DEP0137).
+    if (process.platform === 'linux') {
+      const held = [];
+      for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === `${file}.journal`) held.push(fd);
+      expect(held).toEqual([]);
+    }
   });
 
   it('validates its options', () => {

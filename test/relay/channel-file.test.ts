@@ -1,4 +1,4 @@
-import { appendFile, copyFile, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, readFile, readdir, readlink, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RELAY_FILE_HEADER } from '../../src/relay/channel-file.js';
 import { ChannelStore, type Channel, type ChannelStoreOptions, type StoredEvent } from '../../src/relay/channels.js';
@@ -112,6 +112,22 @@ describe('relay data file', () => {
     await reopened.close();
     const again = await openStore(file);
     expect(again.get(ids[1]!)!.events.map((e) => e.body.toString())).toEqual(['b only', 'after the tear']);
+  });
+
+  // Issue 20 item 19: the journal opened for a file that is then refused was left to the garbage collector.
+  it.runIf(process.platform === 'linux')('refuses a file that is not a relay file, and leaves no handle open on its journal', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    await writeFile(file, JSON.stringify({ version: 7, something: [] }));
+    const store = new ChannelStore({ file, clock: () => 2_000, maxEvents: 100, maxBytes: 1e7, maxAgeMs: 1e9, scheduler: manualScheduler(), lazyCommitMs: 10 });
+    await expect(store.open()).rejects.toThrow(/is not a cliphook relay file/);
+    const held = [];
+    for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === `${file}.journal`) held.push(fd);
+    expect(held).toEqual([]);
+    // And the lock went with it: the file opens once it is a relay file.
+    await writeFile(file, '');
+    await (await openStore(file)).commit();
   });
 
   it('loads a version 1 document and rewrites it as lines at the first write', async () => {

@@ -72,6 +72,8 @@ describe('ChannelStore', () => {
     await store.close();
     const reopened = new ChannelStore(options);
     await reopened.open();
+    // Closed after the test: a store left open is a FileHandle Node closes on garbage collection (DEP0137).
+    cleanups.push(() => reopened.close());
     const again = reopened.get(channel.id)!;
     expect(reopened.check(channel.id, token)).toBe('ok');
     expect(reopened.find(again, '2')?.deliveryId).toBe('dlv_b');
@@ -86,6 +88,7 @@ describe('ChannelStore', () => {
     const options = { file: `${dir}/relay.json`, clock: () => 0, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 60_000, seqBlock: 4 };
     const store = new ChannelStore(options);
     await store.open();
+    cleanups.push(() => store.close());
     const { channel } = store.create()!;
     await store.commit();
     expect(seqOf(store.append(channel, event(0)))).toBe(1);
@@ -100,6 +103,7 @@ describe('ChannelStore', () => {
     await copyFile(`${dir}/relay.json.journal`, `${dir}/crashed.json.journal`);
     const crashed = new ChannelStore({ ...options, file: `${dir}/crashed.json` });
     await crashed.open();
+    cleanups.push(() => crashed.close());
     const again = crashed.get(channel.id)!;
     expect(again.events.map((e) => e.seq)).toEqual([1, 2]);
     expect(seqOf(crashed.append(again, event(0)))).toBe(5);

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRelayServer } from 'cliphook';
 import { relay, type RelayCommandOptions } from '../../src/cli/commands/relay.js';
-import { isLoopback } from '../../src/relay/server-http.js';
+import { isLoopbackHost } from '../../src/http/loopback.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 import { testdir } from './fixtures.js';
 
@@ -93,7 +93,7 @@ describe('RelayServer.listen exposure guard', () => {
   });
 
   it('knows loopback addresses', () => {
-    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopback(host), host).toBe(true);
-    for (const host of ['0.0.0.0', '::', '', '10.0.0.1', '128.0.0.1', 'example.com', '::ffff:10.0.0.1']) expect(isLoopback(host), host).toBe(false);
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1', 'app.localhost']) expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '', '10.0.0.1', '128.0.0.1', 'example.com', '::ffff:10.0.0.1']) expect(isLoopbackHost(host), host).toBe(false);
   });
 });

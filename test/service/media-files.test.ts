@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { RATIOS } from '../../src/service/videos/validate.js';
+import { RATIOS } from '../../src/service/contract/videos.js';
 
 const MEDIA = fileURLToPath(new URL('../../templates/media/', import.meta.url));
 

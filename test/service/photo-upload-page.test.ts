@@ -3,7 +3,7 @@
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/clock.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { startService, type StartedService } from '../../src/service/http/app.js';
 import { screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
 

@@ -1,7 +1,7 @@
 // The top-up page: where a 402's user_action and the assistant's get_topup_link send a person. Over HTTP
 // for its refusals, and in Chromium for the person's path through it.
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/clock.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { startService, type StartedService } from '../../src/service/http/app.js';
 import { screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
 import { call, connect } from './assistant/fixtures.js';

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Asset } from '../../src/service/assets/assets.js';
-import { assetView, uploadView } from '../../src/service/assets/views.js';
-import type { ImageJob } from '../../src/service/images/jobs.js';
-import { validateImage } from '../../src/service/images/validate.js';
-import { imageJobView } from '../../src/service/images/views.js';
+import type { Asset } from '../../src/service/resources/assets/assets.js';
+import { assetView, uploadView } from '../../src/service/resources/assets/views.js';
+import type { ImageJob } from '../../src/service/resources/images/jobs.js';
+import { ImageRequest } from '../../src/service/contract/images.js';
+import { parseOrThrow } from '../../src/service/contract/problems.js';
+import { imageJobView } from '../../src/service/resources/images/views.js';
 
 const ORIGIN = 'http://127.0.0.1:8080';
 const asset = (overrides: Partial<Asset> = {}): Asset => ({
@@ -26,10 +27,9 @@ describe('asset views (spec 2.6)', () => {
 
 describe('image job view (spec 2.7)', () => {
   it('shows credits_charged null while running, credits_refunded and error_code once ended', () => {
-    const result = validateImage({ description: 'x', count: 4 });
-    if (!result.ok) throw new Error();
+    const command = parseOrThrow(ImageRequest, { description: 'x', count: 4 });
     const job: ImageJob = {
-      id: 9, accountId: 1, keyId: 'k', status: 'generating', command: result.value, creditsReserved: 7, creditsCharged: null, creditsRefunded: 0,
+      id: 9, accountId: 1, keyId: 'k', status: 'generating', command, creditsReserved: 7, creditsCharged: null, creditsRefunded: 0,
       images: [], imagesDeleted: false, errorCode: null, createdAt: 0, completedAt: null, plan: { endAt: 1, make: 4, failWith: null },
     };
     const running = imageJobView(job, ORIGIN, 45);

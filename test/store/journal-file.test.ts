@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, rmdir, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, readlink, rmdir, stat, writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JournalFile } from '../../src/store/journal-file.js';
 import { JsonFile } from '../../src/store/json-file.js';
@@ -26,6 +26,15 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 let cleanup: () => Promise<void> = async () => {};
+
+/** How many descriptors this process holds open on `path` (Linux: /proc/self/fd). */
+async function openOn(path: string): Promise<number> {
+  let count = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === path) count++;
+  }
+  return count;
+}
 afterEach(() => cleanup());
 
 describe('JsonFile and JournalFile', () => {
@@ -40,8 +49,36 @@ describe('JsonFile and JournalFile', () => {
     expect((await stat(tmp.file('private'))).mode & 0o777).toBe(0o700);
     const journal = new JournalFile<{ n: number }, number>({ file: tmp.file('private/j.json'), snapshot: () => ({ n: 1 }), sizeOf: () => 1 });
     await journal.read();
+    journal.append(1);
+    await journal.commit();
     expect((await stat(journal.journal)).mode & 0o777).toBe(0o600);
     await journal.close();
+  });
+
+  // Issue 20 item 19: read() opened the journal, so an owner that refused what it read (ServiceStore on a
+  // file that is not its own) dropped an open FileHandle, which Node closed on garbage collection with
+  // DEP0137. The journal now opens on the first write, and closes on close().
+  it.runIf(process.platform === 'linux')('holds no file open after read(), one from the first commit, none after close()', async () => {
+    const tmp = await tempDir();
+    cleanup = tmp.cleanup;
+    const file = tmp.file('owned.json');
+    await writeFile(file, '{"version":2}');
+    await writeFile(`${file}.journal`, '1\n2');
+    const refused = new JournalFile<{ version: number }, number>({ file, snapshot: () => ({ version: 2 }), sizeOf: () => 0 });
+    const { snapshot, entries } = await refused.read();
+    expect({ snapshot, entries }).toEqual({ snapshot: { version: 2 }, entries: [1, 2] });
+    expect(await openOn(`${file}.journal`)).toBe(0); // the owner may refuse the file and walk away
+
+    const journal = new JournalFile<{ version: number }, number>({ file, snapshot: () => ({ version: 2 }), sizeOf: () => 100 });
+    await journal.read();
+    journal.append(3);
+    await journal.commit();
+    expect(await openOn(`${file}.journal`)).toBe(1);
+    // The torn last line of the file read is ended before the next entry.
+    expect(await readFile(`${file}.journal`, 'utf8')).toBe('1\n2\n3\n');
+    await journal.close();
+    expect(await openOn(`${file}.journal`)).toBe(0);
+    await expect(journal.commit()).rejects.toThrow(/is not open/);
   });
 
   it('a failed append rejects its commit and keeps the lines, in order, for the next one', async () => {
@@ -194,6 +231,7 @@ describe('JsonFile and JournalFile', () => {
       });
       await journal.read();
       journal.append(1);
+      await journal.commit(); // opens the journal (and flushes its folder, as a new file's)
       const sync = vi.spyOn(proto, 'sync');
       await journal.close(); // compacts: a snapshot, then the journal emptied
       // The temporary snapshot file, then the folder holding it (after the rename).

@@ -7,10 +7,10 @@ import { startInspector } from '../../inspector/server.js';
 import { ServiceFeed } from '../../inspector/service-feed.js';
 import { FileDeliveryStore } from '../../receiver/file-delivery-store.js';
 import { createReceiver } from '../../receiver/node.js';
-import { createRelayServer } from '../../relay/server.js';
-import { createChannel } from '../../relay/api.js';
+import { createRelayServer, type RelayServer } from '../../relay/server.js';
 import { connectListener } from '../../relay/client.js';
 import { createServiceApp } from '../../service/http/app.js';
+import { ChannelState, type SavedChannel } from '../channel-state.js';
 import { ExitError } from '../errors.js';
 import { aborted, parsePort, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
@@ -75,7 +75,7 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     const receiverUrl = `${await listenOn(receiverServer, ports[2], stops)}/webhooks`;
     stops.push(() => receiver.close());
 
-    const channel = await createChannel(relayUrl);
+    const channel = await keptChannel(relay, relayUrl, join(options.data, 'listen.json'));
     // Opened before the listener connects: it must be attached before the caught-up events are released.
     const recorder =
       inspectPort === null
@@ -97,10 +97,10 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
     listener.on('event', (event) => line('relay', `--> listen: ${event.eventName ?? event.method} [${event.deliveryId ?? '-'}] sig ${event.signatureValid ? '✓' : '✗'}${event.resigned ? ' (re-signed)' : ''}`));
     listener.on('reply', (reply) => line('listen', `<-- [${reply.status ?? 'ERR'}] ${reply.event.url} (${reply.durationMs} ms)`));
 
-    service.videos.on('change', (video) => {
+    service.state.videos.on('change', (video) => {
       if (video.status === 'generating' && video.progress === '0%') line('service', `clip ${video.id} is rendering`);
     });
-    service.videos.on('terminal', (video) => line('service', `clip ${video.id} is ${video.status}${video.errorCode ? ` (${video.errorCode})` : ''}; its webhook goes to ${video.callbackUrl ?? 'nowhere (no callback_url)'}`));
+    service.state.videos.on('terminal', (video) => line('service', `clip ${video.id} is ${video.status}${video.errorCode ? ` (${video.errorCode})` : ''}; its webhook goes to ${video.callbackUrl ?? 'nowhere (no callback_url)'}`));
     service.emitter.on('attempt', (delivery, attempt) => line('emitter', `${delivery.event} [${delivery.id}] attempt ${delivery.attempts.length} → ${attempt.status ?? attempt.error} (${attempt.latencyMs} ms)`));
 
     io.out(p.bold('cliphook dev: the service, a relay, listen and a receiver, on this machine'));
@@ -123,6 +123,18 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
   }
   await stopAll();
   io.out('cliphook dev stopped');
+}
+
+/**
+ * The relay channel dev used last time on this relay URL, kept in `file` as `listen` keeps its own, so a
+ * callback URL given to the service (or an app's config) on an earlier run still works (issue 20 item 18);
+ * a new one when the relay no longer knows it (its data file removed) or the relay's port changed.
+ */
+async function keptChannel(relay: RelayServer, relayUrl: string, file: string): Promise<SavedChannel> {
+  const state = await ChannelState.open(file);
+  const saved = state.get(relayUrl);
+  if (saved && (await relay.checkChannel(saved.channel, saved.token)) === 'ok') return { ...saved, url: `${relayUrl}/in/${saved.channel}` };
+  return state.save(relayUrl, await relay.createChannel(relayUrl));
 }
 
 /** Listens on 127.0.0.1:`port`, or on a free port when that one is taken (a second `npm start`). */

@@ -1,9 +1,8 @@
-import { chmod } from 'node:fs/promises';
 import { RelayError } from '../../protocol/errors.js';
 import { createChannel } from '../../relay/api.js';
 import { Listener, type ListenerEvent, type ListenerReply } from '../../relay/client.js';
 import { resolveListenerOptions } from '../../relay/listener-options.js';
-import { JsonFile } from '../../store/json-file.js';
+import { ChannelState, type SavedChannel } from '../channel-state.js';
 import { ExitError } from '../errors.js';
 import { inspectListener } from '../listen-inspector.js';
 import { flagError, parsePort, stopSignal } from '../process.js';
@@ -41,17 +40,6 @@ export interface ListenIo {
   signal: AbortSignal;
   now(): Date;
   palette: Palette;
-}
-
-interface SavedChannel {
-  channel: string;
-  token: string;
-  url: string;
-}
-
-interface ListenState {
-  /** One channel per relay URL, so switching relays does not lose the other's URL. */
-  relays: Record<string, SavedChannel>;
 }
 
 /**
@@ -142,11 +130,8 @@ async function resolveChannel(options: ListenCommandOptions, relayUrl: string): 
     if (!options.channel || !options.token) throw new ExitError('--channel and --token go together.', 2);
     return { channel: options.channel, token: options.token, url: `${relayUrl}/in/${options.channel}` };
   }
-  let state: ListenState = { relays: {} };
-  const file = new JsonFile<ListenState>({ file: options.state, snapshot: () => state });
-  const read = await file.read();
-  if (read && typeof read.relays === 'object' && read.relays !== null) state = read;
-  const known = state.relays[relayUrl];
+  const state = await ChannelState.open(options.state);
+  const known = state.get(relayUrl);
   if (known) return known;
   let created;
   try {
@@ -156,11 +141,7 @@ async function resolveChannel(options: ListenCommandOptions, relayUrl: string): 
     const hint = error.code === 'admin_token_required' ? ' (pass --admin-token)' : error.code === 'invalid_token' ? ' (check --admin-token or CLIPHOOK_ADMIN_TOKEN)' : '';
     throw new ExitError(`${relayUrl}: ${error.message}${hint}`, 1);
   }
-  state.relays[relayUrl] = { channel: created.channel, token: created.token, url: created.url };
-  await file.commit();
-  // The listening token is a secret: only this user may read it.
-  await chmod(options.state, 0o600).catch(() => undefined);
-  return state.relays[relayUrl];
+  return state.save(relayUrl, created);
 }
 
 function asExit(error: unknown, options: ListenCommandOptions): unknown {

@@ -1,5 +1,5 @@
 import { createRelayServer, type RelayLogger } from '../../relay/server.js';
-import { isLoopback } from '../../relay/server-http.js';
+import { isLoopbackHost } from '../../http/loopback.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
@@ -44,7 +44,7 @@ export interface RelayIo {
 export async function relay(options: RelayCommandOptions, io: RelayIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
   // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
-  if (!isLoopback(options.host) && !options.adminToken && !options.open) {
+  if (!isLoopbackHost(options.host) && !options.adminToken && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host} without --admin-token (anyone could create channels); set --admin-token, or --open to run an open relay on purpose.`, 2);
   }
   if (options.redis !== undefined && options.data !== undefined) {

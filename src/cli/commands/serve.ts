@@ -7,6 +7,7 @@ import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
+import { isLoopbackHost } from '../../http/loopback.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
 
 export interface ServeCommandOptions {
@@ -15,6 +16,8 @@ export interface ServeCommandOptions {
   data: string;
   speed: string;
   strict?: boolean;
+  /** `--media-redirect`: good media links answer 302 to a short-lived storage link (spec 4.18). */
+  mediaRedirect?: boolean;
   /** `--no-assistant` sets it to `false`: no assistant endpoint at /mcp. */
   assistant?: boolean;
   apiKey?: string;
@@ -26,7 +29,12 @@ export interface ServeCommandOptions {
   redis?: string;
   /** `--inspect <port>`: the inspector on 127.0.0.1 (`'0'`, the CLI's default, a free port); `false` or not given: none. */
   inspect?: string | false;
+  /** `--open`: listen on a `--host` that is not loopback, on purpose (issue 20 item 7). */
+  open?: boolean;
 }
+
+/** What a host other than loopback exposes: the reason `--open` must be said on purpose. */
+const EXPOSED = 'anyone who can reach this machine can call /test_helpers (move the clock), /settings (top up, make keys) and the OAuth registration';
 
 /** Where the command writes, and what stops it: injectable for tests. */
 export interface ServeIo {
@@ -43,6 +51,10 @@ const FLAGS: Record<string, string> = { apiKey: '--api-key', webhookSecret: '--w
  */
 export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
+  // Issue 20 item 7, as `relay` does: a simulator's back doors face the network only when asked to.
+  if (!isLoopbackHost(options.host) && !options.open) {
+    throw new ExitError(`refusing to listen on ${options.host}: ${EXPOSED}; set --open to do so on purpose (in a container, say).`, 2);
+  }
   const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
   if (options.speed !== 'fast' && options.speed !== 'realistic') throw new ExitError(`--speed is fast or realistic, got ${JSON.stringify(options.speed)}.`, 2);
   if (options.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?(v1\/?)?$/.test(options.publicUrl)) {
@@ -59,6 +71,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       file: options.data,
       speed: options.speed,
       strict: options.strict === true,
+      mediaRedirect: options.mediaRedirect === true,
       assistant: options.assistant !== false,
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.webhookSecret ? { webhookSecret: options.webhookSecret } : {}),
@@ -128,6 +141,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     if (info.inspector) io.out(`  inspector       ${info.inspector} (clips, image jobs, webhook deliveries, Redeliver)`);
     io.out('Ctrl-C to stop.');
   }
+  if (!isLoopbackHost(options.host)) io.err(`warning: --open: listening on ${options.host}, so ${EXPOSED}. Use it on a network you trust.`);
   await aborted(io.signal);
   await inspector?.close();
   inspector?.feed.close();

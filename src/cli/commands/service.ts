@@ -1,9 +1,12 @@
 import { ExitError } from '../errors.js';
+import { readServeKey } from '../service-key.js';
 
 export interface ServiceCommandOptions {
   /** The service's origin, as `cliphook serve` printed it. */
   url: string;
   apiKey?: string;
+  /** serve's data file, where the key is found when `apiKey` is not given (the CLI's default: `.cliphook/service.json`). */
+  data?: string;
   json?: boolean;
 }
 
@@ -12,7 +15,7 @@ export interface ServiceCommandOptions {
  * running `cliphook serve`, from the terminal. Each prints the answer; a problem ends with exit 1.
  */
 export async function serviceCommand(action: string, args: string[], options: ServiceCommandOptions, out: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<void> {
-  if (!options.apiKey) throw new ExitError('needs --api-key <key> (or CLIPHOOK_API_KEY): the key cliphook serve printed', 2);
+  const apiKey = options.apiKey || (await keyFromData(options.data ?? '.cliphook/service.json'));
   const origin = options.url.replace(/\/+$/, '').replace(/\/v1$/, '');
   if (!URL.canParse(origin)) throw new ExitError(`--url must be the service's URL, got ${JSON.stringify(options.url)}.`, 2);
   const call = async (method: string, path: string, body?: unknown) => {
@@ -20,7 +23,7 @@ export async function serviceCommand(action: string, args: string[], options: Se
     try {
       res = await fetch(`${origin}${path}`, {
         method,
-        headers: { authorization: `Bearer ${options.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
@@ -52,6 +55,19 @@ export async function serviceCommand(action: string, args: string[], options: Se
     default:
       throw new ExitError(`unknown action ${JSON.stringify(action)}: top-up <credits>, keys [list|create|revoke <id>], rotate-secret <key id>, advance <seconds>.`, 2);
   }
+}
+
+/** The key of the local serve whose data file is `file`, or a usage error saying what to pass instead. */
+async function keyFromData(file: string): Promise<string> {
+  const missing = `needs --api-key <key> (or CLIPHOOK_API_KEY), or the data file of a local cliphook serve (--data)`;
+  let key: string | null;
+  try {
+    key = await readServeKey(file);
+  } catch (error) {
+    throw new ExitError(`${missing}: cannot read ${file}: ${(error as Error).message}`, 2);
+  }
+  if (key === null) throw new ExitError(`${missing}: there is none at ${file}, or it holds no live key of the first account`, 2);
+  return key;
 }
 
 function describe(action: string, answer: Record<string, unknown>): string {

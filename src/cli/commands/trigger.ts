@@ -6,7 +6,7 @@ import type { Delivery } from '../../emitter/types.js';
 import { ExitError } from '../errors.js';
 import { buildEvent } from '../event-template.js';
 import { follower, type Follower } from '../follow.js';
-import { asJson, failureReason, notRelayedReason, palette, print, sentLine } from '../output.js';
+import { asJson, bufferedReason, failureReason, notRelayedReason, palette, print, sentLine } from '../output.js';
 import { outboxError, startOutboxEmitter } from '../outbox-emitter.js';
 
 export interface TriggerOptions {
@@ -28,7 +28,7 @@ export interface TriggerOptions {
  * `cliphook trigger <event>`: sends one signed test event through the emitter, as the service would.
  * Private addresses are allowed (it is a development tool). Pending deliveries the outbox held that no
  * other running process is sending are resumed and printed too. Exit 0 when delivered, 1 when not (or
- * when a relay passed it to no listener), 2 for usage errors.
+ * when a relay passed it to no listener, or kept it for want of one), 2 for usage errors.
  */
 export async function trigger(event: string, options: TriggerOptions): Promise<void> {
   const { url, secret } = options;
@@ -54,6 +54,8 @@ export async function trigger(event: string, options: TriggerOptions): Promise<v
     const done = await follow.follow(sent.id);
     if (options.json) print(asJson(done));
     if (done.state !== 'delivered') {
+      const buffered = bufferedReason(done);
+      if (buffered) throw new ExitError(buffered, 1);
       const hint = !options.retry && retryable(done) ? ' (add --retry to follow the retry schedule)' : '';
       throw new ExitError(failureReason(done) + hint, 1);
     }

@@ -1,17 +1,25 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import { createImage, getImage } from '../images/operations.js';
-import { IMAGE_RATIOS } from '../images/validate.js';
-import { imagePrice } from '../pricing.js';
-import { getAccount } from '../videos/operations.js';
-import { idempotencyKey, signalOf } from './clip-tools.js';
-import { fromResult, toToolResult, type ToolContext } from './context.js';
+import { ImageFields, ImageRequest } from '../contract/images.js';
+import { rule } from '../contract/problems.js';
+import type { ImageJob } from '../resources/images/jobs.js';
+import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, type ToolContext } from './context.js';
+import { idempotencyKey, maxCredits, signalOf } from './clip-tools.js';
 import { ASSISTANT_LIMITS, type Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
 
-const ImageJob = z.looseObject({ id: z.number(), status: z.string(), images: z.array(z.looseObject({ id: z.number(), url: z.string() })) });
+const ImageJobView = z.looseObject({ id: z.number(), status: z.string(), images: z.array(z.looseObject({ id: z.number(), url: z.string() })) });
 
-/** get_account, create_image, get_image and get_topup_link, through the same operations as `/v1`. */
+/** create_image's arguments: POST /v1/images' description and look, picked from the contract, and the spending guard rails. */
+const CreateImage = z.object({
+  description: ImageFields.shape.description.unwrap().unwrap().min(1).meta({ description: 'What the image shows (up to 1000 characters).' }),
+  ...ImageFields.pick({ quality: true, count: true, aspect_ratio: true }).shape,
+  max_credits: maxCredits,
+  idempotency_key: idempotencyKey,
+});
+const GetImage = z.object({ image_job_id: rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'image_job_id is the integer id create_image returned.' }).meta({ description: 'The id create_image returned.' }) });
+
+/** get_account, create_image, get_image and get_topup_link, through the same commands as `/v1`. */
 export function registerAccountTools(server: McpServer, ctx: ToolContext): void {
   const { service, spending, caller, assistant } = ctx;
 
@@ -29,8 +37,6 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
       annotations: { readOnlyHint: true },
     },
     async () => {
-      const account = fromResult(getAccount(service, caller));
-      if (!account.ok) return toToolResult(account);
       const limit = spending.dailyLimit(assistant, caller.account);
       const used = spending.usedToday(assistant);
       const mine = {
@@ -41,7 +47,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
         max_running_clips: ASSISTANT_LIMITS.concurrentClips,
         pays: 'base prices' as const,
       };
-      return toToolResult({ ok: true, value: { ...account.value, assistant: mine } });
+      return toToolResult({ ok: true, value: { ...service.account.view(caller), assistant: mine } });
     },
   );
 
@@ -50,32 +56,26 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
     {
       title: 'Create an image',
       description: `Makes 1 or 4 images from a description and waits up to ${MAX_TOOL_WAIT_SECONDS} s for them. Price: standard 2 credits (4 variations 7), hd 4 (4 variations 14). The images' ids can be given to create_clip as image_ids.`,
-      inputSchema: z.object({
-        description: z.string().min(1).max(1000).describe('What the image shows.'),
-        quality: z.enum(['standard', 'hd']).optional().describe('Default standard.'),
-        count: z.union([z.literal(1), z.literal(4)]).optional().describe('1 image or 4 variations. Default 1.'),
-        aspect_ratio: z.enum(IMAGE_RATIOS).optional(),
-        max_credits: z.number().int().min(0).describe('The most credits this call may spend; refused (nothing charged) if the images cost more.'),
-        idempotency_key: idempotencyKey,
-      }),
-      outputSchema: ImageJob,
+      inputSchema: contractInput(CreateImage),
+      outputSchema: ImageJobView,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (args, extra) => {
-      const { max_credits: maxCredits, idempotency_key: key, ...rest } = args;
-      const quality = args.quality ?? 'standard';
-      const count = args.count ?? 1;
-      const price = imagePrice({ type: 'image', quality, count });
-      const answer = await spending.spend({ assistant, account: caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price, maxCredits }, async (beforeCommit): Promise<Made> => {
-        const body = { description: args.description, quality, count, ...(args.aspect_ratio ? { aspect_ratio: args.aspect_ratio } : {}) };
-        const created = fromResult(await createImage(service, caller, body, undefined, { beforeCommit }));
-        return created.ok ? { ok: true, id: created.value.id as number, value: created.value } : created;
-      });
-      if (!answer.ok) return toToolResult(answer);
-      const job = service.images.get(caller.account.id, answer.value.id as number);
-      if (job) await waitForImage(ctx, job.id, signalOf(extra));
-      return toToolResult(fromResult(await getImage(service, caller, String(answer.value.id))));
-    },
+    async (raw, extra) =>
+      toToolResult(
+        await attemptAnswer(async () => {
+          const { max_credits: max, idempotency_key: key, ...rest } = parseInput(CreateImage, raw);
+          // The contract's own rules and price, as POST /v1/images runs them.
+          const command = parseInput(ImageRequest, rest);
+          const answer = await spending.spend({ assistant, account: caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price: command.price, maxCredits: max }, async (): Promise<Made> => {
+            const made = await service.images.create(caller, command);
+            return { id: made.id, value: made };
+          });
+          if (!answer.ok) return answer;
+          const id = answer.value.id as number;
+          await waitForImage(ctx, id, signalOf(extra));
+          return { ok: true, value: service.images.view(service.images.own(caller, id)) };
+        }),
+      ),
   );
 
   server.registerTool(
@@ -83,16 +83,19 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
     {
       title: 'Get an image job',
       description: `Returns an image job, waiting up to ${MAX_TOOL_WAIT_SECONDS} s for it to end first.`,
-      inputSchema: z.object({ image_job_id: z.number().int().positive().describe('The id create_image returned.') }),
-      outputSchema: ImageJob,
+      inputSchema: contractInput(GetImage),
+      outputSchema: ImageJobView,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => {
-      const found = await getImage(service, caller, String(args.image_job_id));
-      if (found.status !== 200) return toToolResult(fromResult(found));
-      await waitForImage(ctx, args.image_job_id, signalOf(extra));
-      return toToolResult(fromResult(await getImage(service, caller, String(args.image_job_id))));
-    },
+    async (raw, extra) =>
+      toToolResult(
+        await attempt(async () => {
+          const { image_job_id: id } = parseInput(GetImage, raw);
+          service.images.own(caller, id);
+          await waitForImage(ctx, id, signalOf(extra));
+          return service.images.view(service.images.own(caller, id));
+        }),
+      ),
   );
 
   server.registerTool(
@@ -109,11 +112,11 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
 }
 
 /** Waits (on the service's clock, woken by the job's `ended` event) up to 45 s for an image job to end. */
-async function waitForImage({ service, caller }: ToolContext, id: number, signal: AbortSignal | undefined): Promise<void> {
-  const job = service.images.get(caller.account.id, id);
+async function waitForImage({ service, caller }: ToolContext, id: number, signal: AbortSignal | undefined): Promise<ImageJob | void> {
+  const job = service.state.images.get(caller.account.id, id);
   if (!job || signal?.aborted) return;
   await Promise.race([
-    service.images.waitFor(job, MAX_TOOL_WAIT_SECONDS * 1000),
+    service.state.images.waitFor(job, MAX_TOOL_WAIT_SECONDS * 1000),
     new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
   ]);
 }

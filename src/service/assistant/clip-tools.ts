@@ -1,37 +1,55 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { ImageItem } from '../images/jobs.js';
-import { imageFileUrl } from '../images/views.js';
-import { assistantClipPrice, DEFAULT_DURATION, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from '../pricing.js';
-import { RATIOS, type SubjectConsent } from '../videos/validate.js';
-import { createVideo, deleteVideo, getVideo, listVideos } from '../videos/operations.js';
-import { fromResult, toToolResult, type ToolContext } from './context.js';
+import { IdempotencyKey, type SubjectConsent } from '../contract/common.js';
+import { assistantClipPrice, DEFAULT_DURATION } from '../contract/pricing.js';
+import { rule } from '../contract/problems.js';
+import { MAX_CLIP_IMAGES, VideoFields, VideoListFields, VideoRequest } from '../contract/videos.js';
+import type { ImageItem } from '../resources/images/jobs.js';
+import { imageFileUrl } from '../resources/images/views.js';
+import { refuse, type ToolAnswer } from './answers.js';
+import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, type ToolContext } from './context.js';
 import { EFFECTS, effectPrompt, effectView, findEffect } from './effects.js';
-import { refuse, type Made, type ToolAnswer } from './spending.js';
+import type { Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
-const maxCredits = z.number().int().min(0).describe('The most credits this call may spend. Required: the call is refused (nothing charged) if the clip costs more. Tell the person the price first.');
-/** The spending tools' `idempotency_key`: the rules of /v1's Idempotency-Key. */
-export const idempotencyKey = z
-  .string()
-  .regex(/^[\x21-\x7e]{1,255}$/, 'idempotency_key is 1-255 printable ASCII characters (as Idempotency-Key on /v1).')
-  .optional()
-  .describe('Optional. 1-255 printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.');
-const imageIds = z.array(z.number().int().positive()).max(5).optional().describe('Ids of images made by create_image (the `id` of an item of its `images`), at most 5, used as the clip\'s reference pictures.');
-const photoIds = z.array(z.number().int().positive()).max(5).optional().describe('asset_ids of the person\'s photos that are ready (from get_photo or list_photos; start_photo_upload asks for one), at most 5 together with image_ids, used as the clip\'s reference pictures.');
-const callbackUrl = z.string().max(2048).optional().describe('Optional. A URL that receives the clip\'s signed webhook when it ends, as with POST /v1/videos.');
-const clipId = z.number().int().positive().describe('The clip id returned by create_clip or create_clip_from_effect.');
+/** The spending tools' `max_credits`: the most one call may spend (spec 5.7: required, refused rather than exceeded). */
+export const maxCredits = rule(z.int().min(0), { code: 'invalid_parameter', detail: () => 'max_credits is a whole number of credits >= 0.' })
+  .meta({ description: 'The most credits this call may spend. Required: the call is refused (nothing charged) if it costs more. Tell the person the price first.' });
+/** The spending tools' `idempotency_key`: the rules of /v1's Idempotency-Key, from the contract. */
+export const idempotencyKey = IdempotencyKey.optional().meta({ description: 'Optional. 1-255 printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.' });
+const pictureIds = (what: string) =>
+  rule(z.array(z.int().min(1)).max(MAX_CLIP_IMAGES), { code: what === 'photo_ids' ? 'invalid_asset_id' : 'invalid_parameter', when: { too_big: 'too_many_images' }, detail: ({ issue, where }) => (issue.code === 'too_big' ? `At most ${MAX_CLIP_IMAGES} pictures per clip.` : `${where}: ids are integers >= 1.`) }).optional();
+const clipId = rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'clip_id is the integer id create_clip returned.' }).meta({ description: 'The clip id returned by create_clip or create_clip_from_effect.' });
+const waitSeconds = rule(z.int().min(0).max(MAX_TOOL_WAIT_SECONDS), { code: 'invalid_parameter', detail: () => `wait_seconds is an integer from 0 to ${MAX_TOOL_WAIT_SECONDS}.` }).optional().meta({ description: `Default ${MAX_TOOL_WAIT_SECONDS}; 0 returns at once.` });
+
+/** The arguments both clip tools take: the pictures, the webhook (the contract's callback_url), and the spending guard rails. */
+const PICTURES_AND_SPENDING = {
+  photo_ids: pictureIds('photo_ids').meta({ description: `asset_ids of the person's photos that are ready (from get_photo or list_photos; start_photo_upload asks for one), at most ${MAX_CLIP_IMAGES} together with image_ids.` }),
+  image_ids: pictureIds('image_ids').meta({ description: `Ids of images made by create_image (the \`id\` of an item of its \`images\`), at most ${MAX_CLIP_IMAGES}, used as the clip's reference pictures.` }),
+  callback_url: VideoFields.shape.callback_url,
+  max_credits: maxCredits,
+  idempotency_key: idempotencyKey,
+};
+
+/** create_clip's arguments: the clip fields of POST /v1/videos, picked from the contract, and the assistant's own. */
+const CreateClip = z.object({ ...VideoFields.pick({ prompt: true, model: true, duration: true, ratio: true }).shape, ...PICTURES_AND_SPENDING });
+const CreateClipFromEffect = z.object({
+  effect_id: rule(z.string().max(64), { code: 'invalid_parameter' }).meta({ description: 'An effect id from list_effects.' }),
+  subject: rule(z.string().max(300), { code: 'invalid_parameter' }).optional().meta({ description: 'What the clip is of, in a few words ("a red bicycle").' }),
+  ...PICTURES_AND_SPENDING,
+});
+const GetClip = z.object({ clip_id: clipId, wait_seconds: waitSeconds });
+const CancelClip = z.object({ clip_id: clipId });
 
 const Clip = z.looseObject({ id: z.number(), status: z.string(), credits_used: z.number().optional() });
 
 /**
- * The clip tools. Each creates, reads or cancels through the same operations as `/v1/videos`, so a clip
- * made here is in GET /v1/videos and sends its webhook.
+ * The clip tools. Each creates, reads or cancels through the same commands as `/v1/videos`, on the same
+ * schemas, so a clip made here is in GET /v1/videos, sends its webhook, and is refused for the same reasons
+ * with the same codes.
  */
-/** The arguments both clip tools take: the pictures, the webhook, and the spending guard rails. */
-const PICTURES_AND_SPENDING = { photo_ids: photoIds, image_ids: imageIds, callback_url: callbackUrl, max_credits: maxCredits, idempotency_key: idempotencyKey };
-
 export function registerClipTools(server: McpServer, ctx: ToolContext): void {
+  const { service, caller } = ctx;
   server.registerTool(
     'list_effects',
     {
@@ -49,20 +67,19 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Create a clip from an effect',
       description: 'Makes a clip with one of the effects of list_effects, optionally of a subject and from the person\'s photos (photo_ids) or images made by create_image. Spends credits (the effect\'s price); returns at once with the clip id: call get_clip to wait for it.',
-      inputSchema: z.object({
-        effect_id: z.string().describe('An effect id from list_effects.'),
-        subject: z.string().max(300).optional().describe('What the clip is of, in a few words ("a red bicycle").'),
-        ...PICTURES_AND_SPENDING,
-      }),
+      inputSchema: contractInput(CreateClipFromEffect),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (args) => {
-      const effect = findEffect(args.effect_id);
-      if (!effect) return toToolResult(refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`));
-      const prompt = effectPrompt(effect, args.subject);
-      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt, model: effect.model, duration: effect.duration, photoIds: args.photo_ids, imageIds: args.image_ids, callbackUrl: args.callback_url }));
-    },
+    async (raw) =>
+      toToolResult(
+        await attemptAnswer(async () => {
+          const args = parseInput(CreateClipFromEffect, raw);
+          const effect = findEffect(args.effect_id);
+          if (!effect) return refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`);
+          return createClip(ctx, 'create_clip_from_effect', args, { prompt: effectPrompt(effect, args.subject), model: effect.model, duration: effect.duration });
+        }),
+      ),
   );
 
   server.registerTool(
@@ -70,28 +87,17 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Create a clip',
       description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
-      inputSchema: z.object({
-        prompt: z.string().max(2000).optional().describe('What happens in the clip.'),
-        model: z.enum(VIDEO_MODELS).optional().describe('Default standard (480p).'),
-        duration: z.number().int().min(4).max(30).optional().describe('Seconds: 4-15 for standard models, 4-30 for cinema models. Default 5.'),
-        ratio: z.enum(RATIOS).optional().describe('Default 16:9.'),
-        ...PICTURES_AND_SPENDING,
-      }),
+      inputSchema: contractInput(CreateClip),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (args) => {
-      if ((args.prompt ?? '').trim() === '' && (args.image_ids ?? []).length === 0 && (args.photo_ids ?? []).length === 0) {
-        return toToolResult(refuse('missing_input', 'Give a prompt, photo_ids or image_ids, or a prompt with pictures.'));
-      }
-      const model = args.model ?? 'standard';
-      const duration = args.duration ?? DEFAULT_DURATION;
-      const spec = MODEL_SPECS[model];
-      if (duration < spec.minDuration || duration > spec.maxDuration) {
-        return toToolResult(refuse('invalid_duration', `${model} makes clips of ${spec.minDuration}-${spec.maxDuration} seconds.`));
-      }
-      return toToolResult(await createClip(ctx, 'create_clip', args, { prompt: args.prompt ?? '', model, duration, photoIds: args.photo_ids, imageIds: args.image_ids, ratio: args.ratio, callbackUrl: args.callback_url }));
-    },
+    async (raw) =>
+      toToolResult(
+        await attemptAnswer(async () => {
+          const { prompt, model, duration, ratio, ...args } = parseInput(CreateClip, raw);
+          return createClip(ctx, 'create_clip', { prompt, model, duration, ratio, ...args }, { prompt: prompt ?? '', model, duration, ratio });
+        }),
+      ),
   );
 
   server.registerTool(
@@ -99,17 +105,19 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Get a clip',
       description: `Returns a clip, waiting up to ${MAX_TOOL_WAIT_SECONDS} s for it to end (done, error or cancelled) first. When done, video_url is a signed link to the file. If it is still pending or generating, call again.`,
-      inputSchema: z.object({ clip_id: clipId, wait_seconds: z.number().int().min(0).max(MAX_TOOL_WAIT_SECONDS).optional().describe(`Default ${MAX_TOOL_WAIT_SECONDS}; 0 returns at once.`) }),
+      inputSchema: contractInput(GetClip),
       outputSchema: Clip,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => {
-      const found = getVideo(ctx.service, ctx.caller, String(args.clip_id));
-      if (found.status !== 200) return toToolResult(fromResult(found));
-      const video = ctx.service.videos.get(args.clip_id)!;
-      await waitForClip(ctx.service, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
-      return toToolResult(fromResult(getVideo(ctx.service, ctx.caller, String(args.clip_id))));
-    },
+    async (raw, extra) =>
+      toToolResult(
+        await attempt(async () => {
+          const args = parseInput(GetClip, raw);
+          const video = service.videos.own(caller, args.clip_id);
+          await waitForClip(service, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
+          return service.videos.get(caller, args.clip_id);
+        }),
+      ),
   );
 
   server.registerTool(
@@ -117,18 +125,17 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'List clips',
       description: 'Lists the account\'s clips, newest first (those made through the API too).',
-      inputSchema: z.object({
-        status: z.enum(['pending', 'generating', 'done', 'error', 'cancelled']).optional(),
-        limit: z.number().int().min(1).max(100).optional().describe('Default 20.'),
-        offset: z.number().int().min(0).optional(),
-      }),
+      inputSchema: contractInput(VideoListFields),
       outputSchema: z.looseObject({ data: z.array(Clip), total: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (args) => {
-      const query = Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined).map(([name, value]) => [name, String(value)]));
-      return toToolResult(fromResult(listVideos(ctx.service, ctx.caller, query)));
-    },
+    async (raw) =>
+      toToolResult(
+        await attempt(() => {
+          const { limit = 20, offset = 0, status } = parseInput(VideoListFields, raw);
+          return service.videos.list(caller, { limit, offset, status });
+        }),
+      ),
   );
 
   server.registerTool(
@@ -136,73 +143,72 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Cancel a clip',
       description: 'Cancels a clip that has not started rendering, and refunds its credits. A rendering clip cannot be cancelled (it finishes and is charged); a finished one is left as it is.',
-      inputSchema: z.object({ clip_id: clipId }),
+      inputSchema: contractInput(CancelClip),
       outputSchema: z.looseObject({ id: z.number(), action: z.literal('cancelled'), credits_refunded: z.number() }),
       annotations: { destructiveHint: true, idempotentHint: true },
     },
-    async (args) => {
-      const found = getVideo(ctx.service, ctx.caller, String(args.clip_id));
-      if (found.status !== 200) return toToolResult(fromResult(found));
-      const status = ctx.service.videos.get(args.clip_id)!.status;
-      if (status !== 'pending' && status !== 'generating') {
-        return toToolResult(refuse('already_ended', `Clip ${args.clip_id} has already ended (${status}); nothing to cancel.`));
-      }
-      return toToolResult(fromResult(await deleteVideo(ctx.service, ctx.caller, String(args.clip_id))));
-    },
+    async (raw) =>
+      toToolResult(
+        await attemptAnswer(async (): Promise<ToolAnswer> => {
+          const args = parseInput(CancelClip, raw);
+          const { status } = service.videos.own(caller, args.clip_id);
+          if (status !== 'pending' && status !== 'generating') return refuse('already_ended', `Clip ${args.clip_id} has already ended (${status}); nothing to cancel.`);
+          // As DELETE /v1/videos/{id}: one unit, saved before the answer.
+          return { ok: true, value: await service.store.unit(async () => service.videos.remove(caller, args.clip_id)) };
+        }),
+      ),
   );
 }
 
 /** The request's abort signal, when the SDK's context carries one. */
 export function signalOf(extra: unknown): AbortSignal | undefined {
-  const candidate = (extra as { signal?: unknown; mcpReq?: { signal?: unknown } } | undefined);
+  const candidate = extra as { signal?: unknown; mcpReq?: { signal?: unknown } } | undefined;
   const signal = candidate?.mcpReq?.signal ?? candidate?.signal;
   return signal instanceof AbortSignal ? signal : undefined;
 }
 
 interface ClipPlan {
   prompt: string;
-  model: VideoModel;
-  duration: number;
-  photoIds: number[] | undefined;
-  imageIds: number[] | undefined;
-  ratio?: string | undefined;
-  callbackUrl?: string | undefined;
+  model?: string | null | undefined;
+  duration?: number | null | undefined;
+  ratio?: string | null | undefined;
 }
 
-/** Charges the base price under the spending rules, through POST /v1/videos' own operation. */
-async function createClip(ctx: ToolContext, tool: string, args: Record<string, unknown> & { max_credits: number; idempotency_key?: string | undefined }, plan: ClipPlan): Promise<ToolAnswer> {
-  const photos = readyPhotos(ctx, plan.photoIds ?? []);
+type ClipArgs = Record<string, unknown> & { photo_ids?: number[] | undefined; image_ids?: number[] | undefined; callback_url?: string | null | undefined; max_credits: number; idempotency_key?: string | undefined };
+
+/**
+ * Charges the base price (spec 5.7) under the spending rules, through the same contract and command as
+ * POST /v1/videos: the clip's body is checked by the contract's own rules (the model's durations, consent…).
+ */
+async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: ClipPlan): Promise<ToolAnswer> {
+  const { service, caller } = ctx;
+  const photos = readyPhotos(ctx, args.photo_ids ?? []);
   if (!photos.ok) return photos;
   const imageUrls: string[] = photos.value.uris;
-  for (const id of plan.imageIds ?? []) {
+  for (const id of args.image_ids ?? []) {
     const image = madeImage(ctx, id);
     if (!image) return refuse('invalid_image_id', `Image ${id} is not one of this account's images; use the id of an item of create_image's images.`);
     // Spec 2.7: an image edited from a photo of a real person "stays an image".
     if (image.animate === 'no') return refuse('image_not_animatable', `Image ${id} was edited from a photo of a real person and stays an image (animate: no); use another image, or the person's photo through start_photo_upload.`);
-    imageUrls.push(imageFileUrl(ctx.service.origin, image).url);
+    imageUrls.push(imageFileUrl(service.origin, image).url);
   }
   // Images the service made show no real person (spec 5: no_real_person).
-  const consents = [...photos.value.consents, ...((plan.imageIds ?? []).length > 0 ? ['no_real_person' as const] : [])];
-  const price = assistantClipPrice(plan.model, plan.duration);
+  const consents = [...photos.value.consents, ...((args.image_ids ?? []).length > 0 ? ['no_real_person' as const] : [])];
+  const request = parseInput(VideoRequest, {
+    prompt: plan.prompt, model: plan.model, duration: plan.duration, ratio: plan.ratio, callback_url: args.callback_url,
+    // Consent is recorded with each request (spec 5): the one the pictures were given with.
+    ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: requestConsent(consents) } : {}),
+  });
+  // The key's default assets are for /v1 clients: an assistant uses only the photos it names, each uploaded with consent.
+  const command = service.videos.command(caller, request, { defaultAssets: false });
+  const price = assistantClipPrice(command.model, command.duration);
   const { max_credits: maxCreditsValue, idempotency_key: key, ...rest } = args;
   return ctx.spending.spend(
-    { assistant: ctx.assistant, account: ctx.caller.account },
+    { assistant: ctx.assistant, account: caller.account },
     { tool, args: rest, idempotencyKey: key, kind: 'clip', price, maxCredits: maxCreditsValue },
-    async (beforeCommit): Promise<Made> => {
-      const body = {
-        prompt: plan.prompt,
-        model: plan.model,
-        duration: plan.duration,
-        ...(plan.ratio ? { ratio: plan.ratio } : {}),
-        ...(plan.callbackUrl ? { callback_url: plan.callbackUrl } : {}),
-        // Consent is recorded with each request (spec 5): the one the pictures were given with.
-        ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: requestConsent(consents) } : {}),
-      };
-      // The key's default assets (PUT /settings/keys/{id}/default-assets) are for /v1 clients: an assistant
-      // uses only the photos it names, each uploaded by the person with consent.
-      const caller = { ...ctx.caller, key: { ...ctx.caller.key, defaultAssetIds: [] } };
-      const answer = fromResult(await createVideo(ctx.service, caller, body, undefined, { price: assistantClipPrice, beforeCommit }));
-      return answer.ok ? { ok: true, id: answer.value.id as number, value: answer.value } : answer;
+    async (): Promise<Made> => {
+      const made = await service.videos.create(caller, command, { price: assistantClipPrice });
+      return { id: made.id, value: made };
     },
   );
 }
@@ -212,15 +218,16 @@ async function createClip(ctx: ToolContext, tool: string, args: Record<string, u
  * the caller's own moderated assets), or a refusal saying what to do about the first that is not ready.
  */
 function readyPhotos(ctx: ToolContext, ids: number[]): Extract<ToolAnswer, { ok: false }> | { ok: true; value: { uris: string[]; consents: SubjectConsent[] } } {
+  const { service, caller } = ctx;
   const no = (code: string, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
   const uris: string[] = [];
   const consents: SubjectConsent[] = [];
   for (const id of ids) {
-    const asset = ctx.service.assets.get(ctx.caller.account.id, id);
+    const asset = service.state.assets.get(caller.account.id, id);
     if (!asset) return no('invalid_photo_id', `Photo ${id} is not one of this account's photos; use an asset_id from get_photo or list_photos.`);
     if (asset.status === 'rejected') return no('photo_rejected', `Photo ${id} failed moderation and cannot be used; ask for another with start_photo_upload.`);
-    if (!ctx.service.assets.usable(asset)) return no('photo_not_ready', `Photo ${id} is still being moderated; call get_photo until its status is ready.`);
-    const consent = ctx.service.photoUploads.consentOf(asset);
+    if (!service.state.assets.usable(asset)) return no('photo_not_ready', `Photo ${id} is still being moderated; call get_photo until its status is ready.`);
+    const consent = service.photoUploads.consentOf(asset);
     if (!consent) return no('consent_required', `Nobody said who is in photo ${id}; ask the person to upload it with start_photo_upload, where they say so.`);
     uris.push(`asset://${asset.id}`);
     consents.push(consent);
@@ -239,7 +246,7 @@ function requestConsent(consents: SubjectConsent[]): SubjectConsent {
   return 'no_real_person';
 }
 
-/** The file link of one of the caller's made images, by its id. */
+/** One of the caller's made images, by its id. */
 function madeImage(ctx: ToolContext, imageId: number): ImageItem | undefined {
   for (const job of ctx.service.store.table('image_job').values()) {
     if (job.accountId !== ctx.caller.account.id || job.imagesDeleted) continue;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Account, ApiKey } from '../accounts.js';
-import type { ServiceStore, Table } from '../state.js';
+import type { Account, ApiKey } from '../core/accounts.js';
+import type { ServiceStore, Table } from '../core/store.js';
 
 /**
  * One assistant connected to an account: a bearer API key used on `/mcp`, or an assistant the account

@@ -1,7 +1,11 @@
-import type { CallToolResult } from '@modelcontextprotocol/server';
-import type { Result } from '../result.js';
-import type { Caller, Service } from '../service.js';
-import type { AssistantSpending, ToolAnswer } from './spending.js';
+import type { CallToolResult, StandardSchemaWithJSON } from '@modelcontextprotocol/server';
+import type { z } from 'zod';
+import { parseOrThrow, ServiceError } from '../contract/problems.js';
+import { StoreWriteError } from '../core/store.js';
+import type { Caller } from '../core/gate.js';
+import type { Service } from '../service.js';
+import { refusalOf, type ToolAnswer } from './answers.js';
+import type { AssistantSpending } from './spending.js';
 
 /** What every tool of one request reads: the service, the spending rules, and who is calling. */
 export interface ToolContext {
@@ -12,13 +16,47 @@ export interface ToolContext {
   assistant: string;
 }
 
-/** An operation's `Result` as a tool answer: its body, or its problem as a refusal. */
-export function fromResult(result: Result): ToolAnswer {
-  const body = result.body as Record<string, unknown>;
-  if (result.status >= 200 && result.status < 300) return { ok: true, value: body };
-  const { code, detail, title, ...rest } = body as { code?: string; detail?: string; title?: string } & Record<string, unknown>;
-  const details = Object.fromEntries(Object.entries(rest).filter(([name]) => !['type', 'status', 'instance', 'error'].includes(name)));
-  return { ok: false, code: code ?? 'error', message: detail ?? title ?? 'The request was refused.', details };
+/**
+ * Runs a tool's work on the service's commands: their answer as the tool's value, and a `ServiceError`
+ * (the spec's code, the same as on `/v1`) as a refusal the assistant can read.
+ */
+export async function attempt(run: () => unknown): Promise<ToolAnswer> {
+  return attemptAnswer(async () => ({ ok: true, value: (await run()) as Record<string, unknown> }));
+}
+
+/** Runs a tool's work that answers for itself (a value or its own refusal), a `ServiceError` as a refusal. */
+export async function attemptAnswer(run: () => Promise<ToolAnswer> | ToolAnswer): Promise<ToolAnswer> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof ServiceError) return refusalOf(error);
+    // Issue 20 item 9: what the call changed was taken back whole; the same call may be made again.
+    if (error instanceof StoreWriteError) return refusalOf(new ServiceError('upstream_busy', 'The change could not be saved, so nothing was changed or charged. Try again shortly.', { retryAfter: 5 }));
+    throw error;
+  }
+}
+
+/**
+ * A tool's input schema from the contract: its JSON Schema is the zod schema's (so a tool shows the same
+ * bounds, enums and descriptions as `/v1`), but the SDK lets every input through, and the tool parses it
+ * itself with `parseInput`, so a bad argument is refused with the contract's code and sentence, as on `/v1`,
+ * not with the SDK's generic "Input validation error".
+ */
+export function contractInput<T extends z.ZodObject>(schema: T): StandardSchemaWithJSON<z.input<T>, unknown> {
+  const standard = schema['~standard'] as unknown as { jsonSchema: StandardSchemaWithJSON['~standard']['jsonSchema'] };
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'cliphook',
+      validate: (value: unknown) => ({ value }),
+      jsonSchema: standard.jsonSchema,
+    },
+  } as unknown as StandardSchemaWithJSON<z.input<T>, unknown>;
+}
+
+/** Parses a tool's arguments with the contract's schema, or throws its refusal. */
+export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.output<T> {
+  return parseOrThrow(schema, args ?? {});
 }
 
 /**

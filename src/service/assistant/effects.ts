@@ -1,4 +1,4 @@
-import { assistantClipPrice, type VideoModel } from '../pricing.js';
+import { assistantClipPrice, type VideoModel } from '../contract/pricing.js';
 
 /** One ready-made clip an assistant can offer by name: a prompt recipe on a fixed model and duration. */
 export interface Effect {

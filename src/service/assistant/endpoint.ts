@@ -3,8 +3,12 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { BodyReadError, readBody } from '../../http/read-body.js';
-import { fail, type Result } from '../result.js';
-import type { Caller, Service } from '../service.js';
+import { ServiceError } from '../contract/problems.js';
+import type { Caller, Identified } from '../core/gate.js';
+import { rateLimitHeaders } from '../core/rate-limit.js';
+import { fail, type Result } from '../http/result.js';
+import type { Service } from '../service.js';
+import { checkOriginAndHost } from './origin-check.js';
 import { registerAccountTools } from './account-tools.js';
 import { registerClipTools } from './clip-tools.js';
 import { registerPhotoTools } from './photo-tools.js';
@@ -60,7 +64,8 @@ export class AssistantEndpoint {
 
   /** The MCP server of one request, with every tool bound to `caller` and its assistant connection. */
   server(caller: Caller): McpServer {
-    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS });
+    // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
+    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
     const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
     const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
     registerClipTools(server, ctx);
@@ -69,8 +74,38 @@ export class AssistantEndpoint {
     return server;
   }
 
-  /** Answers one request at /mcp from a caller the router's guard let in; `undefined` once it wrote the response. */
-  async handle(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<Result | undefined> {
+  /**
+   * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer. In
+   * order: DNS rebinding (a Host or Origin that is neither this machine nor the service is 403, issue 20 item
+   * 4), the credential (401 with the challenge that points to the sign-in, 403 insufficient_scope), then,
+   * once the body says what it is, the 60 a minute and the balance floor of `/v1` for every message but
+   * those that cost nothing (`uncounted`, issue 20 item 12).
+   */
+  async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
+    const foreign = checkOriginAndHost(req, this.#service.origin);
+    if (foreign) {
+      req.resume();
+      return foreign;
+    }
+    let who: Identified;
+    try {
+      who = await this.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
+    } catch (error) {
+      req.resume();
+      return this.#refusal(error);
+    }
+    return this.#handle(req, res, who);
+  }
+
+  /** A `ServiceError` as the answer of `/mcp`, with its challenge for a 401 or 403. */
+  #refusal(error: unknown, headers: Record<string, string> = {}): Result {
+    if (!(error instanceof ServiceError)) throw error;
+    const result = fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}), ...(error.code === 'insufficient_credits' ? { userActionUrl: `${this.#service.origin}/settings/top-up` } : {}) });
+    const challenge = this.signIn.challenge(error.code);
+    return { ...result, headers: { ...headers, ...result.headers, ...(challenge ? { 'www-authenticate': challenge } : {}) } };
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse, who: Identified): Promise<Result | undefined> {
     let body: Buffer | undefined;
     if (req.method === 'POST') {
       try {
@@ -83,6 +118,21 @@ export class AssistantEndpoint {
       }
     } else {
       req.resume();
+    }
+    const { limitName: _limitName, ...identified } = who;
+    let caller: Caller = identified;
+    let limits: Record<string, string> = {};
+    if (!uncounted(req.method, body)) {
+      const { gate } = this.#service;
+      try {
+        const admitted = await gate.admit(who);
+        limits = rateLimitHeaders(admitted.decision);
+        if (!admitted.decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${admitted.decision.limit} requests a minute per API key.`, { retryAfter: admitted.decision.retryAfter });
+        gate.floor(admitted.caller.account);
+        caller = admitted.caller;
+      } catch (error) {
+        return this.#refusal(error, limits);
+      }
     }
     const abort = new AbortController();
     res.once('close', () => abort.abort());
@@ -97,10 +147,9 @@ export class AssistantEndpoint {
       signal: abort.signal,
       ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
     });
-    const assistant = caller.assistant;
-    const authInfo = { token: '', clientId: assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
+    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
     const response = await this.#handler.fetch(request, { authInfo });
-    const out: Record<string, string> = { ...caller.headers };
+    const out: Record<string, string> = { ...limits };
     response.headers.forEach((value, name) => {
       out[name] = value;
     });
@@ -117,5 +166,22 @@ export class AssistantEndpoint {
 
   close(): Promise<void> {
     return this.#handler.close();
+  }
+}
+
+/**
+ * The requests that do not count against the 60 a minute (issue 20 item 12): GET and DELETE, which a
+ * stateless server answers 405 whatever they carry, and `notifications/initialized`, which every
+ * 2025-era client sends after `initialize` and which does nothing here. Anything else counts, a batch
+ * included.
+ */
+function uncounted(method: string | undefined, body: Buffer | undefined): boolean {
+  if (method === 'GET' || method === 'DELETE') return true;
+  if (method !== 'POST' || !body || body.length > 256) return false;
+  try {
+    const message = JSON.parse(body.toString('utf8')) as { jsonrpc?: unknown; method?: unknown; id?: unknown };
+    return message?.jsonrpc === '2.0' && message.method === 'notifications/initialized' && !('id' in message);
+  } catch {
+    return false;
   }
 }

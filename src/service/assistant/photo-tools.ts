@@ -1,12 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { Asset } from '../assets/assets.js';
-import { listAssets } from '../assets/operations.js';
-import { assetUri } from '../assets/views.js';
-import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../photos/uploads.js';
+import type { Asset } from '../resources/assets/assets.js';
+import { assetUri } from '../resources/assets/views.js';
+import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../resources/photos/uploads.js';
 import { signalOf } from './clip-tools.js';
-import { fromResult, toToolResult, type ToolContext } from './context.js';
-import { refuse, type ToolAnswer } from './spending.js';
+import { refuse, type ToolAnswer } from './answers.js';
+import { attempt, toToolResult, type ToolContext } from './context.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
 
 /**
@@ -44,20 +43,19 @@ export function registerPhotoTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: z.object({ upload_id: z.string(), upload_url: z.string(), expires_at: z.string(), instructions: z.string() }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    async () => {
-      const { upload, token } = service.photoUploads.create({ accountId: caller.account.id, keyId: caller.key.id });
-      await service.store.commit();
-      const minutes = PHOTO_UPLOAD_TTL_MS / 60_000;
-      return toToolResult({
-        ok: true,
-        value: {
-          upload_id: upload.id,
-          upload_url: `${service.origin}${PHOTO_UPLOAD_PATH}/${token}`,
-          expires_at: new Date(upload.expiresAt).toISOString(),
-          instructions: `Give this link to the person: they open it, pick a photo and say who is in it. It works once, for ${minutes} minutes. Then call get_photo with upload_id "${upload.id}".`,
-        },
-      });
-    },
+    async () =>
+      toToolResult(
+        await attempt(async () => {
+          const { upload, token } = await service.store.unit(async () => service.photoUploads.create({ accountId: caller.account.id, keyId: caller.key.id }));
+          const minutes = PHOTO_UPLOAD_TTL_MS / 60_000;
+          return {
+            upload_id: upload.id,
+            upload_url: `${service.origin}${PHOTO_UPLOAD_PATH}/${token}`,
+            expires_at: new Date(upload.expiresAt).toISOString(),
+            instructions: `Give this link to the person: they open it, pick a photo and say who is in it. It works once, for ${minutes} minutes. Then call get_photo with upload_id "${upload.id}".`,
+          };
+        }),
+      ),
   );
 
   server.registerTool(
@@ -96,11 +94,9 @@ export function registerPhotoTools(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async (args) => {
-      const listed = fromResult(listAssets(service, caller, { limit: args.limit ?? 20, offset: args.offset ?? 0 }));
-      if (!listed.ok) return toToolResult(listed);
-      const page = listed.value as { data: Array<{ id: number }>; total: number; limit: number; offset: number };
+      const page = service.assets.list(caller, { limit: args.limit ?? 20, offset: args.offset ?? 0 });
       const data = page.data.map(({ id }) => {
-        const asset = service.assets.get(caller.account.id, id)!;
+        const asset = service.state.assets.get(caller.account.id, id)!;
         return { asset_id: asset.id, asset_uri: assetUri(asset), name: asset.name, subject_consent: ctx.service.photoUploads.consentOf(asset), created_at: new Date(asset.createdAt).toISOString() };
       });
       return toToolResult({ ok: true, value: { data, total: page.total, limit: page.limit, offset: page.offset } });
@@ -113,13 +109,13 @@ function findPhoto(ctx: ToolContext, photoId: string | number): ToolAnswer {
   const { service, caller } = ctx;
   const asNumber = typeof photoId === 'number' ? photoId : /^[1-9]\d{0,15}$/.test(photoId) ? Number(photoId) : null;
   if (asNumber !== null) {
-    const asset = service.assets.get(caller.account.id, asNumber);
+    const asset = service.state.assets.get(caller.account.id, asNumber);
     if (!asset) return refuse('not_found', `No photo ${photoId}: give the upload_id of start_photo_upload or an asset_id of list_photos.`);
     return { ok: true, value: photoView(ctx, photoId, service.photoUploads.byAsset(caller.account.id, asset.id) ?? null, asset) };
   }
   const upload = service.photoUploads.get(caller.account.id, String(photoId));
   if (!upload) return refuse('not_found', `No photo upload ${JSON.stringify(photoId)}: give the upload_id of start_photo_upload or an asset_id of list_photos.`);
-  const asset = upload.assetId === null ? null : (service.assets.get(caller.account.id, upload.assetId) ?? null);
+  const asset = upload.assetId === null ? null : (service.state.assets.get(caller.account.id, upload.assetId) ?? null);
   if (upload.assetId !== null && !asset) return refuse('not_found', `The photo of upload ${upload.id} was deleted. Call start_photo_upload for a new one.`);
   return { ok: true, value: photoView(ctx, photoId, upload, asset) };
 }
@@ -152,7 +148,7 @@ const NEXT_STEPS: Record<PhotoState, string> = {
 function photoState({ service }: ToolContext, upload: PhotoUpload | null, asset: Asset | null): PhotoState {
   if (!asset) return upload && service.photoUploads.expired(upload) ? 'expired' : 'waiting_for_upload';
   if (asset.status === 'rejected') return 'rejected';
-  return service.assets.usable(asset) ? 'ready' : 'pending';
+  return service.state.assets.usable(asset) ? 'ready' : 'pending';
 }
 
 const settled = (state: unknown) => state === 'ready' || state === 'rejected' || state === 'expired';
@@ -173,7 +169,7 @@ function waitForPhoto(ctx: ToolContext, photoId: string | number, ms: number, si
     const timers: unknown[] = [];
     const done = () => {
       service.photoUploads.off('uploaded', check);
-      service.assets.off('moderated', check);
+      service.state.assets.off('moderated', check);
       signal?.removeEventListener('abort', done);
       for (const timer of timers) service.clock.clearTimeout(timer);
       resolve();
@@ -183,7 +179,7 @@ function waitForPhoto(ctx: ToolContext, photoId: string | number, ms: number, si
       if (!current || settled(current.status)) done();
     };
     service.photoUploads.on('uploaded', check);
-    service.assets.on('moderated', check);
+    service.state.assets.on('moderated', check);
     signal?.addEventListener('abort', done, { once: true });
     timers.push(service.clock.setTimeout(done, ms));
     // A link that expires during the wait ends it too.

@@ -1,6 +1,7 @@
-import { fail, ok, type Result } from '../result.js';
-import type { Caller, Service } from '../service.js';
-import { DAILY_LIMITS, isDailyLimit, type AssistantRow } from './connections.js';
+import { ServiceError } from '../contract/problems.js';
+import type { Caller } from '../core/gate.js';
+import type { Service } from '../service.js';
+import type { AssistantRow } from './connections.js';
 import type { AssistantSignIn } from './sign-in.js';
 import type { AssistantSpending } from './spending.js';
 
@@ -22,29 +23,25 @@ export class AssistantSettings {
   }
 
   /** GET /settings/assistants */
-  list(caller: Caller): Result {
-    return ok(200, { object: 'list', data: this.#signIn.connections.of(caller.account.id).map((row) => this.#view(row, caller)) });
+  list(caller: Caller) {
+    return { object: 'list' as const, data: this.#signIn.connections.of(caller.account.id).map((row) => this.#view(row, caller)) };
   }
 
-  /** PATCH /settings/assistants/{id} `{ "daily_limit": 50 }`, or `null` for the default. */
-  async update(caller: Caller, id: string, body: unknown): Promise<Result> {
+  /** PATCH /settings/assistants/{id} `{ "daily_limit": 50 }`, or `null` for the default (the contract checked its bounds). */
+  async update(caller: Caller, id: string, dailyLimit: number | null) {
     const row = this.#own(caller, id);
-    if (!row) return fail('not_found', { detail: `No assistant ${id}.` });
-    if (row.disconnectedAt !== null) return fail('not_found', { detail: `Assistant ${id} was disconnected.` });
-    const fields = body as { daily_limit?: unknown } | null;
-    if (!fields || typeof fields !== 'object' || !('daily_limit' in fields) || !(fields.daily_limit === null || isDailyLimit(fields.daily_limit))) {
-      return fail('invalid_parameter', { detail: `daily_limit is a whole number of credits from 0 to ${DAILY_LIMITS.max}, or null for the default.` });
-    }
-    const changed = await this.#signIn.connections.setDailyLimit(row, fields.daily_limit as number | null);
-    return ok(200, this.#view(changed, caller));
+    if (!row) throw new ServiceError('not_found', `No assistant ${id}.`);
+    if (row.disconnectedAt !== null) throw new ServiceError('not_found', `Assistant ${id} was disconnected.`);
+    const changed = await this.#signIn.connections.setDailyLimit(row, dailyLimit);
+    return this.#view(changed, caller);
   }
 
   /** DELETE /settings/assistants/{id}: its tokens stop working at once. */
-  async disconnect(caller: Caller, id: string): Promise<Result> {
+  async disconnect(caller: Caller, id: string) {
     const row = this.#own(caller, id);
-    if (!row || row.disconnectedAt !== null) return fail('not_found', { detail: `No connected assistant ${id}.` });
+    if (!row || row.disconnectedAt !== null) throw new ServiceError('not_found', `No connected assistant ${id}.`);
     const ended = await this.#signIn.disconnect(row);
-    return ok(200, { id: ended.id, object: 'assistant', disconnected: true, disconnected_at: iso(ended.disconnectedAt) });
+    return { id: ended.id, object: 'assistant' as const, disconnected: true as const, disconnected_at: iso(ended.disconnectedAt) };
   }
 
   #own(caller: Caller, id: string): AssistantRow | undefined {

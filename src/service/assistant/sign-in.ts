@@ -1,13 +1,19 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
+import { ServiceError } from '../contract/problems.js';
+import type { Identified } from '../core/gate.js';
 import type { Service } from '../service.js';
-import { refuseAuth, type GuardResult } from '../guard.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
 import { ConsentPage } from './oauth/consent.js';
 import { MCP_SCOPE } from './oauth/paths.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
 
-/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (and at the bare one). */
-export const PROTECTED_RESOURCE_PATHS = Object.freeze(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+/** RFC 9728's document for the assistant endpoint, at its path-inserted well-known URL (section 3.1). */
+export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
+/**
+ * The bare well-known URL names the resource `{origin}` itself, which is not protected by OAuth here: a
+ * document there claiming `{origin}/mcp` is one RFC 9728 section 3.3 tells clients to reject.
+ */
+export const ROOT_PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 
 /**
  * How an assistant signs in to `/mcp` (spec 5.7): the bearer API key, or an OAuth access token the
@@ -27,7 +33,7 @@ export class AssistantSignIn {
     this.#service = service;
     this.#mcpPath = mcpPath;
     this.#fetch = fetchClientMetadata;
-    this.connections = new AssistantConnections(service.store, () => service.clock.now());
+    this.connections = new AssistantConnections(service.store as never, () => service.clock.now());
     this.consent = new ConsentPage(service, () => this.oauth(), this.connections);
   }
 
@@ -41,7 +47,7 @@ export class AssistantSignIn {
     const issuer = this.#service.origin;
     if (this.#oauth?.issuer !== issuer) {
       const server = createOAuthServer({
-        store: this.#service.store,
+        store: this.#service.store as never,
         issuer,
         resource: this.resource,
         accountExists: (id) => /^\d+$/.test(id) && this.#service.accounts.get(Number(id)) !== undefined,
@@ -68,29 +74,51 @@ export class AssistantSignIn {
     };
   }
 
-  /** Checks the bearer credential of a request to `/mcp`, then the same rate limit and balance rules as `/v1`. */
-  async authenticate(authorization: string | undefined): Promise<GuardResult> {
-    // The SDK's own derivation (RFC 9728 section 3.1, path-inserted), the one its clients compute too.
-    const challenge = `, resource_metadata="${getOAuthProtectedResourceMetadataUrl(new URL(this.resource))}", scope="${MCP_SCOPE}"`;
-    const byKey = this.#service.accounts.authenticate(authorization);
-    if (byKey === 'invalid_auth_header') return refuseAuth(byKey, 'Send Authorization: Bearer <API key or OAuth access token>.', challenge);
+  /**
+   * Who the bearer credential of a request to `/mcp` is: an API key or an OAuth access token, with its
+   * assistant connection. The rate limit and balance rules of `/v1` are applied after (`Service.admit`),
+   * by the endpoint, which knows which messages count. With the client's `address`, a credential that
+   * is neither a key nor a token counts against it, and an address past its failed authentications is
+   * refused first (429, issue 20 item 6).
+   */
+  async identify(authorization: string | undefined, address?: string): Promise<Identified> {
+    const { gate, accounts } = this.#service;
+    gate.allowAttempt(address);
+    const byKey = accounts.authenticate(authorization);
+    if (byKey === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key or OAuth access token>.');
     if (typeof byKey !== 'string') {
       const assistant = this.connections.forKey(byKey.key);
-      if (assistant.disconnectedAt !== null) return refuseAuth('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.', challenge);
-      return this.#service.admit({ ...byKey, limitName: this.#service.limitName(byKey.key), assistant });
+      if (assistant.disconnectedAt !== null) throw new ServiceError('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.');
+      return { ...byKey, limitName: gate.limitName(byKey.key), assistant };
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization ?? '')![1]!;
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
-      return refuseAuth('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).', challenge);
+      gate.failed(address);
+      throw new ServiceError('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).');
     }
+    // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).
+    if (!found.scopes.has(MCP_SCOPE)) throw new ServiceError('insufficient_scope', `This access token does not carry the ${MCP_SCOPE} scope; sign in again asking for scope=${MCP_SCOPE}.`);
     const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
-    const account = assistant ? this.#service.accounts.get(assistant.accountId) : undefined;
-    if (!assistant || !account || String(account.id) !== found.accountId) return refuseAuth('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.', challenge);
-    const key = this.#service.accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
-    if (!key) return refuseAuth('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.', challenge);
-    return this.#service.admit({ account, key, limitName: `assistant:${assistant.id}`, assistant });
+    const account = assistant ? accounts.get(assistant.accountId) : undefined;
+    if (!assistant || !account || String(account.id) !== found.accountId) throw new ServiceError('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.');
+    const key = accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
+    if (!key) throw new ServiceError('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.');
+    return { account, key, limitName: `assistant:${assistant.id}`, assistant };
+  }
+
+  /**
+   * The `WWW-Authenticate` challenge of a refusal at `/mcp` (RFC 6750 §3, RFC 9728 §5.1): it points to the
+   * protected resource metadata and the scope to ask for, so a client can sign in from the 401 alone.
+   */
+  challenge(code: string): string | null {
+    // The SDK's own derivation (RFC 9728 section 3.1, path-inserted), the one its clients compute too.
+    const hint = `, resource_metadata="${getOAuthProtectedResourceMetadataUrl(new URL(this.resource))}", scope="${MCP_SCOPE}"`;
+    if (code === 'invalid_auth_header') return `Bearer realm="cliphook"${hint}`;
+    if (code === 'invalid_api_key') return `Bearer realm="cliphook", error="invalid_token"${hint}`;
+    if (code === 'insufficient_scope') return `Bearer realm="cliphook", error="insufficient_scope"${hint}`;
+    return null;
   }
 
   /** Ends a connection: its tokens and grant are revoked at once, and its next request is a 401. */
@@ -104,4 +132,3 @@ export class AssistantSignIn {
     return this.connections.disconnect(row);
   }
 }
-

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { Account } from '../accounts.js';
-import type { Result } from '../result.js';
-import type { Table } from '../state.js';
+import { ServiceError } from '../contract/problems.js';
+import type { Account } from '../core/accounts.js';
+import type { Table } from '../core/store.js';
 import type { Service } from '../service.js';
-import { VideoLifecycle } from '../videos/lifecycle.js';
+import { VideoLifecycle } from '../resources/videos/lifecycle.js';
+import { refuse, refusalOf, type ToolAnswer } from './answers.js';
 
 /** The assistant endpoint's spending limits (spec 5.7 and 8). */
 export const ASSISTANT_LIMITS = Object.freeze({
@@ -15,12 +16,6 @@ export const ASSISTANT_LIMITS = Object.freeze({
   idempotencyWindowMs: 24 * 3_600_000,
   dayMs: 24 * 3_600_000,
 });
-
-/** What a tool answers: a value, or a refusal the assistant can read (nothing charged). */
-export type ToolAnswer = { ok: true; value: Record<string, unknown> } | { ok: false; code: string; message: string; details?: Record<string, unknown> };
-
-/** A refusal. */
-export const refuse = (code: string, message: string, details?: Record<string, unknown>): ToolAnswer => ({ ok: false, code, message, ...(details ? { details } : {}) });
 
 /** Who is spending: one assistant connection (an API key used on `/mcp`, or an OAuth approval) of one account. */
 export interface Spender {
@@ -40,13 +35,7 @@ export interface SpendRequest {
 }
 
 /** What `make` created: the answer, and the id of the clip or image job the credits went to. */
-export type Made = { ok: true; id: number; value: Record<string, unknown> } | Extract<ToolAnswer, { ok: false }>;
-
-/**
- * What `make` hands to the creating operation (`createVideo`, `createImage`): it writes the charge into
- * the ledger, and the call's first answer, in the same commit as the task and its charge.
- */
-export type BeforeCommit = (result: Result) => (() => void) | void;
+export type Made = { id: number; value: Record<string, unknown> };
 
 /** One charge of an assistant, kept in the data file: what it made and when. */
 export interface SpendRow {
@@ -96,10 +85,10 @@ export class AssistantSpending {
   constructor(service: Service, limit: (assistant: string, account: Account) => number) {
     this.#service = service;
     this.#limit = limit;
-    this.#spends = service.store.table('assistant_spend');
-    this.#calls = service.store.table('assistant_call');
+    this.#spends = service.store.table('assistant_spend') as unknown as Table<SpendRow>;
+    this.#calls = service.store.table('assistant_call') as unknown as Table<CallRow>;
     for (const spend of this.#spends.values()) this.#index(spend);
-    service.videos.on('change', (video: { id: number }) => {
+    service.state.videos.on('change', (video: { id: number }) => {
       const spend = this.#byClip.get(video.id);
       if (spend) this.#credits(spend);
     });
@@ -125,7 +114,7 @@ export class AssistantSpending {
   runningClips(assistant: string): number {
     return (this.#ledger.get(assistant) ?? []).filter((spend) => {
       if (spend.kind !== 'clip') return false;
-      const status = this.#service.videos.get(spend.targetId)?.status;
+      const status = this.#service.state.videos.get(spend.targetId)?.status;
       return status === 'pending' || status === 'generating';
     }).length;
   }
@@ -134,7 +123,7 @@ export class AssistantSpending {
    * Runs one spending call under the rules: the first answer of a repeat, else the checks, else `make`.
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
-  async spend(who: Spender, request: SpendRequest, make: (beforeCommit: BeforeCommit) => Promise<Made>): Promise<ToolAnswer> {
+  async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
     const now = this.#service.clock.now();
     this.#forgetOld(now);
     const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
@@ -158,7 +147,7 @@ export class AssistantSpending {
     }
   }
 
-  async #checkAndMake(who: Spender, request: SpendRequest, keys: Array<{ id: string; window: number }>, make: (beforeCommit: BeforeCommit) => Promise<Made>): Promise<ToolAnswer> {
+  async #checkAndMake(who: Spender, request: SpendRequest, keys: Array<{ id: string; window: number }>, make: () => Promise<Made>): Promise<ToolAnswer> {
     const { price, maxCredits } = request;
     if (price > maxCredits) {
       return refuse('max_credits_exceeded', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { price, max_credits: maxCredits });
@@ -171,33 +160,33 @@ export class AssistantSpending {
     if (used + price > limit) {
       return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last 24 hours. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
     }
-    let recorded = false;
-    // The charge and the first answer go into the ledger in the task's own commit: a crash keeps all or none.
-    const record = (id: number, value: Record<string, unknown>) => {
-      const at = this.#service.clock.now();
-      const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: id, at, credits: price });
-      this.#index(spend);
-      const ledger = this.#ledgerOf(who.assistant);
-      for (const { id: callKey, window } of keys) this.#calls.put({ id: callKey, at, window, value });
-      recorded = true;
-      return () => {
-        this.#spends.remove(spend.id);
-        ledger.splice(ledger.indexOf(spend), 1);
-        if (this.#byClip.get(id) === spend) this.#byClip.delete(id);
-        for (const { id: callKey } of keys) this.#calls.remove(callKey);
-        recorded = false;
-      };
-    };
-    const made = await make((result) => {
-      const body = result.body as Record<string, unknown>;
-      if (result.status >= 200 && result.status < 300 && typeof body.id === 'number') return record(body.id, body);
-    });
-    if (!made.ok) return made;
-    if (!recorded) {
-      record(made.id, made.value);
-      await this.#service.store.commit();
+    // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
+    // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
+    let undo: (() => void) | null = null;
+    try {
+      const made = await this.#service.store.unit(async () => {
+        const created = await make();
+        const at = this.#service.clock.now();
+        const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
+        this.#index(spend);
+        for (const { id: callKey, window } of keys) this.#calls.put({ id: callKey, at, window, value: created.value });
+        undo = () => this.#unindex(spend);
+        return created;
+      });
+      return { ok: true, value: made.value };
+    } catch (error) {
+      (undo as (() => void) | null)?.();
+      if (error instanceof ServiceError) return refusalOf(error);
+      if (error instanceof Error && error.name === 'StoreWriteError') return refuse('upstream_busy', 'The charge could not be saved, so nothing was made or charged. Try again shortly.');
+      throw error;
     }
-    return { ok: true, value: made.value };
+  }
+
+  #unindex(spend: SpendRow): void {
+    const ledger = this.#ledgerOf(spend.assistant);
+    const at = ledger.indexOf(spend);
+    if (at >= 0) ledger.splice(at, 1);
+    if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
   }
 
   #ledgerOf(assistant: string): SpendRow[] {
@@ -213,7 +202,7 @@ export class AssistantSpending {
   #credits(spend: SpendRow): number {
     let held: number | null = null;
     if (spend.kind === 'clip') {
-      const video = this.#service.videos.get(spend.targetId);
+      const video = this.#service.state.videos.get(spend.targetId);
       if (video) held = VideoLifecycle.creditsUsed(video);
     } else {
       const job = this.#service.store.table('image_job').get(spend.targetId);

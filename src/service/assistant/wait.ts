@@ -1,5 +1,5 @@
 import type { Service } from '../service.js';
-import type { Video } from '../videos/lifecycle.js';
+import type { Video } from '../resources/videos/lifecycle.js';
 
 /** The longest a tool waits for a clip or an image to end (spec 5.7: "waits up to 45 s"). */
 export const MAX_TOOL_WAIT_SECONDS = 45;
@@ -14,16 +14,16 @@ export function waitForClip(service: Service, video: Video, ms: number, signal?:
   if (ended(video) || ms <= 0 || signal?.aborted) return Promise.resolve(video);
   return new Promise((resolve) => {
     const done = () => {
-      service.videos.off('terminal', onTerminal);
-      service.videos.off('change', onChange);
+      service.state.videos.off('terminal', onTerminal);
+      service.state.videos.off('change', onChange);
       signal?.removeEventListener('abort', done);
       service.clock.clearTimeout(timer);
-      resolve(service.videos.get(video.id) ?? video);
+      resolve(service.state.videos.get(video.id) ?? video);
     };
     const onTerminal = (changed: Video) => changed.id === video.id && done();
     const onChange = (changed: Video) => changed.id === video.id && changed.status === 'cancelled' && done();
-    service.videos.on('terminal', onTerminal);
-    service.videos.on('change', onChange);
+    service.state.videos.on('terminal', onTerminal);
+    service.state.videos.on('change', onChange);
     signal?.addEventListener('abort', done, { once: true });
     const timer = service.clock.setTimeout(done, ms);
   });

@@ -1,24 +1,17 @@
-import { createReadStream } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { assetFile, deleteAsset, getAsset, listAssets, uploadAsset } from '../assets/operations.js';
-import { createImage, deleteImage, getImage, imageFile, listImages } from '../images/operations.js';
-import { mediaFile } from '../media-files.js';
-import { pricingView } from '../pricing.js';
-import { fail, ok, type Result } from '../result.js';
-import { Service, type Caller, type ServiceOptions } from '../service.js';
-import { createKey, listKeys, revokeKey, rotateSecret, setDefaultAssets, topUp } from '../settings.js';
-import { advanceClock, getClock } from '../test-helpers.js';
-import { createBatch, createVideo, deleteVideo, getAccount, getVideo, listVideos, retryVideo } from '../videos/operations.js';
-import { Router, send, type Guard, type RouteRequest } from './router.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
-import { AssistantEndpoint, MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
-import { isOAuthPath, OAUTH_PATHS } from '../assistant/oauth/paths.js';
-import { PROTECTED_RESOURCE_PATHS } from '../assistant/sign-in.js';
-import { PAGE_FILES_PATH, pageFileRoute } from '../pages/page.js';
-import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
-import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
-import { PHOTO_UPLOAD_PATH } from '../photos/uploads.js';
+import { problem } from '../../protocol/problem.js';
+import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import { AssistantEndpoint } from '../assistant/endpoint.js';
+import { isOAuthPath } from '../assistant/oauth/paths.js';
+import { Service, type ServiceOptions } from '../service.js';
+import { pipelineDeps } from './deps.js';
+import { ServiceRouter } from './dispatch.js';
+import { extraRoutes } from './extras.js';
+import { handlers, type Handlers } from './operations.js';
+import type { Handler } from './pipeline.js';
+import { sendProblem } from './respond.js';
+import type { Caller } from '../core/gate.js';
 
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
@@ -26,14 +19,32 @@ export interface ServiceApp {
   readonly service: Service;
   /** The assistant endpoint at `/mcp`, or `null` when it is turned off. */
   readonly assistant: AssistantEndpoint | null;
+  /** Every route it serves, `METHOD /path`, for the test that it and the contract agree. */
+  readonly routes: readonly string[];
   /** Stops the service's timers and emitter and writes its data file. */
   close(): Promise<void>;
 }
 
+/** What `createServiceApp` takes: the service's options (or a service), and whether the assistant endpoint is on. */
+export type AppOptions = ServiceOptions & {
+  service?: Service;
+  /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
+  assistant?: boolean;
+  /**
+   * How the authorization server connects to fetch client ID metadata documents (an `https://` URL as
+   * `client_id`). The URL checks (https, no literal private or loopback address, no `localhost`) run
+   * before it either way.
+   * @default https whose lookup refuses private and loopback addresses before connecting (the webhooks' guard)
+   */
+  fetchClientMetadata?: typeof fetch;
+};
+
 /**
- * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given): `/v1`
- * (keyed except GET /pricing and GET /media), the account settings at `/settings` and the simulated
- * clock at `/test_helpers` (both keyed, and open below 10 credits, since they are how one tops up).
+ * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given), its router
+ * made from the contract (`contract/routes.ts`): `/v1` (keyed except GET /pricing, GET /media and the
+ * OpenAPI document), the account settings at `/settings` and the test helpers at `/test_helpers` (keyed,
+ * open below 10 credits, since they are how one tops up), and beside them the service's pages, its file
+ * links and the assistant endpoint with its sign-in.
  * @example
  * const app = await createServiceApp({ file: false, speed: 'fast' });
  * http.createServer(app).listen(8080);
@@ -44,21 +55,24 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
   const assistant =
     options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
-  const router = routes(service, assistant);
+  const bound = handlers(service, assistant?.settings ?? null);
+  const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
+  const router = new ServiceRouter(contract, extraRoutes(service, assistant), pipelineDeps(service, report), report);
   const app = ((req, res) => {
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
     if (assistant && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
       return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
         report(error);
-        if (!res.headersSent) send(res, fail('internal_error'));
+        if (!res.headersSent) sendProblem(res, problem('internal_error'));
         else res.destroy();
       });
     }
-    void router.handle(req, res, report).catch(report);
+    void router.handle(req, res);
   }) as ServiceApp;
   Object.defineProperties(app, {
     service: { value: service },
     assistant: { value: assistant },
+    routes: { value: router.routes },
     close: {
       value: async () => {
         await assistant?.close();
@@ -67,124 +81,6 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     },
   });
   return app;
-}
-
-/** What `createServiceApp` takes: the service's options (or a service), and whether the assistant endpoint is on. */
-export type AppOptions = ServiceOptions & {
-  service?: Service;
-  /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
-  assistant?: boolean;
-  /**
-   * How the authorization server fetches client ID metadata documents (an `https://` URL as `client_id`).
-   * @default the library's own fetch, which refuses private and loopback addresses
-   */
-  fetchClientMetadata?: typeof fetch;
-};
-
-function routes(service: Service, assistant: AssistantEndpoint | null): Router {
-  const guard = (lowBalanceOk: boolean): Guard<Caller> => async (req) => {
-    const checked = await service.guard(req.headers.authorization, { lowBalanceOk });
-    return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
-  };
-  // `/v1`: every keyed endpoint answers 402 below 10 credits (spec 4). The idempotent POSTs check it
-  // themselves, after looking for a replay: a replay returns the original response whatever the balance.
-  const keyed = { guard: guard(false) };
-  const idempotentPost = { guard: guard(true) };
-  const settings = { guard: guard(true) };
-  const idempotencyKey = (req: IncomingMessage) => req.headers['idempotency-key'];
-  type Req = RouteRequest<Caller>;
-
-  const router = new Router()
-    .add('GET', '/v1/pricing', () => ok(200, pricingView()))
-    .add('GET', '/v1/media/:file', async ({ req, params, query }, res) => {
-      const answer = await mediaFile(service, params.file!, query, req.headers.range);
-      if ('body' in answer) return answer;
-      res.writeHead(answer.status, answer.headers);
-      createReadStream(answer.path, { start: answer.start, end: answer.end }).on('error', () => res.destroy()).pipe(res);
-      return undefined;
-    })
-    .add('POST', '/v1/videos', ({ req, caller, body }: Req) => createVideo(service, caller, body, idempotencyKey(req)), idempotentPost)
-    .add('POST', '/v1/videos/batch', ({ req, caller, body }: Req) => createBatch(service, caller, body, idempotencyKey(req)), idempotentPost)
-    .add('GET', '/v1/videos', ({ caller, query }: Req) => listVideos(service, caller, query), keyed)
-    .add('GET', '/v1/videos/:id', ({ caller, params }: Req) => getVideo(service, caller, params.id!), keyed)
-    .add('DELETE', '/v1/videos/:id', ({ caller, params }: Req) => deleteVideo(service, caller, params.id!), keyed)
-    .add('POST', '/v1/videos/:id/retry', ({ caller, params }: Req) => retryVideo(service, caller, params.id!), keyed)
-    .add('GET', '/v1/account', ({ caller }: Req) => getAccount(service, caller), keyed)
-    .add('POST', '/v1/assets', ({ req, caller }: Req) => uploadAsset(service, caller, req), { ...keyed, rawBody: true })
-    .add('GET', '/v1/assets', ({ caller, query }: Req) => listAssets(service, caller, query), keyed)
-    .add('GET', '/v1/assets/:id', ({ caller, params }: Req) => getAsset(service, caller, params.id!), keyed)
-    .add('DELETE', '/v1/assets/:id', ({ caller, params }: Req) => deleteAsset(service, caller, params.id!), keyed)
-    .add('POST', '/v1/images', ({ req, caller, body }: Req) => createImage(service, caller, body, idempotencyKey(req)), idempotentPost)
-    .add('GET', '/v1/images', ({ caller, query }: Req) => listImages(service, caller, query), keyed)
-    .add('GET', '/v1/images/:id', ({ caller, params, query }: Req) => getImage(service, caller, params.id!, query), keyed)
-    .add('DELETE', '/v1/images/:id', ({ caller, params }: Req) => deleteImage(service, caller, params.id!), keyed)
-    // Public, unguessable file links (spec 2.6 public_url, 2.7 url and thumbnail_url): the token is the credential.
-    .add('GET', '/files/assets/:file', ({ params }, res) => sendFile(res, assetFile(service, params.file!)))
-    .add('GET', '/files/images/:file', ({ params }, res) => sendFile(res, imageFile(service, params.file!)))
-    .add('POST', '/settings/top-up', ({ caller, body }: Req) => topUp(service, caller, body), settings)
-    // The page a 402's user_action and the assistant's get_topup_link send a person to.
-    .add('GET', TOP_UP_PAGE_PATH, (_, res) => showTopUp(res))
-    .add('POST', TOP_UP_FORM_PATH, ({ req }, res) => receiveTopUp(service, req, res), { rawBody: true })
-    .add('GET', '/settings/keys', ({ caller }: Req) => listKeys(service, caller), settings)
-    .add('POST', '/settings/keys', ({ caller }: Req) => createKey(service, caller), settings)
-    .add('DELETE', '/settings/keys/:id', ({ caller, params }: Req) => revokeKey(service, caller, params.id!), settings)
-    .add('POST', '/settings/keys/:id/rotate-secret', ({ caller, params }: Req) => rotateSecret(service, caller, params.id!), settings)
-    .add('PUT', '/settings/keys/:id/default-assets', ({ caller, params, body }: Req) => setDefaultAssets(service, caller, params.id!, body), settings)
-    .add('GET', '/test_helpers/clock', () => getClock(service), settings)
-    .add('POST', '/test_helpers/clock/advance', ({ body }: Req) => advanceClock(service, body), settings)
-    // The webhook's video_url (spec 6.5): the clip's page in the web UI, which opens only for a signed-in browser.
-    .add('GET', '/videos/:id', () => {
-      const result = fail('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.' });
-      return { ...result, headers: { ...result.headers, 'www-authenticate': 'Bearer realm="cliphook"' } };
-    })
-    .add('GET', MCP_STATUS_PATH, () => ok(200, assistantStatus(service, assistant !== null)))
-    // The service's pages (issue 15): their CSS and scripts by file name, and the assistant's photo upload link.
-    .add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute)
-    .add('GET', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => showPhotoUpload(service, request, res))
-    .add('POST', `${PHOTO_UPLOAD_PATH}/:token`, (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
-  if (assistant) {
-    // The bearer API key or an OAuth access token: 401 with WWW-Authenticate (pointing to the RFC 9728
-    // metadata), the same 60 a minute, 402 below 10 credits.
-    const signedIn: Guard<Caller> = async (req) => {
-      const checked = await assistant.signIn.authenticate(req.headers.authorization);
-      return checked.ok ? { ok: true, value: { caller: checked.caller, headers: checked.caller.headers } } : checked;
-    };
-    const handle = ({ req, caller }: Req, res: ServerResponse) => assistant.handle(req, res, caller);
-    for (const method of ['POST', 'GET', 'DELETE']) router.add(method, MCP_PATH, handle, { guard: signedIn, rawBody: true });
-    // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
-    for (const path of PROTECTED_RESOURCE_PATHS) router.add('GET', path, () => ok(200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }));
-    router
-      .add('GET', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.show(req, res), { rawBody: true })
-      .add('POST', `${OAUTH_PATHS.consent}/:uid`, ({ req }, res) => assistant.signIn.consent.submit(req, res), { rawBody: true })
-      .add('GET', '/settings/assistants', ({ caller }: Req) => assistant.settings.list(caller), settings)
-      .add('PATCH', '/settings/assistants/:id', ({ caller, params, body }: Req) => assistant.settings.update(caller, params.id!, body), settings)
-      .add('DELETE', '/settings/assistants/:id', ({ caller, params }: Req) => assistant.settings.disconnect(caller, params.id!), settings);
-  }
-  return router;
-}
-
-/** GET /mcp/status: whether the assistant endpoint is on, where, and how one signs in (spec 5.7). */
-function assistantStatus(service: Service, enabled: boolean) {
-  return {
-    object: 'assistant_status',
-    enabled,
-    url: enabled ? `${service.origin}${MCP_PATH}` : null,
-    transport: 'streamable-http',
-    stateless: true,
-    // The 2026-07-28 revision, and the 2024-2025 ones the SDK's stateless fallback serves.
-    protocol_versions: enabled ? ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS] : [],
-    auth: enabled ? ['bearer_api_key', 'oauth2'] : [],
-    protected_resource_metadata: enabled ? `${service.origin}${PROTECTED_RESOURCE_PATHS[0]}` : null,
-    authorization_server: enabled ? service.origin : null,
-  };
-}
-
-/** Streams a stored file, or answers 404 when its link no longer works (deleted). */
-async function sendFile(res: ServerResponse, file: { path: string; mime: string } | null): Promise<Result | undefined> {
-  if (!file) return fail('not_found', { detail: 'This file was deleted, or never existed.' });
-  res.writeHead(200, { 'content-type': file.mime, 'cache-control': 'private, max-age=3600', 'x-content-type-options': 'nosniff' });
-  createReadStream(file.path).on('error', () => res.destroy()).pipe(res);
-  return undefined;
 }
 
 /** What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are. */
@@ -240,4 +136,3 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
     },
   };
 }
-

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyReadError, readBody } from '../../http/read-body.js';
 import { packageRoot } from '../../version.js';
-import { fail, type Result } from '../result.js';
+import { fail, type Result } from '../http/result.js';
 
 /**
  * The service's few HTML pages (the photo upload page, the assistant's authorization page): one document

@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { acceptUpload } from '../assets/operations.js';
-import { drain, MAX_ASSET_BYTES } from '../assets/upload.js';
-import { type LinkState, type PhotoUpload } from '../photos/uploads.js';
-import { fail, ok, type Result } from '../result.js';
+import { MAX_ASSET_BYTES } from '../contract/assets.js';
+import { ServiceError } from '../contract/problems.js';
+import { drain, receiveUpload } from '../http/multipart.js';
+import { type LinkState, type PhotoUpload } from '../resources/photos/uploads.js';
+import { fail, ok, type Result } from '../http/result.js';
 import type { Service } from '../service.js';
 import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } from './page.js';
 
 /**
  * The photo upload page of the assistant endpoint (spec 5.7, issue 15): GET shows a form where a person
  * picks a photo and says who is in it; POST stores it as an asset of the link's account through POST
- * /assets' own code (`acceptUpload`), with the consent required. The token in the path is the credential.
+ * /assets' own command (`AssetCommands.accept`), with the consent required. The token in the path is the credential.
  * A browser (`Accept: text/html`) gets pages; the page's script and other clients get JSON and problem+json.
  */
 
@@ -75,10 +76,20 @@ export async function receivePhotoUpload(service: Service, { req, params }: { re
   }
   busy.add(upload.id);
   try {
-    const accepted = await acceptUpload(service, upload.accountId, req, { requireConsent: true });
-    if ('status' in accepted) return refuse(req, res, accepted, upload);
-    service.photoUploads.markUsed(upload, { assetId: accepted.asset.id, subjectConsent: accepted.subjectConsent! });
-    await service.store.commit();
+    const received = await receiveUpload(req, { dir: service.files.uploads });
+    if (!received.ok) return refuse(req, res, fail(received.refusal.code, { detail: received.refusal.detail, ...(received.refusal.extra ? { extra: received.refusal.extra } : {}) }), upload);
+    let accepted;
+    try {
+      // Stored as POST /assets stores a photo, and the link used up, in one unit: both, or neither.
+      accepted = await service.store.unit(async () => {
+        const kept = await service.assets.accept(upload.accountId, received.value, { requireConsent: true });
+        service.photoUploads.markUsed(upload, { assetId: kept.asset.id, subjectConsent: kept.subjectConsent! });
+        return kept;
+      });
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      return refuse(req, res, fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}) }), upload);
+    }
     if (wantsHtml(req)) return sendPage(res, 200, receivedPage());
     return ok(200, { object: 'photo_upload', upload_id: upload.id, status: 'received', asset_id: accepted.asset.id, moderation: accepted.asset.status, subject_consent: accepted.subjectConsent }, { 'cache-control': 'no-store' });
   } finally {

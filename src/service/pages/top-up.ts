@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServiceError } from '../contract/problems.js';
+import { MAX_TOP_UP } from '../contract/settings.js';
 import type { Service } from '../service.js';
-import { MAX_TOP_UP, topUp } from '../settings.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
 
 /** Where the top-up page is: the URL of spec 7's `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. */
@@ -31,17 +32,24 @@ export async function receiveTopUp(service: Service, req: IncomingMessage, res: 
     return sendPage(res, 400, topUpPage({ error: `Credits is a whole number from 1 to ${MAX_TOP_UP.toLocaleString('en')}.`, credits }));
   }
   // The settings' own checks: the key (401), its rate limit (429); a low balance is fine, being why one is here.
-  const checked = await service.guard(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, { lowBalanceOk: true });
-  if (!checked.ok) {
-    const status = checked.result.status;
+  // The address's failed sign-ins count too (issue 20 item 6): a page is no way around the limit.
+  let balance: number;
+  try {
+    const { gate } = service;
+    const { caller, decision } = await gate.admit(gate.identify(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, req.socket.remoteAddress));
+    if (!decision.allowed) throw new ServiceError('rate_limit_exceeded', 'Too many requests with this key.', { retryAfter: decision.retryAfter });
+    // The settings' own top-up, as POST /settings/top-up: saved whole, or taken back and refused (issue 20 item 9).
+    balance = (await service.store.unit(async () => service.account.topUp(caller, amount))).balance;
+  } catch (error) {
+    const refusal = error instanceof ServiceError ? error : new ServiceError('upstream_busy', 'Not saved.', { retryAfter: 5 });
+    const status = refusal.code === 'invalid_api_key' || refusal.code === 'invalid_auth_header' ? 401 : refusal.code === 'rate_limit_exceeded' ? 429 : 503;
+    const wait = refusal.retryAfter;
     const message =
       status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.'
-      : status === 429 ? 'Too many requests with this key; wait a minute and send it again.'
+      : status === 429 ? `Too many requests with this key, or too many wrong keys from this computer; wait ${wait ?? 60} seconds and send it again.`
       : 'The service is busy; nothing was added. Send it again in a few seconds.';
-    return sendPage(res, status, topUpPage({ error: message, credits }));
+    return sendPage(res, status, topUpPage({ error: message, credits }), wait === undefined ? {} : { 'retry-after': String(wait) });
   }
-  const result = await topUp(service, checked.caller, { credits: amount });
-  const balance = (result.body as { balance: number }).balance;
   return sendPage(
     res,
     200,

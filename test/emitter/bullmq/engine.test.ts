@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { bullmqQueue, createEmitter, EmitterStateError, verifySignature, type BullmqQueueOptions, type EmitterOptions, type WebhookEmitter } from 'cliphook';
 import { jobIdOf, recordKeys, RedisRecordStore } from '../../../src/emitter/bullmq/record-store.js';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
 import { answering, completedPayload, settled, startServer, type TestServer } from '../helpers.js';
 

@@ -2,7 +2,7 @@
 // call read as { isError, data, error }. The service and the clients are closed after each test.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 
 let svc: StartedService | undefined;

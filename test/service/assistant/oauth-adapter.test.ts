@@ -2,7 +2,7 @@
 // memory only, and a grant's codes and tokens revoked together.
 import { describe, expect, it } from 'vitest';
 import { MAX_INTERACTIONS, MAX_REGISTERED_CLIENTS, StoreAdapterFactory, type OAuthTables } from '../../../src/service/assistant/oauth/adapter.js';
-import { ServiceStore } from '../../../src/service/state.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
 
 const open = () => ServiceStore.open<OAuthTables>({ file: false, tables: ['oauth'] });
 

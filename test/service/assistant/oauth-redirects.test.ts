@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
 import { answerConsent, CookieJar } from './oauth-helpers.js';
 
@@ -103,7 +103,7 @@ describe('authorization errors never bounce a stranger to a registered redirect 
     expect(statuses.filter((status) => status === 201)).toHaveLength(20);
     expect(statuses.at(-1)).toBe(429);
     // No registration access tokens pile up in the data file.
-    expect([...svc.app.service.store.table('oauth').values()].filter((row) => row.id.startsWith('RegistrationAccessToken:'))).toEqual([]);
+    expect([...svc.app.service.store.table('oauth').values()].filter((row) => String(row.id).startsWith('RegistrationAccessToken:'))).toEqual([]);
 
     const id = await register(svc.origin).catch(() => '');
     let last = 0;

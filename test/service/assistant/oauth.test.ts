@@ -11,7 +11,7 @@ import {
   StreamableHTTPClientTransport, UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type AppOptions, type ServiceApp } from '../../../src/service/http/app.js';
 import { answerConsent, CookieJar, MemoryOAuthClient } from './oauth-helpers.js';
 
@@ -199,7 +199,7 @@ describe('assistant sign-in with OAuth 2.1', () => {
     expect(res.headers.get('location')).toBeNull();
     expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     // Sign-ins in progress stay in memory: a stranger's GETs never reach the data file.
-    expect([...svc.app.service.store.table('oauth').values()].some((row) => row.id.startsWith('Interaction:'))).toBe(false);
+    expect([...svc.app.service.store.table('oauth').values()].some((row) => String(row.id).startsWith('Interaction:'))).toBe(false);
 
     let last = 0;
     for (let i = 0; i < 20 && last !== 429; i++) last = (await register(`https://client${i}.example/cb`)).status;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type StartedService } from '../../../src/service/http/app.js';
 import { PAGE_CSP } from '../../../src/service/pages/page.js';
 import { call, connect, start } from './fixtures.js';
@@ -59,7 +59,7 @@ describe('the photo tools and the upload page', () => {
     expect(sent.body).toMatchObject({ upload_id: uploadId, status: 'received', moderation: 'pending', subject_consent: 'self' });
     expect(sent.headers.get('cache-control')).toBe('no-store');
     const assetId = sent.body!.asset_id as number;
-    expect(started.service.assets.get(1, assetId)).toMatchObject({ status: 'pending', subjectConsent: 'self', mimeType: 'image/png' });
+    expect(started.service.state.assets.get(1, assetId)).toMatchObject({ status: 'pending', subjectConsent: 'self', mimeType: 'image/png' });
 
     const pending = await call(client, 'get_photo', { photo_id: uploadId, wait_seconds: 0 });
     expect(pending.data).toMatchObject({ status: 'pending', uploaded: true, asset_id: assetId, asset_uri: null, subject_consent: 'self' });

@@ -1,8 +1,11 @@
 // The spending rules where a review found them bypassable: a deleted clip still counts against the daily
 // limit, an idempotency_key belongs to one tool, an assistant never picks up a key's default photos, and an
 // image edited from a real person's photo stays an image.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import sharp from 'sharp';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { balance, call, connect, start } from './fixtures.js';
 
 const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
@@ -78,7 +81,11 @@ describe('assistant spending, edges', () => {
   });
 
   it('a repeat that arrives while the first call is being saved gets the first call\'s real outcome, even a failure', async () => {
-    const started = await start();
+    // On a data file: a unit of work on a store in memory has nothing to write, so it never commits.
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-spending-'));
+    // Removed after the fixtures' afterEach has closed the service (which writes its data file).
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const started = await start({ file: join(dir, 'service.json') });
     const client = await connect(started);
     const store = started.service.store as unknown as { commit(): Promise<void> };
     const real = store.commit.bind(store);
@@ -102,12 +109,12 @@ describe('assistant spending, edges', () => {
     const second = call(client, 'create_clip', args);
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();
-    expect((await first).error?.error).toBe('task_create_failed');
-    expect((await second).error?.error).toBe('task_create_failed');
+    expect((await first).error?.error).toBe('upstream_busy');
+    expect((await second).error?.error).toBe('upstream_busy');
     // Nothing was kept of it: the same call again makes the clip, once.
     const third = await call(client, 'create_clip', args);
     expect(third.isError).toBe(false);
-    expect(started.service.videos.get(third.data.id as number)).toBeDefined();
+    expect(started.service.state.videos.get(third.data.id as number)).toBeDefined();
     expect(await balance(started)).toBe(990);
   });
 });

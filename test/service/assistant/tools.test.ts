@@ -66,9 +66,9 @@ describe('assistant tools', () => {
     const client = await connect(started);
     const clip = await call(client, 'create_clip', { prompt: 'a windmill', duration: 4, max_credits: 8 });
     // Past its start, a clip renders: too late to cancel (spec 4.5), it will finish and be charged.
-    const video = started.service.videos.get(clip.data.id as number)!;
+    const video = started.service.state.videos.get(clip.data.id as number)!;
     await started.clock.advance(video.plan.startAt - started.clock.now() + 1);
-    expect(started.service.videos.get(video.id)!.status).toBe('generating');
+    expect(started.service.state.videos.get(video.id)!.status).toBe('generating');
     expect((await call(client, 'cancel_clip', { clip_id: video.id })).error?.error).toBe('already_rendering');
     await started.clock.advance(video.plan.endAt - started.clock.now() + 1);
     expect((await call(client, 'cancel_clip', { clip_id: video.id })).error?.error).toBe('already_ended');

@@ -39,9 +39,9 @@ describe('progress at speed realistic', () => {
     const res = await fetch(`${started.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${started.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a slow tide', duration: 7 }) });
     const { id } = (await res.json()) as { id: number };
     const seen: string[] = [];
-    started.service.videos.on('change', (video) => video.id === id && video.progress && seen.at(-1) !== video.progress && seen.push(video.progress));
+    started.service.state.videos.on('change', (video) => video.id === id && video.progress && seen.at(-1) !== video.progress && seen.push(video.progress));
     await started.clock.advance(300_000);
-    const video = started.service.videos.get(id)!;
+    const video = started.service.state.videos.get(id)!;
     expect(['done', 'error']).toContain(video.status);
     expect(seen.filter((progress) => progress !== '0%' && progress !== '100%')).toEqual(['10%', '20%', '30%', '40%', '50%', '60%', '70%', '80%', '90%']);
   });

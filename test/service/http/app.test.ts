@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, startService, type ServiceApp, type StartedService } from '../../../src/service/http/app.js';
 import type { ImageFetcher } from '../../../src/service/service.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedClock } from '../../../src/service/clock.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, startService, type ServiceApp, type StartedService } from '../../../src/service/http/app.js';
 
 const apps: ServiceApp[] = [];
@@ -55,11 +55,16 @@ describe('the service against a stranger (review findings)', () => {
     expect((await request(handler).get('/videos/1')).headers['www-authenticate']).toBe('Bearer realm="cliphook"');
   });
 
-  it('refunds and releases the key when the write of a new task fails: 500 task_create_failed, then the same key works once', async () => {
-    const { app: handler, auth } = await app();
+  it('takes the charge, the task and the key back when the write of a new task fails: 503 upstream_busy, then the same key works once', async () => {
+    // On a data file: a request's unit of work writes it at its end (issue 21: the pipeline's unit, not the
+    // operation, commits), and that write is the one that fails. A store in memory has no write to fail.
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-write-'));
+    dirs.push(dir);
+    const { app: handler, auth } = await app({ file: join(dir, 'service.json') });
     const commit = vi.spyOn(handler.service.store, 'commit').mockRejectedValueOnce(new Error('ENOSPC'));
     const failed = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'order-42').send({ prompt: 'a fox', model: 'cinema-fullhd', duration: 30 });
-    expect(failed).toMatchObject({ status: 500, body: { code: 'task_create_failed', retryable: true } });
+    expect(failed).toMatchObject({ status: 503, body: { code: 'upstream_busy', retryable: true, retry_after: 5 } });
+    expect(failed.headers['retry-after']).toBe('5');
     commit.mockRestore();
     expect((await request(handler).get('/v1/account').set('authorization', auth)).body.balance).toBe(1000);
     expect((await request(handler).get('/v1/videos').set('authorization', auth)).body.total).toBe(0);
@@ -97,9 +102,9 @@ describe('the service against a stranger (review findings)', () => {
     const { app: handler, auth } = await app();
     const service = handler.service;
     const { account, key } = service.accounts.first()!;
-    const { asset } = service.assets.add({ accountId: account.id, sha256: 'a'.repeat(64), name: 'x.jpg', fileSize: 1, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' });
+    const { asset } = service.state.assets.add({ accountId: account.id, sha256: 'a'.repeat(64), name: 'x.jpg', fileSize: 1, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' });
     service.accounts.update(key, { defaultAssetIds: [asset.id] });
-    service.assets.remove(asset);
+    service.state.assets.remove(asset);
     expect(await request(handler).post('/v1/videos').set('authorization', auth).send({})).toMatchObject({ status: 400, body: { code: 'missing_input' } });
     expect((await request(handler).post('/v1/videos').set('authorization', auth).send({ prompt: 'a fox' })).body).toMatchObject({ asset_source: 'none' });
   });

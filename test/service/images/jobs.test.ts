@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import { Accounts, type AccountTables } from '../../../src/service/accounts.js';
-import { SimulatedClock } from '../../../src/service/clock.js';
-import { Credits } from '../../../src/service/credits.js';
-import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/images/jobs.js';
-import { validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
-import { ServiceStore } from '../../../src/service/state.js';
+import { describe, expect, it, vi } from 'vitest';
+import { Accounts, type AccountTables } from '../../../src/service/core/accounts.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { Credits } from '../../../src/service/core/credits.js';
+import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/resources/images/jobs.js';
+import { ImageRequest, type ImageCommand } from '../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../src/service/contract/problems.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -12,25 +13,24 @@ const fakeRenderer: ImageRenderer = {
   render: async (job, index) => ({ token: `t${job.id}-${index}`, thumbToken: `th${job.id}-${index}`, width: 1552, height: 1552, format: 'jpeg' }),
 };
 
+/** A POST /images body as the contract checks it: the command a job runs. */
 function command(body: Record<string, unknown>): ImageCommand {
-  const result = validateImage(body);
-  if (!result.ok) throw new Error(result.refusal.code);
-  return result.value;
+  return parseOrThrow(ImageRequest, body);
 }
 
-async function setup(balance = 100) {
+async function setup(balance = 100, { renderer = fakeRenderer, onError }: { renderer?: ImageRenderer; onError?: (error: Error) => void } = {}) {
   const clock = new SimulatedClock({ frozen: true, start: T0 });
   const store = await ServiceStore.open<AccountTables & ImageJobTables>({ file: false, tables: ['account', 'key', 'image_job'] });
   const accounts = new Accounts(store, () => clock.now());
   const credits = new Credits(accounts);
-  const jobs = new ImageJobs(store, { accounts, credits, renderer: fakeRenderer, clock, speed: 'realistic', random: () => 0.5 });
+  const jobs = new ImageJobs(store, { accounts, credits, renderer, clock, speed: 'realistic', random: () => 0.5, ...(onError ? { onError } : {}) });
   const { account, key } = accounts.create({ balance });
   const start = (body: Record<string, unknown>) => {
     const cmd = command(body);
     expect(credits.charge(account, cmd.price)).toBeNull();
     return jobs.start(account, key.id, cmd);
   };
-  return { clock, jobs, account, start };
+  return { clock, jobs, account, start, store };
 }
 
 describe('ImageJobs: the state table of spec 3.3', () => {
@@ -135,6 +135,45 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     await clock.advance(60_000);
     expect(job).toMatchObject({ status: 'done', images: [], imagesDeleted: true, creditsCharged: 7, creditsRefunded: 0 });
     expect(account.balance).toBe(93);
+  });
+
+  it('generating → failed when an image cannot be made (issue 20 item 2): nothing charged, made files discarded, waiters woken', async () => {
+    const discarded: string[] = [];
+    const errors: string[] = [];
+    const renderer: ImageRenderer = {
+      render: async (job, index) => {
+        if (index === 2) throw new Error('Input image exceeds pixel limit');
+        return fakeRenderer.render(job, index);
+      },
+      discard: async (images) => void discarded.push(...images.map((image) => image.token)),
+    };
+    const { clock, jobs, account, start } = await setup(100, { renderer, onError: (error) => void errors.push(error.message) });
+    const job = start({ description: 'a storm', count: 4, quality: 'hd' });
+    const ended = jobs.waitFor(job, 30_000);
+    await clock.advance(60_000);
+    expect(await ended).toBe(job);
+    expect(job).toMatchObject({ status: 'failed', errorCode: 'failed', images: [], creditsReserved: 14, creditsCharged: 0, creditsRefunded: 14 });
+    expect(account.balance).toBe(100);
+    expect(discarded).toEqual([`t${job.id}-0`, `t${job.id}-1`]);
+    expect(errors).toEqual([`image job ${job.id} failed: Input image exceeds pixel limit`]);
+    expect(jobs.limit(account.id)).toBeNull();
+  });
+
+  it('a job with no way to finish (a record without its plan) still ends failed when resumed, and a failed save does not keep it from ending', async () => {
+    const errors: string[] = [];
+    const { clock, jobs, account, start, store } = await setup(100, { onError: (error) => void errors.push(error.message) });
+    const job = start({ description: 'a fog' });
+    jobs.stop();
+    delete (job as { plan?: unknown }).plan;
+    const commit = vi.spyOn(store, 'commit').mockRejectedValue(new Error('EROFS: read-only file system'));
+    jobs.resume();
+    const ended = new Promise((resolve) => jobs.once('ended', resolve));
+    await clock.advance(1);
+    expect(await ended).toBe(job);
+    expect(job).toMatchObject({ status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: 2, completedAt: T0 });
+    expect(account.balance).toBe(100);
+    expect(errors).toEqual([expect.stringMatching(/^image job 1 failed: /), 'cannot save the end of image job 1 yet: EROFS: read-only file system']);
+    commit.mockRestore();
   });
 
   it('reads the markers and tells animate apart (spec 2.7)', () => {

@@ -3,18 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ImageJob } from '../../../src/service/images/jobs.js';
-import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../src/service/images/render.js';
-import { IMAGE_RATIOS, validateImage } from '../../../src/service/images/validate.js';
+import type { ImageJob } from '../../../src/service/resources/images/jobs.js';
+import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../src/service/resources/images/render.js';
+import { IMAGE_RATIOS, ImageRequest } from '../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../src/service/contract/problems.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cliphook-render-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function job(body: Record<string, unknown>): ImageJob {
-  const result = validateImage(body);
-  if (!result.ok) throw new Error(result.refusal.code);
+  const command = parseOrThrow(ImageRequest, body);
   return {
-    id: 1, accountId: 1, keyId: 'k', status: 'generating', command: result.value, creditsReserved: result.value.price, creditsCharged: null,
+    id: 1, accountId: 1, keyId: 'k', status: 'generating', command, creditsReserved: command.price, creditsCharged: null,
     creditsRefunded: 0, images: [], imagesDeleted: false, errorCode: null, createdAt: 0, completedAt: null, plan: { endAt: 0, make: 1, failWith: null },
   };
 }

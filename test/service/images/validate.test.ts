@@ -1,18 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
-import { TEMPLATES } from '../../../src/service/images/templates.js';
-import { unsupportedScript, validateImage, type ImageCommand } from '../../../src/service/images/validate.js';
+import { TEMPLATES } from '../../../src/service/contract/templates.js';
+import { ImageRequest, unsupportedScript, type ImageCommand } from '../../../src/service/contract/images.js';
+import { refusalOf } from '../../../src/service/contract/problems.js';
 
+// The rules of POST /images are the contract's schema (issue 21); the refusal is the one the one mapper
+// from zod issues to spec codes makes of its first issue, as the HTTP pipeline answers it.
 function ok(body: unknown): ImageCommand {
-  const result = validateImage(body);
-  if (!result.ok) throw new Error(`refused: ${result.refusal.code} ${result.refusal.detail}`);
-  return result.value;
+  const result = ImageRequest.safeParse(body, { reportInput: true });
+  if (!result.success) throw new Error(`refused: ${refusalOf(ImageRequest, result.error.issues, body).code} ${result.error.message}`);
+  return result.data;
 }
 
 function refused(body: unknown) {
-  const result = validateImage(body);
-  if (result.ok) throw new Error('accepted');
-  return { ...result.refusal, status: PROBLEM_CODES[result.refusal.code].status };
+  const result = ImageRequest.safeParse(body, { reportInput: true });
+  if (result.success) throw new Error('accepted');
+  const refusal = refusalOf(ImageRequest, result.error.issues, body);
+  return { ...refusal, status: PROBLEM_CODES[refusal.code].status };
 }
 
 describe('POST /images body (spec 4.7)', () => {
@@ -28,9 +32,12 @@ describe('POST /images body (spec 4.7)', () => {
   it('description and its alias prompt: up to 1000 characters, required unless a template', () => {
     expect(ok({ prompt: 'a cat' }).description).toBe('a cat');
     expect(refused({})).toMatchObject({ status: 400, code: 'missing_input' });
-    expect(refused({ description: 'a', prompt: 'b' })).toMatchObject({ status: 400, code: 'invalid_json' });
+    expect(refused({ description: 'a', prompt: 'b' })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'prompt' } });
     expect(ok({ description: 'x'.repeat(1000) }).description).toHaveLength(1000);
-    expect(refused({ description: 'x'.repeat(1001) })).toMatchObject({ status: 400, code: 'invalid_json' });
+    expect(refused({ description: 'x'.repeat(1001) })).toMatchObject({ status: 400, code: 'invalid_parameter', detail: 'description is 1001 characters; the limit is 1000.', extra: { parameter: 'description' } });
+    // Issue 21: each field is checked as sent, so the alias is named by its own name.
+    expect(refused({ prompt: 'x'.repeat(1001) })).toMatchObject({ status: 400, code: 'invalid_parameter', detail: 'prompt is 1001 characters; the limit is 1000.', extra: { parameter: 'prompt' } });
+    expect(refused({ prompt: 'x'.repeat(900 * 1024) })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'prompt' } });
   });
 
   it('takes English, Arabic or Chinese, and refuses other scripts (text_script_unsupported)', () => {
@@ -44,7 +51,7 @@ describe('POST /images body (spec 4.7)', () => {
 
   it('type: image or character; a character needs age and style from the lists and takes no photos', () => {
     expect(ok({ type: 'character', character: { age: '26-35', style: 'cinematic' } })).toMatchObject({ type: 'character', count: 4, price: 5, character: { age: '26-35', style: 'cinematic' } });
-    expect(refused({ type: 'robot', prompt: 'x' })).toMatchObject({ code: 'invalid_json', extra: { allowed_values: ['image', 'character'] } });
+    expect(refused({ type: 'robot', prompt: 'x' })).toMatchObject({ code: 'invalid_parameter', extra: { allowed_values: ['image', 'character'], parameter: 'type' } });
     expect(refused({ type: 'character', character: { style: 'photo' } })).toMatchObject({ status: 400, code: 'field_required' });
     expect(refused({ type: 'character', character: { age: '26-35' } })).toMatchObject({ code: 'field_required' });
     expect(refused({ type: 'character', character: { age: '12-17', style: 'photo' } })).toMatchObject({ code: 'preset_not_found' });
@@ -55,14 +62,14 @@ describe('POST /images body (spec 4.7)', () => {
 
   it('text: up to 60 characters', () => {
     expect(ok({ prompt: 'a card', text: 'x'.repeat(60) }).text).toHaveLength(60);
-    expect(refused({ prompt: 'a card', text: 'x'.repeat(61) })).toMatchObject({ code: 'invalid_json' });
+    expect(refused({ prompt: 'a card', text: 'x'.repeat(61) })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'text' } });
   });
 
   it('aspect_ratio, quality, count: the listed values', () => {
     for (const ratio of ['1:1', '9:16', '4:5', '16:9', '3:4']) expect(ok({ prompt: 'x', aspect_ratio: ratio }).aspectRatio).toBe(ratio);
     expect(refused({ prompt: 'x', aspect_ratio: '21:9' })).toMatchObject({ status: 400, code: 'invalid_ratio' });
-    expect(refused({ prompt: 'x', quality: 'ultra' })).toMatchObject({ code: 'invalid_json', extra: { allowed_values: ['standard', 'hd'] } });
-    expect(refused({ prompt: 'x', count: 2 })).toMatchObject({ code: 'invalid_json', extra: { allowed_values: [1, 4] } });
+    expect(refused({ prompt: 'x', quality: 'ultra' })).toMatchObject({ code: 'invalid_parameter', extra: { allowed_values: ['standard', 'hd'], parameter: 'quality' } });
+    expect(refused({ prompt: 'x', count: 2 })).toMatchObject({ code: 'invalid_parameter', extra: { allowed_values: [1, 4], parameter: 'count' } });
   });
 
   it('asset_ids and image_urls: up to 3 together, URLs need subject_consent', () => {
@@ -72,6 +79,7 @@ describe('POST /images body (spec 4.7)', () => {
     expect(refused({ prompt: 'x', image_urls: ['ftp://x/a.jpg'], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
     expect(refused({ prompt: 'x', image_urls: ['https://example.com/a.jpg'] })).toMatchObject({ status: 422, code: 'consent_required' });
     expect(ok({ prompt: 'x', image_urls: ['https://example.com/a.jpg'], subject_consent: 'third_party_with_permission' }).subjectConsent).toBe('permission');
+    expect(refused({ prompt: 'x', image_urls: [`https://example.com/${'a'.repeat(2048)}`], subject_consent: 'self' })).toMatchObject({ status: 400, code: 'invalid_image_url' });
   });
 
   it('max_credits: refused with cost_exceeds_max (and the cost) when the job would cost more', () => {
@@ -93,13 +101,13 @@ describe('templates (spec 4.8), row by row', () => {
     }
     expect(ok({ template: 'festive', fields: { occasion: 'lunar_new_year', look: 'illustrated' } }).fields).toMatchObject({ occasion: 'lunar_new_year', look: 'illustrated' });
     expect(refused({ template: 'eid', fields: { style: 'neon' } })).toMatchObject({ status: 400, code: 'preset_not_found', extra: { allowed_values: ['emerald_gold', 'pastel', 'midnight', 'minimal'] } });
-    expect(refused({ template: 'eid', fields: { colour: 'red' } })).toMatchObject({ code: 'invalid_json' });
-    expect(refused({ template: 'eid', fields: { greeting: 'x'.repeat(61) } })).toMatchObject({ code: 'invalid_json' });
+    expect(refused({ template: 'eid', fields: { colour: 'red' } })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'fields.colour' } });
+    expect(refused({ template: 'eid', fields: { greeting: 'x'.repeat(61) } })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'fields.greeting' } });
   });
 
   it('an unknown template is preset_not_found; fields without a template are refused', () => {
     expect(refused({ template: 'halloween' })).toMatchObject({ status: 400, code: 'preset_not_found' });
-    expect(refused({ prompt: 'x', fields: { style: 'pastel' } })).toMatchObject({ code: 'invalid_json' });
+    expect(refused({ prompt: 'x', fields: { style: 'pastel' } })).toMatchObject({ status: 400, code: 'invalid_parameter', extra: { parameter: 'fields' } });
   });
 
   it('headshot: 1 photo of the person with subject_consent self or permission', () => {

@@ -1,14 +1,21 @@
 import type { IncomingMessage } from 'node:http';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { Router } from '../../../src/service/http/router.js';
 import { cspWithFormTarget, escapeHtml, html, isSameOrigin, PAGE_CSP, PAGE_FILES_PATH, pageFileRoute, renderPage, sendPage, unsafeRaw, wantsHtml } from '../../../src/service/pages/page.js';
 
+/** A page and the page files, as the service's router serves them (src/service/http/extras.ts). */
 function app() {
-  const router = new Router()
-    .add('GET', '/page', async ({ query }, res) => sendPage(res, 200, renderPage({ title: query.title ?? 'Hello', main: html`<p>${query.text ?? ''}</p>`, scripts: ['photo-upload.js'] })))
-    .add('GET', `${PAGE_FILES_PATH}/:file`, pageFileRoute);
-  return (req: IncomingMessage, res: import('node:http').ServerResponse) => void router.handle(req, res, (error) => { throw error; });
+  return (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://local');
+    const query = Object.fromEntries(url.searchParams);
+    if (url.pathname === '/page') return sendPage(res, 200, renderPage({ title: query.title ?? 'Hello', main: html`<p>${query.text ?? ''}</p>`, scripts: ['photo-upload.js'] }));
+    if (url.pathname.startsWith(`${PAGE_FILES_PATH}/`)) {
+      return void pageFileRoute({ params: { file: decodeURIComponent(url.pathname.slice(PAGE_FILES_PATH.length + 1)) } }, res).then((result) => {
+        if (result && !res.headersSent) res.writeHead(result.status, { 'content-type': 'application/problem+json' }).end(JSON.stringify(result.body));
+      });
+    }
+    res.writeHead(404).end();
+  };
 }
 
 const asRequest = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;

@@ -1,31 +1,63 @@
-import { describe, expect, it } from 'vitest';
-import type { Video } from '../../../src/service/videos/lifecycle.js';
-import { validateBatch } from '../../../src/service/videos/batch.js';
-import { retryOutcome, retryRefusal } from '../../../src/service/videos/retry.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookEmitter } from '../../../src/emitter/index.js';
+import { BatchRequest, videoCommand } from '../../../src/service/contract/videos.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import type { Video } from '../../../src/service/resources/videos/lifecycle.js';
+import { retryOutcome, retryRefusal } from '../../../src/service/resources/videos/retry.js';
+import { Service } from '../../../src/service/service.js';
+import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
-const options = { strict: false, defaultAssetIds: [] };
+// A batch's rules are the contract's `BatchRequest` (issue 21): what it accepts is read from its output, what
+// it refuses from POST /v1/videos/batch, where a client reads it.
+let service: Service;
+let client: ServiceClient;
+beforeAll(async () => {
+  const emitter = { send: async () => undefined, stop: async () => undefined } as unknown as WebhookEmitter;
+  service = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }), emitter, balance: 1_000_000, rateLimitPerMinute: 10_000, fetchImage: async () => ({ ok: true }) });
+  client = await serviceClient(service);
+});
+afterAll(async () => {
+  await client.close();
+  await service.close();
+});
 
-describe('validateBatch (spec 4.2)', () => {
+/** The clip commands a batch body makes (no key default assets). */
+function commands(body: unknown) {
+  return BatchRequest.parse(body).map((item) => videoCommand(item, { defaultAssetIds: [] }));
+}
+
+/** The problem POST /videos/batch answers for `body` (sent as JSON, whatever it is), with the status. */
+async function refused(body: unknown): Promise<Record<string, any>> {
+  const answer = await client.post('/videos/batch', JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
+  if (answer.status < 400) throw new Error(`accepted: ${answer.status}`);
+  return { ...answer.body, status: answer.status };
+}
+
+describe('POST /videos/batch body (spec 4.2)', () => {
   it('fills omitted fields from defaults and validates each item', () => {
-    const result = validateBatch({ defaults: { model: 'cinema', duration: 10 }, items: [{ prompt: 'a' }, { prompt: 'b', duration: 20, model: null }] }, options);
-    if (!result.ok) throw new Error(result.refusal.code);
-    expect(result.value.map((c) => [c.prompt, c.model, c.duration])).toEqual([['a', 'cinema', 10], ['b', 'cinema', 20]]);
+    expect(commands({ defaults: { model: 'cinema', duration: 10 }, items: [{ prompt: 'a' }, { prompt: 'b', duration: 20, model: null }] }).map((c) => [c.prompt, c.model, c.duration])).toEqual([['a', 'cinema', 10], ['b', 'cinema', 20]]);
   });
 
-  it('refuses the whole batch at the first bad item, with item_index', () => {
-    const result = validateBatch({ items: [{ prompt: 'a' }, { prompt: 'b', duration: 99 }, { ratio: 'x' }] }, options);
-    expect(result).toMatchObject({ ok: false, refusal: { code: 'invalid_duration', extra: { item_index: 1 } } });
-    expect(validateBatch({ items: [{ prompt: 'a' }, 'x'] }, options)).toMatchObject({ ok: false, refusal: { code: 'invalid_json', extra: { item_index: 1 } } });
-    expect(validateBatch({ items: [{ image_urls: ['https://example.com/a.jpg'] }] }, options)).toMatchObject({ ok: false, refusal: { code: 'consent_required', extra: { item_index: 0 } } });
+  it('refuses the whole batch at the first bad item, with item_index', async () => {
+    expect(await refused({ items: [{ prompt: 'a' }, { prompt: 'b', duration: 99 }, { ratio: 'x' }] })).toMatchObject({ status: 400, code: 'invalid_duration', item_index: 1 });
+    // Issue 21: an item that is not an object breaks the rule of items (invalid_parameter), no longer invalid_json.
+    expect(await refused({ items: [{ prompt: 'a' }, 'x'] })).toMatchObject({ status: 400, code: 'invalid_parameter', item_index: 1 });
+    expect(await refused({ items: [{ image_urls: ['https://example.com/a.jpg'] }] })).toMatchObject({ status: 422, code: 'consent_required', item_index: 0 });
+    // The rules the clip command checks (an item of nothing, the callback URL's safety) name their item too.
+    expect(await refused({ items: [{ prompt: 'a' }, { duration: 5 }] })).toMatchObject({ status: 400, code: 'missing_input', item_index: 1, detail: expect.stringMatching(/^items\[1\]: /) });
+    expect(await refused({ items: [{ prompt: 'a' }, { prompt: 'b', callback_url: 'http://example.com/h' }] })).toMatchObject({ status: 400, code: 'invalid_callback_url', item_index: 1 });
+    expect((await client.get('/videos')).body.total).toBe(0);
   });
 
-  it('takes 1-5 items: batch_too_large above, invalid_json for none or a body without items', () => {
+  it('takes 1-5 items: batch_too_large above, invalid_parameter for none or a body without items, invalid_json for a body that is no object', async () => {
     const item = { prompt: 'a' };
-    expect(validateBatch({ items: Array(5).fill(item) }, options).ok).toBe(true);
-    expect(validateBatch({ items: Array(6).fill(item) }, options)).toMatchObject({ ok: false, refusal: { code: 'batch_too_large' } });
-    for (const body of [{ items: [] }, {}, { items: 'a' }, [], null, { items: [item], defaults: [1] }]) {
-      expect(validateBatch(body, options)).toMatchObject({ ok: false, refusal: { code: 'invalid_json' } });
+    expect(commands({ items: Array(5).fill(item) })).toHaveLength(5);
+    expect(await refused({ items: Array(6).fill(item) })).toMatchObject({ status: 400, code: 'batch_too_large' });
+    // Issue 21: well-formed JSON that breaks a rule answers the documented code of its kind; only a body that is no object is invalid_json.
+    for (const body of [{ items: [] }, {}, { items: 'a' }, { items: [item], defaults: [1] }]) {
+      expect(await refused(body)).toMatchObject({ status: 400, code: 'invalid_parameter' });
     }
+    for (const body of [[], null]) expect(await refused(body)).toMatchObject({ status: 400, code: 'invalid_json' });
   });
 });
 

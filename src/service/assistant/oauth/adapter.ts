@@ -1,5 +1,5 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { ServiceStore, Table } from '../../state.js';
+import type { ServiceStore, Table } from '../../core/store.js';
 
 /** One record of the authorization server (a client, a grant, a code, a token, a session…), as kept in the data file. */
 export interface OAuthRow {
@@ -50,6 +50,8 @@ export class StoreAdapterFactory {
   readonly #inUse: (clientId: string) => boolean;
   readonly #memory = new Map<string, OAuthRow>();
   readonly #opened = new Set<string>();
+  /** Wrong API keys sent on each sign-in's consent page: kept with the sign-in, and gone with it. */
+  readonly #failures = new Map<string, number>();
   #clients = 0;
   #writes = 0;
 
@@ -105,7 +107,7 @@ export class StoreAdapterFactory {
     const key = (id: string) => `${model}:${id}`;
     const live = (id: string) => {
       const row = this.#memory.get(key(id));
-      if (row && row.expiresAt !== null && row.expiresAt <= this.#now()) this.#memory.delete(key(id));
+      if (row && row.expiresAt !== null && row.expiresAt <= this.#now()) this.#forget(key(id));
       return this.#memory.get(key(id));
     };
     return {
@@ -123,12 +125,27 @@ export class StoreAdapterFactory {
         const row = live(id);
         if (row) row.payload = { ...row.payload, consumed: Math.floor(this.#now() / 1000) };
       },
-      destroy: async (id) => {
-        this.#memory.delete(key(id));
-        this.#opened.delete(key(id));
-      },
+      destroy: async (id) => this.#forget(key(id)),
       revokeByGrantId: async () => undefined,
     };
+  }
+
+  /**
+   * Counts one wrong API key on a sign-in's consent page and returns how many it has had (issue 20 item 6:
+   * counted on the sign-in itself, so it cannot be reset by not following a redirect). 0 once it is gone.
+   */
+  recordFailure(uid: string): number {
+    const id = `Interaction:${uid}`;
+    if (!this.#memory.has(id)) return 0;
+    const count = (this.#failures.get(id) ?? 0) + 1;
+    this.#failures.set(id, count);
+    return count;
+  }
+
+  #forget(id: string): void {
+    this.#memory.delete(id);
+    this.#opened.delete(id);
+    this.#failures.delete(id);
   }
 
   /** Marks a sign-in whose consent page a person opened: a flood of new sign-ins drops the others first. */
@@ -146,8 +163,7 @@ export class StoreAdapterFactory {
       }
     }
     victim ??= this.#memory.keys().next().value!;
-    this.#memory.delete(victim);
-    this.#opened.delete(victim);
+    this.#forget(victim);
   }
 
   /**

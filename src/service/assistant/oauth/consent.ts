@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServiceError } from '../../contract/problems.js';
 import type { Service } from '../../service.js';
 import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
@@ -10,7 +11,6 @@ const GRANTABLE_SCOPES = new Set(['openid', 'offline_access', MCP_SCOPE]);
 
 /** Wrong API keys one sign-in may try before it is ended (access_denied). */
 export const MAX_SIGN_IN_ATTEMPTS = 5;
-const MAX_TRACKED_SIGN_INS = 10_000;
 
 interface Shown {
   uid: string;
@@ -32,7 +32,6 @@ export class ConsentPage {
   readonly #service: Service;
   readonly #oauth: () => Promise<OAuthServer>;
   readonly #connections: AssistantConnections;
-  readonly #attempts = new Map<string, number>();
 
   constructor(service: Service, oauth: () => Promise<OAuthServer>, connections: AssistantConnections) {
     this.#service = service;
@@ -59,9 +58,8 @@ export class ConsentPage {
     const { form } = read;
     const shown = await this.#details(req, res);
     if (!shown) return this.#ended(res);
-    const { provider } = await this.#oauth();
+    const { provider, adapters } = await this.#oauth();
     if (form.get('decision') !== 'approve') {
-      this.#attempts.delete(shown.uid);
       await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'The account holder declined.' }, { mergeWithLastSubmission: false });
       return undefined;
     }
@@ -70,20 +68,24 @@ export class ConsentPage {
     if (limit !== null && !isDailyLimit(limit)) {
       return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
+    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6).
+    const address = req.socket.remoteAddress;
+    try {
+      this.#service.gate.allowAttempt(address);
+    } catch (error) {
+      const wait = (error as ServiceError).retryAfter ?? 60;
+      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
+    }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
-      const attempts = (this.#attempts.get(shown.uid) ?? 0) + 1;
-      // Abandoned sign-ins leave their count behind: the map is bounded, oldest first.
-      if (this.#attempts.size >= MAX_TRACKED_SIGN_INS) this.#attempts.delete(this.#attempts.keys().next().value!);
-      this.#attempts.set(shown.uid, attempts);
-      if (attempts >= MAX_SIGN_IN_ATTEMPTS) {
-        this.#attempts.delete(shown.uid);
+      this.#service.gate.failed(address);
+      // The sign-in ends at the fifth; its answer is recorded, so later posts find it over (see #details).
+      if (adapters.recordFailure(shown.uid) >= MAX_SIGN_IN_ATTEMPTS) {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
         return undefined;
       }
       return this.#send(res, 401, shown, { error: 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve or in the account settings.', limit: rawLimit });
     }
-    this.#attempts.delete(shown.uid);
     const details = await provider.interactionDetails(req, res);
     const accountId = String(who.account.id);
     const grant = new provider.Grant({ accountId, clientId: shown.clientId });
@@ -105,6 +107,9 @@ export class ConsentPage {
     } catch {
       return null;
     }
+    // Answered already (approved, declined, or ended by wrong keys) but the redirect not yet followed: a
+    // sign-in is answered once, so neither the page nor another post may change that answer.
+    if (details.result) return null;
     const uid = details.uid;
     const clientId = String(details.params.client_id ?? '');
     const client = await oauth.provider.Client.find(clientId).catch(() => undefined);
@@ -122,8 +127,8 @@ export class ConsentPage {
   }
 
   /** The page, whose form may end at the assistant's redirect URI (browsers check `form-action` on each redirect). */
-  #send(res: ServerResponse, status: number, shown: Shown, state: { error?: string; limit?: string }): undefined {
-    return sendPage(res, status, this.#page(shown, state), { 'content-security-policy': cspWithFormTarget(shown.redirectUri) });
+  #send(res: ServerResponse, status: number, shown: Shown, state: { error?: string; limit?: string }, headers: Record<string, string> = {}): undefined {
+    return sendPage(res, status, this.#page(shown, state), { ...headers, 'content-security-policy': cspWithFormTarget(shown.redirectUri) });
   }
 
   #page(shown: Shown, { error, limit = '' }: { error?: string; limit?: string }): string {

@@ -3,10 +3,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
-import type { ServiceStore } from '../../state.js';
-import { RateLimiter } from '../../rate-limit.js';
+import type { ServiceStore } from '../../core/store.js';
+import { guardedFetch } from '../../core/outbound-fetch.js';
+import { RateLimiter } from '../../core/rate-limit.js';
 import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
 import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
+
+/** The scopes this server knows: `mcp` (the endpoint's one), `offline_access` (a refresh token), `openid` (an ID token). */
+export const KNOWN_SCOPES: ReadonlySet<string> = new Set(['openid', 'offline_access', MCP_SCOPE]);
 
 /** Dynamic registrations one address may make in a minute. */
 export const REGISTRATIONS_PER_MINUTE = 20;
@@ -25,7 +29,10 @@ export interface OAuthServerOptions {
   clientInUse(clientId: string): boolean;
   /** Whether an account has a live connection with a client: its own approval lets authorization errors go back to the client. */
   approvedBy(accountId: string, clientId: string): boolean;
-  /** How client ID metadata documents are fetched (`https://` client ids); the library guards against private addresses. */
+  /**
+   * Replaces the connection of the server's outbound fetches (client ID metadata documents, `jwks_uri`);
+   * the URL checks of `guardedFetch` still run first. @default https behind the webhooks' address guard
+   */
   fetch?: typeof fetch | undefined;
   warn(message: string): void;
 }
@@ -90,7 +97,9 @@ export class OAuthServer {
         revocation: OAUTH_PATHS.revocation,
         jwks: OAUTH_PATHS.jwks,
       },
-      scopes: ['openid', 'offline_access', MCP_SCOPE],
+      scopes: [...KNOWN_SCOPES],
+      // The library calls a parameter's validator with its context, before any interaction (issue 20 item 3).
+      extraParams: { scope: async (ctx: KoaContextWithOIDC) => settleScope(ctx, errors) },
       claims: { openid: ['sub'] },
       // The authorization code flow only: no implicit or hybrid response types.
       responseTypes: ['code'],
@@ -112,8 +121,9 @@ export class OAuthServer {
       clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
       findAccount: async (_ctx, sub) => (accountExists(sub) ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
       interactions: { url: (_ctx, interaction) => `${OAUTH_PATHS.consent}/${interaction.uid}` },
-      // A connected assistant keeps working without the person: refresh tokens for every client allowed the grant type.
-      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      // A refresh token lets an assistant keep working without the person: given when it asked for
+      // `offline_access` (as the MCP clients do when the metadata lists it) and may use the grant type.
+      issueRefreshToken: async (_ctx, client, code) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
       rotateRefreshToken: true,
       ttl: {
         AccessToken: OAUTH_TTL.accessToken,
@@ -150,9 +160,13 @@ export class OAuthServer {
         ctx.type = 'html';
         ctx.body = errorPage(out as unknown as Record<string, string>);
       },
-      ...(options.fetch ? { fetch: options.fetch as never } : {}),
+      // Every fetch the library makes (a stranger's `client_id=https://…` among them) refuses private and
+      // loopback addresses before connecting (issue 20 item 1); the library's own check runs after connect.
+      fetch: guardedFetch({ transport: options.fetch }) as never,
     };
     this.provider = new ProviderClass(issuer, configuration);
+    // The library builds the URLs it publishes from the request (`handle` sets what it reads): trusted here.
+    this.provider.proxy = true;
     this.provider.on('server_error', (_ctx, error) => warn(`oauth: ${(error as Error).message}`));
     this.#noBlindRedirects(options.approvedBy);
     this.#callback = this.provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => void;
@@ -164,6 +178,13 @@ export class OAuthServer {
    * does: any case, a trailing slash ignored).
    */
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // Issue 20 item 5: every URL the library publishes (the metadata's endpoints, the resume redirect) is
+    // built from the request's host and scheme; they are the issuer's, never what a client's headers say.
+    const issuer = new URL(this.issuer);
+    for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port']) delete req.headers[name];
+    req.headers.host = issuer.host;
+    req.headers['x-forwarded-host'] = issuer.host;
+    req.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
     const [path = '/', query] = (req.url ?? '/').split('?', 2);
     const route = path.toLowerCase().replace(/\/+$/, '');
     if (route === OAUTH_PATHS.serverMetadata) req.url = `${OAUTH_PATHS.openidConfiguration}${query === undefined ? '' : `?${query}`}`;
@@ -211,6 +232,28 @@ export class OAuthServer {
       ctx.body = errorPage(out);
     });
   }
+}
+
+/**
+ * The scope of an authorization request, settled before the consent page (issue 20 item 3): an unknown
+ * scope is `invalid_scope`; a request that names no scope of the endpoint (none at all, as OAuth 2.1
+ * allows, or only `offline_access` or `openid`) gets the default, `mcp`. The library drops
+ * `offline_access` from a request without `prompt=consent` (OpenID Connect's rule); here such a request
+ * keeps it and is given the consent prompt instead, so the person approves the refresh token explicitly.
+ */
+function settleScope(ctx: KoaContextWithOIDC, errors: typeof import('oidc-provider').errors): void {
+  const params = ctx.oidc.params as Record<string, unknown>;
+  const sent = ((ctx.method === 'POST' ? (ctx.oidc.body as Record<string, unknown> | undefined) : ctx.query) ?? {}) as Record<string, unknown>;
+  const raw = typeof sent.scope === 'string' ? sent.scope.split(' ').filter(Boolean) : [];
+  const unknown = raw.filter((scope) => !KNOWN_SCOPES.has(scope));
+  if (unknown.length > 0) throw new errors.InvalidScope(`This server grants only ${[...KNOWN_SCOPES].join(', ')}; unknown: ${unknown.join(' ')}.`, unknown.join(' '));
+  const asked = new Set(String(params.scope ?? '').split(' ').filter(Boolean));
+  if (raw.includes('offline_access') && !asked.has('offline_access') && params.prompt === undefined && ctx.oidc.client?.grantTypeAllowed('refresh_token')) {
+    asked.add('offline_access');
+    params.prompt = 'consent';
+  }
+  asked.add(MCP_SCOPE);
+  params.scope = [...asked].join(' ');
 }
 
 /** Whether a redirect URI is one OAuth 2.1 allows: https, http to a loopback host, or a private-use scheme (a native app's own). */

@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import type { ServiceStore, Table } from './store.js';
+
+/** Spec 5.2-5.3 and 8. */
+export const MAX_KEYS_PER_ACCOUNT = 5;
+export const MIN_BALANCE_FOR_KEYS = 10;
+export const MIN_BALANCE_TO_CREATE_KEYS = 240;
+
+export interface Account {
+  id: number;
+  balance: number;
+  /** Whether the account has ever topped up (the assistant's daily limit depends on it, spec 5.7). */
+  toppedUp: boolean;
+  createdAt: number;
+  /** API usage (spec 4.16). */
+  usage: { requests: number; creditsSpent: number; creditsRefunded: number; videosCreated: number };
+}
+
+export interface ApiKey {
+  /** `key_…`: names the key in /settings without showing it. */
+  id: string;
+  accountId: number;
+  /** The bearer token, `sk_…`. The local service keeps it (the data file is private to its user) so start-up can print it. */
+  token: string;
+  /** The webhook signing secret of the tasks this key creates (spec 5.5), `whsec_…`. */
+  webhookSecret: string;
+  createdAt: number;
+  revokedAt: number | null;
+  /** Used when a clip names neither image_urls nor asset_ids (spec 4.1). */
+  defaultAssetIds: number[];
+}
+
+export interface AccountTables {
+  account: Account;
+  key: ApiKey;
+}
+
+/** Why a bearer header was refused (spec 5.4). */
+export type AuthRefusal = 'invalid_auth_header' | 'invalid_api_key';
+
+export const newApiKey = (): string => `sk_${randomBytes(24).toString('base64url')}`;
+export const newWebhookSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
+
+/**
+ * The shortest API key a user may choose (issue 20 item 6): 24 characters, so a key typed by hand is not
+ * one a guesser finds (generated keys are 35: `sk_` and 32 characters of 192 random bits).
+ */
+export const MIN_API_KEY_LENGTH = 24;
+
+/** A token a user may choose (`--api-key`): 24-200 printable ASCII characters without spaces, as a bearer token must be. */
+export function isValidToken(token: unknown): token is string {
+  return typeof token === 'string' && token.length >= MIN_API_KEY_LENGTH && /^[\x21-\x7e]{1,200}$/.test(token);
+}
+
+/**
+ * Accounts and their API keys: who a bearer token is, keys created, revoked and rotated from the
+ * account settings (spec 5), all on the service store.
+ */
+export class Accounts {
+  readonly #accounts: Table<Account>;
+  readonly #keys: Table<ApiKey>;
+  readonly #store: ServiceStore<AccountTables>;
+  readonly #now: () => number;
+  /** Live keys by token; revoked keys are not in it. */
+  readonly #byToken = new Map<string, ApiKey>();
+
+  constructor(store: ServiceStore<AccountTables>, now: () => number) {
+    this.#store = store;
+    this.#accounts = store.table('account');
+    this.#keys = store.table('key');
+    this.#now = now;
+    for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
+  }
+
+  get(id: number): Account | undefined {
+    return this.#accounts.get(id);
+  }
+
+  /** The first account, if any: the one `cliphook serve` prints at start-up. */
+  first(): { account: Account; key: ApiKey } | undefined {
+    const account = this.#accounts.get(1);
+    if (!account) return undefined;
+    const key = this.keysOf(account.id).find((k) => k.revokedAt === null);
+    return key ? { account, key } : undefined;
+  }
+
+  /** Creates an account with one key. */
+  create({ balance, token = newApiKey(), webhookSecret = newWebhookSecret() }: { balance: number; token?: string; webhookSecret?: string }): { account: Account; key: ApiKey } {
+    if (this.#byToken.has(token)) throw new TypeError('That API key is already in use.');
+    const account = this.#accounts.put({
+      id: this.#store.nextId('account'),
+      balance,
+      toppedUp: false,
+      createdAt: this.#now(),
+      usage: { requests: 0, creditsSpent: 0, creditsRefunded: 0, videosCreated: 0 },
+    });
+    return { account, key: this.addKey(account, { token, webhookSecret }) };
+  }
+
+  /** Adds a key to an account (the caller checks the limits). */
+  addKey(account: Account, { token = newApiKey(), webhookSecret = newWebhookSecret() }: { token?: string; webhookSecret?: string } = {}): ApiKey {
+    const key = this.#keys.put({
+      id: `key_${randomBytes(9).toString('base64url')}`,
+      accountId: account.id,
+      token,
+      webhookSecret,
+      createdAt: this.#now(),
+      revokedAt: null,
+      defaultAssetIds: [],
+    });
+    this.#byToken.set(token, key);
+    return key;
+  }
+
+  /** Replaces a key's token or secret in place (start-up flags that pin them). */
+  update(key: ApiKey, change: Partial<Pick<ApiKey, 'token' | 'webhookSecret' | 'defaultAssetIds'>>): ApiKey {
+    if (change.token !== undefined && change.token !== key.token) {
+      if (this.#byToken.has(change.token)) throw new TypeError('That API key is already in use.');
+      this.#byToken.delete(key.token);
+      key.token = change.token;
+      if (key.revokedAt === null) this.#byToken.set(key.token, key);
+    }
+    if (change.webhookSecret !== undefined) key.webhookSecret = change.webhookSecret;
+    if (change.defaultAssetIds !== undefined) key.defaultAssetIds = [...change.defaultAssetIds];
+    return this.#keys.put(key);
+  }
+
+  /** Revokes a key: it answers 401 invalid_api_key from the next request on. */
+  revoke(key: ApiKey): void {
+    if (key.revokedAt !== null) return;
+    key.revokedAt = this.#now();
+    this.#byToken.delete(key.token);
+    this.#keys.put(key);
+  }
+
+  /** Rebuilds the token index from the keys: after a request's changes were taken back (issue 20 item 9). */
+  resync(): void {
+    this.#byToken.clear();
+    for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
+  }
+
+  keysOf(accountId: number): ApiKey[] {
+    return [...this.#keys.values()].filter((key) => key.accountId === accountId);
+  }
+
+  key(id: string): ApiKey | undefined {
+    return this.#keys.get(id);
+  }
+
+  /**
+   * Who an `Authorization` header is (spec 5.4): the key and its account, or why not. The scheme is
+   * case-insensitive (RFC 9110 §11.1); the token is compared as sent.
+   */
+  authenticate(header: string | undefined): { account: Account; key: ApiKey } | AuthRefusal {
+    const match = /^Bearer +([\x21-\x7e]+) *$/i.exec(header ?? '');
+    if (!match) return 'invalid_auth_header';
+    const key = this.#byToken.get(match[1]!);
+    const account = key && this.#accounts.get(key.accountId);
+    return key && account ? { account, key } : 'invalid_api_key';
+  }
+
+  /** Saves a changed account. */
+  save(account: Account): Account {
+    return this.#accounts.put(account);
+  }
+}

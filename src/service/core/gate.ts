@@ -1,0 +1,111 @@
+import { ServiceError } from '../contract/problems.js';
+import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey } from './accounts.js';
+import type { AuthFailures } from './auth-failures.js';
+import type { RateDecision } from './rate-limit.js';
+import { tokenHash } from './redis/client.js';
+
+/** The assistant connection a caller acts through on `/mcp` (its row is the assistant module's). */
+export interface AssistantIdentity {
+  id: string;
+  accountId: number;
+  clientId: string | null;
+}
+
+/** Who is calling, once the gate let them in: every command takes one. */
+export interface Caller {
+  account: Account;
+  /** The key it acts with: the bearer key, or for an assistant signed in with OAuth, the account's oldest live key. */
+  key: ApiKey;
+  /** On `/mcp`: the assistant connection whose limits apply. */
+  assistant?: AssistantIdentity;
+}
+
+/** Who a credential named, before the limits: the caller, and the rate-limit window it counts in. */
+export interface Identified extends Caller {
+  limitName: string;
+}
+
+export interface GateOptions {
+  accounts: Accounts;
+  limiter: { check(key: string): RateDecision | Promise<RateDecision> };
+  failures: AuthFailures;
+  /** Count windows by the key's token hash (every process on Redis numbers its own key ids). @default false */
+  shared?: boolean;
+  warn(message: string): void;
+}
+
+/**
+ * The checks every keyed request passes first (spec 4, 5.3-5.4, 8 and issue 20 item 6), without HTTP: who
+ * the bearer key is (401, and 429 for an address that failed too often), 60 requests a minute per key
+ * (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
+ * is a `ServiceError`; the adapters add the headers (`WWW-Authenticate`, `X-RateLimit-*`).
+ * @example
+ * const who = gate.identify(req.headers.authorization, req.socket.remoteAddress);
+ * const { caller, decision } = await gate.admit(who);
+ * gate.floor(caller.account);
+ */
+export class Gate {
+  readonly #options: GateOptions;
+
+  constructor(options: GateOptions) {
+    this.#options = options;
+  }
+
+  /** Whether `address` may still try a credential (issue 20 item 6); throws 429 when it may not. */
+  allowAttempt(address: string | undefined): void {
+    if (address === undefined) return;
+    const gate = this.#options.failures.gate(address);
+    if (gate.allowed) return;
+    throw new ServiceError('rate_limit_exceeded', `Too many failed authentications from this address (${gate.limit} a minute): every credential it sends is refused for ${gate.retryAfter} s.`, { retryAfter: gate.retryAfter });
+  }
+
+  /** Counts a failed credential against `address`. */
+  failed(address: string | undefined): void {
+    if (address !== undefined) this.#options.failures.fail(address);
+  }
+
+  /** Who an `Authorization` header names (spec 5.4): 401 invalid_auth_header or invalid_api_key otherwise. */
+  identify(authorization: string | undefined, address?: string): Identified {
+    this.allowAttempt(address);
+    const who = this.#options.accounts.authenticate(authorization);
+    if (who === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key>.');
+    if (who === 'invalid_api_key') {
+      this.failed(address);
+      throw new ServiceError('invalid_api_key', 'This API key is unknown or was revoked.');
+    }
+    return { ...who, limitName: this.limitName(who.key) };
+  }
+
+  /** The window an API key's requests are counted in. */
+  limitName(key: ApiKey): string {
+    return this.#options.shared ? tokenHash(key.token) : key.id;
+  }
+
+  /**
+   * Counts one request in its caller's window (spec 4, 8): the decision, whose headers every answer carries;
+   * a request refused by it is `allowed: false` (the adapter answers 429). 503 when the limiter on Redis
+   * does not answer.
+   */
+  async admit(who: Identified): Promise<{ caller: Caller; decision: RateDecision }> {
+    let decision: RateDecision;
+    try {
+      decision = await this.#options.limiter.check(who.limitName);
+    } catch (error) {
+      this.#options.warn(`cannot count a request in Redis: ${(error as Error).message}`);
+      throw new ServiceError('upstream_busy', 'The rate limiter did not answer; retry shortly.', { retryAfter: 5 });
+    }
+    if (decision.allowed) who.account.usage.requests++;
+    const { limitName: _limitName, ...caller } = who;
+    return { caller, decision };
+  }
+
+  /** Spec 4 and 5.3: below 10 credits every keyed call answers 402 insufficient_credits. */
+  floor(account: Account): void {
+    if (account.balance < MIN_BALANCE_FOR_KEYS) throw insufficient(account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
+  }
+}
+
+/** 402 insufficient_credits with `required` and `balance` (spec 7); the adapter adds the top-up link. */
+export function insufficient(account: Account, required: number, detail?: string): ServiceError {
+  return new ServiceError('insufficient_credits', detail ?? `This costs ${required} credits; the balance is ${account.balance}.`, { extra: { required, balance: account.balance } });
+}

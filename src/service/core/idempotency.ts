@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto';
+import type { Table } from './store.js';
+
+/** Spec section 7: a key's replay window. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** A response kept for replay: what the first request answered. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** One key's record, kept in the service's store so replays survive a restart. */
+export interface IdempotencyRow {
+  /** `<account id>:<key>`: keys are the account's, as Stripe scopes them. */
+  id: string;
+  /** What the first request asked: method, path and body, canonicalised and hashed. */
+  fingerprint: string;
+  createdAt: number;
+  response: StoredResponse;
+}
+
+export type IdempotencyStart =
+  /**
+   * First use (or the window passed, or the first request failed): run it, then `finish` (here, joining the
+   * operation's commit), then, once that commit is durable, `share` (the record for other processes on
+   * Redis; resolves at once without one). A failure calls both with `null`, which releases the key.
+   */
+  | { kind: 'fresh'; finish(response: StoredResponse | null): void; share(response: StoredResponse | null): Promise<void> }
+  /** The same request again within 24 h: answer `response` with `Idempotent-Replayed: true`. */
+  | { kind: 'replay'; response: StoredResponse }
+  /** 409 idempotency_in_progress: the first request with this key is still running. */
+  | { kind: 'in_progress' }
+  /** 422 idempotency_key_reused: the key was used for another request. */
+  | { kind: 'reused' };
+
+/** What a shared store of keys (Redis, `redis/idempotency.ts`) found; `fresh` carries the write that records (or releases) the key there. */
+export type SharedStart = Exclude<IdempotencyStart, { kind: 'fresh' }> | { kind: 'fresh'; finish(response: StoredResponse | null): Promise<void> };
+
+/** The records every process shares, when there is more than one (the Redis one implements it). */
+export interface SharedIdempotency {
+  begin(id: string, fingerprint: string): Promise<SharedStart>;
+  forget(id: string): Promise<void>;
+}
+
+/**
+ * The `Idempotency-Key` header's syntax (spec 4.1): 1-255 printable ASCII characters (0x21-0x7E).
+ * Returns the key, `null` when absent, or `false` when malformed (400 invalid_idempotency_key).
+ */
+export function parseIdempotencyKey(header: string | readonly string[] | undefined): string | null | false {
+  if (header === undefined) return null;
+  if (typeof header !== 'string') return false;
+  return /^[\x21-\x7e]{1,255}$/.test(header) ? header : false;
+}
+
+/**
+ * The idempotency rules of spec section 7, for POST /videos, /videos/batch and /images. A request that
+ * succeeded is kept 24 h and replayed; one still running makes a second one wait (409); another body under
+ * the same key is refused (422); a request that failed before a task existed releases the key.
+ * The record is put before the operation's commit (`create-once.ts`), so a crash keeps the task and its key, or neither.
+ */
+export class Idempotency {
+  readonly #table: Table<IdempotencyRow>;
+  readonly #now: () => number;
+  /** Keys whose first request is running, with its fingerprint: in memory, as a restart ends them. */
+  readonly #running = new Map<string, string>();
+  readonly #shared: SharedIdempotency | undefined;
+  #sweepAt = 0;
+
+  /** With `shared`, the records are also kept in Redis, so every process on it sees every key. */
+  constructor({ table, now, shared }: { table: Table<IdempotencyRow>; now: () => number; shared?: SharedIdempotency }) {
+    this.#table = table;
+    this.#now = now;
+    this.#shared = shared;
+  }
+
+  /** Looks in this process first, then, for a key it does not know, in Redis. */
+  /**
+   * `sharedScope` names the caller in Redis (the hash of its API key: account ids are each process's
+   * own); it defaults to `scope`.
+   */
+  async begin(scope: string, key: string, fingerprint: string, sharedScope = scope): Promise<IdempotencyStart> {
+    const local = this.#beginHere(scope, key, fingerprint);
+    if (local.kind !== 'fresh' || !this.#shared) return local;
+    let shared;
+    try {
+      shared = await this.#shared.begin(`${sharedScope}:${key}`, fingerprint);
+    } catch (error) {
+      local.finish(null);
+      throw error;
+    }
+    if (shared.kind === 'fresh') return { kind: 'fresh', finish: local.finish, share: shared.finish };
+    local.finish(null);
+    return shared;
+  }
+
+  #beginHere(scope: string, key: string, fingerprint: string): IdempotencyStart {
+    const id = `${scope}:${key}`;
+    const now = this.#now();
+    this.#sweep(now);
+    const running = this.#running.get(id);
+    if (running !== undefined) return running === fingerprint ? { kind: 'in_progress' } : { kind: 'reused' };
+    const row = this.#table.get(id);
+    if (row && now < row.createdAt + IDEMPOTENCY_WINDOW_MS) {
+      return row.fingerprint === fingerprint ? { kind: 'replay', response: row.response } : { kind: 'reused' };
+    }
+    if (row) this.#table.remove(id);
+    this.#running.set(id, fingerprint);
+    let finished = false;
+    return {
+      kind: 'fresh',
+      share: async () => undefined,
+      finish: (response) => {
+        if (finished) return;
+        finished = true;
+        this.#running.delete(id);
+        // Spec 7: only a request that made its task keeps the key; a failure before one releases it.
+        if (response && response.status >= 200 && response.status < 300) {
+          this.#table.put({ id, fingerprint, createdAt: this.#now(), response });
+        }
+      },
+    };
+  }
+
+  /** Forgets a key's record (its request's write failed and was undone): the key can be used again. */
+  async forget(scope: string, key: string, sharedScope = scope): Promise<void> {
+    this.#table.remove(`${scope}:${key}`);
+    await this.#shared?.forget(`${sharedScope}:${key}`);
+  }
+
+  /** Drops records past their window, at most once an hour. */
+  #sweep(now: number): void {
+    if (now < this.#sweepAt) return;
+    this.#sweepAt = now + 60 * 60 * 1000;
+    for (const row of [...this.#table.values()]) if (now >= row.createdAt + IDEMPOTENCY_WINDOW_MS) this.#table.remove(row.id);
+  }
+}
+
+/**
+ * What a request asks, independent of key order and whitespace: the same JSON body sent twice by
+ * different clients or serialisers is the same request.
+ * @example fingerprint('POST', '/v1/videos', { prompt: 'x', duration: 5 })
+ */
+export function fingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${path}\n`).update(canonicalJson(body)).digest('hex');
+}
+
+/** JSON with object keys sorted at every depth. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

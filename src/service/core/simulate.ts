@@ -1,0 +1,61 @@
+import { VIDEO_ERROR_CODES, type VideoErrorCode } from '../../protocol/events.js';
+import type { ProblemCode } from '../../protocol/problem.js';
+
+/** How long the simulated work takes: a few seconds, or the spec's own times (clips 1-2 minutes, moderation 5-60 s). */
+export type Speed = 'fast' | 'realistic';
+
+/**
+ * `simulate:<code>` markers in a prompt: how a user's tests make the service fail on purpose, every way
+ * the spec says it can (issue 11), as Stripe's magic test card numbers do.
+ *
+ * - `simulate:<error_code>` (any value of spec 2.9): the clip is accepted and charged, then ends `error`
+ *   with that error_code, refunded, with a `video.failed` webhook. A retry of a retryable one succeeds;
+ *   `simulate:<error_code>:sticky` makes its retry fail the same way.
+ * - `simulate:<request code>`: the request itself is answered with that problem and nothing is charged
+ *   (`task_create_failed` and `internal_error` say credits were refunded, as the spec's 500s do).
+ *   `upstream_busy` and `image_fetch_failed` are also 2.9 error_codes, which a bare marker means: the 503
+ *   and the 422 are `simulate:request:upstream_busy` and `simulate:request:image_fetch_failed`.
+ */
+export const REQUEST_CODES = [
+  'upstream_busy',
+  'no_session_available',
+  'generation_paused',
+  'moderation_pending',
+  'task_create_failed',
+  'internal_error',
+  'region_unavailable',
+  'image_fetch_failed',
+  'photo_rejected',
+] as const satisfies readonly ProblemCode[];
+export type RequestCode = (typeof REQUEST_CODES)[number];
+
+/** The error_codes of spec 2.9 that POST /videos/{id}/retry accepts (spec 3.1). */
+export const RETRYABLE_CODES: ReadonlySet<VideoErrorCode> = new Set(['upstream_busy', 'upstream_unavailable', 'upstream_timeout', 'upstream_error']);
+
+export type Simulation =
+  | { kind: 'task'; code: VideoErrorCode; sticky: boolean }
+  | { kind: 'request'; code: RequestCode };
+
+const MARKER = /(?:^|[^\w:])simulate:((?:request:)?[a-z_]+)(:sticky)?(?![\w:])/;
+
+/**
+ * The first `simulate:` marker in `prompt`, or `null`. A marker that names no known code is not a marker
+ * (a prompt may say "simulate:anything"), so it is ignored rather than refused.
+ * @example parseSimulation('a fox simulate:upstream_timeout:sticky') // { kind: 'task', code: 'upstream_timeout', sticky: true }
+ */
+export function parseSimulation(prompt: string | null | undefined): Simulation | null {
+  if (!prompt) return null;
+  const match = MARKER.exec(prompt);
+  if (!match) return null;
+  const [, name, sticky] = match;
+  if (name!.startsWith('request:')) {
+    const code = name!.slice('request:'.length);
+    return isRequestCode(code) && !sticky ? { kind: 'request', code } : null;
+  }
+  if ((VIDEO_ERROR_CODES as readonly string[]).includes(name!)) return { kind: 'task', code: name as VideoErrorCode, sticky: Boolean(sticky) };
+  return isRequestCode(name!) && !sticky ? { kind: 'request', code: name } : null;
+}
+
+function isRequestCode(value: string): value is RequestCode {
+  return (REQUEST_CODES as readonly string[]).includes(value);
+}

@@ -1,0 +1,57 @@
+import type { ServerResponse } from 'node:http';
+import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, problem, problemHeaders, type Problem } from '../../protocol/problem.js';
+import type { ServiceError } from '../contract/problems.js';
+import { observe } from './taps.js';
+
+// How the service's answers are written: JSON bodies, and every refusal as the problem of spec section 7.
+
+/** Writes a JSON answer (a problem as `application/problem+json`). */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  const isProblem = status >= 400 && typeof body === 'object' && body !== null && 'code' in body;
+  const contentType = isProblem ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8';
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+  observe(() => ({ method: res.req?.method ?? 'GET', path: (res.req?.url ?? '/').split('?', 1)[0]!, status, contentType, body }));
+}
+
+/** Writes a problem body with its own headers (`Retry-After`) and `extra` ones (the rate-limit headers). */
+export function sendProblem(res: ServerResponse, body: Problem, extra: Record<string, string> = {}): void {
+  sendJson(res, body.status, body, { ...extra, ...problemHeaders(body) });
+}
+
+/** Where a person can act on a problem: the top-up page for a 402 (spec 7 `user_action.url`). */
+export interface ProblemContext {
+  /** The service's origin, for `user_action.url`. */
+  origin: string;
+  /** The request path (`instance`). */
+  instance: string;
+}
+
+/** The problem body of a service error: its code's status and title, its sentence, its extra members. */
+export function problemOf(error: ServiceError, { origin, instance }: ProblemContext): Problem {
+  const action = PROBLEM_CODES[error.code] as { userAction?: string };
+  return problem(error.code, {
+    detail: error.detail,
+    instance,
+    ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
+    ...(action.userAction === 'top_up' ? { userActionUrl: `${origin}/settings/top-up` } : {}),
+    ...(error.extra ? { extra: error.extra } : {}),
+  });
+}
+
+/**
+ * The headers a refusal carries beyond its problem's own: the `WWW-Authenticate` challenge of a 401 (spec
+ * 5.4; `error="invalid_token"` for a key that is unknown or revoked), `Content-Range` of a 416 (RFC 9110).
+ */
+export function headersOf(error: ServiceError): Record<string, string> {
+  if (error.code === 'invalid_auth_header') return { 'www-authenticate': 'Bearer realm="cliphook"' };
+  if (error.code === 'invalid_api_key') return { 'www-authenticate': 'Bearer realm="cliphook", error="invalid_token"' };
+  if (error.code === 'range_not_satisfiable' && typeof error.extra?.size === 'number') return { 'content-range': `bytes */${error.extra.size}` };
+  return {};
+}
+
+/** Writes an adapter's answer (`status`, `body`, `headers`) as JSON. */
+export function sendResult(res: ServerResponse, result: { status: number; body: unknown; headers?: Record<string, string> }): void {
+  sendJson(res, result.status, result.body, result.headers);
+}

@@ -1,0 +1,318 @@
+import { EventEmitter } from 'node:events';
+import type { Account, Accounts } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
+import { imageCharge } from '../../contract/pricing.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { Speed } from '../../core/simulate.js';
+import type { ImageCommand } from '../../contract/images.js';
+import type { SubjectConsent } from '../../contract/common.js';
+
+/** Spec 2.7 and 3.3. */
+export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
+
+/** Spec 2.10. */
+export const IMAGE_ERROR_CODES = ['prompt_blocked', 'upload_blocked', 'result_blocked', 'copyright_blocked', 'real_person_blocked', 'document_blocked', 'busy', 'timeout', 'failed'] as const;
+export type ImageErrorCode = (typeof IMAGE_ERROR_CODES)[number];
+
+/** Spec 2.7 `animate`: whether an image can become a clip. */
+export type Animate = 'trusted' | 'ok' | 'maybe' | 'no';
+
+/** One made image: its files are named by unguessable tokens (spec 2.7: a permanent unguessable link). */
+export interface ImageItem {
+  id: number;
+  token: string;
+  thumbToken: string;
+  width: number;
+  height: number;
+  format: 'png' | 'jpeg';
+  animate: Animate;
+  trustedUntil: number | null;
+  /** The character photo's asset, usable in POST /videos image_urls. */
+  assetId: number | null;
+}
+
+export interface ImageJob {
+  id: number;
+  accountId: number;
+  keyId: string;
+  status: ImageJobStatus;
+  command: ImageCommand;
+  creditsReserved: number;
+  creditsCharged: number | null;
+  creditsRefunded: number;
+  images: ImageItem[];
+  /** DELETE /images/{id} removed the files (spec 4.11). */
+  imagesDeleted: boolean;
+  errorCode: ImageErrorCode | null;
+  createdAt: number;
+  completedAt: number | null;
+  /** The consent that counts for `animate`: the request's, else the one recorded with its photos (absent in older files). */
+  photoConsent?: SubjectConsent | null;
+  /** When it ends and how many of its images can be made, fixed at creation so a restart resumes the plan. */
+  plan: { endAt: number; make: number; failWith: ImageErrorCode | null };
+}
+
+export interface ImageJobTables {
+  image_job: ImageJob;
+}
+
+/** What makes the files of one image; the real one draws with sharp, tests pass a fake. */
+export interface ImageRenderer {
+  render(job: ImageJob, index: number): Promise<Omit<ImageItem, 'id' | 'animate' | 'trustedUntil' | 'assetId'> & { assetId?: number | null }>;
+  /** Removes the files of images made for a job that then failed. */
+  discard?(images: readonly Pick<ImageItem, 'token' | 'thumbToken' | 'format'>[]): Promise<void>;
+}
+
+/** Spec 8: 3 image jobs at once per account, 30 per 10 minutes. */
+export const MAX_CONCURRENT_JOBS = 3;
+export const MAX_JOBS_PER_WINDOW = 30;
+export const JOB_WINDOW_MS = 10 * 60 * 1000;
+/** Spec 2.7: a character photo is trusted for 30 days. */
+export const CHARACTER_TRUST_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Spec 1: most images take 30-60 s, a character about 2 minutes; `--speed fast` a second or three. */
+const DURATION_MS: Record<Speed, { image: [number, number]; character: [number, number] }> = {
+  fast: { image: [1_000, 3_000], character: [2_000, 4_000] },
+  realistic: { image: [30_000, 60_000], character: [100_000, 140_000] },
+};
+
+/** `simulate:fail:<error_code>` and `simulate:partial` in a description (issue 12). */
+export function parseImageSimulation(description: string): { failWith: ImageErrorCode } | { partial: true } | null {
+  const fail = /(?:^|\s)simulate:fail:([a-z_]+)(?!\S)/.exec(description);
+  if (fail && (IMAGE_ERROR_CODES as readonly string[]).includes(fail[1]!)) return { failWith: fail[1] as ImageErrorCode };
+  return /(?:^|\s)simulate:partial(?!\S)/.test(description) ? { partial: true } : null;
+}
+
+export interface ImageJobsOptions {
+  accounts: Accounts;
+  credits: Credits;
+  renderer: ImageRenderer;
+  clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  speed: Speed;
+  /** @default Math.random */
+  random?: () => number;
+  /** Reports a job whose processing failed (it ends `failed`) or whose end could not be saved yet. */
+  onError?: (error: Error) => void;
+}
+
+/** Why a new job must wait (spec 8): 429 with the seconds until it may start. */
+export type JobLimit = { code: 'concurrency_limit' | 'rate_limited'; retryAfter: number };
+
+/**
+ * The image job state machine of spec 3.3: credits reserved at the start, `generating` until the planned
+ * end, then `done`, `partial` (the unused part refunded) or `failed` (nothing charged). Limits of spec 8
+ * on the simulated clock. `waitFor` wakes a waiter when the job ends (GET /images/{id}?wait).
+ */
+export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
+  readonly #jobs: Table<ImageJob>;
+  readonly #store: ServiceStore<ImageJobTables>;
+  readonly #options: ImageJobsOptions;
+  readonly #timers = new Map<number, unknown>();
+  #nextImageId = 1;
+  /** Jobs whose files are being made: `clock.advance()` waits for them (the service registers it). */
+  readonly #rendering = new Set<number>();
+
+  constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
+    super();
+    this.#store = store;
+    this.#jobs = store.table('image_job');
+    this.#options = options;
+    for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
+  }
+
+  get(accountId: number, id: number): ImageJob | undefined {
+    const job = this.#jobs.get(id);
+    return job && job.accountId === accountId ? job : undefined;
+  }
+
+  /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
+  list(accountId: number, { limit, before }: { limit: number; before: number | null }): ImageJob[] {
+    return [...this.#jobs.values()]
+      .filter((job) => job.accountId === accountId && (before === null || job.id < before))
+      .sort((a, b) => b.id - a.id)
+      .slice(0, limit);
+  }
+
+  /** Whether the account may start a job now (spec 8), checked before anything is reserved. */
+  limit(accountId: number): JobLimit | null {
+    const now = this.#options.clock.now();
+    const mine = [...this.#jobs.values()].filter((job) => job.accountId === accountId);
+    const running = mine.filter((job) => job.status === 'generating');
+    if (running.length >= MAX_CONCURRENT_JOBS) {
+      const soonest = Math.min(...running.map((job) => job.plan.endAt));
+      return { code: 'concurrency_limit', retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
+    }
+    const recent = mine.filter((job) => job.createdAt > now - JOB_WINDOW_MS).map((job) => job.createdAt).sort((a, b) => a - b);
+    if (recent.length >= MAX_JOBS_PER_WINDOW) {
+      const frees = recent[recent.length - MAX_JOBS_PER_WINDOW]! + JOB_WINDOW_MS;
+      return { code: 'rate_limited', retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)) };
+    }
+    return null;
+  }
+
+  /** Starts a job whose price the caller has just charged to `account` (spec 3.3: reserved). */
+  start(account: Account, keyId: string, command: ImageCommand, { photoConsent = command.subjectConsent }: { photoConsent?: SubjectConsent | null } = {}): ImageJob {
+    const now = this.#options.clock.now();
+    const [low, high] = DURATION_MS[this.#options.speed][command.type];
+    const simulation = parseImageSimulation(command.description);
+    const failWith = simulation && 'failWith' in simulation ? simulation.failWith : null;
+    const make = failWith ? 0 : simulation ? command.count - 1 : command.count;
+    const job = this.#jobs.put({
+      id: this.#store.nextId('image_job'),
+      accountId: account.id,
+      keyId,
+      status: 'generating',
+      command,
+      photoConsent,
+      creditsReserved: command.price,
+      creditsCharged: null,
+      creditsRefunded: 0,
+      images: [],
+      imagesDeleted: false,
+      errorCode: null,
+      createdAt: now,
+      completedAt: null,
+      // A job of one whose only image cannot be made has nothing to show: it fails as result_blocked (spec 3.3).
+      plan: { endAt: now + Math.round(low + (high - low) * (this.#options.random ?? Math.random)()), make, failWith: failWith ?? (make === 0 ? 'result_blocked' : null) },
+    });
+    this.#arm(job);
+    return job;
+  }
+
+
+  /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
+  deleteImages(job: ImageJob): number {
+    const count = job.images.length;
+    job.images = [];
+    job.imagesDeleted = true;
+    this.#jobs.put(job);
+    return count;
+  }
+
+  /** Resolves with the job once it has ended, or after `ms` (spec 4.10 `wait`), woken by the job. */
+  waitFor(job: ImageJob, ms: number): Promise<ImageJob> {
+    if (job.status !== 'generating' || ms <= 0) return Promise.resolve(job);
+    return new Promise((resolve) => {
+      const ended = (done: ImageJob) => {
+        if (done.id !== job.id) return;
+        this.off('ended', ended);
+        this.#options.clock.clearTimeout(timer);
+        resolve(done);
+      };
+      const timer = this.#options.clock.setTimeout(() => {
+        this.off('ended', ended);
+        resolve(job);
+      }, ms);
+      this.on('ended', ended);
+    });
+  }
+
+  /** Whether a job's files are being made now. */
+  get busy(): boolean {
+    return this.#rendering.size > 0;
+  }
+
+  resume(): void {
+    for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
+  }
+
+  /** Brings the timers back in line with the rows after a request's changes were taken back (a job's start undone leaves none armed). */
+  resync(): void {
+    for (const [id, timer] of [...this.#timers]) {
+      if (this.#jobs.get(id)?.status === 'generating') continue;
+      this.#options.clock.clearTimeout(timer);
+      this.#timers.delete(id);
+    }
+    this.resume();
+  }
+
+  stop(): void {
+    for (const timer of this.#timers.values()) this.#options.clock.clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #arm(job: ImageJob): void {
+    // A job whose images are being made is not armed again (a resync while it renders).
+    if (this.#rendering.has(job.id)) return;
+    this.#options.clock.clearTimeout(this.#timers.get(job.id));
+    const endAt = Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
+    const timer = this.#options.clock.setTimeout(() => {
+      this.#timers.delete(job.id);
+      this.#rendering.add(job.id);
+      void this.#finish(job).finally(() => this.#rendering.delete(job.id));
+    }, Math.max(0, endAt - this.#options.clock.now()));
+    this.#timers.set(job.id, timer);
+  }
+
+  /**
+   * Ends a job: its images made, then its state, refund and charge set in one synchronous step. Any failure
+   * on the way (a photo that cannot be decoded, a file that cannot be written, a record an older version
+   * left) ends it `failed` instead, with nothing charged (spec 2.10, 3.3): a job never stays `generating`
+   * and never holds its reservation or a concurrency slot (issue 20 item 2). The end is saved in the
+   * background: a failed write stays queued and is written with the next commit.
+   */
+  async #finish(job: ImageJob): Promise<void> {
+    const made: ImageItem[] = [];
+    let end: Partial<ImageJob> & { refund: number };
+    try {
+      end = await this.#make(job, made);
+    } catch (error) {
+      this.#options.onError?.(new Error(`image job ${job.id} failed: ${(error as Error).message}`));
+      await this.#options.renderer.discard?.(made).catch(() => undefined);
+      end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
+    }
+    const { refund, ...fields } = end;
+    const account = this.#options.accounts.get(job.accountId);
+    if (account && refund > 0) this.#options.credits.refund(account, refund);
+    Object.assign(job, fields);
+    this.#jobs.put(job);
+    try {
+      await this.#store.commit();
+    } catch (error) {
+      this.#options.onError?.(new Error(`cannot save the end of image job ${job.id} yet: ${(error as Error).message}`));
+    }
+    this.emit('ended', job);
+  }
+
+  /** Makes a job's images (pushed to `made` as they come) and says how it ends; throws when one cannot be made. */
+  async #make(job: ImageJob, made: ImageItem[]): Promise<Partial<ImageJob> & { refund: number }> {
+    const { make, failWith } = job.plan;
+    // Images deleted while the job ran (spec 4.11: no refund) are made and charged, but never written.
+    const keep = !job.imagesDeleted;
+    for (let index = 0; index < make && keep; index++) {
+      const rendered = await this.#options.renderer.render(job, index);
+      const character = job.command.type === 'character';
+      made.push({
+        ...rendered,
+        id: this.#nextImageId++,
+        animate: character ? 'trusted' : animateOf(job.command, job.photoConsent ?? job.command.subjectConsent),
+        trustedUntil: character ? job.plan.endAt + CHARACTER_TRUST_MS : null,
+        assetId: rendered.assetId ?? null,
+      });
+    }
+    const count = keep ? made.length : make;
+    const charged = imageCharge(job.creditsReserved, job.command.count, count);
+    return {
+      images: made,
+      status: count === 0 ? 'failed' : count < job.command.count ? 'partial' : 'done',
+      errorCode: count === 0 ? failWith ?? 'failed' : null,
+      creditsCharged: charged,
+      creditsRefunded: job.creditsReserved - charged,
+      completedAt: job.plan.endAt,
+      refund: job.creditsReserved - charged,
+    };
+  }
+
+  /** When a job ended: its planned end, or now for a record without a usable plan. */
+  #endOf(job: ImageJob): number {
+    return Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
+  }
+}
+
+/** Spec 2.7's meanings of `animate` for an image that is not a character. */
+export function animateOf(command: ImageCommand, photoConsent: SubjectConsent | null = command.subjectConsent): Animate {
+  const photos = command.assetIds.length + command.imageUrls.length > 0;
+  if (photos) return photoConsent === 'permission' ? 'no' : 'ok';
+  if (command.template && command.template !== 'poster') return 'ok';
+  return /\b(person|people|man|woman|men|women|boy|girl|child|kid|face|portrait|family|couple|crowd)s?\b/i.test(command.description) ? 'maybe' : 'ok';
+}

@@ -1,0 +1,150 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { Asset } from '../assets/assets.js';
+import type { ServiceStore, Table } from '../../core/store.js';
+import type { SubjectConsent } from '../../contract/common.js';
+
+/** How long an upload link works (issue 15), on the service's simulated clock. */
+export const PHOTO_UPLOAD_TTL_MS = 60 * 60 * 1000;
+
+/** Expired links are kept this long (so the page can say "expired" rather than "unknown"), then dropped. */
+const KEEP_EXPIRED_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** The page a person opens to upload a photo for an assistant: `/photos/upload/<token>`. */
+export const PHOTO_UPLOAD_PATH = '/photos/upload';
+
+/**
+ * An upload link made by `start_photo_upload` (spec 5.7: "assistants cannot send photos"). The token in its
+ * URL is the credential; only its SHA-256 is kept, so the data file does not hold working links.
+ */
+export interface PhotoUpload {
+  /** `upl_…`: what the assistant names the upload by in get_photo. Not the token. */
+  id: string;
+  accountId: number;
+  /** The API key (the assistant) that asked for the link. */
+  keyId: string;
+  /** Lowercase hex SHA-256 of the URL's token. */
+  tokenHash: string;
+  createdAt: number;
+  expiresAt: number;
+  /** Set once a photo was accepted: the link is single use. */
+  usedAt: number | null;
+  /** The asset the photo became. */
+  assetId: number | null;
+  /** Who the person said is in the photo (spec 5, consent rules), recorded with this upload. */
+  subjectConsent: SubjectConsent | null;
+}
+
+export interface PhotoUploadTables {
+  photo_upload: PhotoUpload;
+}
+
+/** Why a token does not open the page: unknown (404), or expired or already used (410). */
+export type LinkState = { ok: true; upload: PhotoUpload } | { ok: false; reason: 'unknown' | 'expired' | 'used'; upload?: PhotoUpload };
+
+export interface PhotoUploadEvents {
+  /** A photo was accepted on a link. */
+  uploaded: [upload: PhotoUpload];
+}
+
+const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/**
+ * The upload links of the assistant endpoint: made for an account, opened by token, used once. Kept in
+ * the service's store, so a link outlives a restart; expiry reads the simulated clock.
+ * @example
+ * const { upload, token } = uploads.create({ accountId: 1, keyId: 'key_1' });
+ * uploads.open(token) // { ok: true, upload }
+ */
+export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
+  readonly #table: Table<PhotoUpload>;
+  readonly #now: () => number;
+  /** Token hashes to uploads: the page looks here on every request. */
+  readonly #byHash = new Map<string, PhotoUpload>();
+
+  constructor(store: ServiceStore<PhotoUploadTables>, now: () => number) {
+    super();
+    this.#table = store.table('photo_upload');
+    this.#now = now;
+    for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
+  }
+
+  /** A new link for `accountId`: the upload and its token (32 random bytes, base64url), which is shown once. */
+  create({ accountId, keyId }: { accountId: number; keyId: string }): { upload: PhotoUpload; token: string } {
+    this.#prune();
+    const token = randomBytes(32).toString('base64url');
+    const now = this.#now();
+    const upload = this.#table.put({
+      id: `upl_${randomBytes(12).toString('base64url')}`,
+      accountId,
+      keyId,
+      tokenHash: hashToken(token),
+      createdAt: now,
+      expiresAt: now + PHOTO_UPLOAD_TTL_MS,
+      usedAt: null,
+      assetId: null,
+      subjectConsent: null,
+    });
+    this.#byHash.set(upload.tokenHash, upload);
+    return { upload, token };
+  }
+
+  /** Rebuilds the token index from the rows, after a request's changes were taken back. */
+  resync(): void {
+    this.#byHash.clear();
+    for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
+  }
+
+  /** The account's upload `id`, or undefined (another account's upload does not exist for it). */
+  get(accountId: number, id: string): PhotoUpload | undefined {
+    const upload = this.#table.get(id);
+    return upload && upload.accountId === accountId ? upload : undefined;
+  }
+
+  /** The upload that made asset `assetId`, if one did. */
+  byAsset(accountId: number, assetId: number): PhotoUpload | undefined {
+    for (const upload of this.#table.values()) if (upload.accountId === accountId && upload.assetId === assetId) return upload;
+    return undefined;
+  }
+
+  /** Who is in a photo: what the person said on the upload page that made it, else what was recorded with the asset. */
+  consentOf(asset: Asset): SubjectConsent | null {
+    return this.byAsset(asset.accountId, asset.id)?.subjectConsent ?? asset.subjectConsent;
+  }
+
+  /** What a token opens: its upload while it works, or why not. A used link says so even once it would have expired. */
+  open(token: string): LinkState {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return { ok: false, reason: 'unknown' };
+    // Looked up by the token's hash: the timing of a map lookup tells nothing about a token's characters.
+    const upload = this.#byHash.get(hashToken(token));
+    if (!upload) return { ok: false, reason: 'unknown' };
+    if (upload.usedAt !== null) return { ok: false, reason: 'used', upload };
+    if (this.expired(upload)) return { ok: false, reason: 'expired', upload };
+    return { ok: true, upload };
+  }
+
+  expired(upload: PhotoUpload): boolean {
+    return upload.usedAt === null && this.#now() >= upload.expiresAt;
+  }
+
+  /** Records the accepted photo: the link is used from now on. */
+  markUsed(upload: PhotoUpload, { assetId, subjectConsent }: { assetId: number; subjectConsent: SubjectConsent }): PhotoUpload {
+    upload.usedAt = this.#now();
+    upload.assetId = assetId;
+    upload.subjectConsent = subjectConsent;
+    this.#table.put(upload);
+    this.emit('uploaded', upload);
+    return upload;
+  }
+
+  /** Drops links that expired unused long ago; used ones stay, as they tie a photo to its consent. */
+  #prune(): void {
+    const before = this.#now() - KEEP_EXPIRED_MS;
+    for (const upload of [...this.#table.values()]) {
+      if (upload.usedAt === null && upload.expiresAt < before) {
+        this.#byHash.delete(upload.tokenHash);
+        this.#table.remove(upload.id);
+      }
+    }
+  }
+}

@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
+import { codeTable, endpointTable, withContractTables, withTable } from '../../../src/service/contract/tables.js';
+import { ROUTES } from '../../../src/service/contract/routes.js';
+
+const doc = readFileSync(fileURLToPath(new URL('../../../docs/service.md', import.meta.url)), 'utf8');
+
+describe('docs/service.md tables made from the contract', () => {
+  it('are current: run `npm run docs` when this fails', () => {
+    expect(withContractTables(doc) === doc, 'docs/service.md is stale: run npm run docs').toBe(true);
+  });
+
+  it('list every contract route once, with its operationId, and every code a route answers with its status', () => {
+    const endpoints = endpointTable();
+    for (const route of ROUTES) expect(endpoints).toContain(`| \`${route.method} ${route.path}\` | \`${route.operationId}\` |`);
+    expect(endpoints.split('\n')).toHaveLength(ROUTES.length + 2);
+    const codes = codeTable();
+    for (const route of ROUTES) for (const code of route.problems) expect(codes).toContain(`| ${PROBLEM_CODES[code].status} | \`${code}\` |`);
+    // Every code cliphook chose where the spec names none says why.
+    for (const line of codes.split('\n').filter((l) => l.includes('| cliphook:'))) expect(line).toMatch(/\| cliphook: \S.* \|/);
+  });
+
+  it('refuses a document without the markers instead of appending a table somewhere', () => {
+    expect(() => withTable('# no markers here\n', 'endpoints', 'x')).toThrow(/no <!-- contract:endpoints -->/);
+  });
+});

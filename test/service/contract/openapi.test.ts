@@ -1,0 +1,152 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import openapiTS, { astToString } from 'openapi-typescript';
+import createClient from 'openapi-fetch';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiDocument } from '../../../src/service/contract/openapi.js';
+import { ROUTES } from '../../../src/service/contract/routes.js';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const run = promisify(execFile);
+
+type Operation = { operationId: string; security?: unknown[]; parameters?: unknown[]; requestBody?: unknown; responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }> };
+
+describe('the OpenAPI 3.1 document (issue 21), made from contract/routes.ts', () => {
+  const doc = openApiDocument({ origin: 'http://127.0.0.1:8080' });
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op: op as unknown as Operation })));
+
+  it('has every route of the contract once, with its operationId, and nothing else', () => {
+    expect(operations.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual(ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+    const ids = operations.map(({ op }) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const route of ROUTES) expect(doc.paths[route.path]![route.method.toLowerCase()]!.operationId).toBe(route.operationId);
+  });
+
+  it('describes every endpoint of spec section 4', () => {
+    const section4 = ['POST /v1/videos', 'POST /v1/videos/batch', 'GET /v1/videos', 'GET /v1/videos/{id}', 'DELETE /v1/videos/{id}', 'POST /v1/videos/{id}/retry', 'POST /v1/images', 'GET /v1/images', 'GET /v1/images/{id}', 'DELETE /v1/images/{id}', 'POST /v1/assets', 'GET /v1/assets', 'GET /v1/assets/{id}', 'DELETE /v1/assets/{id}', 'GET /v1/account', 'GET /v1/pricing', 'GET /v1/media/{file}'];
+    const present = new Set(operations.map(({ method, path }) => `${method.toUpperCase()} ${path}`));
+    for (const endpoint of section4) expect(present.has(endpoint), endpoint).toBe(true);
+  });
+
+  it('takes the bearer key everywhere but on pricing, media and the document itself (spec 5.1)', () => {
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    const open = operations.filter(({ op }) => Array.isArray(op.security) && op.security.length === 0).map(({ op }) => op.operationId).sort();
+    expect(open).toEqual(['getMedia', 'getOpenApi', 'getPricing']);
+  });
+
+  it('gives every keyed response the rate-limit headers, and the idempotent POSTs the Idempotency-Key and Idempotent-Replayed', () => {
+    for (const { op } of operations) {
+      if (op.security) continue;
+      for (const [status, response] of Object.entries(op.responses)) expect(Object.keys(response.headers ?? {}), `${op.operationId} ${status}`).toEqual(expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']));
+    }
+    const idempotent = operations.filter(({ op }) => JSON.stringify(op.parameters ?? []).includes('IdempotencyKey')).map(({ op }) => op.operationId).sort();
+    expect(idempotent).toEqual(['createImage', 'createVideo', 'createVideoBatch']);
+    expect(Object.keys(doc.paths['/v1/videos']!.post!.responses as object)).toEqual(expect.arrayContaining(['202', '400', '401', '402', '409', '422', '429', '500', '503']));
+  });
+
+  it('answers every error as problem+json with the codes the route can answer, and a 4xx on every operation that takes input or a key', () => {
+    for (const { op } of operations) {
+      const problems = Object.entries(op.responses).filter(([status]) => Number(status) >= 400);
+      for (const [, response] of problems) expect(Object.keys(response.content ?? {})).toEqual(['application/problem+json']);
+      if (!['getPricing', 'getOpenApi'].includes(op.operationId)) expect(problems.some(([status]) => status.startsWith('4')), op.operationId).toBe(true);
+    }
+    const bad = (doc.paths['/v1/videos']!.post!.responses as Record<string, { content: Record<string, { schema: { allOf: Array<{ properties?: { code: { enum: string[] } } }> } }> }>)['400']!;
+    expect(bad.content['application/problem+json']!.schema.allOf[1]!.properties!.code.enum).toEqual(expect.arrayContaining(['invalid_duration', 'missing_input', 'invalid_json', 'invalid_idempotency_key']));
+  });
+
+  it('describes the clip body with the spec’s own constraints: bounds, enums, the deprecated alias, formats', () => {
+    const body = (doc.components as { schemas: Record<string, { properties: Record<string, { anyOf?: Array<Record<string, unknown>>; deprecated?: boolean }> }> }).schemas.CreateVideoRequest!;
+    expect(body.properties.duration!.anyOf![0]).toMatchObject({ type: 'integer', minimum: 4, maximum: 30 });
+    expect(body.properties.ratio!.anyOf![0]).toMatchObject({ enum: ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9'] });
+    expect(body.properties.image_url!.deprecated).toBe(true);
+    expect(body.properties.image_urls!.anyOf![0]).toMatchObject({ type: 'array', maxItems: 5 });
+    expect(body.properties.callback_url!.anyOf![0]).toMatchObject({ maxLength: 2048 });
+    const upload = doc.paths['/v1/assets']!.post!.requestBody as { content: Record<string, unknown> };
+    expect(Object.keys(upload.content)).toEqual(['multipart/form-data']);
+  });
+
+  it('passes Redocly’s recommended rules (redocly.yaml turns one off, with its reason)', async () => {
+    const dir = mkdtempSync(join(ROOT, 'node_modules', '.cliphook-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, JSON.stringify(doc));
+      const { stdout, stderr } = await run(join(ROOT, 'node_modules/.bin/redocly'), ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json'], { cwd: ROOT, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }, timeout: 60_000 }).catch((error: { stdout: string; stderr: string }) => error);
+      const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> };
+      expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`), stderr).toEqual([]);
+      expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('a typed client generated from the document (openapi-typescript + openapi-fetch)', () => {
+  let svc: StartedService;
+  let dir: string;
+  beforeAll(async () => {
+    svc = await startService();
+    dir = mkdtempSync(join(ROOT, 'node_modules', '.cliphook-client-'));
+  });
+  afterAll(async () => {
+    await svc.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('type-checks correct calls and refuses a body with duration: "five"', async () => {
+    const types = astToString(await openapiTS(openApiDocument() as never));
+    mkdirSync(dir, { recursive: true });
+    // A .ts, not a .d.ts, so it is checked with skipLibCheck on (the SDK's own .d.ts files are not ours).
+    writeFileSync(join(dir, 'api.ts'), types);
+    writeFileSync(
+      join(dir, 'client.ts'),
+      [
+        "import createClient from 'openapi-fetch';",
+        "import type { paths } from './api.js';",
+        "const client = createClient<paths>({ baseUrl: 'http://127.0.0.1:8080', headers: { authorization: 'Bearer sk_x' } });",
+        'export async function ok() {',
+        "  const { data, error } = await client.POST('/v1/videos', { body: { prompt: 'a fox', duration: 10, model: 'cinema' }, params: { header: { 'Idempotency-Key': 'k-1' } } });",
+        "  if (data) { const id: number = data.id; const status: 'pending' = data.status; return { id, status }; }",
+        '  const code: string = error.code;',
+        "  const page = await client.GET('/v1/videos', { params: { query: { limit: 10, status: 'done' } } });",
+        '  return { code, total: page.data?.total };',
+        '}',
+        'export async function wrong() {',
+        '  // @ts-expect-error duration is an integer, not a word',
+        "  await client.POST('/v1/videos', { body: { prompt: 'a fox', duration: 'five' } });",
+        '  // @ts-expect-error ratio is one of the six',
+        "  await client.POST('/v1/videos', { body: { prompt: 'a fox', ratio: '2:1' } });",
+        '  // @ts-expect-error no such path',
+        "  await client.GET('/v1/movies');",
+        '}',
+      ].join('\n'),
+    );
+    const program = ts.createProgram([join(dir, 'client.ts')], { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true, types: [] });
+    const diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName.startsWith(dir)).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    expect(diagnostics).toEqual([]);
+  }, 60_000);
+
+  it('talks to a running service: 202 typed data, then the 400 problem as typed error', async () => {
+    const client = createClient<{
+      '/v1/videos': { post: { requestBody: { content: { 'application/json': Record<string, unknown> } }; responses: { 202: { content: { 'application/json': { id: number; status: string } } }; 400: { content: { 'application/problem+json': { code: string } } } } } };
+    }>({ baseUrl: svc.origin, headers: { authorization: `Bearer ${svc.apiKey}` } });
+    const made = await client.POST('/v1/videos', { body: { prompt: 'a fox' } });
+    expect(made.response.status).toBe(202);
+    expect(made.data).toMatchObject({ status: 'pending' });
+    const refused = await client.POST('/v1/videos', { body: { prompt: 'a fox', duration: 99 } });
+    expect(refused.response.status).toBe(400);
+    expect(refused.error).toMatchObject({ code: 'invalid_duration' });
+  });
+
+  it('is served at GET /v1/openapi.json without a key, naming the service’s origin', async () => {
+    const res = await fetch(`${svc.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    const served = (await res.json()) as { openapi: string; servers: Array<{ url: string }> };
+    expect(served.openapi).toBe('3.1.0');
+    expect(served.servers[0]!.url).toBe(svc.origin);
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
+import { Credits } from '../../../src/service/core/credits.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
+
+async function setup() {
+  const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });
+  const accounts = new Accounts(store, () => 1_000);
+  return { store, accounts, credits: new Credits(accounts) };
+}
+
+describe('Accounts and keys (spec 5)', () => {
+  it('authenticates a bearer key; a missing or malformed header and an unknown or revoked key are told apart', async () => {
+    const { accounts } = await setup();
+    const { account, key } = accounts.create({ balance: 1000, token: 'sk_test_1234', webhookSecret: 'whsec_x' });
+    expect(accounts.authenticate('Bearer sk_test_1234')).toEqual({ account, key });
+    expect(accounts.authenticate('bearer sk_test_1234')).toEqual({ account, key });
+    for (const header of [undefined, '', 'sk_test_1234', 'Basic abc', 'Bearer', 'Bearer a b']) expect(accounts.authenticate(header)).toBe('invalid_auth_header');
+    expect(accounts.authenticate('Bearer sk_nope_1234')).toBe('invalid_api_key');
+    accounts.revoke(key);
+    expect(accounts.authenticate('Bearer sk_test_1234')).toBe('invalid_api_key');
+  });
+
+  it('keeps keys across a reload of the store, revoked ones still refused', async () => {
+    const { store, accounts } = await setup();
+    const { account } = accounts.create({ balance: 300 });
+    const second = accounts.addKey(account);
+    accounts.revoke(accounts.keysOf(account.id)[0]!);
+    const reloaded = new Accounts(store, () => 2_000);
+    expect(reloaded.authenticate(`Bearer ${second.token}`)).toMatchObject({ key: { id: second.id } });
+    expect(reloaded.first()?.key.id).toBe(second.id);
+  });
+
+  it('rotates a token in place and refuses a token in use', async () => {
+    const { accounts } = await setup();
+    const { key } = accounts.create({ balance: 0 });
+    accounts.update(key, { token: 'sk_new_token_1' });
+    expect(accounts.authenticate('Bearer sk_new_token_1')).not.toBe('invalid_api_key');
+    const other = accounts.create({ balance: 0 });
+    expect(() => accounts.update(other.key, { token: 'sk_new_token_1' })).toThrow(TypeError);
+    // Issue 20 item 6: a key chosen by hand must be long enough not to be guessed.
+    expect(isValidToken('sk_short')).toBe(false);
+    expect(isValidToken('sk_twenty_three_chars_x')).toBe(false);
+    expect(isValidToken('sk_twenty_four_chars_xyz')).toBe(true);
+    expect(isValidToken('has space in it, and long enough')).toBe(false);
+  });
+});
+
+describe('Credits', () => {
+  it('charges only what the balance covers and never goes negative; refunds and top-ups add', async () => {
+    const { accounts, credits } = await setup();
+    const { account } = accounts.create({ balance: 20 });
+    expect(credits.charge(account, 18)).toBeNull();
+    expect(credits.charge(account, 9)).toEqual({ required: 9, balance: 2 });
+    expect(account.balance).toBe(2);
+    credits.refund(account, 18);
+    credits.topUp(account, 100);
+    expect(account).toMatchObject({ balance: 120, toppedUp: true, usage: { creditsSpent: 18, creditsRefunded: 18 } });
+    expect(() => credits.charge(account, -1)).toThrow(RangeError);
+    expect(() => credits.charge(account, 1.5)).toThrow(RangeError);
+  });
+
+  it('lets 50 spends race against a small balance: the sum charged never exceeds it', async () => {
+    const { accounts, credits, store } = await setup();
+    const { account } = accounts.create({ balance: 100 });
+    const outcomes = await Promise.all(Array.from({ length: 50 }, async () => {
+      await Promise.resolve();
+      const shortfall = credits.charge(account, 9);
+      await store.commit();
+      return shortfall === null;
+    }));
+    expect(outcomes.filter(Boolean)).toHaveLength(11);
+    expect(account.balance).toBe(1);
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, fingerprint, Idempotency, parseIdempotencyKey, type IdempotencyRow } from '../../../src/service/core/idempotency.js';
+import { ServiceStore } from '../../../src/service/core/store.js';
+
+async function setup() {
+  let now = Date.parse('2026-01-01T00:00:00Z');
+  const store = await ServiceStore.open<{ idempotency: IdempotencyRow }>({ file: false, tables: ['idempotency'] });
+  const idem = new Idempotency({ table: store.table('idempotency'), now: () => now });
+  return { idem, store, advance: (ms: number) => void (now += ms) };
+}
+
+const A = fingerprint('POST', '/v1/videos', { prompt: 'a fox' });
+const B = fingerprint('POST', '/v1/videos', { prompt: 'a cat' });
+
+describe('Idempotency (spec section 7)', () => {
+  it('replays a succeeded request within 24 h, and forgets it after', async () => {
+    const { idem, advance } = await setup();
+    const first = await idem.begin('1', 'key-1', A);
+    if (first.kind !== 'fresh') throw new Error(first.kind);
+    first.finish({ status: 202, body: { id: 7 } });
+    advance(24 * 3_600_000 - 1);
+    expect(await idem.begin('1', 'key-1', A)).toEqual({ kind: 'replay', response: { status: 202, body: { id: 7 } } });
+    advance(1);
+    expect((await idem.begin('1', 'key-1', A)).kind).toBe('fresh');
+  });
+
+  it('answers in_progress while the first runs, reused for another body, and scopes keys per account', async () => {
+    const { idem } = await setup();
+    const first = await idem.begin('1', 'k', A);
+    expect(await idem.begin('1', 'k', A)).toEqual({ kind: 'in_progress' });
+    expect(await idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
+    expect((await idem.begin('2', 'k', A)).kind).toBe('fresh');
+    if (first.kind !== 'fresh') throw new Error(first.kind);
+    first.finish({ status: 202, body: {} });
+    expect(await idem.begin('1', 'k', B)).toEqual({ kind: 'reused' });
+  });
+
+  it('releases the key when the first request failed before a task existed', async () => {
+    const { idem } = await setup();
+    for (const status of [400, 402, 422, 500, 503]) {
+      const first = await idem.begin('1', `k${status}`, A);
+      if (first.kind !== 'fresh') throw new Error(first.kind);
+      first.finish({ status, body: { code: 'x' } });
+      expect((await idem.begin('1', `k${status}`, B)).kind).toBe('fresh');
+    }
+    const crashed = await idem.begin('1', 'k-null', A);
+    if (crashed.kind !== 'fresh') throw new Error(crashed.kind);
+    crashed.finish(null);
+    expect((await idem.begin('1', 'k-null', A)).kind).toBe('fresh');
+  });
+
+  it('keeps its records in the store, which sweeps expired ones', async () => {
+    const { idem, store, advance } = await setup();
+    const first = await idem.begin('1', 'k', A);
+    if (first.kind !== 'fresh') throw new Error(first.kind);
+    first.finish({ status: 202, body: {} });
+    expect(store.table('idempotency').size).toBe(1);
+    advance(25 * 3_600_000);
+    await idem.begin('1', 'other', A);
+    expect(store.table('idempotency').get('1:k')).toBeUndefined();
+  });
+
+  it('checks the header: 1-255 printable ASCII characters', () => {
+    expect(parseIdempotencyKey(undefined)).toBeNull();
+    expect(parseIdempotencyKey('a')).toBe('a');
+    expect(parseIdempotencyKey('~'.repeat(255))).toBe('~'.repeat(255));
+    for (const bad of ['', 'a b', 'é', 'x'.repeat(256), '\t', ['a', 'b']]) expect(parseIdempotencyKey(bad)).toBe(false);
+  });
+
+  it('fingerprints the request, not its serialisation', () => {
+    expect(canonicalJson({ b: 1, a: [{ d: 2, c: null }] })).toBe('{"a":[{"c":null,"d":2}],"b":1}');
+    expect(fingerprint('POST', '/v1/videos', { a: 1, b: 2 })).toBe(fingerprint('POST', '/v1/videos', { b: 2, a: 1 }));
+    expect(fingerprint('POST', '/v1/videos', { a: 1 })).not.toBe(fingerprint('POST', '/v1/videos/batch', { a: 1 }));
+  });
+});
