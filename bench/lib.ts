@@ -76,3 +76,34 @@ export function intOption(name: string, env: string, fallback: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`Expected --${name} (${env}) to be a positive integer, got ${raw}.`);
   return value;
 }
+
+/**
+ * `BENCH_PROFILE=<dir>`: a CPU profile of this process over the window the bench measures (not its start-up
+ * or warm-up), written to `<dir>/<name>.cpuprofile` on `stop()`; read it with `bench/top-frames.ts`, or
+ * open it in Chrome DevTools. Without `BENCH_PROFILE`, `start` and `stop` do nothing.
+ */
+export function windowProfiler(name: string): { start(): Promise<void>; stop(): Promise<void> } {
+  const dir = process.env.BENCH_PROFILE;
+  if (!dir) return { start: async () => undefined, stop: async () => undefined };
+  let session: import('node:inspector/promises').Session | null = null;
+  return {
+    async start() {
+      if (session) return;
+      const { Session } = await import('node:inspector/promises');
+      session = new Session();
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', { interval: 250 });
+      await session.post('Profiler.start');
+    },
+    async stop() {
+      if (!session) return;
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      session = null;
+      const { mkdirSync, writeFileSync } = await import('node:fs');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(`${dir}/${name}.cpuprofile`, JSON.stringify(profile));
+    },
+  };
+}

@@ -1,31 +1,42 @@
 /**
- * Relay benchmarks (issue 4). Run: `node --import tsx bench/relay.ts [--quick]`; prints a markdown table.
+ * Relay benchmarks (issues 4 and 23). Run: `node --import tsx bench/relay.ts [--quick]`; prints markdown.
  *
- * Baseline: a direct POST to the same local app. Each part runs in its own process, as it would in use
- * (relay on a server, `listen` and the app on a laptop), all on 127.0.0.1:
- *   1. added latency, sender -> relay -> listen -> app vs sender -> app, sequential, interleaved;
- *   2. events/s through one relay and one listener, with a persisted buffer, sent by autocannon;
- *   3. relay memory for 10,000 idle connected listeners, one channel each.
+ * Each part runs in its own process, as it would in use (relay on a server; `listen` and the app on a
+ * laptop), all on 127.0.0.1. `listen` is the CLI command as users run it: with its defaults (the inspector
+ * on, its log beside the state file, a line per event and reply on stdout, piped and drained here), and
+ * with `--no-inspect`. The baseline is a bare node:http app answering 200, which the relayed events reach too.
+ *   1. added latency: sender -> relay -> listen (defaults) -> app against sender -> app, sequential, interleaved;
+ *   2. events/s and CPU µs per event: direct, through listen with its defaults, through listen --no-inspect,
+ *      in interleaved rounds (the order turns each round), each ratio taken within its round;
+ *   3. listen's memory with and without the inspector once more events went through it than it keeps;
+ *   4. relay memory for 10,000 idle connected listeners, one channel each.
+ * BENCH_PROFILE=<dir> writes a CPU profile of each process over part 2 (bench/top-frames.ts reads it).
  * Figures from one run on a shared 2-core machine are noisy: read the ratios, not the last digit.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { connectListener, createChannel, createRelayServer, sign } from '../src/index.js';
+import { createChannel, createRelayServer, sign } from '../src/index.js';
+import { intOption, median, num, table, target } from './lib.js';
+import { all, answerParent, cpuPerEvent, forkRole, type Child } from './parts/children.js';
 
 const QUICK = process.argv.includes('--quick');
+const SCRIPT = fileURLToPath(import.meta.url);
 const LATENCY_SAMPLES = QUICK ? 500 : 3_000;
-const THROUGHPUT_EVENTS = Number(process.env.BENCH_EVENTS ?? (QUICK ? 5_000 : 30_000));
+const EVENTS = intOption('events', 'BENCH_EVENTS', QUICK ? 3_000 : 10_000);
+const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', QUICK ? 2 : 3);
 // BENCH_PARTS=throughput (or latency, memory, comma-separated) runs only those parts, for quick A/B runs.
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'latency,throughput,memory').split(','));
-const THROUGHPUT_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 64);
 const IDLE_LISTENERS = QUICK ? 1_000 : 10_000;
+/** The inspector's documented bounds (docs/inspector.md): 10,000 exchanges, 64 MiB of bodies and headers. */
+const INSPECTOR_EVENTS = 10_000;
+const INSPECTOR_BYTES = 64 * 1024 * 1024;
 const BODY = JSON.stringify({ event: 'video.completed', id: 48213, status: 'done', prompt: 'A red fox trotting through fresh snow'.repeat(12) });
 const HEADERS = {
   'content-type': 'application/json',
@@ -34,73 +45,33 @@ const HEADERS = {
   'x-service-signature': sign(BODY, 'whsec_bench'),
 };
 
-type Message = { url?: string; memory?: NodeJS.MemoryUsage; cpu?: NodeJS.CpuUsage; ready?: boolean };
-
 // ---- child roles ---------------------------------------------------------------------------------
 
 async function role(name: string, args: string[]): Promise<void> {
-  // Exit normally when the bench is done, so profilers and exit hooks get to write.
-  process.on('SIGTERM', () => process.exit(0));
-  const send = (message: Message) => process.send!(message);
+  answerParent(name);
   if (name === 'app') {
     const server = createServer((req, res) => {
       req.resume();
       req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': 17 }).end('{"received":true}'));
     });
-    answerStats(send);
-    server.listen(0, '127.0.0.1', () => send({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+    server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
   } else if (name === 'relay') {
     // 10,000 idle listeners each need a channel: above the default cap of 1,000 (issue 10).
     const relay = createRelayServer({ file: args[0] === 'memory' ? false : args[0]!, maxChannels: 20_000 });
     const { url } = await relay.listen(0, '127.0.0.1');
-    answerStats(send);
-    send({ url });
-  } else if (name === 'listener') {
-    const [relayUrl, channel, token, forwardTo] = args as [string, string, string, string];
-    await connectListener({ relayUrl, channel, token, forwardTo });
-    answerStats(send);
-    send({ ready: true });
+    process.send!({ url });
+  } else if (name === 'listen' || name === 'listen-no-inspect') {
+    // The CLI itself, as `cliphook listen` runs it; the parent waits for its "Ready!" line.
+    const [relayUrl, channel, token, forwardTo, state] = args as [string, string, string, string, string];
+    const { main: cli } = await import('../src/cli/main.js');
+    const flags = ['--relay', relayUrl, '--forward-to', forwardTo, '--channel', channel, '--token', token, '--state', state];
+    process.exitCode = await cli(['node', 'cliphook', 'listen', ...flags, ...(name === 'listen' ? [] : ['--no-inspect'])]);
   }
-}
-
-/** Answers the parent's stats question with this process's memory (after a GC) and CPU time. */
-function answerStats(send: (message: Message) => void): void {
-  process.on('message', () => {
-    globalThis.gc?.();
-    send({ memory: process.memoryUsage(), cpu: process.cpuUsage() });
-  });
-}
-
-function spawn(name: string, ...args: string[]): Promise<{ child: ChildProcess; first: Message }> {
-  // BENCH_NODE_FLAGS passes e.g. `--cpu-prof` to the parts, to see where their time goes.
-  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = fork(fileURLToPath(import.meta.url), ['--role', name, ...args], { execArgv: ['--import', 'tsx', '--expose-gc', ...extra], stdio: 'inherit' });
-  return new Promise((resolve, reject) => {
-    child.once('message', (first: Message) => resolve({ child, first }));
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
-  });
-}
-
-function ask(child: ChildProcess): Promise<NodeJS.MemoryUsage> {
-  return stats(child).then((message) => message.memory!);
-}
-
-function stats(child: ChildProcess): Promise<Message> {
-  return new Promise((resolve) => {
-    child.once('message', (message: Message) => resolve(message));
-    child.send('stats');
-  });
-}
-
-/** CPU microseconds (user + system) a process spent between two stats answers, per event. */
-function cpuPerEvent(before: Message, after: Message, events: number): number {
-  const used = (cpu: NodeJS.CpuUsage) => cpu.user + (process.env.BENCH_USER_ONLY ? 0 : cpu.system);
-  return (used(after.cpu!) - used(before.cpu!)) / events;
 }
 
 // ---- load ----------------------------------------------------------------------------------------
 
-const agent = new Agent({ keepAlive: true, maxSockets: THROUGHPUT_CONCURRENCY });
+const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 
 function post(url: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -147,55 +118,49 @@ interface AutocannonResult {
   non2xx: number;
   '2xx': number;
 }
-type Autocannon = (options: { url: string; connections: number; amount: number; method: string; headers: Record<string, string>; body: string }) => Promise<AutocannonResult>;
+interface AutocannonRequest {
+  method: string;
+  body: string;
+  setupRequest: (req: { headers?: Record<string, string> }) => object;
+}
+type Autocannon = (options: { url: string; connections: number; amount: number; requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
 // autocannon ships no types; its programmatic API returns a promise when given no callback.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 /**
- * Events/s for `total` POSTs, THROUGHPUT_CONCURRENCY at a time. The sender is autocannon (as in
- * bench/middleware.ts): it spends about a third of node:http's client CPU per request, and on two cores
- * every microsecond the load generator uses is taken from the processes being measured.
- * BENCH_SENDER=http uses a node:http keep-alive agent instead.
+ * Events/s for `total` POSTs, CONCURRENCY at a time, sent by autocannon (as in bench/middleware.ts): it
+ * spends about a third of node:http's client CPU per request, and on two cores every microsecond the load
+ * generator uses is taken from the processes being measured.
  */
+let sequence = 0;
+
 async function throughput(url: string, total: number): Promise<number> {
-  if (process.env.BENCH_SENDER === 'http') return throughputHttp(url, total);
   const started = performance.now();
-  const result = await autocannon({
-    url,
-    connections: THROUGHPUT_CONCURRENCY,
-    amount: total,
-    method: 'POST',
-    headers: HEADERS, // autocannon sets Content-Length itself (and sends nothing if given one)
-    body: BODY,
-  });
+  // Each event its own delivery id, as a sender's are (the relay keeps one buffered copy per delivery id).
+  const setupRequest = (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...HEADERS, 'x-service-delivery': `dlv_bench_${++sequence}` } });
+  const result = await autocannon({ url, connections: CONCURRENCY, amount: total, requests: [{ method: 'POST', body: BODY, setupRequest }] });
   const seconds = (performance.now() - started) / 1000;
   const bad = result.errors + result.timeouts + result.non2xx;
   if (bad || result['2xx'] !== total) throw new Error(`${url}: ${result['2xx']} of ${total} requests got 200 (${bad} errors, timeouts or non-2xx)`);
   return total / seconds;
 }
 
-async function throughputHttp(url: string, total: number): Promise<number> {
-  let next = 0;
-  let failed = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: THROUGHPUT_CONCURRENCY }, async () => {
-      while (next++ < total) if ((await post(url)) !== 200) failed++;
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  if (failed) throw new Error(`${failed} of ${total} requests to ${url} did not get 200`);
-  return total / seconds;
+/** One burst of `EVENTS` to `url`: events/s and the CPU µs per event of each of `measured`. */
+async function burst(url: string, measured: readonly Child[]): Promise<{ rate: number; cpu: Map<string, number> }> {
+  const before = await Promise.all(measured.map((child) => child.stats()));
+  const rate = await throughput(url, EVENTS);
+  const after = await Promise.all(measured.map((child) => child.stats()));
+  return { rate, cpu: new Map(measured.map((child, i) => [child.name, cpuPerEvent(before[i]!, after[i]!, EVENTS)])) };
 }
 
 async function idleListeners(file: string) {
-  const { child, first } = await spawn('relay', file);
-  const relayUrl = first.url!;
+  const { child, first } = await forkRole(SCRIPT, 'relay', [file]);
+  const relayUrl = first.url as string;
   const channels = [];
   for (let i = 0; i < IDLE_LISTENERS; i += 50) {
     channels.push(...(await Promise.all(Array.from({ length: Math.min(50, IDLE_LISTENERS - i) }, () => createChannel(relayUrl)))));
   }
-  const before = await ask(child);
+  const before = (await child.stats()).memory;
   const sockets: WebSocket[] = [];
   const wsBase = relayUrl.replace('http', 'ws');
   for (let i = 0; i < channels.length; i += 200) {
@@ -211,72 +176,118 @@ async function idleListeners(file: string) {
       ),
     );
   }
-  const after = await ask(child);
+  const after = (await child.stats()).memory;
   for (const socket of sockets) socket.terminate();
-  child.kill();
+  child.process.kill();
   return { before, after };
 }
 
 // ---- main ----------------------------------------------------------------------------------------
 
+const PATHS = ['direct', 'listen', 'listen-no-inspect'] as const;
+type Path = (typeof PATHS)[number];
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'cliphook-bench-relay-'));
-  const children: ChildProcess[] = [];
+  const children: Child[] = [];
+  const load = loadavg()[0]!;
   try {
-    const app = await spawn('app');
+    const app = await forkRole(SCRIPT, 'app', []);
     // BENCH_RELAY_FILE=memory runs the relay without its data file, to see what persistence costs.
-    const relay = await spawn('relay', process.env.BENCH_RELAY_FILE === 'memory' ? 'memory' : join(dir, 'relay.json'));
+    const relay = await forkRole(SCRIPT, 'relay', [process.env.BENCH_RELAY_FILE === 'memory' ? 'memory' : join(dir, 'relay.json')]);
     children.push(app.child, relay.child);
-    const appUrl = app.first.url!;
-    const channel = await createChannel(relay.first.url!);
-    const listener = await spawn('listener', relay.first.url!, channel.channel, channel.token, appUrl);
-    children.push(listener.child);
+    const appUrl = app.first.url as string;
+    const relayUrl = relay.first.url as string;
+    const urls: Record<Path, string> = { direct: appUrl, listen: '', 'listen-no-inspect': '' };
+    const listeners = new Map<Path, Child>();
+    for (const name of ['listen', 'listen-no-inspect'] as const) {
+      const channel = await createChannel(relayUrl);
+      const { child } = await forkRole(SCRIPT, name, [relayUrl, channel.channel, channel.token, appUrl, join(dir, `${name}.json`)], { readyLine: /Ready!/ });
+      children.push(child);
+      listeners.set(name, child);
+      urls[name] = channel.url;
+    }
 
-    const lat = PARTS.has('latency') ? await latency(appUrl, channel.url) : { direct: { p50: NaN, p99: NaN }, relay: { p50: NaN, p99: NaN } };
-    // Warm both paths up (JIT, keep-alive sockets) before counting CPU.
-    if (!PARTS.has('latency')) for (let i = 0; i < 500; i++) await Promise.all([timed(appUrl), timed(channel.url)]);
-    const runThroughput = PARTS.has('throughput');
-    const appBefore = await stats(app.child);
-    const directRate = runThroughput ? await throughput(appUrl, THROUGHPUT_EVENTS) : NaN;
-    const appCpu = cpuPerEvent(appBefore, await stats(app.child), THROUGHPUT_EVENTS);
-    const [relayBefore, listenerBefore] = await Promise.all([stats(relay.child), stats(listener.child)]);
-    const relayRate = runThroughput ? await throughput(channel.url, THROUGHPUT_EVENTS) : NaN;
-    const [relayAfter, listenerAfter] = await Promise.all([stats(relay.child), stats(listener.child)]);
-    const relayCpu = cpuPerEvent(relayBefore, relayAfter, THROUGHPUT_EVENTS);
-    const listenerCpu = cpuPerEvent(listenerBefore, listenerAfter, THROUGHPUT_EVENTS);
-    for (const child of children.splice(0)) child.kill();
-    const memory = PARTS.has('memory') ? await idleListeners(join(dir, 'idle.json')) : { before: process.memoryUsage(), after: process.memoryUsage() };
+    const lat = PARTS.has('latency') ? await latency(appUrl, urls.listen) : null;
+    const rates: Record<Path, number[]> = { direct: [], listen: [], 'listen-no-inspect': [] };
+    const ratios = { relay: [] as number[], listen: [] as number[], plain: [] as number[], inspector: [] as number[], rate: [] as number[], ratePlain: [] as number[] };
+    const cpu = { app: [] as number[], relay: [] as number[], listen: [] as number[], plain: [] as number[] };
+    if (PARTS.has('throughput')) {
+      // Warm-up: JIT, keep-alive sockets, the inspector's first log writes.
+      for (const path of PATHS) await throughput(urls[path], Math.min(EVENTS, 3_000));
+      await all(children, 'profile-start');
+      for (let round = 0; round < ROUNDS; round++) {
+        const got = new Map<Path, Awaited<ReturnType<typeof burst>>>();
+        for (let k = 0; k < PATHS.length; k++) {
+          const path = PATHS[(k + round) % PATHS.length]!;
+          got.set(path, await burst(urls[path], path === 'direct' ? [app.child] : [relay.child, listeners.get(path)!]));
+        }
+        const appCpu = got.get('direct')!.cpu.get('app')!;
+        const withInspector = got.get('listen')!;
+        const plain = got.get('listen-no-inspect')!;
+        for (const path of PATHS) rates[path].push(got.get(path)!.rate);
+        cpu.app.push(appCpu);
+        cpu.relay.push(withInspector.cpu.get('relay')!, plain.cpu.get('relay')!);
+        cpu.listen.push(withInspector.cpu.get('listen')!);
+        cpu.plain.push(plain.cpu.get('listen-no-inspect')!);
+        ratios.relay.push(withInspector.cpu.get('relay')! / appCpu, plain.cpu.get('relay')! / appCpu);
+        ratios.listen.push(withInspector.cpu.get('listen')! / appCpu);
+        ratios.plain.push(plain.cpu.get('listen-no-inspect')! / appCpu);
+        ratios.inspector.push(withInspector.cpu.get('listen')! / plain.cpu.get('listen-no-inspect')! - 1);
+        ratios.rate.push(withInspector.rate / got.get('direct')!.rate);
+        ratios.ratePlain.push(plain.rate / got.get('direct')!.rate);
+      }
+      await all(children, 'profile-stop');
+    }
+    const [inspected, bare] = await Promise.all([listeners.get('listen')!.stats(), listeners.get('listen-no-inspect')!.stats()]);
+    for (const child of children.splice(0)) child.process.kill();
+    const memory = PARTS.has('memory') ? await idleListeners(join(dir, 'idle.json')) : null;
 
     const ms = (value: number) => `${value.toFixed(2)} ms`;
     const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
-    const rssDelta = memory.after.rss - memory.before.rss;
-    const heapDelta = memory.after.heapUsed - memory.before.heapUsed;
-    const rows = [
-      ['added latency p50 (relay vs direct)', `+${ms(lat.relay.p50 - lat.direct.p50)}`, `${ms(lat.relay.p50)} vs ${ms(lat.direct.p50)}`, '+<= 1 ms'],
-      ['added latency p99 (relay vs direct)', `+${ms(lat.relay.p99 - lat.direct.p99)}`, `${ms(lat.relay.p99)} vs ${ms(lat.direct.p99)}`, '+<= 5 ms'],
-      [
-        'events/s, one relay + one listener',
-        `${relayRate.toFixed(0)}/s`,
-        `direct to the app: ${directRate.toFixed(0)}/s (${((relayRate / directRate) * 100).toFixed(0)}%), ${THROUGHPUT_EVENTS} events, ${THROUGHPUT_CONCURRENCY} in flight, ${process.env.BENCH_RELAY_FILE === 'memory' ? 'buffer in memory' : 'buffer persisted'}`,
-        '>= 5,000/s',
-      ],
-      [
-        'CPU per event (user + system)',
-        `relay ${relayCpu.toFixed(0)} µs, listener ${listenerCpu.toFixed(0)} µs`,
-        `a bare Node HTTP app on this machine: ${appCpu.toFixed(0)} µs per request; at these costs one free core carries about ${(1e6 / relayCpu).toFixed(0)}/s through the relay and ${(1e6 / listenerCpu).toFixed(0)}/s through the listener`,
-        'explains the ratio',
-      ],
-      [
-        `relay memory, ${IDLE_LISTENERS.toLocaleString('en')} idle listeners`,
-        `${mib(memory.after.rss)} RSS`,
-        `+${mib(rssDelta)} RSS, +${mib(heapDelta)} heap over the same relay with the channels and no listeners (${((rssDelta / IDLE_LISTENERS) / 1024).toFixed(1)} KiB each)`,
-        '<= 1 GB',
-      ],
-    ];
-    const lines = ['| measure | result | detail | target |', '|---|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)];
-    process.stdout.write(`\n${lines.join('\n')}\n\nnode ${process.version}, ${LATENCY_SAMPLES} latency samples each way${QUICK ? ' (--quick)' : ''}\n`);
+    const x = (values: number[]) => `${median(values).toFixed(2)}×`;
+    const us = (values: number[]) => `${num(median(values))} µs`;
+    const out: string[] = [];
+    out.push(`node ${process.version}; ${num(EVENTS)} events per burst, ${CONCURRENCY} in flight (autocannon), ${ROUNDS} interleaved rounds of direct / listen / listen --no-inspect; relay buffer ${process.env.BENCH_RELAY_FILE === 'memory' ? 'in memory' : 'persisted to its data file'}; load average ${load.toFixed(1)} at the start. Medians; each ratio is the median of ratios taken within a round.\n`);
+    if (lat) {
+      out.push(table(['latency, one at a time (3,000 each way)', 'direct to the app', 'relay + listen (defaults)', 'added', 'target'], [
+        ['p50', ms(lat.direct.p50), ms(lat.relay.p50), `+${ms(lat.relay.p50 - lat.direct.p50)}`, '+≤ 1 ms'],
+        ['p99', ms(lat.direct.p99), ms(lat.relay.p99), `+${ms(lat.relay.p99 - lat.direct.p99)}`, '+≤ 3 ms'],
+      ]));
+      out.push('');
+    }
+    if (PARTS.has('throughput')) {
+      out.push(table(['path', 'events/s', 'vs direct', 'CPU µs per event', 'vs the bare app\'s CPU per request'], [
+        ['direct to the app (bare node:http)', num(median(rates.direct)), '1.00×', `app ${us(cpu.app)}`, '1.00×'],
+        ['relay + listen with its defaults (inspector on)', num(median(rates.listen)), x(ratios.rate), `relay ${us(cpu.relay)}; listen ${us(cpu.listen)}`, `relay ${x(ratios.relay)}; listen ${x(ratios.listen)}`],
+        ['relay + listen --no-inspect', num(median(rates['listen-no-inspect'])), x(ratios.ratePlain), `listen ${us(cpu.plain)}`, `listen ${x(ratios.plain)}`],
+      ]));
+      out.push('');
+      const inspectorBytes = inspected.memory.heapUsed - bare.memory.heapUsed;
+      out.push(table(['listen, after every burst', 'heap used (after GC)', 'peak RSS'], [
+        ['with its defaults (inspector on)', mib(inspected.memory.heapUsed), mib(inspected.maxRss)],
+        ['--no-inspect', mib(bare.memory.heapUsed), mib(bare.maxRss)],
+      ]));
+      out.push('');
+      const sent = (lat ? 300 + LATENCY_SAMPLES : 0) + Math.min(EVENTS, 3_000) + ROUNDS * EVENTS;
+      out.push(`The inspector held the last ${num(Math.min(sent, INSPECTOR_EVENTS))} of the ${num(sent)} events sent through it: ${mib(inspectorBytes)} more heap than without it, against its documented bound of ${num(INSPECTOR_EVENTS)} exchanges and ${mib(INSPECTOR_BYTES)} of bodies and headers.\n`);
+      out.push(target(`relay CPU per event ≤ 2× the bare app's per request (${x(ratios.relay)})`, median(ratios.relay) <= 2));
+      out.push(target(`listen (defaults) CPU per event ≤ 2× the bare app's (${x(ratios.listen)})`, median(ratios.listen) <= 2));
+      out.push(target(`listen --no-inspect CPU per event ≤ 2× the bare app's (${x(ratios.plain)})`, median(ratios.plain) <= 2));
+      out.push(target(`the inspector adds ≤ 25 % to listen's CPU per event (${(median(ratios.inspector) * 100).toFixed(0)} %)`, median(ratios.inspector) <= 0.25));
+      out.push(target(`the inspector's memory within its bound (+${mib(inspectorBytes)} heap ≤ ${mib(INSPECTOR_BYTES)})`, inspectorBytes <= INSPECTOR_BYTES));
+      out.push(target(`one relay + one listen (defaults) ≥ 0.45× the direct rate (${x(ratios.rate)})`, median(ratios.rate) >= 0.45));
+    }
+    if (lat) out.push(target(`added p99 ≤ 3 ms (+${ms(lat.relay.p99 - lat.direct.p99)})`, lat.relay.p99 - lat.direct.p99 <= 3));
+    if (memory) {
+      const rssDelta = memory.after.rss - memory.before.rss;
+      const heapDelta = memory.after.heapUsed - memory.before.heapUsed;
+      out.push('');
+      out.push(`Relay memory with ${IDLE_LISTENERS.toLocaleString('en')} idle listeners: ${mib(memory.after.rss)} RSS, +${mib(rssDelta)} RSS and +${mib(heapDelta)} heap over the same relay with the channels and no listeners (${(rssDelta / IDLE_LISTENERS / 1024).toFixed(1)} KiB each; target ≤ 1 GB).`);
+    }
+    process.stdout.write(`${out.join('\n')}\n`);
   } finally {
-    for (const child of children) child.kill();
+    for (const child of children) child.process.kill();
     agent.destroy();
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { measured } from './measure.js';
 import { checkHost, guardLookup, type LookupFunction } from './url-guard.js';
 
 /** One POST, as the attempt hands it to a transport. */
@@ -60,6 +61,10 @@ export function createHttpTransport({ allowPrivateNetworks, maxSockets, lookup }
       request.once('error', reject);
       request.once('response', (response) => {
         const status = response.statusCode ?? 0;
+        if (!measured.replyBody) {
+          response.resume();
+          return resolve({ status, body: Buffer.alloc(0) });
+        }
         const kept: Buffer[] = [];
         let keptBytes = 0;
         let readBytes = 0;

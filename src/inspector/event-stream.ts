@@ -7,6 +7,8 @@ export interface EventStreamOptions {
   maxBufferedBytes?: number;
   /** A comment line this often keeps proxies and idle timers from closing the stream. @default 15_000 */
   heartbeatMs?: number;
+  /** Told when the first page connects (`true`) and the last one goes (`false`): nothing to send meanwhile. */
+  onWatch?: (watching: boolean) => void;
 }
 
 /**
@@ -19,8 +21,10 @@ export class EventStream {
   readonly #maxClients: number;
   readonly #maxBufferedBytes: number;
   readonly #heartbeat: ReturnType<typeof setInterval>;
+  readonly #onWatch: (watching: boolean) => void;
 
-  constructor({ maxClients = 32, maxBufferedBytes = 4 * 1024 * 1024, heartbeatMs = 15_000 }: EventStreamOptions = {}) {
+  constructor({ maxClients = 32, maxBufferedBytes = 4 * 1024 * 1024, heartbeatMs = 15_000, onWatch = () => undefined }: EventStreamOptions = {}) {
+    this.#onWatch = onWatch;
     this.#maxClients = maxClients;
     this.#maxBufferedBytes = maxBufferedBytes;
     this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), heartbeatMs);
@@ -37,7 +41,8 @@ export class EventStream {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' });
     res.write(`retry: 1000\n${frame('hello', hello)}`);
     this.#clients.add(res);
-    const drop = () => this.#clients.delete(res);
+    if (this.#clients.size === 1) this.#onWatch(true);
+    const drop = () => this.#drop(res);
     req.once('close', drop);
     res.once('close', drop);
     return true;
@@ -51,14 +56,19 @@ export class EventStream {
   close(): void {
     clearInterval(this.#heartbeat);
     for (const res of this.#clients) res.end();
+    if (this.#clients.size > 0) this.#onWatch(false);
     this.#clients.clear();
+  }
+
+  #drop(res: ServerResponse): void {
+    if (this.#clients.delete(res) && this.#clients.size === 0) this.#onWatch(false);
   }
 
   #write(text: string): void {
     for (const res of this.#clients) {
       if (res.writableLength > this.#maxBufferedBytes) {
         // A page that stopped reading (a background tab, a stalled socket) is not buffered for without end.
-        this.#clients.delete(res);
+        this.#drop(res);
         res.destroy();
         continue;
       }

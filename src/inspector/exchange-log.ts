@@ -1,12 +1,14 @@
 import { createReadStream } from 'node:fs';
-import { appendFile, chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Exchange, KeptBody, KeptReply } from './exchanges.js';
 
 /**
  * The exchanges `listen` saw, on disk beside its state file, so the inspector's list survives a restart.
- * JSON lines, one per finished exchange (bodies base64), appended as each reply comes. Bounded: once the
+ * JSON lines, one per finished exchange (bodies base64), appended as replies come: the lines of
+ * `WRITE_AFTER_MS` go out in one write, on a file kept open (issue 23: opening, appending and closing the
+ * file for each event cost `listen` more than forwarding it). Bounded: once the
  * file holds twice `maxEvents` lines (or twice `maxBytes`), it is rewritten with what the inspector still
  * holds (a temporary file, then a rename, so a crash leaves the old file or the new one). A torn last
  * line (a crash mid-write) is skipped on load. Mode 0600: bodies and signatures are the user's data.
@@ -23,6 +25,8 @@ export interface ExchangeLogOptions {
 }
 
 const VERSION = 1;
+/** How long a finished exchange may wait for others before its line is written (a crash loses at most these). */
+export const WRITE_AFTER_MS = 50;
 
 export class ExchangeLog {
   readonly #options: ExchangeLogOptions;
@@ -31,8 +35,19 @@ export class ExchangeLog {
   #writing: Promise<void> = Promise.resolve();
   #failing = false;
   #ready: Promise<void> | null = null;
+  /** Exchanges appended and not yet taken by a write; their lines are made by the write, so none waits as garbage. */
+  #batch: Exchange[] = [];
+  /** The write that takes `#batch`, while it waits. */
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  /** The file, open for appending; closed when a rewrite replaces it, or a write failed. */
+  #handle: FileHandle | null = null;
   /** Ids the last rewrite wrote: their queued appends would write them twice. */
   #rewritten = new Set<number>();
+  /** The exchange id of each line of the file (-1: unreadable) and where the line ends: what a rewrite keeps. */
+  #ids: number[] = [];
+  #ends: number[] = [];
+  /** False after a failed write, which may have left part of a line: then only a full rewrite will do. */
+  #trusted = true;
 
   constructor(options: ExchangeLogOptions) {
     this.#options = options;
@@ -55,6 +70,8 @@ export class ExchangeLog {
       this.#lines++;
       this.#bytes += Buffer.byteLength(line) + 1;
       const exchange = parseLine(line);
+      this.#ids.push(exchange?.id ?? -1);
+      this.#ends.push(this.#bytes);
       if (!exchange) continue;
       kept.delete(exchange.id);
       kept.set(exchange.id, exchange);
@@ -64,26 +81,128 @@ export class ExchangeLog {
     return [...kept.values()].sort((a, b) => a.id - b.id).slice(-this.#options.maxEvents);
   }
 
-  /** Appends a finished exchange; writes are queued, one at a time, in order. */
+  /**
+   * Appends a finished exchange. Writes are queued, one at a time, in order; the lines that come while one
+   * is on its way go out together in the next (issue 23: one append of the file per event cost `listen`
+   * more than forwarding the event).
+   */
   append(exchange: Exchange): void {
-    const line = `${JSON.stringify(toLine(exchange))}\n`;
+    this.#batch.push(exchange);
+    this.#timer ??= setTimeout(() => this.#take(), WRITE_AFTER_MS).unref();
+  }
+
+  /** Writes what waits now, and resolves once every queued write has been tried. */
+  flush(): Promise<void> {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#take();
+    }
+    return this.#writing;
+  }
+
+  /** Writes what waits, then lets go of the file. */
+  async close(): Promise<void> {
+    await this.flush();
+    await this.#closeHandle();
+  }
+
+  /** Queues the write of the lines gathered so far. */
+  #take(): void {
+    this.#timer = null;
     this.#queue(async () => {
-      if (this.#rewritten.delete(exchange.id)) return;
+      const batch = this.#batch;
+      this.#batch = [];
+      const written = batch.filter(({ id }) => !this.#rewritten.delete(id));
+      const text = written.map(lineOf);
+      if (text.length === 0) return;
       await this.#prepare();
-      if (this.#lines + 1 > 2 * this.#options.maxEvents || this.#bytes + line.length > 2 * this.#options.maxBytes) {
-        // The exchange is already in the snapshot (the caller holds it before appending).
+      const encoded = encode(text);
+      const bytes = encoded.bytes.length;
+      if (this.#lines + text.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+        // Most often the file's tail is what the inspector still holds: copied as bytes, the new lines after it.
+        if (await this.#keepTail(written, encoded)) return;
+        // The exchanges are already in the snapshot (the caller holds each before appending it).
         await this.#rewrite();
         return;
       }
-      await appendFile(this.#options.file, line, { mode: 0o600 });
-      this.#lines++;
-      this.#bytes += Buffer.byteLength(line);
+      try {
+        this.#handle ??= await open(this.#options.file, 'a', 0o600);
+        await this.#handle.write(encoded.bytes);
+      } catch (error) {
+        // The next write opens the file again (it may have been removed, or its disk come back).
+        this.#trusted = false;
+        await this.#closeHandle();
+        throw error;
+      }
+      this.#note(written, encoded.ends, this.#bytes);
+      this.#lines += text.length;
+      this.#bytes += bytes;
     });
   }
 
-  /** Resolves once every queued write has been tried. */
-  flush(): Promise<void> {
-    return this.#writing;
+  /** Records where the lines just written end (`ends`, counted from `from` bytes). */
+  #note(written: Exchange[], ends: number[], from: number): void {
+    for (let i = 0; i < written.length; i++) {
+      this.#ids.push(written[i]!.id);
+      this.#ends.push(from + ends[i]!);
+    }
+  }
+
+  /**
+   * The rewrite, when the exchanges still held are the file's last lines (they finish in about the order
+   * they came): those bytes copied to the new file as they are, then `text`, instead of every line made
+   * again (issue 23: that doubled the log's cost per event). False, having written nothing, when more than
+   * 1.5 times the bounds would be kept: then the full rewrite runs.
+   */
+  async #keepTail(written: Exchange[], encoded: Encoded): Promise<boolean> {
+    if (!this.#trusted) return false;
+    const held = new Set<number>();
+    for (const exchange of this.#options.snapshot()) if (exchange.reply !== null) held.add(exchange.id);
+    const first = this.#ids.findIndex((id) => held.has(id));
+    const from = first === -1 ? this.#bytes : first === 0 ? 0 : this.#ends[first - 1]!;
+    const kept = first === -1 ? 0 : this.#ids.length - first;
+    const bytes = this.#bytes - from + encoded.bytes.length;
+    if (kept + written.length > 1.5 * this.#options.maxEvents || bytes > 1.5 * this.#options.maxBytes) return false;
+    const temporary = `${this.#options.file}.tmp`;
+    const out = await open(temporary, 'w', 0o600);
+    try {
+      if (from < this.#bytes) {
+        const source = await open(this.#options.file, 'r');
+        try {
+          const chunk = Buffer.allocUnsafe(1024 * 1024);
+          for (let at = from; at < this.#bytes; ) {
+            const { bytesRead } = await source.read(chunk, 0, Math.min(chunk.length, this.#bytes - at), at);
+            if (bytesRead === 0) break;
+            await out.write(chunk, 0, bytesRead);
+            at += bytesRead;
+          }
+        } finally {
+          await source.close();
+        }
+      }
+      await out.write(encoded.bytes);
+      await out.chmod(0o600);
+    } finally {
+      await out.close();
+    }
+    // The open handle is the file being replaced: the next append opens the new one.
+    await this.#closeHandle();
+    await rename(temporary, this.#options.file);
+    const start = first === -1 ? this.#ids.length : first;
+    this.#ids = this.#ids.slice(start);
+    this.#ends = this.#ends.slice(start).map((end) => end - from);
+    this.#lines = this.#ids.length;
+    this.#bytes = this.#ends.at(-1) ?? 0;
+    this.#note(written, encoded.ends, this.#bytes);
+    this.#lines += written.length;
+    this.#bytes = bytes;
+    return true;
+  }
+
+  async #closeHandle(): Promise<void> {
+    const handle = this.#handle;
+    this.#handle = null;
+    await handle?.close().catch(() => undefined);
   }
 
   #queue(write: () => Promise<void>): void {
@@ -109,15 +228,44 @@ export class ExchangeLog {
 
   async #rewrite(): Promise<void> {
     const items = this.#options.snapshot().filter((exchange) => exchange.reply !== null);
-    const text = items.map((exchange) => `${JSON.stringify(toLine(exchange))}\n`).join('');
+    const lines = items.map(lineOf);
+    const encoded = encode(lines);
+    const text = encoded.bytes;
     const temporary = `${this.#options.file}.tmp`;
     await writeFile(temporary, text, { mode: 0o600 });
     await chmod(temporary, 0o600);
+    // The open handle is the file being replaced: the next append opens the new one.
+    await this.#closeHandle();
     await rename(temporary, this.#options.file);
     this.#lines = items.length;
-    this.#bytes = Buffer.byteLength(text);
+    this.#bytes = text.length;
     this.#rewritten = new Set(items.map((exchange) => exchange.id));
+    this.#ids = [];
+    this.#ends = [];
+    this.#note(items, encoded.ends, 0);
+    this.#trusted = true;
   }
+}
+
+interface Encoded {
+  bytes: Buffer;
+  /** Where each line ends in `bytes`. */
+  ends: number[];
+}
+
+/** The lines as UTF-8 in one buffer, encoded once: their lengths come with it (issue 23: measuring each line, the batch, and then encoding it was three passes). */
+function encode(lines: string[]): Encoded {
+  let chars = 0;
+  for (const line of lines) chars += line.length;
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+  const out = Buffer.allocUnsafe(chars * 3);
+  const ends: number[] = [];
+  let at = 0;
+  for (const line of lines) {
+    at += out.write(line, at);
+    ends.push(at);
+  }
+  return { bytes: out.subarray(0, at), ends };
 }
 
 interface BodyLine {
@@ -126,15 +274,36 @@ interface BodyLine {
   truncated: boolean;
 }
 
-function toLine(exchange: Exchange) {
-  const body = (kept: KeptBody): BodyLine => ({ b64: kept.bytes.toString('base64'), size: kept.size, truncated: kept.truncated });
-  const { reply } = exchange;
-  return {
-    v: VERSION,
-    ...exchange,
-    request: { headers: exchange.request.headers, body: body(exchange.request.body) },
-    reply: reply && { ...reply, body: body(reply.body) },
-  };
+const json = JSON.stringify;
+/** A number as JSON.stringify writes it (`null` for NaN and infinities), without the call. */
+const num = (value: number | null): string => (value !== null && Number.isFinite(value) ? `${value}` : 'null');
+const bool = (value: boolean | null): string => (value === null ? 'null' : value ? 'true' : 'false');
+const text = (value: string | null): string => (value === null ? 'null' : json(value));
+const obj = (value: object | null): string => (value === null ? 'null' : json(value));
+
+/**
+ * One exchange as its line (with the newline): `{"v":1,` and the members of `Exchange` in its order, bodies
+ * as `{b64,size,truncated}`. Joined by hand: copying the exchange into a new object to stringify it was
+ * half the inspector's cost per event (issue 23), and a JSON.stringify call per number or flag was most
+ * of the rest. `parseLine` reads it back.
+ */
+export function lineOf(exchange: Exchange): string {
+  const { request, reply } = exchange;
+  const head =
+    `{"v":${VERSION},"id":${num(exchange.id)},"at":${num(exchange.at)},"receivedAt":${num(exchange.receivedAt)},"seq":${num(exchange.seq)},` +
+    `"channel":${text(exchange.channel)},"method":${json(exchange.method)},"url":${json(exchange.url)},"eventName":${text(exchange.eventName)},` +
+    `"deliveryId":${text(exchange.deliveryId)},"videoId":${text(exchange.videoId)},"signatureValid":${bool(exchange.signatureValid)},` +
+    `"resigned":${bool(exchange.resigned)},"backlog":${bool(exchange.backlog)},"replay":${bool(exchange.replay)},"replayOf":${num(exchange.replayOf)},` +
+    `"edited":${bool(exchange.edited)},"request":{"headers":${json(request.headers)},"body":${bodyOf(request.body)}},"reply":`;
+  if (reply === null) return `${head}null}\n`;
+  return (
+    `${head}{"status":${num(reply.status)},"error":${obj(reply.error)},"refused":${obj(reply.refused)},"stale":${bool(reply.stale)},` +
+    `"durationMs":${num(reply.durationMs)},"headers":${json(reply.headers)},"body":${bodyOf(reply.body)}}}\n`
+  );
+}
+
+function bodyOf(kept: KeptBody): string {
+  return `{"b64":"${kept.bytes.toString('base64')}","size":${num(kept.size)},"truncated":${bool(kept.truncated)}}`;
 }
 
 /** One line back to an exchange, or `null` for a line that is torn or not ours. */

@@ -146,7 +146,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     this.#book.put(whole);
     if (whole.reply !== null) this.#log?.append(whole);
     const summary = summarize(whole);
-    this.emit('exchange', summary, this.#book.oldest);
+    this.#changed(summary);
     return summary;
   }
 
@@ -219,9 +219,14 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     this.#book.put(exchange);
     this.#log?.append(exchange);
     const summary = summarize(exchange);
-    this.emit('exchange', summary, this.#book.oldest);
+    this.#changed(summary);
     this.emit('replayed', exchange);
     return summary;
+  }
+
+  /** Writes the log lines that wait for their batch (`WRITE_AFTER_MS`) now. */
+  flush(): Promise<void> {
+    return this.#log?.flush() ?? Promise.resolve();
   }
 
   /** Writes what is queued for the log and frees the replay connections. */
@@ -230,7 +235,13 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     this.#forwarders.clear();
     // A replay cut short by the closed connections still records how it ended, before the last flush.
     await Promise.allSettled(this.#replaying);
-    await this.#log?.flush();
+    await this.#log?.close();
+  }
+
+  /** Tells the page (if one listens: its row is made only then) of an exchange added or answered. */
+  #changed(exchange: Exchange | ExchangeSummary): void {
+    if (this.listenerCount('exchange') === 0) return;
+    this.emit('exchange', 'request' in exchange ? summarize(exchange) : exchange, this.#book.oldest);
   }
 
   #onEvent(event: ListenerEvent): void {
@@ -256,7 +267,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     };
     this.#pending.set(event, exchange);
     this.#book.put(exchange);
-    this.emit('exchange', summarize(exchange), this.#book.oldest);
+    this.#changed(exchange);
   }
 
   #onReply(reply: ListenerReply): void {
@@ -270,7 +281,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     if (this.#book.get(exchange.id) !== exchange) return;
     this.#book.put(exchange);
     this.#log?.append(exchange);
-    this.emit('exchange', summarize(exchange), this.#book.oldest);
+    this.#changed(exchange);
   }
 
   #send(href: string, method: string, headers: RawHeaders, body: Buffer): Promise<LocalReply> {

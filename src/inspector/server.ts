@@ -62,9 +62,9 @@ export async function startInspector({ port = 0, listen, service }: InspectorOpt
     if (type) assets.set(`/assets/${name}`, { bytes: await readFile(new URL(name, dir)), type });
   }
 
-  const stream = new EventStream();
   const onExchange = (summary: unknown, oldest: number | null) => stream.send('exchange', { summary, oldest });
-  listen?.on('exchange', onExchange);
+  // Listened to only while a page is open: with none, listen makes no row for each event (issue 23).
+  const stream = new EventStream({ onWatch: (watching) => (watching ? listen?.on('exchange', onExchange) : listen?.off('exchange', onExchange)) });
   const serviceEvents = (['delivery', 'clip', 'image'] as const).map((name) => {
     const handler = (summary: unknown) => stream.send(name, { summary, now: service!.now() });
     service?.on(name, handler);

@@ -1,7 +1,7 @@
 import { FileLock } from '../store/file-lock.js';
-import { LineJournal, type QueuedLine, type RetryTimers } from '../store/line-journal.js';
+import { LineJournal, type RetryTimers } from '../store/line-journal.js';
 import type { LineFileIo } from '../store/line-file-io.js';
-import { decodeBody, encodeBody } from './frames.js';
+import { decodeBody, encodeBody, headersJson } from './frames.js';
 import type { Channel, StoredEvent } from './channel-types.js';
 
 /** The first line of a version 2 data file. */
@@ -29,6 +29,8 @@ interface LegacyDocument {
 export interface ChannelFileOptions {
   file: string;
   channels: () => Iterable<Channel>;
+  /** Whether an event is still buffered: one dropped before its line was written is not written at all. */
+  holds: (channel: Channel, event: StoredEvent) => boolean;
   io?: LineFileIo;
   timers: RetryTimers;
   clock: () => number;
@@ -46,10 +48,14 @@ export interface ChannelFileOptions {
 export class ChannelFile {
   readonly #journal: LineJournal;
   readonly #log: { info(message: string): void; warn(message: string): void } | undefined;
+  readonly #holds: (channel: Channel, event: StoredEvent) => boolean;
+  /** Acknowledged sequence numbers by channel since the last write: one `ack` line each per write. */
+  readonly #acks = new Map<string, number[]>();
   #lock: FileLock | null = null;
 
-  constructor({ file, channels, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
+  constructor({ file, channels, holds, io, timers, clock, compactAfterBytes, retryMs, log }: ChannelFileOptions) {
     this.#log = log;
+    this.#holds = holds;
     this.#journal = new LineJournal({
       file,
       header: RELAY_FILE_HEADER,
@@ -64,6 +70,9 @@ export class ChannelFile {
         else log?.info(`writes to ${file} succeed again`);
       },
       onCompactionFailed: (error) => log?.warn(`cannot rewrite ${file} (${error.message}); changes go on to ${file}.journal`),
+      // After every queued line, so each event's line comes before its acknowledgement (issue 23: a line per
+      // acknowledgement was a JSON document and a buffer per event).
+      tail: () => this.#ackLines(),
     });
   }
 
@@ -139,13 +148,21 @@ export class ChannelFile {
     this.#queue({ op: 'reserve', ch: channel.id, seqLimit: channel.seqLimit });
   }
 
-  /** The returned line can be emptied (`bytes = null`) if the event is dropped before it is written. */
-  appended(channel: Channel, event: StoredEvent): QueuedLine {
-    return this.#journal.queue(eventLine(channel.id, event));
+  /**
+   * Made when written: the event stays in memory anyway, and its line (its body as base64) need not wait as
+   * a string until the next write; one dropped meanwhile is not written at all. Its headers' JSON is taken
+   * now, made once for the frame too.
+   */
+  appended(channel: Channel, event: StoredEvent): void {
+    const headers = headersJson(event.headers);
+    this.#journal.queue(() => (this.#holds(channel, event) ? eventLine(channel.id, event, headers) : null));
   }
 
+  /** Written with the next commit, in one line per channel (see `#ackLines`). */
   acked(channel: Channel, seqs: number[]): void {
-    this.#queue({ op: 'ack', ch: channel.id, seqs });
+    const pending = this.#acks.get(channel.id);
+    if (pending) for (const seq of seqs) pending.push(seq);
+    else this.#acks.set(channel.id, seqs.slice());
   }
 
   dropped(channel: Channel, seqs: number[]): void {
@@ -178,10 +195,24 @@ export class ChannelFile {
   #queue(line: Line): void {
     this.#journal.queue(JSON.stringify(line));
   }
+
+  #ackLines(): string[] {
+    const lines: string[] = [];
+    for (const [ch, seqs] of this.#acks) lines.push(JSON.stringify({ op: 'ack', ch, seqs } satisfies Line));
+    this.#acks.clear();
+    return lines;
+  }
 }
 
-function eventLine(ch: string, event: StoredEvent): string {
-  return JSON.stringify({ op: 'event', ch, ...event, body: encodeBody(event.body) });
+const json = JSON.stringify;
+
+/**
+ * `{"op":"event","ch",…event,"body":"<base64>"}`, the members in the order of `StoredEvent`, joined by
+ * hand: one line per event, and spreading the event into a new object to stringify it cost twice as much.
+ */
+function eventLine(ch: string, event: StoredEvent, headers = headersJson(event.headers)): string {
+  const { seq, receivedAt, method, path, query, body, eventName, deliveryId } = event;
+  return `{"op":"event","ch":${json(ch)},"seq":${seq},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headers},"body":"${encodeBody(body)}","eventName":${json(eventName)},"deliveryId":${json(deliveryId)}}`;
 }
 
 /** Every channel as lines, one event at a time: compaction streams them and never holds them all. */

@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { QueuedLine } from '../store/line-journal.js';
 import { ChannelFile } from './channel-file.js';
 import { base64Length, hashToken, indexOfSeq, type AppendRefusal, type Channel, type ChannelStoreOptions, type StoreHealth, type StoredEvent, type TokenCheck } from './channel-types.js';
 import type { Scheduler } from './heartbeat.js';
@@ -31,8 +30,6 @@ export class ChannelStore {
   readonly #maxTotalBytes: number;
   /** Base64 body bytes across channels. */
   #totalBytes = 0;
-  /** Each event's journal line until it is written, so an event dropped before that is never written. */
-  readonly #lines = new WeakMap<StoredEvent, QueuedLine>();
 
   constructor({ file, clock, maxEvents, maxBytes, maxAgeMs, scheduler, lazyCommitMs, seqBlock = 1, maxChannels = Infinity, maxTotalBytes = Infinity, io, compactAfterBytes, retryMs, log }: ChannelStoreOptions) {
     this.#maxChannels = maxChannels;
@@ -50,6 +47,8 @@ export class ChannelStore {
         : new ChannelFile({
             file,
             channels: () => this.#channels.values(),
+            // By sequence number, not a map of lines by event (issue 23: a WeakMap entry per event).
+            holds: (channel, event) => this.#channels.get(channel.id) === channel && channel.events[indexOfSeq(channel.events, event.seq)] === event,
             timers: scheduler,
             clock,
             ...(io ? { io } : {}),
@@ -108,7 +107,6 @@ export class ChannelStore {
     const channel = this.#channels.get(id);
     if (!channel) return false;
     this.#totalBytes -= this.#size(channel);
-    for (const event of channel.events) this.#forgetLine(event);
     this.#channels.delete(id);
     this.#file?.deleted(id);
     return true;
@@ -146,7 +144,7 @@ export class ChannelStore {
     if (stored.deliveryId !== null) this.#unackedByDelivery(channel).set(stored.deliveryId, stored);
     this.#bytes.set(channel, this.#size(channel) + size);
     this.#totalBytes += size;
-    if (this.#file) this.#lines.set(stored, this.#file.appended(channel, stored));
+    this.#file?.appended(channel, stored);
     return stored;
   }
 
@@ -222,7 +220,7 @@ export class ChannelStore {
     return map;
   }
 
-  /** Takes an event out of memory (its queued line too, if not written yet); false when it was not there. */
+  /** Takes an event out of memory (its line is then not written, if it was not yet); false when it was not there. */
   #remove(channel: Channel, event: StoredEvent): boolean {
     const index = indexOfSeq(channel.events, event.seq);
     if (index === -1) return false;
@@ -230,16 +228,8 @@ export class ChannelStore {
     channel.acked.delete(event.seq);
     this.#bytes.set(channel, this.#size(channel) - base64Length(event.body));
     this.#totalBytes -= base64Length(event.body);
-    this.#forgetLine(event);
     if (event.deliveryId !== null && this.#byDelivery.get(channel)?.get(event.deliveryId) === event) this.#byDelivery.get(channel)!.delete(event.deliveryId);
     return true;
-  }
-
-  /** An event dropped before its line was written: the line is not written at all. */
-  #forgetLine(event: StoredEvent): void {
-    const line = this.#lines.get(event);
-    if (line) line.bytes = null;
-    this.#lines.delete(event);
   }
 
   /**
@@ -257,6 +247,7 @@ export class ChannelStore {
     const kept: StoredEvent[] = [];
     const dropped: number[] = [];
     let keptBytes = 0;
+    const byDelivery = this.#byDelivery.get(channel);
     for (const event of channel.events) {
       const acked = channel.acked.has(event.seq);
       if (event.receivedAt < cutoff || (acked && (extraCount > 0 || extraBytes > 0))) {
@@ -264,7 +255,8 @@ export class ChannelStore {
         extraBytes -= base64Length(event.body);
         channel.acked.delete(event.seq);
         dropped.push(event.seq);
-        this.#forgetLine(event);
+        // Only the dropped ones leave the index: rebuilding it walked the whole buffer every tenth of it (issue 23).
+        if (event.deliveryId !== null && byDelivery?.get(event.deliveryId) === event) byDelivery.delete(event.deliveryId);
         continue;
       }
       kept.push(event);
@@ -273,7 +265,6 @@ export class ChannelStore {
     channel.events = kept;
     this.#totalBytes += keptBytes - bytes;
     this.#bytes.set(channel, keptBytes);
-    this.#byDelivery.delete(channel);
     this.#file?.dropped(channel, dropped);
   }
 

@@ -58,24 +58,29 @@ export class FileRelayStore implements RelayStore {
     return this.#store.check(id, token);
   }
 
-  async has(id: string): Promise<boolean> {
+  has(id: string): boolean {
     return this.#store.get(id) !== undefined;
   }
 
-  async append(id: string, event: Omit<StoredEvent, 'seq'>, local: Audience): Promise<AppendResult> {
+  /** At once, unless the event's sequence number waits for its reservation to reach the disk. */
+  append(id: string, event: Omit<StoredEvent, 'seq'>, local: Audience): AppendResult | Promise<AppendResult> {
     const channel = this.#store.get(id);
     if (!channel) return { kind: 'not_found' };
     // One process: its own listeners are every listener there is.
     if (local === 'filtered') return { kind: 'filtered' };
     const stored = this.#store.append(channel, event);
     if (typeof stored === 'string') return { kind: 'full', reason: stored };
+    const result: AppendResult = { kind: 'stored', event: stored, remote: false };
     // A sequence number reaches a listener only once it is reserved on disk, or a crash could reuse it.
     const reserving = this.#store.reserved();
-    if (reserving && !(await reserving.then(() => true, () => false))) {
-      this.#store.discard(channel, stored);
-      throw new RelayStoreError('relay_full', UNSAVED_EVENT);
-    }
-    return { kind: 'stored', event: stored, remote: false };
+    if (!reserving) return result;
+    return reserving.then(
+      () => result,
+      () => {
+        this.#store.discard(channel, stored);
+        throw new RelayStoreError('relay_full', UNSAVED_EVENT);
+      },
+    );
   }
 
   async keep(id: string, event: StoredEvent): Promise<void> {
@@ -85,7 +90,7 @@ export class FileRelayStore implements RelayStore {
     throw new RelayStoreError('relay_full', UNSAVED_EVENT);
   }
 
-  async ack(id: string, seq: number): Promise<void> {
+  ack(id: string, seq: number): void {
     const channel = this.#store.get(id);
     if (channel && this.#store.ack(channel, seq)) this.#store.commitSoon();
   }

@@ -22,24 +22,44 @@ const HOP_BY_HOP = new Set([
  * @example endToEnd(req.rawHeaders)
  */
 export function endToEnd(raw: readonly string[]): RawHeaders {
-  const named = new Set<string>();
+  // Each name lowered once; the names `Connection` lists are looked for only when there is one (once per
+  // event each way through the relay and listen: issue 23).
+  let named: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') {
-      for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
-    }
+    if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'connection') continue;
+    named ??= new Set();
+    for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
   }
   const out: RawHeaders = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-') || named.has(lower)) continue;
+    if (isHopByHop(name) || (named !== null && named.has(name.toLowerCase()))) continue;
     out.push(name, raw[i + 1]!);
   }
   return out;
 }
 
-/** The first value of header `name` (case-insensitive) in raw headers, or `undefined`. */
+/** Names as spelt on the wire → hop-by-hop or not: senders and apps spell the same few names every time. */
+const HOP_BY_HOP_SEEN = new Map<string, boolean>();
+
+function isHopByHop(name: string): boolean {
+  let hop = HOP_BY_HOP_SEEN.get(name);
+  if (hop === undefined) {
+    const lower = name.toLowerCase();
+    hop = HOP_BY_HOP.has(lower) || lower.startsWith('proxy-');
+    // Bounded: a stranger sending ever new names cannot grow it past this.
+    if (HOP_BY_HOP_SEEN.size >= 1024) HOP_BY_HOP_SEEN.clear();
+    HOP_BY_HOP_SEEN.set(name, hop);
+  }
+  return hop;
+}
+
+/** The first value of header `name` (lowercase; matched case-insensitively) in raw headers, or `undefined`. */
 export function rawHeader(raw: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) return raw[i + 1];
+  // Lowered only when the length matches: three look-ups per event lowered every name (issue 23).
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && (key === name || key.toLowerCase() === name)) return raw[i + 1];
+  }
   return undefined;
 }

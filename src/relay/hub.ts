@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import type { StoredEvent } from './channel-types.js';
 import { corkPerTurn } from './cork.js';
+import { eventMessage } from './wire.js';
 import { CLOSE, encodeFrame, FrameError, parseClientFrame, type EventFrame, type ServerFrame } from './frames.js';
 import type { Heartbeat, Scheduler } from './heartbeat.js';
 import { GONE, Pending, type Outcome } from './pending.js';
@@ -22,6 +23,8 @@ interface Connection {
   readonly filter: string;
   /** Called before each send: frames sent in one event-loop turn leave in one write. */
   readonly cork: () => void;
+  /** The TCP socket under `socket`: event messages are written to it whole (wire.ts). */
+  readonly transport: Writable;
   /** Frames held while its catch-up is read (they go after it); `null` once the catch-up is sent. */
   held: ServerFrame[] | null;
   /**
@@ -82,7 +85,7 @@ export class Hub {
    */
   connect(channelId: string, socket: WebSocket, events: ReadonlySet<string> | null, transport: Writable): void {
     const filter = events ? [...events].sort().join(',') : '*';
-    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), held: [], caughtUp: new Set() };
+    const connection: Connection = { id: randomBytes(6).toString('hex'), socket, channelId, events, filter, cork: corkPerTurn(transport), transport, held: [], caughtUp: new Set() };
     let set = this.#byChannel.get(channelId);
     if (!set) this.#byChannel.set(channelId, (set = new Set()));
     set.add(connection);
@@ -191,7 +194,9 @@ export class Hub {
   }
 
   #targets(channelId: string, event: StoredEvent): Connection[] {
-    return [...(this.#byChannel.get(channelId) ?? [])].filter((connection) => wants(connection, event));
+    const targets: Connection[] = [];
+    for (const connection of this.#byChannel.get(channelId) ?? []) if (wants(connection, event)) targets.push(connection);
+    return targets;
   }
 
   #wait(channelId: string, seq: number, targets: Connection[], done: (outcome: Outcome) => void): Pending {
@@ -222,7 +227,7 @@ export class Hub {
     const pending = frame.type === 'replay' ? undefined : this.#pending.get(pendingKey(channelId, frame.seq));
     switch (frame.type) {
       case 'reply':
-        this.#options.store.ack(channelId, frame.seq).catch((error: Error) => this.#storeFailed(`cannot acknowledge event ${frame.seq}`, error));
+        this.#ack(channelId, frame.seq);
         pending?.reply(frame);
         return;
       case 'fail':
@@ -237,6 +242,17 @@ export class Hub {
           },
         );
         return;
+    }
+  }
+
+  #ack(channelId: string, seq: number): void {
+    const failed = (error: Error) => this.#storeFailed(`cannot acknowledge event ${seq}`, error);
+    try {
+      // The file store acknowledges at once; Redis answers with a promise.
+      const acked = this.#options.store.ack(channelId, seq);
+      if (acked) acked.catch(failed);
+    } catch (error) {
+      failed(error as Error);
     }
   }
 
@@ -263,7 +279,8 @@ export class Hub {
     // A socket that is closing drops the frame; its events stay unacknowledged and are caught up later.
     if (connection.socket.readyState !== connection.socket.OPEN) return;
     connection.cork();
-    connection.socket.send(encodeFrame(frame));
+    if (frame.type === 'event') connection.transport.write(eventMessage(frame));
+    else connection.socket.send(encodeFrame(frame));
   }
 }
 

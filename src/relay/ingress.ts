@@ -69,31 +69,34 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * a Redis that cannot be reached: 503 `relay_unavailable`, not kept either.
  */
 export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
+  // Helpers made once, not per request (issue 23: closures on the hot path).
+  const refuse = async (req: IncomingMessage, res: ServerResponse, declared: number, code: ProblemCode, options: ProblemOptions) => {
+    const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
+    sendProblem(res, code, options, true);
+    if (!drained) res.once('finish', () => req.socket.destroy());
+  };
+  // The store could not take or keep the event: the sender retries it later (RelayStoreError's message is the detail).
+  const failed = (error: unknown) => {
+    if (!(error instanceof RelayStoreError)) throw error;
+    return { code: error.code, options: { detail: error.message, retryAfter: retryAfterSeconds } };
+  };
   return async function relayIngress(req: IncomingMessage, res: ServerResponse, target: { channelId: string; path: string }, query: string) {
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');
     const declared = Number(contentLength ?? Number.NaN);
-    const refuse = async (code: ProblemCode, options: ProblemOptions) => {
-      const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
-      sendProblem(res, code, options, true);
-      if (!drained) res.once('finish', () => req.socket.destroy());
-    };
-    // The store could not take or keep the event: the sender retries it later (RelayStoreError's message is the detail).
-    const failed = (error: unknown) => {
-      if (!(error instanceof RelayStoreError)) throw error;
-      return { code: error.code, options: { detail: error.message, retryAfter: retryAfterSeconds } };
-    };
     // Before anything is read or stored: the path must stay under the channel (issue 10).
     const refusal = pathRefusal(target.path);
-    if (refusal) return refuse('invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
+    if (refusal) return refuse(req, res, declared, 'invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
     let known: boolean;
     try {
-      known = await store.has(target.channelId);
+      // The file store answers at once: no promise, no turn of the microtask queue (issue 23).
+      const has = store.has(target.channelId);
+      known = typeof has === 'boolean' ? has : await has;
     } catch (error) {
       const { code, options } = failed(error);
-      return refuse(code, options);
+      return refuse(req, res, declared, code, options);
     }
-    if (!known) return refuse('not_found', { detail: 'No such channel.' });
+    if (!known) return refuse(req, res, declared, 'not_found', { detail: 'No such channel.' });
     let body: Buffer;
     try {
       const read = readBody(req, maxBodyBytes, declared);
@@ -101,7 +104,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     } catch (error) {
       if (!(error instanceof BodyReadError)) throw error;
       if (error.reason === 'aborted') return void res.destroy(); // the sender went away mid-body: nobody to answer
-      return refuse('body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` });
+      return refuse(req, res, declared, 'body_too_large', { detail: `The body is larger than ${maxBodyBytes} bytes.` });
     }
     const headers = endToEnd(req.rawHeaders);
     // The listener sets Content-Length for a body; an empty one keeps it only if the sender sent it.
@@ -120,7 +123,8 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     let appended;
     try {
       // The store also hears what the listeners here make of it; with Redis, it asks the other processes' too.
-      appended = await store.append(target.channelId, event, hub.audience(target.channelId, eventName));
+      appended = store.append(target.channelId, event, hub.audience(target.channelId, eventName));
+      if ('then' in appended) appended = await appended;
     } catch (error) {
       const { code, options } = failed(error);
       return sendProblem(res, code, options);
@@ -141,7 +145,11 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     if (outcome.kind === 'fail' || outcome.kind === 'timeout') {
       // The sender reads our 502/504 and retries with a copy of its own: keeping this one unacknowledged
       // would only fill the buffer (nothing resends it while the listener stays connected).
-      store.ack(target.channelId, stored.seq).catch(() => undefined);
+      try {
+        (store.ack(target.channelId, stored.seq) as Promise<void> | undefined)?.catch(() => undefined);
+      } catch {
+        // Not acknowledged: caught up again later, which the receiver dedupes.
+      }
     } else if (outcome.kind === 'gone') {
       // The 503 promises the event is kept: it must be durable before the sender reads it, or it is not kept.
       try {

@@ -22,18 +22,21 @@ export interface RelayStore {
   delete(id: string): Promise<'deleted' | 'unsaved' | 'not_found'>;
   /** Checks a listening token against the stored hash in constant time. */
   check(id: string, token: string | undefined): Promise<TokenCheck>;
-  /** Whether the channel exists, before the ingress reads a body (`append` checks again). */
-  has(id: string): Promise<boolean>;
+  /** Whether the channel exists, before the ingress reads a body (`append` checks again). At once where it can be (the file store). */
+  has(id: string): Promise<boolean> | boolean;
   /**
    * Numbers and keeps an event, unless the bounds refuse it (`full`) or listeners are connected and none
    * wants it (`filtered`, not kept). `local` is what this process's own listeners make of it. Once it
    * resolves `stored`, the sequence number is safe to hand out: it can never be given to another event.
    */
-  append(id: string, event: Omit<StoredEvent, 'seq'>, local: Audience): Promise<AppendResult>;
+  append(id: string, event: Omit<StoredEvent, 'seq'>, local: Audience): Promise<AppendResult> | AppendResult;
   /** Resolves once a stored event is durable (before a sender hears "buffered"); rejects, having dropped it, when it cannot be. */
   keep(id: string, event: StoredEvent): Promise<void>;
-  /** Marks an event acknowledged: it is never sent again on a catch-up. Durable soon after, not at once (a loss costs a redelivery). */
-  ack(id: string, seq: number): Promise<void>;
+  /**
+   * Marks an event acknowledged: it is never sent again on a catch-up. Durable soon after, not at once (a loss
+   * costs a redelivery). The file store answers at once, with no promise (issue 23: three promises per event).
+   */
+  ack(id: string, seq: number): Promise<void> | void;
   /** Unacknowledged events, oldest first, that pass `wants`: what a listener is sent on connecting. */
   unacked(id: string, wants: (event: StoredEvent) => boolean): Promise<StoredEvent[]>;
   /** The buffered event named by a sequence number or by its delivery id (the latest such), for `--replay`. */

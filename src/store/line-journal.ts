@@ -29,14 +29,44 @@ export interface LineJournalOptions {
   onHealth?: (failure: Error | null) => void;
   /** Called when a snapshot could not be written; the lines went to the journal instead. */
   onCompactionFailed?: (error: Error) => void;
+  /**
+   * Lines the owner makes at each write, after the queued ones: changes it summed up since the last write
+   * (the relay's acknowledgements, one line per channel rather than one per event). They must hold after
+   * every queued line; a failed write keeps them, like the others, for the next.
+   */
+  tail?: () => string[];
 }
 
-/** One queued line; `bytes` becomes `null` when its change was undone before it reached the file. */
+/**
+ * One queued line (JSON, no newline), or a function that makes it when it is written (and gives `null` when
+ * its change was undone meanwhile); `text` becomes `null` when its change was undone before it reached the file.
+ */
 export interface QueuedLine {
-  bytes: Buffer | null;
+  text: string | (() => string | null) | null;
 }
 
 const NEWLINE = Buffer.from('\n');
+
+/** The lines, each followed by a newline, as UTF-8 in one buffer; a line made by a function is made here. */
+function encodeLines(lines: readonly QueuedLine[]): Buffer {
+  let out = Buffer.allocUnsafe(64 * 1024);
+  let at = 0;
+  for (const line of lines) {
+    if (line.text === null) continue;
+    const text = typeof line.text === 'string' ? line.text : line.text();
+    if (text === null) continue;
+    // A UTF-16 code unit takes at most 3 bytes in UTF-8, and the newline 1.
+    const needed = at + text.length * 3 + 1;
+    if (needed > out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, out.length * 2));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    at += out.write(text, at);
+    out[at++] = 0x0a;
+  }
+  return out.subarray(0, at);
+}
 
 /**
  * A snapshot file of lines plus an append-only journal of lines, with group commit: the owner keeps its
@@ -64,6 +94,7 @@ export class LineJournal {
   readonly #onHealth: (failure: Error | null) => void;
   readonly #onCompactionFailed: (error: Error) => void;
   readonly #clock: () => number;
+  readonly #tail: (() => string[]) | undefined;
   readonly #group = new GroupCommit(() => this.#flush());
   #handle: FileHandle | null = null;
   #queued: QueuedLine[] = [];
@@ -78,8 +109,9 @@ export class LineJournal {
   #retryTimer: unknown = null;
   #closed = false;
 
-  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined }: LineJournalOptions) {
+  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined, tail }: LineJournalOptions) {
     this.#onCompactionFailed = onCompactionFailed;
+    this.#tail = tail;
     this.#clock = clock;
     this.file = file;
     this.journal = `${file}.journal`;
@@ -118,9 +150,13 @@ export class LineJournal {
     this.#compactNow = true;
   }
 
-  /** Queues one line (JSON, no newline); it reaches the file with the next commit. */
-  queue(line: string): QueuedLine {
-    const entry: QueuedLine = { bytes: Buffer.from(`${line}\n`, 'utf8') };
+  /**
+   * Queues one line (JSON, no newline); it reaches the file with the next commit, encoded there with the
+   * others into one buffer. A function makes the line only then (and again if that write fails): a line
+   * that waited as a string until the write outlived the young generation (issue 23).
+   */
+  queue(line: string | (() => string | null)): QueuedLine {
+    const entry: QueuedLine = { text: line };
     this.#queued.push(entry);
     return entry;
   }
@@ -136,7 +172,7 @@ export class LineJournal {
     this.#timers.clearTimeout(this.#retryTimer);
     if (this.#handle === null) return;
     try {
-      if (this.#queued.length > 0) await this.commit();
+      if (this.#queued.length > 0 || this.#tail) await this.commit();
     } finally {
       await this.#group.settled();
       await this.#handle.close();
@@ -149,10 +185,13 @@ export class LineJournal {
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const lines = this.#queued;
     this.#queued = [];
+    for (const text of this.#tail?.() ?? []) lines.push({ text });
     let appending = false;
     try {
-      const pieces = lines.flatMap((line) => (line.bytes ? [line.bytes] : []));
-      const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0);
+      // One buffer for the whole write, each line encoded into it as it is made.
+      const joined = encodeLines(lines);
+      const pieces = joined.length === 0 ? [] : [joined];
+      const bytes = joined.length;
       let compacted = false;
       if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes, this.#nextCompactionAt)) {
         this.#compactNow = false;
@@ -180,7 +219,7 @@ export class LineJournal {
         this.#torn = false;
         this.#journalBytes += bytes;
       }
-      for (const line of lines) line.bytes = null;
+      for (const line of lines) line.text = null;
       this.#healthy();
     } catch (error) {
       // Keep the lines for the next commit; replaying is idempotent, so lines that did reach the file may come again.

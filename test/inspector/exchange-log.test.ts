@@ -103,6 +103,21 @@ describe('the inspector log', () => {
     expect(book.get(21)).toBeDefined();
   });
 
+  it('keeps the newest maxEvents through a long run of puts and replies, the oldest known at each step (issue 23)', () => {
+    const book = new ExchangeBook({ maxEvents: 1_000, maxTotalBytes: 64 * 1024 * 1024 });
+    const { reply, ...fixture } = exchangeFixture(1);
+    const wrong: number[] = [];
+    for (let id = 1; id <= 20_000; id++) {
+      book.put({ ...fixture, id, reply: null });
+      // Its reply comes later and weighs it again, as listen's recorder does.
+      if (id > 3) book.put({ ...book.get(id - 3)!, reply });
+      if (book.oldest !== Math.max(1, id - 999)) wrong.push(id);
+    }
+    expect(wrong).toEqual([]);
+    expect(book.size).toBe(1_000);
+    expect(book.list().map((exchange) => exchange.id)).toEqual(Array.from({ length: 1_000 }, (_, i) => 19_001 + i));
+  });
+
   it('keeps the first maxBodyBytes of a body, with its real size, marked truncated', () => {
     expect(keep(Buffer.from('0123456789'), 4)).toEqual({ bytes: Buffer.from('0123'), size: 10, truncated: true });
     expect(keep(Buffer.from('0123'), 4)).toEqual({ bytes: Buffer.from('0123'), size: 4, truncated: false });

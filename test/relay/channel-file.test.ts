@@ -180,6 +180,71 @@ describe('relay data file', () => {
   });
 });
 
+describe('relay data file acknowledgements (issue 23)', () => {
+  it('writes the acknowledgements made between two writes as one line per channel, after the events they acknowledge', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file, { maxEvents: 1_000, seqBlock: 1_000 });
+    const a = store.create()!.channel;
+    const b = store.create()!.channel;
+    await store.commit();
+    // Interleaved as a busy channel has them: an event, the acknowledgement of an earlier one, the next event…
+    for (let i = 1; i <= 50; i++) {
+      store.append(a, event(`dlv_a${i}`));
+      if (i > 1) store.ack(a, i - 1);
+      if (i % 10 === 0) store.append(b, event(`dlv_b${i}`));
+    }
+    store.ack(a, 50);
+    store.ack(b, 1);
+    await store.commit();
+    const lines = (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as { op: string; ch?: string; seqs?: number[] });
+    const acks = lines.filter((line) => line.op === 'ack');
+    expect(acks).toEqual([
+      { op: 'ack', ch: a.id, seqs: Array.from({ length: 50 }, (_, i) => i + 1) },
+      { op: 'ack', ch: b.id, seqs: [1] },
+    ]);
+    expect(lines.findIndex((line) => line.op === 'ack')).toBeGreaterThan(lines.findLastIndex((line) => line.op === 'event'));
+
+    // A crash now: every acknowledged event stays acknowledged, so a catch-up resends only b's last four.
+    await copyFile(`${file}.journal`, `${dir}/crashed.json.journal`);
+    const crashed = await openStore(`${dir}/crashed.json`);
+    expect(crashed.unacked(crashed.get(a.id)!, () => true)).toEqual([]);
+    expect(crashed.unacked(crashed.get(b.id)!, () => true).map((e) => e.deliveryId)).toEqual(['dlv_b20', 'dlv_b30', 'dlv_b40', 'dlv_b50']);
+  });
+
+  it('never writes the line of an event dropped before the write: a replaced copy, a deleted channel', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file);
+    const a = store.create()!.channel;
+    const b = store.create()!.channel;
+    await store.commit();
+    store.append(a, event('dlv_1', 'first try'));
+    store.append(a, event('dlv_1', 'second try')); // replaces the waiting copy
+    store.append(b, event('dlv_2', 'gone with its channel'));
+    store.delete(b.id);
+    await store.commit();
+    const lines = (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as { op: string; body?: string });
+    expect(lines.filter((line) => line.op === 'event').map((line) => Buffer.from(line.body!, 'base64').toString())).toEqual(['second try']);
+  });
+
+  it('writes acknowledgements still held when the store closes', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file);
+    const a = store.create()!.channel;
+    store.append(a, event('dlv_1'));
+    await store.commit();
+    store.ack(a, 1);
+    await store.close();
+    const reopened = await openStore(file);
+    expect([...reopened.get(a.id)!.acked]).toEqual([1]);
+  });
+});
+
 describe('relay data file compaction', () => {
   it('loses nothing that changes while a snapshot is being written', async () => {
     const { dir, cleanup } = await testdir();

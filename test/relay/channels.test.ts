@@ -121,4 +121,22 @@ describe('ChannelStore', () => {
     expect(seqOf(store.append(channel, event(0, 'dlv_same')))).toBe(8);
     expect(store.unacked(channel, () => true).map((e) => e.seq)).toEqual([6, 7, 8]);
   });
+
+  it('still finds the waiting copy of a delivery after the buffer dropped others for room or age (issue 23)', () => {
+    let now = 0;
+    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
+    const { channel } = store.create()!;
+    store.append(channel, event(0, 'dlv_old')); // 1: dropped for its age later
+    now = 600;
+    for (let i = 0; i < 9; i++) store.append(channel, event(now, `dlv_${i}`)); // 2-10
+    for (let seq = 2; seq <= 6; seq++) store.ack(channel, seq);
+    now = 1100;
+    // Full: making room drops event 1 (too old) and an acknowledged one; the index keeps the rest.
+    expect(seqOf(store.append(channel, event(now, 'dlv_new')))).toBe(11);
+    expect(store.unacked(channel, () => true).map((e) => e.deliveryId)).toEqual(['dlv_5', 'dlv_6', 'dlv_7', 'dlv_8', 'dlv_new']);
+    // A retry of a waiting delivery still replaces its copy; one of the dropped delivery is a new event.
+    expect(seqOf(store.append(channel, event(now, 'dlv_6')))).toBe(12);
+    expect(seqOf(store.append(channel, event(now, 'dlv_old')))).toBe(13);
+    expect(store.unacked(channel, () => true).map((e) => [e.seq, e.deliveryId])).toEqual([[7, 'dlv_5'], [9, 'dlv_7'], [10, 'dlv_8'], [11, 'dlv_new'], [12, 'dlv_6'], [13, 'dlv_old']]);
+  });
 });

@@ -27,6 +27,37 @@ describe('frames', () => {
     );
   });
 
+  it('writes the head of an event and a reply frame as JSON.stringify writes the frame without its body (issue 23: joined by hand)', () => {
+    const headOf = (encoded: string | Buffer) => {
+      const bytes = encoded as Buffer;
+      return bytes.toString('utf8', 4, 4 + bytes.readUInt32BE(0));
+    };
+    fc.assert(
+      fc.property(
+        fc.record({
+          seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+          receivedAt: fc.integer({ min: 0, max: 4e12 }),
+          method: fc.stringMatching(/^[A-Z]{1,10}$/),
+          path: fc.string({ maxLength: 30 }),
+          query: fc.string({ maxLength: 30 }),
+          headers: fc.array(fc.string({ maxLength: 20 }), { maxLength: 12 }),
+          backlog: fc.boolean(),
+          replay: fc.boolean(),
+          status: fc.integer({ min: 200, max: 599 }),
+        }),
+        ({ status, ...fields }) => {
+          const body = Buffer.from('{"x":1}');
+          const event: EventFrame = { type: 'event', ...fields, body };
+          const { body: _b, ...eventHead } = event;
+          expect(headOf(encodeFrame(event))).toBe(JSON.stringify(eventHead));
+          const reply = { type: 'reply' as const, seq: fields.seq, status, headers: fields.headers, body };
+          const { body: _r, ...replyHead } = reply;
+          expect(headOf(encodeFrame(reply))).toBe(JSON.stringify(replyHead));
+        },
+      ),
+    );
+  });
+
   it('keeps body bytes exact through a binary frame, and through base64 for the data file', () => {
     const event = (body: Buffer): EventFrame => ({ type: 'event', seq: 1, receivedAt: 1, method: 'POST', path: '', query: '', headers: ['X-A', 'é'], body, backlog: false, replay: false });
     fc.assert(

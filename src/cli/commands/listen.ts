@@ -7,6 +7,7 @@ import { ExitError } from '../errors.js';
 import { inspectListener } from '../listen-inspector.js';
 import { flagError, parsePort, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
+import { turnWriter } from '../turn-writer.js';
 
 export interface ListenCommandOptions {
   forwardTo?: string;
@@ -64,8 +65,12 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   const inspectPort = options.inspect === undefined || options.inspect === false ? null : parsePort('--inspect', options.inspect);
   const saved = await resolveChannel(options, relayUrl);
   const p = io.palette;
-  const stamp = () => p.dim(io.now().toTimeString().slice(0, 8));
+  const stamp = clockStamp(io, p);
   const emit = (record: object, line: string) => io.out(options.json ? JSON.stringify({ time: io.now().toISOString(), ...record }) : `${stamp()}  ${line}`);
+  // Every event and reply prints a line: only the form asked for is built (issue 23: output on the hot path).
+  const say = options.json
+    ? (record: () => object) => io.out(JSON.stringify({ time: io.now().toISOString(), ...record() }))
+    : (_record: () => object, line: () => string) => io.out(`${stamp()}  ${line()}`);
   const listener = new Listener({ ...settings, channel: saved.channel, token: saved.token });
   const inspector = inspectPort === null ? null : await inspectListener(inspectPort, listener, {
     options, channel: saved, forwardTo, emit, palette: p, announce: (record, line) => (options.json ? emit(record, '') : io.out(line)),
@@ -82,8 +87,8 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   // Handlers go on before the first connection, so a relay that is down at start shows its retries too.
   let ready = false;
   let reconnecting = false;
-  listener.on('event', (event) => emit({ type: 'event', ...eventRecord(event) }, eventLine(event, p)));
-  listener.on('reply', (reply) => emit({ type: 'reply', ...replyRecord(reply) }, replyLine(reply, p)));
+  listener.on('event', (event) => say(() => ({ type: 'event', ...eventRecord(event) }), () => eventLine(event, p)));
+  listener.on('reply', (reply) => say(() => ({ type: 'reply', ...replyRecord(reply) }), () => replyLine(reply, p)));
   listener.on('reconnecting', ({ attempt, error, delayMs }) => {
     reconnecting = true;
     const what = attempt === 0 ? 'connection lost' : `attempt ${attempt} failed`;
@@ -203,9 +208,25 @@ function replyRecord(reply: ListenerReply) {
   return { seq: event.seq, status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, resigned: event.resigned, durationMs: reply.durationMs, url: event.url };
 }
 
+/** `HH:MM:SS`, dimmed, for the text lines: made once a second, not once a line. */
+function clockStamp(io: Pick<ListenIo, 'now'>, p: Palette): () => string {
+  let second = Number.NaN;
+  let text = '';
+  return () => {
+    const now = io.now();
+    const at = Math.floor(now.getTime() / 1000);
+    if (at !== second) {
+      second = at;
+      text = p.dim(now.toTimeString().slice(0, 8));
+    }
+    return text;
+  };
+}
+
 function processIo(): ListenIo {
   return {
-    out: (line) => process.stdout.write(`${line}\n`),
+    // Lines printed in one event-loop turn leave in one write (turn-writer.ts).
+    out: turnWriter(process.stdout),
     err: (line) => process.stderr.write(`${line}\n`),
     signal: stopSignal(),
     now: () => new Date(),

@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import { DeliveryNotFoundError, EmitterStateError } from '../../protocol/errors.js';
 import type { EmitterEngine, EmitterStats } from '../engine.js';
 import type { Listeners } from '../listeners.js';
+import { measured } from '../measure.js';
 import { createRecord, type SendInput } from '../new-record.js';
 import type { ResolvedQueueOptions } from '../options.js';
 import { DeliveryQueue } from '../queue.js';
@@ -152,7 +153,7 @@ export class BullmqEngine implements EmitterEngine {
       if (channel === this.#keys.channel) this.#onMessage(message);
     });
     // Subscribed before the records are read, so no change falls between the two.
-    await links.subscriber.subscribe(this.#keys.channel);
+    if (measured.mirror) await links.subscriber.subscribe(this.#keys.channel);
     await this.#resync();
     const { Queue } = await import('bullmq');
     const queue = new Queue(config.name, { connection: links.command, prefix: config.prefix });
@@ -185,7 +186,7 @@ export class BullmqEngine implements EmitterEngine {
   #resync(): Promise<void> {
     const run = this.#resyncing.then(async () => {
       if (!this.#records || this.#status === 'stopping' || this.#status === 'stopped') return;
-      if (this.#status === 'running') await this.#links!.subscriber.subscribe(this.#keys.channel);
+      if (this.#status === 'running' && measured.mirror) await this.#links!.subscriber.subscribe(this.#keys.channel);
       this.#mirror.beginLoad();
       let records: StoredRecord[] = [];
       try {
@@ -200,7 +201,11 @@ export class BullmqEngine implements EmitterEngine {
 
   #onMessage(message: string): void {
     try {
-      const { record, gone } = parseChange(message);
+      const { record, gone } = parseChange(message, ({ v, job }) => {
+        // The delivery of a job: its id, or `<id>.<n>` for its n-th redelivery.
+        const held = this.#mirror.record(job) ?? this.#mirror.record(job.slice(0, job.lastIndexOf('.')));
+        return held !== undefined && held.job === job && held.v >= v;
+      });
       if (record) this.#mirror.apply(record);
       this.#mirror.forget(gone);
     } catch (error) {

@@ -139,7 +139,9 @@ export class RedisRecordStore {
   /** Stores a new record and its secret, unless one with its id exists: then returns that one, unchanged. */
   async create(record: Omit<StoredRecord, 'v' | 'seq'>): Promise<Written & { created: boolean }> {
     const [ok, stored, ...gone] = await this.#put(record.id, 0, { ...record, v: 0, seq: 0 });
-    return { created: ok === 1, record: parseRecord(stored as string), gone: gone as string[] };
+    // Written as given: only the order Redis gave it is new, read off the head, not by parsing the record.
+    const written = ok === 1 ? { ...record, v: 1, seq: headOf(stored as string).seq, secret: '' } : parseRecord(stored as string);
+    return { created: ok === 1, record: written, gone: gone as string[] };
   }
 
   /**
@@ -168,7 +170,8 @@ export class RedisRecordStore {
       const next = change(current);
       if (next === null) return { record: current, gone: [], changed: false, before: current };
       const [ok, stored, ...gone] = await this.#put(id, current.v, next);
-      if (ok === 1) return { record: parseRecord(stored as string), gone: gone as string[], changed: true, before: current };
+      // Written as changed, one version on (issue 23: parsing back the record just sent was a JSON.parse per write).
+      if (ok === 1) return { record: { ...next, v: current.v + 1, seq: current.seq, secret: '' }, gone: gone as string[], changed: true, before: current };
       current = stored == null ? undefined : parseRecord(stored as string);
     }
     return undefined;
@@ -196,12 +199,30 @@ export class RedisRecordStore {
   }
 }
 
-/** A published change: the record as written (its `secret` is `''`), or `null`, and the ids forgotten. */
-export function parseChange(message: string): { record: StoredRecord | null; gone: string[] } {
+/**
+ * A published change: the record as written (its `secret` is `''`), or `null`, and the ids forgotten.
+ * `known` answers the version this process holds of a delivery: a change no newer is not parsed at all
+ * (issue 23: every process parsed the echo of each of its own writes, three per delivery).
+ */
+export function parseChange(message: string, known?: (head: { v: number; job: string }) => boolean): { record: StoredRecord | null; gone: string[] } {
   const cut = message.indexOf('\n');
   const text = message.slice(0, cut);
   const gone = message.slice(cut + 1);
-  return { record: text === '' ? null : parseRecord(text), gone: gone === '' ? [] : gone.split(',') };
+  const ids = gone === '' ? [] : gone.split(',');
+  if (text === '') return { record: null, gone: ids };
+  const head = known && HEAD_OF_RECORD.exec(text);
+  if (head && known({ v: Number(head[1]), job: head[3]! })) return { record: null, gone: ids };
+  return { record: parseRecord(text), gone: ids };
+}
+
+// The head every stored record starts with (PUT and BEGIN write it so); a job id with escapes is parsed whole.
+const HEAD_OF_RECORD = /^\{"v":(\d+),"seq":(\d+),"state":"[a-z]+","job":"([^"\\]*)",/;
+
+/** A stored record's version and order, read off its head. */
+function headOf(text: string): { v: number; seq: number } {
+  const head = /^\{"v":(\d+),"seq":(\d+),/.exec(text);
+  if (!head) return parseRecord(text);
+  return { v: Number(head[1]), seq: Number(head[2]) };
 }
 
 function parseRecord(text: string): StoredRecord {

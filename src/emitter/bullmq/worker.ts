@@ -3,6 +3,7 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { attemptDelivery, createAttemptOptions, nextDelay } from '../attempt.js';
 import type { EmitterEventName } from '../listeners.js';
+import { measured } from '../measure.js';
 import type { ResolvedQueueOptions } from '../options.js';
 import type { DeliveryAttempt } from '../types.js';
 import type { RedisRecordStore, StoredRecord, Written } from './record-store.js';
@@ -45,6 +46,7 @@ const MAX_STALLED = 1_000_000;
 /** Queues the job of a delivery's current round, delayed to its `nextAttemptAt`; a no-op if that job exists. */
 export function addDeliveryJob(queue: Queue, record: StoredRecord, now: number): Promise<unknown> {
   const delay = Math.max(0, (record.nextAttemptAt ?? now) - now);
+  if (!measured.jobOptions) return queue.add(JOB_NAME, { id: record.id }, { jobId: record.job });
   return queue.add(JOB_NAME, { id: record.id }, { jobId: record.job, delay, attempts: JOB_ATTEMPTS, backoff: { type: BACKOFF }, removeOnComplete: true, removeOnFail: true });
 }
 

@@ -1,0 +1,100 @@
+// Child processes of a benchmark, over IPC: each answers `stats` (its CPU time, memory and peak RSS) and,
+// with BENCH_PROFILE set, `profile-start` / `profile-stop` (a CPU profile of the measured window only).
+// Not a benchmark (`bench/run.ts` reads only the top folder).
+import { fork, type ChildProcess } from 'node:child_process';
+import { windowProfiler } from '../lib.js';
+
+export interface Stats {
+  cpu: NodeJS.CpuUsage;
+  memory: NodeJS.MemoryUsage;
+  /** Peak resident set size so far, in bytes. */
+  maxRss: number;
+}
+
+type Command = 'stats' | 'profile-start' | 'profile-stop';
+type Reply = { stats: Stats } | { done: Command };
+
+/**
+ * In the child: answers the parent's commands. `profile` names the profile file. `stats` runs a GC first
+ * (the children run with --expose-gc) so the heap figure is what is held, not garbage.
+ */
+export function answerParent(profile: string): void {
+  const profiler = windowProfiler(profile);
+  process.on('message', (command: Command) => {
+    const reply = (message: Reply) => process.send!(message);
+    if (command === 'stats') {
+      globalThis.gc?.();
+      return reply({ stats: { cpu: process.cpuUsage(), memory: process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 } });
+    }
+    void (command === 'profile-start' ? profiler.start() : profiler.stop()).then(() => reply({ done: command }));
+  });
+  // Exit normally when the bench is done, so a profile or an exit hook gets to write.
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  stats(): Promise<Stats>;
+  command(command: Command): Promise<void>;
+}
+
+/**
+ * Forks `script --role <role> ...args` and resolves once it is ready: its first IPC message, or, with
+ * `readyLine`, the first stdout line that matches (stdout is piped and drained, as a terminal would take it).
+ * BENCH_NODE_FLAGS passes more flags to node (`--cpu-prof`, `--max-old-space-size=…`).
+ */
+export function forkRole(script: string, role: string, args: string[], options: { readyLine?: RegExp; name?: string } = {}): Promise<{ child: Child; first: Record<string, unknown> }> {
+  const extra = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = fork(script, ['--role', role, ...args], {
+    execArgv: ['--import', 'tsx', '--expose-gc', ...extra],
+    stdio: options.readyLine ? ['ignore', 'pipe', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const queue: Array<(reply: Reply) => void> = [];
+  const wrapped: Child = {
+    name: options.name ?? role,
+    process: child,
+    stats: () => ask<Stats>(child, queue, 'stats', (reply) => (reply as { stats: Stats }).stats),
+    command: (command) => ask(child, queue, command, () => undefined),
+  };
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+    if (options.readyLine) {
+      let seen = '';
+      let ready = false;
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (chunk: string) => {
+        if (ready) return;
+        seen = (seen + chunk).slice(-4096);
+        if (options.readyLine!.test(seen)) {
+          ready = true;
+          resolve({ child: wrapped, first: {} });
+        }
+      });
+      child.on('message', (reply: Reply) => queue.shift()?.(reply));
+    } else {
+      child.once('message', (first: Record<string, unknown>) => {
+        child.on('message', (reply: Reply) => queue.shift()?.(reply));
+        resolve({ child: wrapped, first });
+      });
+    }
+  });
+}
+
+function ask<T>(child: ChildProcess, queue: Array<(reply: Reply) => void>, command: Command, pick: (reply: Reply) => T): Promise<T> {
+  return new Promise((resolve) => {
+    queue.push((reply) => resolve(pick(reply)));
+    child.send(command);
+  });
+}
+
+/** CPU microseconds (user + system) a process spent between two stats, per event. */
+export function cpuPerEvent(before: Stats, after: Stats, events: number): number {
+  const used = (cpu: NodeJS.CpuUsage) => cpu.user + cpu.system;
+  return (used(after.cpu) - used(before.cpu)) / events;
+}
+
+/** Runs `command` in every child at once. */
+export async function all(children: readonly Child[], command: Command): Promise<void> {
+  await Promise.all(children.map((child) => child.command(command)));
+}

@@ -1,0 +1,61 @@
+// The top frames of a CPU profile by self time, as a markdown table (not a benchmark: `bench/run.ts` skips it).
+//   node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10]
+// Self time is the time a function ran itself (not its callees), as a share of the samples that were not idle;
+// functions are grouped by name and file. `(program)` is V8 and native work outside JavaScript frames,
+// `(garbage collector)` is GC; native functions (writev, writeBuffer) are system calls' user-side entries.
+import { readFileSync } from 'node:fs';
+import { flags, intOption } from './lib.js';
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface Profile {
+  nodes: Array<{ id: number; callFrame: CallFrame }>;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** `[self %, function, where]` rows, the busiest first, and the busy milliseconds they share. */
+export function topFrames(profile: Profile, top: number): { busyMs: number; rows: string[][] } {
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const self = new Map<string, { us: number; name: string; where: string }>();
+  let busy = 0;
+  profile.samples.forEach((id, i) => {
+    const frame = frames.get(id)!;
+    if (frame.functionName === '(idle)') return;
+    const us = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
+    const where = shortUrl(frame.url);
+    const key = `${frame.functionName}\n${where}`;
+    const entry = self.get(key) ?? { us: 0, name: frame.functionName || '(anonymous)', where };
+    entry.us += us;
+    self.set(key, entry);
+    busy += us;
+  });
+  const rows = [...self.values()]
+    .sort((a, b) => b.us - a.us)
+    .slice(0, top)
+    .map((entry) => [`${((entry.us / busy) * 100).toFixed(1)} %`, `\`${entry.name}\``, entry.where ? `\`${entry.where}\`` : 'native']);
+  return { busyMs: busy / 1000, rows };
+}
+
+function shortUrl(url: string): string {
+  if (!url) return '';
+  const modules = url.lastIndexOf('node_modules/');
+  if (modules >= 0) return url.slice(modules + 'node_modules/'.length);
+  const src = url.search(/\/(src|bench)\//);
+  if (src >= 0) return url.slice(src + 1);
+  return url;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const file = flags().positional[0];
+  if (!file) {
+    console.error('Usage: node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10]');
+    process.exit(2);
+  }
+  const { busyMs, rows } = topFrames(JSON.parse(readFileSync(file, 'utf8')) as Profile, intOption('top', 'BENCH_TOP', 10));
+  console.log(`${file}: ${busyMs.toFixed(0)} ms busy\n`);
+  console.log(['| self | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+}

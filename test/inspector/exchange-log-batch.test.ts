@@ -1,0 +1,99 @@
+// The inspector log gathers the lines of a short window into one write on a file kept open (issue 23).
+import { readFile } from 'node:fs/promises';
+import * as fsPromises from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { lineOf } from '../../src/inspector/exchange-log.js';
+import type { Exchange } from '../../src/inspector/exchanges.js';
+import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
+import { testdir } from '../relay/fixtures.js';
+import { exchangeFixture } from './fixtures.js';
+
+const writes: string[] = [];
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:fs/promises')>();
+  const open = vi.fn(async (...args: Parameters<typeof actual.open>) => {
+    const handle = await actual.open(...args);
+    const write = handle.write.bind(handle) as (...args: unknown[]) => Promise<unknown>;
+    return Object.assign(handle, { write: (...args: unknown[]) => (writes.push(String(args[0])), write(...args)) });
+  });
+  return { ...actual, open };
+});
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  writes.length = 0;
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('the inspector log under a burst', () => {
+  it('appends 300 exchanges recorded together with one write, every line kept, in order; a later burst is one more write on the same open file', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const log = join(dir, 'listen.events.jsonl');
+    const recorder = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log });
+    cleanups.push(() => recorder.close());
+    const open = vi.mocked(fsPromises.open);
+    open.mockClear();
+    for (let n = 1; n <= 300; n++) recorder.record(exchangeFixture(n));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(writes).toHaveLength(1);
+    const ids = (await readFile(log, 'utf8')).split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { id: number }).id);
+    expect(ids).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+
+    for (let n = 301; n <= 310; n++) recorder.record(exchangeFixture(n));
+    await recorder.close();
+    expect(writes).toHaveLength(2);
+    expect(open).toHaveBeenCalledTimes(1);
+    expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toHaveLength(310);
+  });
+
+  it('rewrites a full log by copying the lines of the exchanges it still holds as they are, the new ones after them', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const log = join(dir, 'listen.events.jsonl');
+    const recorder = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log, maxEvents: 100 });
+    cleanups.push(() => recorder.close());
+    const open = vi.mocked(fsPromises.open);
+    const linesOf = async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean);
+    for (let n = 1; n <= 150; n++) {
+      recorder.record(exchangeFixture(n));
+      if (n % 10 === 0) await recorder.flush();
+    }
+    const before = await linesOf();
+    expect(before).toHaveLength(150);
+    open.mockClear();
+    for (let n = 151; n <= 210; n++) {
+      recorder.record(exchangeFixture(n));
+      if (n % 10 === 0) await recorder.flush();
+    }
+    const after = await linesOf();
+    // Past 200 lines: the last 100 held (111-210) stay, the first kept ones byte for byte as they were.
+    expect(after.map((line) => (JSON.parse(line) as { id: number }).id)).toEqual(Array.from({ length: 100 }, (_, i) => 111 + i));
+    expect(after.slice(0, 40)).toEqual(before.slice(110));
+    // Read as bytes, not made again from the exchanges.
+    expect(open.mock.calls.some(([, flags]) => flags === 'r')).toBe(true);
+    await recorder.close();
+    const reopened = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log, maxEvents: 100 });
+    cleanups.push(() => reopened.close());
+    expect(reopened.list().map((item) => item.id)).toEqual(Array.from({ length: 100 }, (_, i) => 111 + i));
+  });
+
+  it('writes each line as the JSON that JSON.stringify wrote of the exchange, bodies as base64', () => {
+    const base64 = (body: Exchange['request']['body']) => ({ b64: body.bytes.toString('base64'), size: body.size, truncated: body.truncated });
+    const reference = (exchange: Exchange) =>
+      `${JSON.stringify({ v: 1, ...exchange, request: { headers: exchange.request.headers, body: base64(exchange.request.body) }, reply: exchange.reply && { ...exchange.reply, body: base64(exchange.reply.body) } })}\n`;
+    const whole = { ...exchangeFixture(7), id: 7 } as Exchange;
+    const variants: Exchange[] = [
+      whole,
+      { ...whole, reply: null, receivedAt: null, seq: null, channel: null, videoId: null, signatureValid: null },
+      { ...whole, eventName: 'quote " and \\ and \u2028', reply: { ...whole.reply!, status: null, error: { code: 'local_timeout', detail: 'no reply within 8500 ms' }, refused: { code: 'invalid_signature', detail: 'x' }, stale: true } },
+      { ...whole, replayOf: 3, edited: true, request: { headers: ['X-É', 'vàlue'], body: { bytes: Buffer.from([0, 255, 10]), size: 3000, truncated: true } } },
+    ];
+    for (const exchange of variants) {
+      const line = lineOf(exchange);
+      expect(line.indexOf('\n')).toBe(line.length - 1);
+      expect(JSON.parse(line)).toEqual(JSON.parse(reference(exchange)));
+    }
+  });
+});
