@@ -11,7 +11,8 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
+    // The examples' own test files run too, as a user would run them (issue 22).
+    include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
     // Checks every answer of the service against the OpenAPI document (issue 21).
     setupFiles: ['test/helpers/setup.ts'],
     testTimeout: 20_000,

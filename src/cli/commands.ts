@@ -128,6 +128,7 @@ function registerServe(program: Command): void {
     .addOption(new Option('--balance <credits>', "fix the first account's balance").env('CLIPHOOK_BALANCE'))
     .addOption(new Option('--admin-token <token>', 'fix the test helpers\' admin token (default: a new one at each start, printed)').env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--public-url <url>', 'the origin clients reach the service at, for poll_url and signed links (default: the bound address)')
+    .option('--seed <file>', 'make the accounts, assets, clips and image jobs of a JSON fixture at start and at each reset (docs/service.md, "Seed")')
     .option('--json', 'print the start-up line as JSON')
     .addOption(new Option('--redis <url>', 'share rate limits, Idempotency-Keys and webhook delivery with every serve process on this Redis (redis://host:port)').env('CLIPHOOK_REDIS_URL'))
     .option('--inspect <port>', "serve the inspector (clips, image jobs, the webhook deliveries and Redeliver) on 127.0.0.1:<port>, whatever --host is; 0 picks a free port", '0')

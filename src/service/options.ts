@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type WebhookEmitter } from '../emitter/index.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
+import type { SeedFixtureInput } from './contract/seed.js';
 import { sharedOptions } from './core/redis/shared.js';
 import type { Speed } from './core/simulate.js';
 import type { ImageFetcher } from './core/fetch-image.js';
@@ -39,6 +40,11 @@ export interface ServiceOptions {
   adminToken?: string;
   /** @default 1000 */
   balance?: number;
+  /**
+   * A seed fixture made at start (and again at each reset), as `POST /test_helpers/seed` makes one (issue 22):
+   * `{ accounts, assets, clips, images }`. A bad one makes `open` reject with the 400's ServiceError (`extra.pointer`).
+   */
+  seed?: SeedFixtureInput;
   /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
   emitter?: WebhookEmitter;
   /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */

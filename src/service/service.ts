@@ -22,6 +22,7 @@ import { ClockCommands } from './resources/clock.js';
 import { TestAccountCommands } from './resources/test-helpers/accounts.js';
 import { RequestJournalCommands } from './resources/test-helpers/requests.js';
 import { FaultRuleCommands } from './resources/test-helpers/faults.js';
+import { SeedCommands, type SeedAnswer } from './resources/test-helpers/seed.js';
 import { FaultRules } from './testing/faults.js';
 import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
@@ -99,6 +100,10 @@ export class Service {
   /** Fault rules (issue 22): what the HTTP adapter asks before each request of /v1 and /settings. */
   readonly faultRules: FaultRules;
   readonly faults: FaultRuleCommands;
+  /** Seed fixtures (issue 22): `POST /test_helpers/seed`, `startService({ seed })`, `serve --seed`. */
+  readonly seeds: SeedCommands;
+  /** What the `seed` option made (ids by name), or `null` without one; made again at each reset. */
+  seeded: SeedAnswer | null = null;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
   /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
@@ -164,6 +169,7 @@ export class Service {
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
     this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
+    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
@@ -227,7 +233,7 @@ export class Service {
 
   readonly #resume: () => void;
   readonly #wipe: () => void;
-  readonly #firstOptions: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined } = {};
+  readonly #firstOptions: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined; seed?: unknown } = {};
 
   /**
    * Back to a fresh start with the same options (issue 22, `POST /test_helpers/reset`): every account,
@@ -240,6 +246,8 @@ export class Service {
     this.#wipe();
     this.accounts.create({ balance: this.#firstOptions.balance ?? DEFAULT_BALANCE, token: first.apiKey, webhookSecret: first.webhookSecret });
     await this.store.commit();
+    // The same options: a fixture the service was started with is made again.
+    if (this.#firstOptions.seed !== undefined) this.seeded = await this.seeds.run(this.#firstOptions.seed);
     return { reset: true, now: new Date(this.clock.now()).toISOString() };
   }
 
@@ -276,9 +284,17 @@ export class Service {
       if (options.emitter === undefined) await emitter.start();
       const service = new Service(store, clock, options, emitter, shared);
       service.#firstAccount({ balance, apiKey, webhookSecret });
-      Object.assign(service.#firstOptions, { balance });
+      Object.assign(service.#firstOptions, { balance, seed: options.seed });
       service.#resume();
       await store.commit();
+      if (options.seed !== undefined) {
+        try {
+          service.seeded = await service.seeds.run(options.seed);
+        } catch (error) {
+          await service.close().catch(() => undefined);
+          throw error;
+        }
+      }
       return service;
     } catch (error) {
       if (options.emitter === undefined) await emitter.stop().catch(() => undefined);

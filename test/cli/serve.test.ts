@@ -157,6 +157,27 @@ describe('cliphook serve --host (issue 20 item 7)', () => {
     await expect(bad.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^Expected --admin-token to be 24-200/) });
   });
 
+  it('--seed makes a fixture at start; a file that is missing, not JSON or breaks a rule is one line, exit 2, naming the JSON Pointer (issue 22)', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const { writeFileSync } = await import('node:fs');
+    const good = join(dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ accounts: [{ name: 'alice', balance: 50 }], clips: [{ name: 'one', account: 'alice', status: 'done' }] }));
+    const seeded = await inProcess({ seed: good, adminToken: 'adm_seeded_for_ci_0123456789ab' });
+    const { origin } = JSON.parse(seeded.out[0]!) as { origin: string };
+    const accounts = (await (await fetch(`${origin}/test_helpers/accounts`, { headers: { authorization: 'Bearer adm_seeded_for_ci_0123456789ab' } })).json()) as { data: Array<{ name: string; balance: number }> };
+    expect(accounts.data).toContainEqual(expect.objectContaining({ name: 'alice', balance: 50 }));
+
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ clips: [{ name: 'one', account: 'ghost', status: 'done' }] }));
+    const refused = await inProcess({ seed: bad });
+    await expect(refused.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: .*bad\.json at \/clips\/0\/account: clips\[0\]\.account "ghost" is not an account/) });
+    expect(existsSync(refused.data)).toBe(false);
+    writeFileSync(bad, '{ nope');
+    await expect((await inProcess({ seed: bad })).done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: .*bad\.json is not JSON/) });
+    await expect((await inProcess({ seed: join(dir, 'missing.json') })).done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: cannot read .*missing\.json: ENOENT\.$/) });
+  });
+
   it('refuses a host that is not loopback without --open: exit 2 naming both, before anything is opened', async () => {
     for (const host of ['0.0.0.0', '::', '192.168.1.10', 'example.com']) {
       const run = await inProcess({ host });

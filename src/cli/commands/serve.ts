@@ -5,6 +5,8 @@ import { startInspector, type Inspector } from '../../inspector/server.js';
 import { ServiceFeed } from '../../inspector/service-feed.js';
 import { FileLockedError } from '../../protocol/errors.js';
 import { createServiceApp, type ServiceApp } from '../../service/http/app.js';
+import { readFileSync } from 'node:fs';
+import { checkFixture } from '../../service/testing/seed.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 import { isLoopbackHost } from '../../http/loopback.js';
@@ -26,6 +28,8 @@ export interface ServeCommandOptions {
   adminToken?: string;
   balance?: string;
   publicUrl?: string;
+  /** `--seed <file>`: a seed fixture (issue 22) made at start and at each reset. */
+  seed?: string;
   json?: boolean;
   /** `--redis <url>` (or CLIPHOOK_REDIS_URL): rate limits, idempotency records and webhooks shared through Redis. */
   redis?: string;
@@ -67,6 +71,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     if (!/^\d{1,12}$/.test(options.balance)) throw new ExitError(`--balance must be a whole number of credits, got ${JSON.stringify(options.balance)}.`, 2);
     balance = Number(options.balance);
   }
+  const seed = options.seed === undefined ? undefined : readSeed(options.seed);
   let app: ServiceApp;
   try {
     app = await createServiceApp({
@@ -80,6 +85,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       ...(balance === undefined ? {} : { balance }),
       ...(options.redis === undefined ? {} : { redisUrl: options.redis }),
+      ...(seed === undefined ? {} : { seed: seed as never }),
       warn: (message) => io.err(`warning: ${message}`),
     });
   } catch (error) {
@@ -158,4 +164,30 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
 
 function processIo(): ServeIo {
   return { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`), signal: stopSignal() };
+}
+
+/**
+ * `--seed <file>`: the fixture, read and checked before anything is opened. A file that cannot be read, is
+ * not JSON or breaks a rule is one line naming the member at fault (its JSON Pointer), exit 2.
+ */
+function readSeed(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ExitError(`--seed: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`, 2);
+  }
+  let fixture: unknown;
+  try {
+    fixture = JSON.parse(text);
+  } catch (error) {
+    throw new ExitError(`--seed: ${file} is not JSON: ${(error as Error).message}`, 2);
+  }
+  const check = checkFixture(fixture);
+  if (!check.ok) {
+    const [first] = check.errors;
+    const more = check.errors.length > 1 ? ` (and ${check.errors.length - 1} more)` : '';
+    throw new ExitError(`--seed: ${file}${first!.pointer ? ` at ${first!.pointer}` : ''}: ${first!.detail}${more}`, 2);
+  }
+  return fixture;
 }

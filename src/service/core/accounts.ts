@@ -26,6 +26,8 @@ export interface ApiKey {
   token: string;
   /** The webhook signing secret of the tasks this key creates (spec 5.5), `whsec_…`. */
   webhookSecret: string;
+  /** The secret before the last rotation (issue 22's `webhook_previous_secret` chaos); absent in older data files and on a key never rotated. */
+  previousWebhookSecret?: string;
   createdAt: number;
   revokedAt: number | null;
   /** Used when a clip names neither image_urls nor asset_ids (spec 4.1). */

@@ -36,24 +36,31 @@ export type Simulation =
   | { kind: 'task'; code: VideoErrorCode; sticky: boolean }
   | { kind: 'request'; code: RequestCode };
 
-const MARKER = /(?:^|[^\w:])simulate:((?:request:)?[a-z_]+)(:sticky)?(?![\w:])/;
+const MARKER = /(?:^|[^\w:])simulate:((?:request:)?[a-z_]+)(:sticky)?(?![\w:])/g;
 
 /**
- * The first `simulate:` marker in `prompt`, or `null`. A marker that names no known code is not a marker
- * (a prompt may say "simulate:anything"), so it is ignored rather than refused.
+ * The first `simulate:` marker in `prompt` that names a known code, or `null`. A marker that names no
+ * known code is not a marker (a prompt may say "simulate:anything", or carry a webhook chaos marker such
+ * as `simulate:webhook_duplicate` beside it), so it is skipped rather than refused.
  * @example parseSimulation('a fox simulate:upstream_timeout:sticky') // { kind: 'task', code: 'upstream_timeout', sticky: true }
+ * @example parseSimulation('simulate:webhook_late simulate:upstream_busy') // { kind: 'task', code: 'upstream_busy', sticky: false }
  */
 export function parseSimulation(prompt: string | null | undefined): Simulation | null {
   if (!prompt) return null;
-  const match = MARKER.exec(prompt);
-  if (!match) return null;
-  const [, name, sticky] = match;
-  if (name!.startsWith('request:')) {
-    const code = name!.slice('request:'.length);
+  for (const [, name, sticky] of prompt.matchAll(MARKER)) {
+    const simulation = simulationOf(name!, Boolean(sticky));
+    if (simulation) return simulation;
+  }
+  return null;
+}
+
+function simulationOf(name: string, sticky: boolean): Simulation | null {
+  if (name.startsWith('request:')) {
+    const code = name.slice('request:'.length);
     return isRequestCode(code) && !sticky ? { kind: 'request', code } : null;
   }
-  if ((VIDEO_ERROR_CODES as readonly string[]).includes(name!)) return { kind: 'task', code: name as VideoErrorCode, sticky: Boolean(sticky) };
-  return isRequestCode(name!) && !sticky ? { kind: 'request', code: name } : null;
+  if ((VIDEO_ERROR_CODES as readonly string[]).includes(name)) return { kind: 'task', code: name as VideoErrorCode, sticky };
+  return isRequestCode(name) && !sticky ? { kind: 'request', code: name } : null;
 }
 
 function isRequestCode(value: string): value is RequestCode {

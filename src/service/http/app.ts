@@ -94,6 +94,8 @@ export interface StartedService {
   /** The test helpers' admin token (issue 22): `Authorization: Bearer <adminToken>` on /test_helpers/accounts, reset, the whole journal. */
   adminToken: string;
   clock: Service['clock'];
+  /** The ids the `seed` option's fixture made, by name (issue 22); `null` without one. */
+  seeded: Service['seeded'];
   service: Service;
   close(): Promise<void>;
 }
@@ -131,6 +133,9 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
     webhookSecret: first.webhookSecret,
     adminToken: app.service.adminToken,
     clock: app.service.clock,
+    get seeded() {
+      return app.service.seeded;
+    },
     service: app.service,
     close: async () => {
       server.closeAllConnections();

@@ -93,6 +93,7 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     listFaultRules: ({ caller, query }) => faults.list(caller, query),
     deleteFaultRule: ({ caller, params }) => faults.remove(caller, params.id),
     resetService: () => service.reset(),
+    seedService: ({ body }) => service.seeds.apply(body),
   };
 }
 

@@ -4,6 +4,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 import { faultError } from '../testing/fault-answer.js';
+import { pointerRefusal } from '../testing/pointer.js';
 import type { FaultDecision } from '../testing/faults.js';
 import { readJsonBody, type JsonBody } from './body.js';
 import { headersOf, problemOf, sendJson, sendProblem } from './respond.js';
@@ -238,7 +239,9 @@ function successOf(route: RouteSpec): number {
 function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
   const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
-  const refusal = refusalOf(schema, parsed.error.issues, value, { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) });
+  const options = { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) } as const;
+  // A body written as a file (issue 22's seed fixture) names the member at fault with a JSON Pointer.
+  const refusal = route.pointer && fallback === 'invalid_json' ? pointerRefusal(schema, parsed.error.issues, value, options) : refusalOf(schema, parsed.error.issues, value, options);
   // A body that is not an object at all is malformed, not a bad member (spec 7: invalid_json).
   if (fallback === 'invalid_json' && parsed.error.issues[0]?.path.length === 0) throw new ServiceError('invalid_json', route.indexed ? `The body must be a JSON object with ${route.indexed}.` : 'The body must be a JSON object.');
   throw ServiceError.from(refusal);

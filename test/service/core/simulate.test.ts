@@ -31,3 +31,12 @@ describe('simulate:<code> markers', () => {
     expect([...RETRYABLE_CODES].sort()).toEqual(['upstream_busy', 'upstream_error', 'upstream_timeout', 'upstream_unavailable']);
   });
 });
+
+describe('parseSimulation beside other markers (issue 22)', () => {
+  it('skips markers that name no code (webhook chaos, unknown words) and reads the first known one', () => {
+    expect(parseSimulation('a fox simulate:webhook_duplicate simulate:upstream_busy')).toEqual({ kind: 'task', code: 'upstream_busy', sticky: false });
+    expect(parseSimulation('simulate:nothing simulate:webhook_late simulate:generation_paused')).toEqual({ kind: 'request', code: 'generation_paused' });
+    expect(parseSimulation('simulate:webhook_cut simulate:webhook_late')).toBeNull();
+    expect(parseSimulation('simulate:content_rejected simulate:upstream_busy')).toEqual({ kind: 'task', code: 'content_rejected', sticky: false });
+  });
+});

@@ -83,6 +83,8 @@ export class AccountCommands {
    */
   rotateSecret(caller: Caller, id: string) {
     const key = this.#ownKey(caller, id);
+    // The secret it replaces is kept, so webhook chaos can sign with it (`webhook_previous_secret`, issue 22).
+    key.previousWebhookSecret = key.webhookSecret;
     this.#options.accounts.update(key, { webhookSecret: newWebhookSecret() });
     return { id: key.id, webhook_secret: key.webhookSecret };
   }

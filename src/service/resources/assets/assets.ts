@@ -149,7 +149,7 @@ export class Assets extends EventEmitter<AssetEvents> {
   }
 
   /** Adds a photo the service made itself (an AI character): trusted at once, until `trustedUntil`. */
-  addTrusted(input: { accountId: number; sha256: string; name: string; fileSize: number; mimeType: string; ext: string; trustedUntil: number }): Asset {
+  addTrusted(input: { accountId: number; sha256: string; name: string; fileSize: number; mimeType: string; ext: string; trustedUntil: number | null }): Asset {
     const now = this.#clock.now();
     const asset = this.#assets.put({
       ...input,

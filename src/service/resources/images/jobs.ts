@@ -180,6 +180,22 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
 
+  /**
+   * A job made in any state by a seed fixture (issue 22), charging nothing: a generating one ends on its
+   * plan; a done or partial one has its `made` images rendered now; a failed one has none.
+   */
+  async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null }): Promise<ImageJob> {
+    const job = this.start(account, keyId, { ...command, price: 0 });
+    if (status === 'generating') return job;
+    this.#options.clock.clearTimeout(this.#timers.get(job.id));
+    this.#timers.delete(job.id);
+    const now = this.#options.clock.now();
+    job.plan = { endAt: now, make: status === 'failed' ? 0 : made, failWith: errorCode ?? (status === 'failed' ? 'failed' : null) };
+    const { refund: _refund, ...fields } = await this.#make(job, []);
+    Object.assign(job, fields);
+    return this.#jobs.put(job);
+  }
+
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;

@@ -135,6 +135,35 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   /**
+   * A clip made in any state by a seed fixture (issue 22), charging nothing: pending and generating ones
+   * follow the plan from now (their webhook goes when they end); done, error and cancelled ones ended now,
+   * with no webhook. A done clip's signed links work; an error one with a retryable code can be retried.
+   */
+  seed(input: NewVideo, status: VideoStatus, errorCode: VideoErrorCode | null): Video {
+    const now = this.#options.clock.now();
+    const { rendering } = TIMINGS[this.#options.speed];
+    const video = this.create(input);
+    if (status === 'pending') return video;
+    this.#disarm(video.id);
+    if (status === 'generating') {
+      video.status = 'generating';
+      video.startedAt = now;
+      video.progress = '0%';
+      video.plan = { startAt: now, endAt: now + this.#between(rendering), outcome: video.plan.outcome };
+      this.#videos.put(video);
+      this.#arm(video);
+      return video;
+    }
+    video.status = status;
+    video.startedAt = status === 'cancelled' ? null : now;
+    video.completedAt = now;
+    video.progress = status === 'done' ? '100%' : null;
+    video.errorCode = status === 'done' ? null : errorCode;
+    video.plan = { startAt: now, endAt: now, outcome: status === 'done' ? 'done' : (errorCode ?? 'upstream_error') };
+    return this.#videos.put(video);
+  }
+
+  /**
    * DELETE of a clip (spec 4.5): a pending one is cancelled and refunded, a rendering one refused, a
    * finished one removed. Returns what happened and the credits refunded.
    */

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
+import { Service } from '../../../src/service/service.js';
+import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+
+// Issue 22 over HTTP: POST /test_helpers/seed, and the `seed` option of startService / Service.open.
+
+let service: Service;
+let client: ServiceClient;
+const ADMIN = 'adm_seed_admin_token_0123456789ab';
+beforeAll(async () => {
+  service = await Service.open({ file: false, adminToken: ADMIN, balance: 500, warn: () => undefined });
+  client = await serviceClient(service);
+});
+afterAll(async () => {
+  await client.close();
+  await service.close();
+});
+
+const FIXTURE = {
+  accounts: [{ name: 'alice', balance: 300 }, { name: 'bob' }],
+  assets: [{ name: 'face', account: 'alice' }, { name: 'box', account: 'default', sample: 'product' }],
+  clips: [
+    { name: 'finished', account: 'alice', status: 'done', prompt: 'a fox' },
+    { name: 'failed', account: 'alice', status: 'error', error_code: 'upstream_busy' },
+    { name: 'final', account: 'alice', status: 'error', error_code: 'content_rejected' },
+    { name: 'waiting', account: 'bob', status: 'pending' },
+    { name: 'rendering', account: 'default', status: 'generating' },
+    { name: 'stopped', account: 'bob', status: 'cancelled' },
+  ],
+  images: [
+    { name: 'poster', account: 'alice', status: 'done' },
+    { name: 'half', account: 'alice', status: 'partial', count: 4 },
+    { name: 'refused', account: 'bob', status: 'failed', error_code: 'prompt_blocked' },
+  ],
+};
+
+describe('seed (issue 22)', () => {
+  it('makes accounts, assets, clips and image jobs, answering their ids by name', async () => {
+    const seeded = await client.post('/test_helpers/seed', FIXTURE, { key: ADMIN });
+    expect(seeded.body).toMatchObject({ accounts: expect.any(Object) });
+    expect(seeded.status).toBe(201);
+    const { accounts, assets, clips, images } = seeded.body;
+    expect(Object.keys(accounts)).toEqual(['alice', 'bob']);
+    const alice = accounts.alice.api_key;
+    expect((await client.get('/v1/account', { key: alice })).body).toMatchObject({ balance: 300 });
+    expect((await client.get('/v1/account', { key: accounts.bob.api_key })).body).toMatchObject({ balance: 500 });
+    expect((await client.get(`/v1/assets/${assets.face}`, { key: alice })).body).toMatchObject({ status: 'trusted' });
+    expect((await client.get(`/v1/assets/${assets.box}`)).body).toMatchObject({ status: 'trusted' });
+
+    // A done clip has working signed links.
+    const done = (await client.get(`/v1/videos/${clips.finished}`, { key: alice })).body;
+    expect(done).toMatchObject({ status: 'done', prompt: 'a fox' });
+    const link = new URL(done.video_url);
+    const media = await client.get(`${link.pathname}${link.search}`, { key: null });
+    expect(media.status).toBe(200);
+
+    // An error clip with a retryable code can be retried; one with a final code cannot.
+    expect((await client.get(`/v1/videos/${clips.failed}`, { key: alice })).body).toMatchObject({ status: 'error', error_code: 'upstream_busy' });
+    expect(await client.post(`/v1/videos/${clips.failed}/retry`, undefined, { key: alice })).toMatchObject({ status: 202 });
+    expect(await client.post(`/v1/videos/${clips.final}/retry`, undefined, { key: alice })).toMatchObject({ status: 400, body: { code: 'not_retryable' } });
+
+    // On the service's running clock: a pending clip starts within 1.5 s, a rendering one ends within 4 s.
+    expect(['pending', 'generating']).toContain((await client.get(`/v1/videos/${clips.waiting}`, { key: accounts.bob.api_key })).body.status);
+    expect(['generating', 'done']).toContain((await client.get(`/v1/videos/${clips.rendering}`)).body.status);
+    expect((await client.get(`/v1/videos/${clips.stopped}`, { key: accounts.bob.api_key })).body).toMatchObject({ status: 'cancelled', error_code: 'cancelled' });
+    // Another account's clip is a 404.
+    expect((await client.get(`/v1/videos/${clips.waiting}`, { key: alice })).status).toBe(404);
+
+    expect((await client.get(`/v1/images/${images.poster}`, { key: alice })).body).toMatchObject({ status: 'done' });
+    expect((await client.get(`/v1/images/${images.half}`, { key: alice })).body).toMatchObject({ status: 'partial' });
+    expect((await client.get(`/v1/images/${images.refused}`, { key: accounts.bob.api_key })).body).toMatchObject({ status: 'failed', error_code: 'prompt_blocked' });
+  });
+
+  it('refuses a bad fixture with a JSON Pointer and makes nothing', async () => {
+    const before = (await client.get('/test_helpers/accounts', { key: ADMIN })).body.data.length;
+    const refused = await client.post('/test_helpers/seed', { accounts: [{ name: 'carol' }], clips: [{ name: 'a', account: 'carol', status: 'done' }, { name: 'b', account: 'nobody', status: 'done' }] }, { key: ADMIN });
+    expect(refused).toMatchObject({ status: 400, body: { code: 'invalid_parameter', pointer: '/clips/1/account' } });
+    const tooLong = await client.post('/test_helpers/seed', { clips: [{ name: 'a', account: 'default', status: 'done', duration: 31 }] }, { key: ADMIN });
+    expect(tooLong).toMatchObject({ status: 400, body: { code: 'invalid_duration', pointer: '/clips/0/duration' } });
+    expect((await client.get('/test_helpers/accounts', { key: ADMIN })).body.data.length).toBe(before);
+  });
+
+  it('takes the admin token only', async () => {
+    expect(await client.post('/test_helpers/seed', {}, { key: service.first().apiKey })).toMatchObject({ status: 401 });
+  });
+});
+
+describe('startService({ seed }) (issue 22)', () => {
+  let started: StartedService;
+  afterAll(async () => started?.close());
+
+  it('starts with the fixture made, and makes it again at reset', async () => {
+    started = await startService({ seed: { accounts: [{ name: 'alice' }], clips: [{ name: 'one', account: 'alice', status: 'done' }] }, warn: () => undefined });
+    expect(started.seeded).toMatchObject({ accounts: { alice: { id: 2 } }, clips: { one: 1 } });
+    const key = started.seeded!.accounts.alice!.api_key;
+    const get = () => fetch(`${started.url}/videos/1`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await (await get()).json()) as object).toMatchObject({ status: 'done' });
+    await fetch(`${started.origin}/test_helpers/reset`, { method: 'POST', headers: { authorization: `Bearer ${started.adminToken}` } });
+    const again = started.seeded!.accounts.alice!.api_key;
+    const res = await fetch(`${started.url}/videos/1`, { headers: { authorization: `Bearer ${again}` } });
+    expect(res.status).toBe(200);
+  });
+
+  it('rejects a bad fixture before it listens', async () => {
+    await expect(startService({ seed: { clips: [{ name: 'x', account: 'ghost', status: 'done' }] } as never, warn: () => undefined })).rejects.toMatchObject({ code: 'invalid_parameter', extra: expect.objectContaining({ pointer: '/clips/0/account' }) });
+  });
+});
