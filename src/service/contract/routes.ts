@@ -10,7 +10,8 @@ import {
 } from './settings.js';
 import { SERVED_TEST_HELPER_ROUTES } from './test-helper-routes.js';
 import { AdvanceRequest, Clock } from './test-helpers.js';
-import { BatchRequest, BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
+import { BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList } from './video-responses.js';
+import { BatchRequest, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
 
 /**
  * Who may call a route: `key` is the bearer API key with every check of spec 4 (60 a minute, 402 below
