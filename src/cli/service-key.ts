@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readTextIfExists } from '../store/json-file.js';
 
 /** What `cliphook service` needs of an API key row in serve's data file (service/core/accounts.ts `ApiKey`). */
 interface KeyRow {
@@ -17,8 +17,8 @@ interface KeyRow {
  * Issue 20 item 18: `cliphook service` finds the key as the Stripe CLI finds its config.
  */
 export async function readServeKey(file: string): Promise<string | null> {
-  const snapshot = await readText(file);
-  const journal = await readText(`${file}.journal`);
+  const snapshot = await readTextIfExists(file);
+  const journal = await readTextIfExists(`${file}.journal`);
   if (snapshot === null && journal === null) return null;
   const keys = new Map<string, KeyRow>();
   if (snapshot) {
@@ -48,13 +48,4 @@ export async function readServeKey(file: string): Promise<string | null> {
     if (key.accountId === 1 && key.revokedAt === null && typeof key.token === 'string') return key.token;
   }
   return null;
-}
-
-async function readText(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
 }

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
 import { FileLock, realClock, type WaitClock } from '../store/file-lock.js';
 import { GroupCommit } from '../store/group-commit.js';
-import { replaceFile } from '../store/json-file.js';
+import { readTextIfExists, replaceFile } from '../store/json-file.js';
 import { DEFAULT_OUTBOX_FILE } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
 import { CLOSE, OPEN, parseOutbox, repairTornFile, SEPARATOR, serialiseRecord, toRecord, utf8, type OutboxRows } from './outbox-format.js';
@@ -231,7 +230,7 @@ export class SharedFileOutbox implements Outbox {
 
   /** Reads the file under the lock; a torn one is read as far as it goes, for `#writeOver` to repair. */
   async #read(): Promise<FileRead> {
-    const text = await readText(this.file);
+    const text = await readTextIfExists(this.file);
     if (text === null) return { rows: [], torn: false, text: '' };
     return { ...parseOutbox(text, this.file), text };
   }
@@ -252,7 +251,7 @@ export class SharedFileOutbox implements Outbox {
  * @example const records = await readOutboxFile('.cliphook/outbox.json');
  */
 export async function readOutboxFile(file: string, warn: (message: string) => void = defaultWarn): Promise<DeliveryRecord[]> {
-  const text = await readText(file);
+  const text = await readTextIfExists(file);
   if (text === null) return [];
   const { rows, torn } = parseOutbox(text, file);
   if (torn) warn(`${file} is torn (not valid JSON): showing the ${rows.length} complete deliveries in it; the next trigger repairs it`);
@@ -274,14 +273,6 @@ function senderPath(file: string, owner: string): string {
   return `${file}.senders/${owner.replace(/[^\w-]/g, '_')}`;
 }
 
-async function readText(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-}
 
 function defaultWarn(message: string): void {
   process.emitWarning(message, { code: 'CLIPHOOK_STORE_RECOVERED' });

@@ -90,14 +90,8 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
   }
 
   async read(): Promise<T | null> {
-    let text: string;
-    try {
-      text = await readFile(this.#file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
-    return JSON.parse(text) as T;
+    const text = await readTextIfExists(this.#file);
+    return text === null ? null : (JSON.parse(text) as T);
   }
 
   async write(data: T | null): Promise<void> {
@@ -110,6 +104,16 @@ class AtomicJsonFile<T> implements Adapter<T | null> {
  * Replaces `file` with `pieces` so that a reader or a crash never sees half of it: written to
  * `.<name>.tmp` beside it, then renamed over it (and flushed to the device on the way with `fsync`).
  */
+/** A file's text, or `null` when it does not exist; any other failure is thrown. */
+export async function readTextIfExists(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
 export async function replaceFile(
   file: string,
   pieces: readonly Uint8Array[],

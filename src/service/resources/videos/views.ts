@@ -60,11 +60,7 @@ export function createdView(video: Video, warnings: readonly Warning[], ctx: Vie
     asset_ids_used: video.assetIdsUsed,
     asset_source: video.assetSource,
     subject_consent: video.subjectConsent,
-    callback_url: video.callbackUrl,
-    callback_enabled: video.callbackUrl !== null,
-    estimated_time_seconds: ctx.estimate(video),
-    created_at: iso(video.createdAt)!,
-    poll_url: pollUrl(ctx, video.id),
+    ...accepted(video, ctx),
     warnings: [...warnings],
   };
 }
@@ -82,6 +78,13 @@ export function retryView(video: Video, ctx: ViewContext) {
     model: video.model,
     duration: video.duration,
     ratio: video.ratio,
+    ...accepted(video, ctx),
+  };
+}
+
+/** The members every answer to a new task ends with (spec 2.2, 2.3): where its webhook goes, when it should end, where to poll. */
+function accepted(video: Video, ctx: ViewContext) {
+  return {
     callback_url: video.callbackUrl,
     callback_enabled: video.callbackUrl !== null,
     estimated_time_seconds: ctx.estimate(video),
