@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import * as fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { lineOf } from '../../src/inspector/exchange-log.js';
+import { lineOf } from '../../src/inspector/exchange-line.js';
 import type { Exchange } from '../../src/inspector/exchanges.js';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
 import { testdir } from '../relay/fixtures.js';
