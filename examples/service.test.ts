@@ -1,12 +1,17 @@
 // A test file written the way a user of cliphook writes one (vitest): one simulated service for the
-// whole file, an account of its own for each test, a fixture, a fault rule and a look at the request
-// journal. Run: npx vitest run examples/service.test.ts
+// whole file, an account of its own for each test, a fixture, a fault rule, a look at the request
+// journal and a webhook that arrives twice. Run: npx vitest run examples/service.test.ts
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createReceiver, MemoryDeliveryStore } from 'cliphook';
 import { startService, type StartedService } from 'cliphook/service';
 
 let svc: StartedService;
 /** This test's own account: nothing another test does can reach its balance, clips or journal. */
 let key: string;
+/** Its webhook signing secret. */
+let secret: string;
 
 const admin = () => ({ authorization: `Bearer ${svc.adminToken}`, 'content-type': 'application/json' });
 const mine = () => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -19,7 +24,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   const res = await fetch(`${svc.origin}/test_helpers/accounts`, { method: 'POST', headers: admin(), body: JSON.stringify({ balance: 500 }) });
-  ({ api_key: key } = (await res.json()) as { api_key: string });
+  ({ api_key: key, webhook_secret: secret } = (await res.json()) as { api_key: string; webhook_secret: string });
 });
 
 /** Your app's code under test: polls a clip until it has ended, retrying a 5xx after a second. */
@@ -68,5 +73,26 @@ describe('my integration against the simulated service', () => {
     const gets = data.filter((entry) => entry.operation === 'getVideo').reverse();
     expect(gets[0]).toMatchObject({ status: 503 });
     expect(gets.at(-1)).toMatchObject({ status: 200 });
+  });
+
+  it('handles a webhook once when it arrives twice, at once, cut or replayed late', async () => {
+    // Your app's webhook endpoint: cliphook's receiver, on the service's simulated clock.
+    const clock = () => svc.clock.now();
+    const handled: number[] = [];
+    const receiver = createReceiver({ secret, clock, store: new MemoryDeliveryStore({ clock }) });
+    receiver.on('video.completed', (event) => void handled.push(event.id));
+    const app = createServer(receiver.express()).listen(0, '127.0.0.1');
+    await new Promise((resolve) => app.once('listening', resolve));
+    const callback_url = `http://127.0.0.1:${(app.address() as AddressInfo).port}/webhooks`;
+
+    // Every webhook of this account comes in every troublesome way at once.
+    const chaos = await fetch(`${svc.origin}/test_helpers/webhook_chaos`, { method: 'POST', headers: mine(), body: JSON.stringify({ modes: ['webhook_duplicate', 'webhook_concurrent', 'webhook_cut', 'webhook_late'] }) });
+    expect(chaos.status).toBe(200);
+    const created = await fetch(`${svc.url}/videos`, { method: 'POST', headers: mine(), body: JSON.stringify({ prompt: 'a red fox', callback_url }) });
+    const { id } = (await created.json()) as { id: number };
+    await svc.clock.advance(10_000); // the clip ends; its webhook arrives (twice, at once, late), its answer is lost
+    await svc.clock.advance(30_000); // the retry of the cut attempt
+    expect(handled).toEqual([id]);
+    await new Promise((resolve) => app.close(resolve));
   });
 });

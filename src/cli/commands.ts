@@ -139,12 +139,24 @@ function registerServe(program: Command): void {
 function registerService(program: Command): void {
   program
     .command('service')
-    .description('account settings and the test clock of a running cliphook serve: top-up <credits>, keys [list|create|revoke <id>], rotate-secret <key id>, advance <seconds>')
-    .argument('<action>', 'top-up, keys, rotate-secret or advance')
+    .description(
+      'account settings, the test clock and the test helpers of a running cliphook serve: top-up <credits>, keys [list|create|revoke <id>], rotate-secret <key id>, advance <seconds>, ' +
+        "accounts [list|create|delete <id>], reset, seed <file.json>, requests [list|clear], faults [list|add '<rule JSON>'|delete <id>], webhook-chaos <mode,…|none>",
+    )
+    .argument('<action>', 'top-up, keys, rotate-secret, advance, accounts, reset, seed, requests, faults or webhook-chaos')
     .argument('[args...]', 'the action\'s arguments')
     .addOption(new Option('--url <url>', 'the service').env('CLIPHOOK_SERVICE_URL').default('http://127.0.0.1:8080'))
     .addOption(new Option('--api-key <key>', 'an API key of the account (default: the key in the data file of serve, --data)').env('CLIPHOOK_API_KEY'))
+    .addOption(new Option('--admin-token <token>', "the admin token serve printed (admin_token): needed by accounts, reset and seed; with requests, faults, webhook-chaos and advance it acts for every account").env('CLIPHOOK_ADMIN_TOKEN'))
     .option('--data <file>', "serve's data file, read for its key when --api-key is not given", '.cliphook/service.json')
+    .option('--name <name>', 'accounts create: the new account\'s name')
+    .option('--balance <credits>', 'accounts create: its starting balance (default: serve\'s --balance)')
+    .option('--account <id>', 'requests, faults list, webhook-chaos: this account only (with --admin-token)')
+    .option('--method <method>', 'requests: only this HTTP method')
+    .option('--path <path>', 'requests: only this path, or a path template such as /v1/videos/{id}')
+    .option('--operation <id>', 'requests: only this operation (createVideo, getVideo, …)')
+    .option('--status <status>', 'requests: only this status')
+    .option('--limit <n>', 'requests: at most this many, newest first')
     .option('--json', 'print the answer as JSON')
     .action(async (action: string, args: string[], options) => (await import('./commands/service.js')).serviceCommand(action, args, options));
 }

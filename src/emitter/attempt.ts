@@ -25,18 +25,27 @@ export interface AttemptSettings {
   concurrency: number;
   fetch: FetchFunction | undefined;
   lookup: LookupFunction | undefined;
+  /** The service's webhook chaos (issue 22): shapes each attempt's requests around the transport. Not public. */
+  wrapTransport?: ((transport: Transport) => Transport) | undefined;
 }
+
+/**
+ * The option key under which the local service hands its own emitter a transport wrapper (webhook chaos,
+ * issue 22). A symbol, so it is no part of `EmitterOptions` and no user sets it by accident.
+ */
+export const WRAP_TRANSPORT: unique symbol = Symbol('cliphook.wrapTransport');
 
 /**
  * The transport and settings of one emitter's attempts: the injected `fetch`, or the built-in client with
  * one keep-alive socket per slot of `concurrency`. `close()` frees the sockets.
  */
 export function createAttemptOptions(settings: AttemptSettings): AttemptOptions & { close(): void } {
-  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup } = settings;
-  const transport: Transport & { close?(): void } = fetch
+  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup, wrapTransport } = settings;
+  const base: Transport & { close?(): void } = fetch
     ? createFetchTransport(fetch)
     : createHttpTransport({ allowPrivateNetworks, maxSockets: concurrency, lookup });
-  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, close: () => transport.close?.() };
+  const transport = wrapTransport ? wrapTransport(base) : base;
+  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, close: () => base.close?.() };
 }
 
 /**

@@ -24,6 +24,8 @@ import { RequestJournalCommands } from './resources/test-helpers/requests.js';
 import { FaultRuleCommands } from './resources/test-helpers/faults.js';
 import { SeedCommands, type SeedAnswer } from './resources/test-helpers/seed.js';
 import { FaultRules } from './testing/faults.js';
+import { WebhookChaos } from './testing/chaos-transport.js';
+import { WebhookChaosCommands } from './resources/test-helpers/webhook-chaos.js';
 import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
@@ -100,6 +102,8 @@ export class Service {
   /** Fault rules (issue 22): what the HTTP adapter asks before each request of /v1 and /settings. */
   readonly faultRules: FaultRules;
   readonly faults: FaultRuleCommands;
+  /** Webhook chaos per account (issue 22): `POST /test_helpers/webhook_chaos`. */
+  readonly webhookChaos: WebhookChaosCommands;
   /** Seed fixtures (issue 22): `POST /test_helpers/seed`, `startService({ seed })`, `serve --seed`. */
   readonly seeds: SeedCommands;
   /** What the `seed` option made (ids by name), or `null` without one; made again at each reset. */
@@ -112,7 +116,7 @@ export class Service {
   readonly warn: (message: string) => void;
   readonly #close: Array<() => unknown>;
 
-  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined) {
+  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined, chaos: WebhookChaos | undefined) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
     const choice = random ? { random } : {};
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
@@ -168,11 +172,12 @@ export class Service {
     this.requests = new RequestJournalCommands(this.journal);
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
+    this.webhookChaos = new WebhookChaosCommands(this.accounts);
     this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
     this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
-    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock });
+    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
     this.#close = [
@@ -221,6 +226,7 @@ export class Service {
       failures.clear();
       this.journal.clear();
       this.faultRules.clear();
+      chaos?.clear();
       if (options.clock === undefined) clock.rewind();
     };
     this.#resume = () => {
@@ -279,10 +285,12 @@ export class Service {
     // was stopped passes as real time does), before anything in flight is re-armed on it.
     const saved = store.table('meta').get('clock') as ClockRow | undefined;
     if (options.clock === undefined && saved && Number.isFinite(saved.aheadMs) && saved.aheadMs > 0) await clock.advance(saved.aheadMs);
-    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions);
+    // Webhook chaos shapes the deliveries of the service's own emitter; a custom emitter sends plainly.
+    const chaos = options.emitter === undefined ? new WebhookChaos() : undefined;
+    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions, chaos);
     try {
       if (options.emitter === undefined) await emitter.start();
-      const service = new Service(store, clock, options, emitter, shared);
+      const service = new Service(store, clock, options, emitter, shared, chaos);
       service.#firstAccount({ balance, apiKey, webhookSecret });
       Object.assign(service.#firstOptions, { balance, seed: options.seed });
       service.#resume();

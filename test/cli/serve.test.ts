@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serve as serveCommand, type ServeCommandOptions } from '../../src/cli/commands/serve.js';
@@ -198,5 +199,55 @@ describe('cliphook serve --host (issue 20 item 7)', () => {
       expect(JSON.parse(local.out[0]!).type).toBe('ready');
       expect(local.err).toEqual([]);
     }
+  });
+});
+
+// Issue 22: the test helpers from the terminal, with the admin token serve printed.
+describe('cliphook service: accounts, reset, seed, requests, faults, webhook-chaos', () => {
+  it('runs each helper, prints lines (or --json), and refuses what cannot work with one line', async () => {
+    const [dir, cleanup] = await tempDir();
+    cleanups.push(cleanup);
+    const started = await startServe(['--data', join(dir, 's.json')]);
+    cleanups.push(started.stop);
+    const { ready } = started;
+    const admin = ['--url', ready.origin, '--admin-token', ready.admin_token as string];
+    const key = ['--url', ready.origin, '--api-key', ready.apiKey];
+
+    const made = await cli('service', 'accounts', 'create', '--name', 'alice', '--balance', '300', ...admin);
+    expect(made).toMatchObject({ code: 0, stdout: expect.stringMatching(/^created account 2 \(alice\), 300 credits\n {2}API key {9}sk_\S+\n {2}webhook secret {2}whsec_/) });
+    expect((await cli('service', 'accounts', ...admin)).stdout).toMatch(/^1 {2}default {2}\d+ credits {2}\(default\)\n2 {2}alice {2}300 credits\n$/);
+    const listed = JSON.parse((await cli('service', 'accounts', 'list', '--json', ...admin)).stdout) as { data: unknown[] };
+    expect(listed.data).toHaveLength(2);
+
+    const fixture = join(dir, 'fixture.json');
+    await writeFile(fixture, JSON.stringify({ accounts: [{ name: 'shop' }], clips: [{ name: 'intro', account: 'shop', status: 'done' }] }));
+    expect(await cli('service', 'seed', fixture, ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^account shop: 3 {2}API key sk_\S+\nclip intro: \d+\n$/) });
+    await writeFile(fixture, JSON.stringify({ clips: [{ name: 'x', account: 'nobody', status: 'done' }] }));
+    expect(await cli('service', 'seed', fixture, ...admin)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cliphook: 400 invalid_parameter: .*\(at \/clips\/0\/account\)\n$/) });
+    expect(await cli('service', 'seed', join(dir, 'none.json'), ...admin)).toMatchObject({ code: 2, stderr: expect.stringMatching(/^cliphook: seed: cannot read/) });
+
+    const rule = await cli('service', 'faults', 'add', '{"match":{"operation":"getAccount"},"times":1,"action":{"problem":"upstream_busy"}}', ...key);
+    expect(rule).toMatchObject({ code: 0, stdout: expect.stringMatching(/^added flt_\S+: \{"operation":"getAccount","account":1\} → \{"problem":"upstream_busy"\}\n$/) });
+    expect((await fetch(`${ready.url}/account`, { headers: { authorization: `Bearer ${ready.apiKey}` } })).status).toBe(503);
+    expect((await cli('service', 'faults', ...key)).stdout).toMatch(/^flt_\S+ {2}.*hits 1, applied 1\n$/);
+    expect(await cli('service', 'faults', 'add', '{not json', ...key)).toMatchObject({ code: 2, stderr: expect.stringMatching(/^cliphook: faults add: not valid JSON/) });
+    expect(await cli('service', 'faults', 'add', '{"match":{},"action":{"problem":"nope"}}', ...key)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cliphook: 400 invalid_parameter/) });
+
+    const journal = await cli('service', 'requests', '--operation', 'getAccount', ...key);
+    expect(journal).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\S+Z {2}account 1 {2}GET \/v1\/account {2}503 upstream_busy\n$/) });
+    expect(await cli('service', 'requests', 'clear', ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^cleared \d+ journal entries\n$/) });
+
+    expect(await cli('service', 'webhook-chaos', 'webhook_cut,webhook_late', ...key)).toMatchObject({ code: 0, stdout: 'webhook chaos of account 1: webhook_cut, webhook_late\n' });
+    expect(await cli('service', 'webhook-chaos', 'none', '--account', '2', ...admin)).toMatchObject({ code: 0, stdout: 'webhook chaos of account 2: off\n' });
+    expect(await cli('service', 'webhook-chaos', 'webhook_sideways', ...key)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cliphook: 400 invalid_parameter/) });
+
+    expect(await cli('service', 'accounts', 'delete', '2', ...admin)).toMatchObject({ code: 0, stdout: 'deleted account 2\n' });
+    expect(await cli('service', 'reset', ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^reset: a fresh start, clock at \d{4}-/) });
+    expect((await cli('service', 'accounts', ...admin)).stdout).toMatch(/^1 {2}default/);
+
+    // The admin helpers need the admin token: a usage error naming the flag, not a 401.
+    expect(await cli('service', 'reset', ...key)).toMatchObject({ code: 2, stderr: expect.stringMatching(/^cliphook: reset needs --admin-token <token> \(or CLIPHOOK_ADMIN_TOKEN\)/) });
+    expect(await cli('service', 'reset', '--url', ready.origin, '--admin-token', 'adm_wrong_token_000000000000')).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cliphook: 401/) });
+    expect((await cli('service', 'accounts', 'delete', 'x', ...admin)).code).toBe(2);
   });
 });

@@ -95,4 +95,4 @@ function pick<const Ids extends readonly HelperId[]>(...ids: Ids): { [K in keyof
  * The test helper routes the service serves (in ROUTES, the OpenAPI document and the docs' table). The
  * others above are defined but not wired yet: they join this list as they are.
  */
-export const SERVED_TEST_HELPER_ROUTES = pick('createTestAccount', 'listTestAccounts', 'deleteTestAccount', 'listRequests', 'clearRequests', 'createFaultRule', 'listFaultRules', 'deleteFaultRule', 'resetService', 'seedService');
+export const SERVED_TEST_HELPER_ROUTES = pick('createTestAccount', 'listTestAccounts', 'deleteTestAccount', 'listRequests', 'clearRequests', 'createFaultRule', 'listFaultRules', 'deleteFaultRule', 'resetService', 'seedService', 'setWebhookChaos');

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
+import type { ChaosMode } from '../contract/test-helpers.js';
 
 /** Spec 5.2-5.3 and 8. */
 export const MAX_KEYS_PER_ACCOUNT = 5;
@@ -16,6 +17,8 @@ export interface Account {
   createdAt: number;
   /** API usage (spec 4.16). */
   usage: { requests: number; creditsSpent: number; creditsRefunded: number; videosCreated: number };
+  /** The webhook chaos modes of every clip of the account (issue 22, `POST /test_helpers/webhook_chaos`); absent for none. */
+  webhookChaos?: ChaosMode[];
 }
 
 export interface ApiKey {

@@ -92,6 +92,7 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     createFaultRule: ({ caller, body }) => faults.add(caller, body),
     listFaultRules: ({ caller, query }) => faults.list(caller, query),
     deleteFaultRule: ({ caller, params }) => faults.remove(caller, params.id),
+    setWebhookChaos: ({ caller, body }) => service.webhookChaos.set(caller, body),
     resetService: () => service.reset(),
     seedService: ({ body }) => service.seeds.apply(body),
   };

@@ -4,6 +4,8 @@ import type { Accounts } from '../../core/accounts.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
+import { batchRelease, chaosModesOf, combineModes, type ChaosMode } from '../../testing/chaos.js';
+import type { WebhookChaos } from '../../testing/chaos-transport.js';
 
 export interface ClipWebhooksOptions {
   emitter: WebhookEmitter;
@@ -16,7 +18,12 @@ export interface ClipWebhooksOptions {
   warn: (message: string) => void;
   /** Where a webhook that could not be handed over is tried again (1 s, doubling to 60 s): the service's clock. */
   clock: { setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  /** Webhook chaos (issue 22), when the service made its own emitter (a custom one sends plainly). */
+  chaos?: WebhookChaos | undefined;
 }
+
+/** How long a batch's out-of-order release waits for one webhook's first answer before sending the next anyway. */
+const RELEASE_WAIT_MS = 30_000;
 
 const FIRST_RETRY_MS = 1_000;
 const LAST_RETRY_MS = 60_000;
@@ -44,26 +51,95 @@ export class ClipWebhooks {
     return this.#sending > 0 || inFlight > 0;
   }
 
-  /** Hands the clip's webhook to the emitter once; a clip without callback_url, or already queued, sends nothing. */
+  /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22). */
+  modesOf(video: Video): ChaosMode[] {
+    return combineModes(chaosModesOf(video.prompt), this.#options.accounts.get(video.accountId)?.webhookChaos ?? []);
+  }
+
+  /**
+   * Hands the clip's webhook to the emitter once; a clip without callback_url, or already queued, sends
+   * nothing. A clip of a batch whose webhooks go out of order (issue 22) waits for the batch.
+   */
   async send(video: Video): Promise<void> {
-    const { emitter, accounts, store, origin, secret, warn } = this.#options;
     if (!video.callbackUrl || video.webhookQueued) return;
+    if (video.batchId !== null && this.#options.chaos) {
+      const batch = this.#batchOf(video.batchId);
+      if (batch.some((clip) => this.modesOf(clip).includes('webhook_out_of_order'))) return this.#releaseBatch(video.batchId, batch);
+    }
+    await this.#queue(video);
+  }
+
+  /** The clips of a batch, in the order they were made. */
+  #batchOf(batchId: string): Video[] {
+    return [...this.#options.store.table('video').values()].filter((clip) => clip.batchId === batchId).sort((a, b) => a.id - b.id);
+  }
+
+  /** Batches being released out of order now. */
+  readonly #releasing = new Set<string>();
+
+  /**
+   * Out of order: once every clip of the batch that will send a webhook has ended, their webhooks go
+   * last-to-end first, each after the previous one's first attempt has its answer.
+   */
+  async #releaseBatch(batchId: string, batch: Video[]): Promise<void> {
+    if (this.#releasing.has(batchId)) return;
+    const release = batchRelease(
+      batch.map((clip) => ({
+        clipId: clip.id,
+        endedAt: clip.status === 'done' || clip.status === 'error' || clip.status === 'cancelled' ? (clip.completedAt ?? 0) : null,
+        sendsWebhook: clip.callbackUrl !== null && !clip.webhookQueued && clip.status !== 'cancelled',
+      })),
+    );
+    if (!release.ready) return;
+    const chaos = this.#options.chaos!;
+    this.#releasing.add(batchId);
+    this.#sending++;
+    try {
+      for (const clipId of release.order) {
+        const clip = this.#options.store.table('video').get(clipId);
+        if (!clip || clip.webhookQueued) continue;
+        // Registered with the mode even when only another clip of the batch carries it: its first answer is awaited.
+        const id = await this.#queue(clip, ['webhook_out_of_order']);
+        if (id === undefined) continue;
+        let timer: unknown;
+        const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS).unref()));
+        await Promise.race([chaos.firstAnswered(id), waited]);
+        clearTimeout(timer as NodeJS.Timeout);
+      }
+    } finally {
+      this.#releasing.delete(batchId);
+      this.#sending--;
+    }
+  }
+
+  /** The delivery id of a clip's webhook: unguessable, and the same for one clip across restarts. */
+  #deliveryId(video: Video): string {
+    return `dlv_${createHmac('sha256', this.#options.secret).update(String(video.id)).digest('hex').slice(0, 24)}`;
+  }
+
+  /** Hands one clip's webhook to the emitter; the delivery id once it is queued. */
+  async #queue(video: Video, batchModes: readonly ChaosMode[] = []): Promise<string | undefined> {
+    const { emitter, accounts, store, origin, warn, chaos } = this.#options;
     const key = accounts.key(video.keyId);
-    if (!key) return;
+    if (!key) return undefined;
     const { event, payload } = webhookPayload(video, { origin: origin() });
     this.#sending++;
     try {
-      const id = `dlv_${createHmac('sha256', secret).update(String(video.id)).digest('hex').slice(0, 24)}`;
-      await emitter.send({ url: video.callbackUrl, secret: key.webhookSecret, event, payload, id });
+      const id = this.#deliveryId(video);
+      const modes = chaos ? combineModes(this.modesOf(video), batchModes) : [];
+      if (modes.length > 0) chaos!.register(id, { modes, secret: key.webhookSecret, previousSecret: key.previousWebhookSecret });
+      await emitter.send({ url: video.callbackUrl!, secret: key.webhookSecret, event, payload, id });
       video.webhookQueued = true;
       this.#retryDelay = FIRST_RETRY_MS;
       store.table('video').put(video);
       await store.commit();
+      return id;
     } catch (error) {
       // Issue 20 item 9: an outbox that cannot be written (a read-only data folder) is tried again by
       // itself, so the webhook goes once the disk takes it, not only after a restart.
       warn(`cannot send the webhook of clip ${video.id} yet: ${(error as Error).message}`);
       if (!video.webhookQueued) this.#retryLater();
+      return undefined;
     } finally {
       this.#sending--;
     }
