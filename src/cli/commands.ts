@@ -151,7 +151,7 @@ function registerService(program: Command): void {
     .option('--data <file>', "serve's data file, read for its key when --api-key is not given", '.cliphook/service.json')
     .option('--name <name>', 'accounts create: the new account\'s name')
     .option('--balance <credits>', 'accounts create: its starting balance (default: serve\'s --balance)')
-    .option('--account <id>', 'requests, faults list, webhook-chaos: this account only (with --admin-token)')
+    .option('--account <id>', 'advance, requests, faults list, webhook-chaos: this account only (with --admin-token)')
     .option('--method <method>', 'requests: only this HTTP method')
     .option('--path <path>', 'requests: only this path, or a path template such as /v1/videos/{id}')
     .option('--operation <id>', 'requests: only this operation (createVideo, getVideo, …)')

@@ -15,6 +15,8 @@ export interface AttemptOptions {
   clock: EmitterClock;
   timeoutMs: number;
   userAgent: string;
+  /** The local service's per-account time (issue 22): the `delivered_at` of an attempt of `record`, when not the clock's. */
+  stamp?: ((record: DeliveryRecord) => number | undefined) | undefined;
 }
 
 /** What an emitter's options say about its attempts; every backend builds its `AttemptOptions` from them. */
@@ -27,6 +29,7 @@ export interface AttemptSettings {
   lookup: LookupFunction | undefined;
   /** The service's webhook chaos (issue 22): shapes each attempt's requests around the transport. Not public. */
   wrapTransport?: ((transport: Transport) => Transport) | undefined;
+  stamp?: ((record: DeliveryRecord) => number | undefined) | undefined;
 }
 
 /**
@@ -34,18 +37,20 @@ export interface AttemptSettings {
  * issue 22). A symbol, so it is no part of `EmitterOptions` and no user sets it by accident.
  */
 export const WRAP_TRANSPORT: unique symbol = Symbol('cliphook.wrapTransport');
+/** Likewise, the local service's `delivered_at` of an attempt (each account's own time, issue 22). Not public. */
+export const STAMP_ATTEMPT: unique symbol = Symbol('cliphook.stampAttempt');
 
 /**
  * The transport and settings of one emitter's attempts: the injected `fetch`, or the built-in client with
  * one keep-alive socket per slot of `concurrency`. `close()` frees the sockets.
  */
 export function createAttemptOptions(settings: AttemptSettings): AttemptOptions & { close(): void } {
-  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup, wrapTransport } = settings;
+  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup, wrapTransport, stamp } = settings;
   const base: Transport & { close?(): void } = fetch
     ? createFetchTransport(fetch)
     : createHttpTransport({ allowPrivateNetworks, maxSockets: concurrency, lookup });
   const transport = wrapTransport ? wrapTransport(base) : base;
-  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, close: () => base.close?.() };
+  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, stamp, close: () => base.close?.() };
 }
 
 /**
@@ -89,7 +94,8 @@ export function bodyAt(payload: string, at: number): string {
  */
 export async function attemptDelivery(record: DeliveryRecord, options: AttemptOptions): Promise<AttemptResult> {
   const { transport, clock, timeoutMs, userAgent } = options;
-  const at = clock.now();
+  const started = clock.now();
+  const at = options.stamp?.(record) ?? started;
   const body = Buffer.from(bodyAt(record.payload, at), 'utf8');
   const headers = {
     'content-type': 'application/json',
@@ -119,12 +125,12 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
         { retries: QUICK_RETRIES - 1, minTimeout: 20, factor: 1, randomize: false, signal: controller.signal },
       );
     });
-    const latencyMs = clock.now() - at;
+    const latencyMs = clock.now() - started;
     const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: keptText(reply.body) };
     return { attempt, outcome: classifyReply(reply.status) };
   } catch (caught) {
     const error = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
-    const attempt: DeliveryAttempt = { at, status: null, error: describe(error), latencyMs: clock.now() - at, response: null };
+    const attempt: DeliveryAttempt = { at, status: null, error: describe(error), latencyMs: clock.now() - started, response: null };
     // A refused address stays refused: retrying a rebinding name would only knock on the same door.
     const outcome = error instanceof InvalidCallbackUrlError ? 'permanent' : classifyReply(error);
     return { attempt, outcome };

@@ -4,8 +4,8 @@ import { assertRedisUrl } from '../store/redis-url.js';
 import { FileOutbox } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
 import type { FetchFunction, Transport } from './transport.js';
-import { WRAP_TRANSPORT } from './attempt.js';
-import { consoleLogger, systemClock, type EmitterClock, type EmitterLogger } from './types.js';
+import { STAMP_ATTEMPT, WRAP_TRANSPORT } from './attempt.js';
+import { consoleLogger, systemClock, type DeliveryRecord, type EmitterClock, type EmitterLogger } from './types.js';
 import type { LookupFunction } from './url-guard.js';
 
 /**
@@ -95,6 +95,7 @@ export interface ResolvedCommonOptions {
   fetch: FetchFunction | undefined;
   lookup: LookupFunction | undefined;
   wrapTransport: ((transport: Transport) => Transport) | undefined;
+  stamp: ((record: DeliveryRecord) => number | undefined) | undefined;
 }
 
 /** The checked options of an emitter on an outbox. */
@@ -156,8 +157,10 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
   const wrapTransport = (options as { [WRAP_TRANSPORT]?: (transport: Transport) => Transport })[WRAP_TRANSPORT];
+  const stamp = (options as { [STAMP_ATTEMPT]?: (record: DeliveryRecord) => number | undefined })[STAMP_ATTEMPT];
   if (wrapTransport !== undefined && typeof wrapTransport !== 'function') throw new TypeError('Expected the transport wrapper to be a function.');
-  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport };
+  if (stamp !== undefined && typeof stamp !== 'function') throw new TypeError('Expected the attempt stamp to be a function.');
+  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport, stamp };
   if (queue !== undefined) return { ...common, queue };
   if (redisUrl !== undefined) return { ...common, queue: bullmqQueue({ url: redisUrl }) };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left

@@ -1,7 +1,8 @@
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type EmitterOptions, type WebhookEmitter } from '../emitter/index.js';
-import { WRAP_TRANSPORT } from '../emitter/attempt.js';
+import { STAMP_ATTEMPT, WRAP_TRANSPORT } from '../emitter/attempt.js';
+import type { DeliveryRecord } from '../emitter/types.js';
 import type { Transport } from '../emitter/transport.js';
 import type { WebhookChaos } from './testing/chaos-transport.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
@@ -113,17 +114,26 @@ export function checkOptions(options: ServiceOptions): ReturnType<typeof sharedO
  * BullMQ queue (the default one, which `cliphook deliveries --redis` reads); otherwise the outbox sits
  * beside the data file (in memory without one).
  */
-export function serviceEmitter(options: ServiceOptions, file: string | false, clock: SimulatedClock, redisOptions: ReturnType<typeof sharedOptions>, chaos?: WebhookChaos): WebhookEmitter {
-  const emitterOptions: EmitterOptions & { [WRAP_TRANSPORT]?: (transport: Transport) => Transport } = {
+export function serviceEmitter(
+  options: ServiceOptions,
+  file: string | false,
+  clock: SimulatedClock,
+  redisOptions: ReturnType<typeof sharedOptions>,
+  hooks: { chaos?: WebhookChaos; stamp?: (record: DeliveryRecord) => number | undefined } = {},
+): WebhookEmitter {
+  const { chaos, stamp } = hooks;
+  const emitterOptions: EmitterOptions & { [WRAP_TRANSPORT]?: (transport: Transport) => Transport; [STAMP_ATTEMPT]?: (record: DeliveryRecord) => number | undefined } = {
     ...(redisOptions
       ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
       : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
-    clock,
+    // One queue for every account: it runs on the service's own time; each attempt's delivered_at is its account's (stamp).
+    clock: clock.base,
     // Local development delivers to http://localhost; --strict applies the spec's https-only rule and the SSRF guard.
     allowPrivateNetworks: !(options.strict ?? false),
     logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
   };
   // Issue 22: the chaos wraps the built-in transport, so --strict keeps its connect-time address check.
   if (chaos) emitterOptions[WRAP_TRANSPORT] = (transport) => chaos.wrap(transport);
+  if (stamp) emitterOptions[STAMP_ATTEMPT] = stamp;
   return createEmitter(emitterOptions);
 }

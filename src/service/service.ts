@@ -26,6 +26,7 @@ import { SeedCommands, type SeedAnswer } from './resources/test-helpers/seed.js'
 import { FaultRules } from './testing/faults.js';
 import { WebhookChaos } from './testing/chaos-transport.js';
 import { WebhookChaosCommands } from './resources/test-helpers/webhook-chaos.js';
+import { WebhookTimes } from './resources/videos/webhook-times.js';
 import { RequestJournal } from './testing/journal.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
@@ -51,6 +52,8 @@ interface MetaRow {
 interface ClockRow {
   id: 'clock';
   aheadMs: number;
+  /** How far each account's own time is ahead of the service's (issue 22), by account id; absent for none. */
+  accounts?: Record<string, number>;
 }
 
 /** The tables of the assistant endpoint: typed by its own modules, which open them from this store. */
@@ -116,7 +119,7 @@ export class Service {
   readonly warn: (message: string) => void;
   readonly #close: Array<() => unknown>;
 
-  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined, chaos: WebhookChaos | undefined) {
+  private constructor(store: ServiceStore<ServiceTables>, clock: SimulatedClock, options: ServiceOptions, emitter: WebhookEmitter, shared: SharedRecords | undefined, { chaos, times }: { chaos: WebhookChaos | undefined; times: WebhookTimes }) {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
     const choice = random ? { random } : {};
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
@@ -137,7 +140,7 @@ export class Service {
     const credits = new Credits(this.accounts);
     const failures = new AuthFailures({ now });
     const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
@@ -167,7 +170,7 @@ export class Service {
     this.videos = new VideoCommands({ store, lifecycle, assets, references, credits, files, signer, clock, origin: serviceOrigin, strict });
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
-    this.testClock = new ClockCommands({ clock, store: store as never, warn });
+    this.testClock = new ClockCommands({ clock, store: store as never, warn, accounts: this.accounts });
     this.journal = new RequestJournal({ secrets: () => this.secrets() });
     this.requests = new RequestJournalCommands(this.journal);
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
@@ -198,6 +201,8 @@ export class Service {
       }),
       // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
       options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,
+      // An account's advance brings its webhook retries when they fall due on its own time.
+      clock.addLaneSource(times),
       () => imageFiles.stop(),
       () => webhooks.stop(),
       () => lifecycle.stop(),
@@ -227,7 +232,10 @@ export class Service {
       this.journal.clear();
       this.faultRules.clear();
       chaos?.clear();
+      times.clear();
+      // The service's own clock loses its lead; every account's time is the service's again.
       if (options.clock === undefined) clock.rewind();
+      else clock.clearLeads();
     };
     this.#resume = () => {
       lifecycle.resume();
@@ -263,7 +271,8 @@ export class Service {
    */
   #saveClock(): void {
     this.store.background(() => {
-      this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)) });
+      const accounts = Object.fromEntries([...this.clock.leads()].map(([id, ms]) => [String(id), Math.round(ms)]));
+      this.store.table('meta').put({ id: 'clock', aheadMs: Math.max(0, Math.round(this.clock.ahead)), ...(Object.keys(accounts).length > 0 ? { accounts } : {}) });
       this.store.commit().catch((error: Error) => this.warn(`cannot save the clock yet: ${error.message}`));
     });
   }
@@ -285,12 +294,20 @@ export class Service {
     // was stopped passes as real time does), before anything in flight is re-armed on it.
     const saved = store.table('meta').get('clock') as ClockRow | undefined;
     if (options.clock === undefined && saved && Number.isFinite(saved.aheadMs) && saved.aheadMs > 0) await clock.advance(saved.aheadMs);
+    // Issue 22: and each account's own time as far ahead of the service's as it was.
+    if (options.clock === undefined && saved?.accounts) {
+      for (const [id, ms] of Object.entries(saved.accounts)) if (/^\d+$/.test(id) && Number.isFinite(ms) && ms > 0) clock.restoreLead(Number(id), ms);
+    }
     // Webhook chaos shapes the deliveries of the service's own emitter; a custom emitter sends plainly.
     const chaos = options.emitter === undefined ? new WebhookChaos() : undefined;
-    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions, chaos);
+    let made: { service?: Service; emitter?: WebhookEmitter } = {};
+    const times = new WebhookTimes({ clock, accountOf: (secret) => made.service?.accounts.ofSecret(secret), emitter: () => made.emitter, warn: (message) => (options.warn ?? console.warn)(message) });
+    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions, { ...(chaos ? { chaos } : {}), stamp: (record) => times.stamp(record) });
+    made.emitter = emitter;
     try {
       if (options.emitter === undefined) await emitter.start();
-      const service = new Service(store, clock, options, emitter, shared, chaos);
+      const service = new Service(store, clock, options, emitter, shared, { chaos, times });
+      made = { service, emitter };
       service.#firstAccount({ balance, apiKey, webhookSecret });
       Object.assign(service.#firstOptions, { balance, seed: options.seed });
       service.#resume();

@@ -80,7 +80,7 @@ describe('cliphook serve', () => {
     expect(created.stdout).toMatch(/API key\s+sk_/);
     const keyId = /created (key_\S+)/.exec(created.stdout)![1]!;
     expect((await runBin(['service', 'rotate-secret', keyId, ...flags])).stdout).toMatch(/new webhook secret of key_\S+: whsec_/);
-    expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock: \d{4}-/);
+    expect((await runBin(['service', 'advance', '60', ...flags])).stdout).toMatch(/^clock of account 1: \d{4}-/);
     expect(await runBin(['service', 'top-up', '5', '--url', ready.origin, '--api-key', 'sk_wrong_key_1'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/401 invalid_api_key/) });
     expect((await runBin(['service', 'fly', ...flags])).code).toBe(2);
   });
@@ -117,7 +117,7 @@ describe('cliphook serve', () => {
       cleanups.push(cleanup);
       const { ready } = await serve(['--data', join(dir, '.cliphook', 'service.json')]);
       process.chdir(dir);
-      expect(await cli('service', 'advance', '60', '--url', ready.origin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock: \d{4}-.*\(advanced 60 s\)\n$/) });
+      expect(await cli('service', 'advance', '60', '--url', ready.origin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock of account 1: \d{4}-.*\(advanced 60 s\)\n$/) });
     });
   });
 });
@@ -241,6 +241,8 @@ describe('cliphook service: accounts, reset, seed, requests, faults, webhook-cha
     expect(await cli('service', 'webhook-chaos', 'none', '--account', '2', ...admin)).toMatchObject({ code: 0, stdout: 'webhook chaos of account 2: off\n' });
     expect(await cli('service', 'webhook-chaos', 'webhook_sideways', ...key)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^cliphook: 400 invalid_parameter/) });
 
+    expect(await cli('service', 'advance', '60', '--account', '2', ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock of account 2: \d{4}-.*\(advanced 60 s\)\n$/) });
+    expect(await cli('service', 'advance', '60', ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^clock: \d{4}-/) });
     expect(await cli('service', 'accounts', 'delete', '2', ...admin)).toMatchObject({ code: 0, stdout: 'deleted account 2\n' });
     expect(await cli('service', 'reset', ...admin)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^reset: a fresh start, clock at \d{4}-/) });
     expect((await cli('service', 'accounts', ...admin)).stdout).toMatch(/^1 {2}default/);

@@ -77,7 +77,7 @@ export async function serviceCommand(action: string, args: string[], options: Se
     case 'top-up':
       return call('key', 'POST', '/settings/top-up', { credits: number(args[0], 'a number of credits') });
     case 'advance':
-      return call('either', 'POST', '/test_helpers/clock/advance', { seconds: number(args[0], 'a number of seconds') });
+      return call('either', 'POST', '/test_helpers/clock/advance', { seconds: number(args[0], 'a number of seconds'), ...(account === undefined ? {} : { account }) });
     case 'rotate-secret':
       if (!args[0]) throw new ExitError('rotate-secret needs the key id (key_…), from `cliphook service keys`.', 2);
       return call('key', 'POST', `/settings/keys/${encodeURIComponent(args[0])}/rotate-secret`);
@@ -168,7 +168,7 @@ function describe(action: string, sub: string | undefined, answer: Record<string
     case 'top-up':
       return `balance: ${String(answer.balance)} credits`;
     case 'advance':
-      return `clock: ${String(answer.now)} (advanced ${String(answer.advanced_seconds)} s)`;
+      return `clock${answer.account === null || answer.account === undefined ? '' : ` of account ${String(answer.account)}`}: ${String(answer.now)} (advanced ${String(answer.advanced_seconds)} s)`;
     case 'rotate-secret':
       return `new webhook secret of ${String(answer.id)}: ${String(answer.webhook_secret)} (shown once; queued deliveries keep the old one)`;
     case 'accounts':

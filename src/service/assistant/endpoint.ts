@@ -90,6 +90,8 @@ export class AssistantEndpoint {
     let who: Identified;
     try {
       who = await this.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
+      // The account's own time from here on (issue 22): its daily limit, waits and rate window.
+      this.#service.clock.actFor(who.account.id);
     } catch (error) {
       req.resume();
       return this.#refusal(error);

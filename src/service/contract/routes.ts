@@ -240,14 +240,14 @@ export const ROUTES = [
     problems: ['not_found'],
   },
   {
-    operationId: 'getClock', method: 'GET', path: '/test_helpers/clock', tag: 'Test helpers', auth: 'settings',
-    summary: 'The simulated time every rule of the service reads',
+    operationId: 'getClock', method: 'GET', path: '/test_helpers/clock', tag: 'Test helpers', auth: 'admin_or_key',
+    summary: 'The simulated time every rule reads for the key’s account (the service’s own with the admin token)',
     responses: { 200: json('The clock.', Clock) },
     problems: [],
   },
   {
-    operationId: 'advanceClock', method: 'POST', path: '/test_helpers/clock/advance', tag: 'Test helpers', auth: 'settings', body: AdvanceRequest,
-    summary: 'Move the simulated clock, firing on the way what falls due',
+    operationId: 'advanceClock', method: 'POST', path: '/test_helpers/clock/advance', tag: 'Test helpers', auth: 'admin_or_key', body: AdvanceRequest,
+    summary: 'Move the key’s account’s time (every account’s with the admin token), firing on the way what falls due',
     responses: { 200: json('The clock once everything due has settled.', Clock) },
     problems: ['invalid_parameter'],
   },

@@ -10,11 +10,13 @@ import { cross, rule } from './problems.js';
 /** The longest single advance: a year, far beyond every time rule of the spec (7-day links, 30-day characters). */
 export const MAX_ADVANCE_SECONDS = 366 * 24 * 60 * 60;
 
-/** GET /test_helpers/clock: the simulated time. */
+/** GET /test_helpers/clock: the simulated time of the caller's account (an API key), or the service's (the admin token). */
 export const Clock = z
   .object({
     object: z.literal('test_clock'),
+    account: z.int().nullable().meta({ description: 'Whose time: the API key’s account, or null for the service’s own (the admin token), which every account’s time is at least.' }),
     now: Timestamp,
+    ahead_seconds: z.number().meta({ description: 'How far this account’s time is ahead of the service’s (0 for the admin token).' }),
     frozen: z.boolean(),
     pending_timers: z.int(),
     advanced_seconds: z.number().optional(),
@@ -25,6 +27,9 @@ export const Clock = z
 export const AdvanceRequest = z
   .object({
     seconds: rule(z.number().gt(0).max(MAX_ADVANCE_SECONDS), { code: 'invalid_parameter', detail: () => `seconds is a number above 0 and at most ${MAX_ADVANCE_SECONDS}.` }),
+    account: rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'account is an account id.' })
+      .optional()
+      .meta({ description: 'With the admin token: move only this account’s time (without it, every account’s). An API key moves its own account’s.' }),
   })
   .meta({ id: 'AdvanceClockRequest' });
 

@@ -183,6 +183,12 @@ export class Accounts {
   }
 
   /** Saves a changed account. */
+  /** The account whose key signs webhooks with `secret` (its current secret, or the one before its last rotation). */
+  ofSecret(secret: string): number | undefined {
+    for (const key of this.#keys.values()) if (key.webhookSecret === secret || key.previousWebhookSecret === secret) return key.accountId;
+    return undefined;
+  }
+
   save(account: Account): Account {
     return this.#accounts.put(account);
   }

@@ -1,5 +1,21 @@
-import { AsyncResource } from 'node:async_hooks';
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+
+/** A clock the state machines arm their timers on; `as` (a `SimulatedClock`'s) puts them on an account's own time. */
+export interface LaneClock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  as?<T>(account: number | null, fn: () => T): T;
+}
+
+/**
+ * Runs `fn` on `account`'s time when the clock has accounts' times, else as it is: a clip, image job or
+ * asset is armed on its own account's time whoever arms it (a restart, a rollback, a seed by the admin).
+ */
+export function onTimeOf<T>(clock: LaneClock, account: number, fn: () => T): T {
+  return clock.as ? clock.as(account, fn) : fn();
+}
 
 /** The timers a simulated clock arms on the real one; injectable so its own tests drive them. */
 export interface RealTimers {
@@ -29,10 +45,37 @@ export interface SimulatedClockOptions {
 }
 
 interface Timer {
+  /** When it fires, on its lane's time. */
   readonly at: number;
   readonly seq: number;
   readonly callback: () => void;
+  /** The account whose time it runs on (`null`: the service's own). */
+  readonly lane: number | null;
   cancelled: boolean;
+}
+
+/** An account's own time (issue 22): how far it is ahead of the service's, and its timers. */
+interface Lane {
+  lead: number;
+  /** Pending timers in a binary min-heap by (at, seq); cancelled ones are dropped when they surface. */
+  readonly heap: Timer[];
+}
+
+/**
+ * Something else that falls due on an account's time besides its timers: the service's webhook retries,
+ * which its emitter keeps on the service's time. An account's `advance()` asks it what is due next on the
+ * account's time and has it fire that, in order with the account's timers.
+ */
+export interface LaneSource {
+  /** When the next thing of `account` falls due, on the account's time; undefined for nothing. */
+  next(account: number): number | undefined;
+  /** Makes what is due for `account` now happen. */
+  fire(account: number): void;
+}
+
+/** Where the account a request or a timer acts for is kept: a holder, so admitting a key sets it for the whole request. */
+interface Acting {
+  account: number | null;
 }
 
 // Node's timers overflow above 2^31-1 ms (about 24.8 days) and fire at once; longer waits re-arm.
@@ -54,6 +97,11 @@ const twoTurns = async () => {
  * retries, link expiry, idempotency and rate windows) reads `now()` or waits on `setTimeout()` here, and
  * `advance()` moves it forward, firing what falls due in time order, each at its own instant. It fits
  * the emitter's `clock` option, so advancing also brings webhook retries due.
+ *
+ * Each account has its own time besides (issue 22): the service's plus the account's lead. `now()` and
+ * `setTimeout()` act for the account of the current request or timer (`as()`, `scope()` + `actFor()`),
+ * `advance(ms, { account })` moves one account's time only, and `advance(ms)` the service's and so every
+ * account's. A timer fires on its account's time and acts for that account.
  * @example
  * const clock = new SimulatedClock({ frozen: true, start: Date.parse('2026-01-01T00:00:00Z') });
  * clock.setTimeout(() => console.log(new Date(clock.now()).toISOString()), 90_000);
@@ -63,9 +111,12 @@ export class SimulatedClock {
   readonly frozen: boolean;
   readonly #real: RealTimers;
   readonly #settle: () => Promise<void>;
-  /** Pending timers in a binary min-heap by (at, seq); cancelled ones are dropped when they surface. */
-  readonly #heap: Timer[] = [];
-  /** Simulated minus real time (running), or the simulated time itself (frozen). */
+  /** The service's own lane (`null`, lead 0) and each account's that was ever given a lead or a timer. */
+  readonly #lanes = new Map<number | null, Lane>([[null, { lead: 0, heap: [] }]]);
+  /** The account the current request or timer acts for. */
+  readonly #acting = new AsyncLocalStorage<Acting>();
+  readonly #sources = new Set<LaneSource>();
+  /** Simulated minus real time (running), or the simulated time itself (frozen), of the service's own time. */
   #offset: number;
   #seq = 0;
   /** The real timer armed for the earliest timer, and the real time it fires at. */
@@ -93,25 +144,98 @@ export class SimulatedClock {
     this.#offset = frozen ? begin : begin - real.now();
   }
 
-  /** Simulated milliseconds since the epoch. */
+  /**
+   * Simulated milliseconds since the epoch: the time of the account the current request or timer acts for
+   * (issue 22: each account reads its own time), else the service's.
+   */
   now(): number {
-    return this.frozen ? this.#offset : this.#real.now() + this.#offset;
+    return this.#baseNow() + this.#leadOf(this.account);
   }
 
-  /** How far simulated time is ahead of real time, in milliseconds: what `advance()` added to a running clock. */
+  /** The simulated time of `account` (`null`: the service's own), whoever asks. */
+  nowOf(account: number | null): number {
+    return this.#baseNow() + this.#leadOf(account);
+  }
+
+  /** How far `account`'s time is ahead of the service's, in milliseconds (0 for an account never advanced alone). */
+  leadOf(account: number): number {
+    return this.#leadOf(account);
+  }
+
+  /** The accounts whose time is ahead of the service's, and by how much (what a restart restores). */
+  leads(): Map<number, number> {
+    const leads = new Map<number, number>();
+    for (const [account, lane] of this.#lanes) if (account !== null && lane.lead > 0) leads.set(account, lane.lead);
+    return leads;
+  }
+
+  /** Puts `account`'s time `ms` ahead of the service's, firing nothing (a restart restoring what it kept). */
+  restoreLead(account: number, ms: number): void {
+    if (!Number.isSafeInteger(account) || !(Number.isFinite(ms) && ms >= 0)) throw new TypeError(`Expected an account id and a lead >= 0, got ${account} and ${ms}.`);
+    this.#lane(account).lead = ms;
+    this.#arm();
+  }
+
+  /** The account the current request or timer acts for; `null` for the service itself. */
+  get account(): number | null {
+    return this.#acting.getStore()?.account ?? null;
+  }
+
+  /**
+   * Runs `fn` acting for `account`: `now()` reads its time, and the timers `fn` arms run on its time and
+   * act for it when they fire.
+   * @example clock.as(2, () => clock.advance(60_000)) // moves account 2's time only
+   */
+  as<T>(account: number | null, fn: () => T): T {
+    return this.#acting.run({ account }, fn);
+  }
+
+  /** Runs `fn` as a request acting for nobody yet; `actFor()` inside it names the account once its key is known. */
+  scope<T>(fn: () => T): T {
+    return this.#acting.run({ account: null }, fn);
+  }
+
+  /** Inside `scope()` (a request), acts for `account` from now on; elsewhere it does nothing. */
+  actFor(account: number): void {
+    const acting = this.#acting.getStore();
+    if (acting) acting.account = account;
+  }
+
+  /**
+   * The service's own time whatever the caller acts for: what the webhook emitter runs on, as one queue
+   * serves every account.
+   */
+  get base(): { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void } {
+    return {
+      now: () => this.#baseNow(),
+      setTimeout: (callback, ms) => this.as(null, () => this.setTimeout(callback, ms)),
+      clearTimeout: (handle) => this.clearTimeout(handle),
+    };
+  }
+
+  /** Registers what else falls due on accounts' times (webhook retries). Returns the unregister. */
+  addLaneSource(source: LaneSource): () => void {
+    this.#sources.add(source);
+    return () => void this.#sources.delete(source);
+  }
+
+  /** How far the service's simulated time is ahead of real time, in milliseconds: what `advance()` added to a running clock. */
   get ahead(): number {
-    return this.now() - this.#real.now();
+    return this.#baseNow() - this.#real.now();
   }
 
   /** Timers waiting to fire. */
   get timers(): number {
-    return this.#heap.filter((timer) => !timer.cancelled).length;
+    let count = 0;
+    for (const lane of this.#lanes.values()) for (const timer of lane.heap) if (!timer.cancelled) count++;
+    return count;
   }
 
-  /** Runs `callback` once simulated time reaches now + `ms`. */
+  /** Runs `callback` once simulated time reaches now + `ms`, on the time of the account acted for. */
   setTimeout(callback: () => void, ms: number): unknown {
-    const timer: Timer = { at: this.now() + Math.max(0, Number.isFinite(ms) ? ms : 0), seq: this.#seq++, callback, cancelled: false };
-    this.#push(timer);
+    const account = this.account;
+    const timer: Timer = { at: this.nowOf(account) + Math.max(0, Number.isFinite(ms) ? ms : 0), seq: this.#seq++, callback, lane: account, cancelled: false };
+    push(this.#lane(account).heap, timer);
     this.#arm();
     return timer;
   }
@@ -122,11 +246,13 @@ export class SimulatedClock {
 
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way at its own instant, in order,
-   * settling after each. Resolves once time has reached the target and what it fired has settled.
+   * settling after each. Resolves once time has reached the target and what it fired has settled. With
+   * `account`, only that account's time moves (issue 22, as a Stripe test clock moves only what is attached
+   * to it): its timers and what its lane sources hold; every other account's time stays.
    */
-  advance(ms: number): Promise<void> {
+  advance(ms: number, { account }: { account?: number | null } = {}): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new RangeError(`Expected a number of milliseconds >= 0, got ${String(ms)}.`));
-    const run = this.#advancing.then(() => this.#advanceNow(ms));
+    const run = this.#advancing.then(() => (account === undefined || account === null ? this.#advanceNow(ms) : this.#advanceLane(account, ms)));
     this.#advancing = run.catch(() => undefined);
     return run;
   }
@@ -152,8 +278,15 @@ export class SimulatedClock {
    * simulated due times, so they fire that much later in real time. A frozen clock is left as it is.
    */
   rewind(): void {
+    this.clearLeads();
     if (this.frozen) return;
     this.#offset = 0;
+    this.#arm();
+  }
+
+  /** Every account's time back to the service's (a reset), or one account's (deleted). Its timers stay, due as they were on its time. */
+  clearLeads(account?: number): void {
+    for (const [id, lane] of this.#lanes) if (id !== null && (account === undefined || id === account)) lane.lead = 0;
     this.#arm();
   }
 
@@ -162,31 +295,84 @@ export class SimulatedClock {
     this.#stopped = true;
     if (this.#armed) this.#real.clearTimeout(this.#armed.handle);
     this.#armed = null;
-    this.#heap.length = 0;
+    for (const lane of this.#lanes.values()) lane.heap.length = 0;
+  }
+
+  #baseNow(): number {
+    return this.frozen ? this.#offset : this.#real.now() + this.#offset;
+  }
+
+  #leadOf(account: number | null): number {
+    return account === null ? 0 : (this.#lanes.get(account)?.lead ?? 0);
+  }
+
+  #lane(account: number | null): Lane {
+    let lane = this.#lanes.get(account);
+    if (!lane) this.#lanes.set(account, (lane = { lead: 0, heap: [] }));
+    return lane;
   }
 
   async #advanceNow(ms: number): Promise<void> {
-    const target = this.now() + ms;
-    for (let timer = this.#peek(); timer && timer.at <= target; timer = this.#peek()) {
-      this.#moveTo(timer.at);
-      this.#fire(this.#pop()!);
-      await this.#settle();
-      for (const settle of this.#settlers) await settle();
+    const target = this.#baseNow() + ms;
+    for (let next = this.#earliest(); next && next.due <= target; next = this.#earliest()) {
+      this.#moveTo(next.due);
+      this.#fire(pop(next.lane.heap)!);
+      await this.#settled();
     }
     this.#moveTo(target);
     this.#arm();
     for (const listener of this.#advanced) listener();
   }
 
-  /** Sets simulated time to `at`, never backwards. */
+  /** One account's time moves: its timers and its sources' due things fire in order, each at its own instant. */
+  async #advanceLane(account: number, ms: number): Promise<void> {
+    const lane = this.#lane(account);
+    const target = lane.lead + ms;
+    for (;;) {
+      const timer = peek(lane.heap);
+      let at = timer?.at;
+      let source: LaneSource | undefined;
+      for (const candidate of this.#sources) {
+        const due = candidate.next(account);
+        if (due !== undefined && (at === undefined || due < at)) [at, source] = [due, candidate];
+      }
+      if (at === undefined || at > this.#baseNow() + target) break;
+      lane.lead = Math.max(lane.lead, at - this.#baseNow());
+      if (source) this.#scope.runInAsyncScope(() => this.as(account, () => source.fire(account)));
+      else this.#fire(pop(lane.heap)!);
+      await this.#settled();
+    }
+    lane.lead = Math.max(lane.lead, target);
+    this.#arm();
+    for (const listener of this.#advanced) listener();
+  }
+
+  async #settled(): Promise<void> {
+    await this.#settle();
+    for (const settle of this.#settlers) await settle();
+  }
+
+  /** The earliest pending timer of any lane, and when it is due on the service's time. */
+  #earliest(): { lane: Lane; timer: Timer; due: number } | undefined {
+    let best: { lane: Lane; timer: Timer; due: number } | undefined;
+    for (const lane of this.#lanes.values()) {
+      const timer = peek(lane.heap);
+      if (!timer) continue;
+      const due = timer.at - lane.lead;
+      if (!best || due < best.due || (due === best.due && timer.seq < best.timer.seq)) best = { lane, timer, due };
+    }
+    return best;
+  }
+
+  /** Sets the service's simulated time to `at`, never backwards. */
   #moveTo(at: number): void {
-    if (at <= this.now()) return;
+    if (at <= this.#baseNow()) return;
     this.#offset = this.frozen ? at : at - this.#real.now();
   }
 
   #fire(timer: Timer): void {
     try {
-      this.#scope.runInAsyncScope(timer.callback);
+      this.#scope.runInAsyncScope(() => this.as(timer.lane, timer.callback));
     } catch (error) {
       // A timer's failure is its owner's to report; it must not stop the clock or the timers behind it.
       queueMicrotask(() => {
@@ -198,63 +384,62 @@ export class SimulatedClock {
   /** Keeps one real timer armed for the earliest pending timer (running clocks only). */
   #arm(): void {
     if (this.#stopped) return;
-    const next = this.#peek();
+    const next = this.#earliest();
+    const now = this.#baseNow();
     // Frozen time stands still, but what is due at this instant still runs (a webhook due now goes now).
-    const wait = next && (!this.frozen || next.at <= this.now()) ? next : undefined;
+    const wait = next && (!this.frozen || next.due <= now) ? next : undefined;
     // Keyed by the real time it fires at: an advance brings the same timer nearer, and its real timer must follow.
-    const key = wait ? (this.frozen ? 0 : wait.at - this.#offset) : null;
+    const key = wait ? (this.frozen ? 0 : wait.due - this.#offset) : null;
     if (this.#armed && wait && this.#armed.at === key) return;
     if (this.#armed) this.#real.clearTimeout(this.#armed.handle);
     this.#armed = null;
     if (!wait) return;
-    const delay = Math.min(Math.max(0, wait.at - this.now()), MAX_TIMER_MS);
+    const delay = Math.min(Math.max(0, wait.due - now), MAX_TIMER_MS);
     const handle = this.#real.setTimeout(() => {
       this.#armed = null;
       // Real time has reached it: fire what is due, in order, then arm for the rest.
-      const now = this.now();
-      for (let due = this.#peek(); due && due.at <= now; due = this.#peek()) this.#fire(this.#pop()!);
+      const reached = this.#baseNow();
+      for (let due = this.#earliest(); due && due.due <= reached; due = this.#earliest()) this.#fire(pop(due.lane.heap)!);
       this.#arm();
     }, delay);
     this.#armed = { handle, at: key! };
   }
+}
 
-  #peek(): Timer | undefined {
-    while (this.#heap.length > 0 && this.#heap[0]!.cancelled) this.#pop();
-    return this.#heap[0];
+function peek(heap: Timer[]): Timer | undefined {
+  while (heap.length > 0 && heap[0]!.cancelled) pop(heap);
+  return heap[0];
+}
+
+function push(heap: Timer[], timer: Timer): void {
+  heap.push(timer);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!before(heap[i]!, heap[parent]!)) break;
+    [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+    i = parent;
   }
+}
 
-  #push(timer: Timer): void {
-    const heap = this.#heap;
-    heap.push(timer);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(heap[i]!, heap[parent]!)) break;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-      i = parent;
+function pop(heap: Timer[]): Timer | undefined {
+  const top = heap[0];
+  const last = heap.pop();
+  if (heap.length > 0 && last) {
+    heap[0] = last;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < heap.length && before(heap[left]!, heap[least]!)) least = left;
+      if (right < heap.length && before(heap[right]!, heap[least]!)) least = right;
+      if (least === i) break;
+      [heap[i], heap[least]] = [heap[least]!, heap[i]!];
+      i = least;
     }
   }
-
-  #pop(): Timer | undefined {
-    const heap = this.#heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (heap.length > 0 && last) {
-      heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        const right = left + 1;
-        let least = i;
-        if (left < heap.length && before(heap[left]!, heap[least]!)) least = left;
-        if (right < heap.length && before(heap[right]!, heap[least]!)) least = right;
-        if (least === i) break;
-        [heap[i], heap[least]] = [heap[least]!, heap[i]!];
-        i = least;
-      }
-    }
-    return top;
-  }
+  return top;
 }
 
 function before(a: Timer, b: Timer): boolean {

@@ -34,6 +34,8 @@ export interface GateOptions {
   shared?: boolean;
   /** The admin token of the test helpers (issue 22): `Authorization: Bearer <admin token>`. @default none: no request is the admin */
   adminToken?: string;
+  /** Told the account a key names once it is known, before its rate window is read: the request acts for it (its own time, issue 22). */
+  identified?(accountId: number): void;
   warn(message: string): void;
 }
 
@@ -81,6 +83,7 @@ export class Gate {
       this.failed(address);
       throw new ServiceError('invalid_api_key', 'This API key is unknown or was revoked.');
     }
+    this.#options.identified?.(who.account.id);
     return { ...who, limitName: this.limitName(who.key) };
   }
 

@@ -58,7 +58,8 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const bound = handlers(service, assistant?.settings ?? null);
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
   const router = new ServiceRouter(contract, extraRoutes(service, assistant), pipelineDeps(service, report), report);
-  const app = ((req, res) => {
+  const app = ((req, res) => service.clock.scope(() => {
+    // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
     if (assistant && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
       return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
@@ -68,7 +69,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
       });
     }
     void router.handle(req, res);
-  }) as ServiceApp;
+  })) as ServiceApp;
   Object.defineProperties(app, {
     service: { value: service },
     assistant: { value: assistant },

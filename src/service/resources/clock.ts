@@ -1,3 +1,5 @@
+import { ServiceError } from '../contract/problems.js';
+import type { Accounts } from '../core/accounts.js';
 import type { SimulatedClock } from '../core/clock.js';
 import type { ServiceStore } from '../core/store.js';
 
@@ -11,16 +13,40 @@ export class ClockCommands {
   readonly #store: ServiceStore<Record<string, never>>;
   readonly #warn: (message: string) => void;
 
-  constructor({ clock, store, warn }: { clock: SimulatedClock; store: ServiceStore<never>; warn: (message: string) => void }) {
+  readonly #accounts: Accounts;
+
+  constructor({ clock, store, warn, accounts }: { clock: SimulatedClock; store: ServiceStore<never>; warn: (message: string) => void; accounts: Accounts }) {
+    this.#accounts = accounts;
     this.#clock = clock;
     this.#store = store as unknown as ServiceStore<Record<string, never>>;
     this.#warn = warn;
   }
 
-  /** GET /test_helpers/clock */
-  view() {
+  /**
+   * Whose time an advance moves: an API key's own account (`caller`), or with the admin token (`caller`
+   * null) the `named` account, or every account's. A key naming another account, or an unknown account, is 400.
+   */
+  whose(caller: number | null, named: number | undefined): number | null {
+    if (caller !== null) {
+      if (named !== undefined && named !== caller) throw new ServiceError('invalid_parameter', `An API key moves its own account’s time (${caller}) only; use the admin token for account ${named}.`, { extra: { parameter: 'account' } });
+      return caller;
+    }
+    if (named === undefined) return null;
+    if (!this.#accounts.get(named)) throw new ServiceError('invalid_parameter', `No account ${named}.`, { extra: { parameter: 'account' } });
+    return named;
+  }
+
+  /** GET /test_helpers/clock: `account`'s time (an API key's), or the service's own (`null`, the admin token). */
+  view(account: number | null) {
     const clock = this.#clock;
-    return { object: 'test_clock' as const, now: new Date(clock.now()).toISOString(), frozen: clock.frozen, pending_timers: clock.timers };
+    return {
+      object: 'test_clock' as const,
+      account,
+      now: new Date(clock.nowOf(account)).toISOString(),
+      ahead_seconds: account === null ? 0 : clock.leadOf(account) / 1000,
+      frozen: clock.frozen,
+      pending_timers: clock.timers,
+    };
   }
 
   /**
@@ -29,10 +55,10 @@ export class ClockCommands {
    * the answer is 503 and the clock has not moved (issue 20 item 9). Once moved, the advance stands even if
    * saving what it did fails then: that is queued and written when the disk lets it.
    */
-  async advance(seconds: number) {
+  async advance(seconds: number, account: number | null) {
     await this.#store.probe();
-    await this.#clock.advance(Math.round(seconds * 1000));
+    await this.#clock.advance(Math.round(seconds * 1000), { account });
     await this.#store.commit().catch((error: Error) => this.#warn(`the clock moved, but saving what it did waits for the disk: ${error.message}`));
-    return { ...this.view(), advanced_seconds: seconds };
+    return { ...this.view(account), advanced_seconds: seconds };
   }
 }

@@ -82,6 +82,8 @@ afterAll(async () => {
   await service.close();
 });
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** How many bodies each route's schema refused and took, so a run that tried only one kind fails. */
 const seen = new Map<string, { refused: Set<string>; taken: number }>();
 
@@ -147,7 +149,9 @@ describe('bodies from the contract, valid and just outside each bound (fast-chec
 
   it('POST /settings/top-up and POST /test_helpers/clock/advance', async () => {
     await fc.assert(fc.asyncProperty(bodies(route('topUp').body!, {}), (body) => check(route('topUp'), body)), { numRuns: 40, seed: SEED });
-    await fc.assert(fc.asyncProperty(bodies(route('advanceClock').body!, {}), (body) => check(route('advanceClock'), body)), { numRuns: 40, seed: SEED });
+    // Issue 22: a key may name only its own account (1); another is refused for who it is, not its shape.
+    const own = (body: Json) => (isObject(body) && Number.isSafeInteger(body.account) && (body.account as number) >= 1 ? { ...body, account: 1 } : body);
+    await fc.assert(fc.asyncProperty(bodies(route('advanceClock').body!, {}).map(own), (body) => check(route('advanceClock'), body)), { numRuns: 40, seed: SEED });
     covered('topUp', 1);
     covered('advanceClock', 1);
   });

@@ -23,12 +23,15 @@ describe('reset (issue 22)', () => {
     expect((await client.post('/v1/videos', { prompt: 'a fox' }, { key: apiKey, headers: { 'idempotency-key': 'same' } })).status).toBe(202);
     await client.post('/test_helpers/faults', { match: { operation: 'getPricing' }, action: { problem: 'internal_error' } }, { key: ADMIN });
     await client.post('/test_helpers/clock/advance', { seconds: 86_400 });
-    expect(service.clock.ahead).toBeGreaterThan(86_000_000);
+    await client.post('/test_helpers/clock/advance', { seconds: 3_600 }, { key: ADMIN });
+    expect(service.clock.leadOf(1)).toBe(86_400_000);
+    expect(service.clock.ahead).toBeGreaterThan(3_500_000);
 
     const reset = await client.post('/test_helpers/reset', undefined, { key: ADMIN });
     expect(reset).toMatchObject({ status: 200, body: { reset: true, now: expect.any(String) } });
     expect(Math.abs(Date.parse(reset.body.now) - Date.now())).toBeLessThan(60_000);
     expect(Math.abs(service.clock.ahead)).toBeLessThan(1000);
+    expect(service.clock.leadOf(1)).toBe(0);
 
     expect(service.first()).toMatchObject({ accountId: 1, apiKey, webhookSecret, balance: 400 });
     expect((await client.get('/test_helpers/accounts', { key: ADMIN })).body.data).toEqual([expect.objectContaining({ id: 1, name: 'default', balance: 400, default: true })]);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { SubjectConsent } from '../../contract/common.js';
@@ -63,7 +64,7 @@ export interface AssetEvents {
 export class Assets extends EventEmitter<AssetEvents> {
   readonly #assets: Table<Asset>;
   readonly #store: ServiceStore<AssetTables>;
-  readonly #clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  readonly #clock: LaneClock;
   readonly #speed: Speed;
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
@@ -73,7 +74,7 @@ export class Assets extends EventEmitter<AssetEvents> {
 
   constructor(options: {
     store: ServiceStore<AssetTables>;
-    clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+    clock: LaneClock;
     speed: Speed;
     random?: () => number;
     onError?: (error: Error) => void;
@@ -194,6 +195,10 @@ export class Assets extends EventEmitter<AssetEvents> {
   }
 
   #arm(asset: Asset): void {
+    onTimeOf(this.#clock, asset.accountId, () => this.#armNow(asset));
+  }
+
+  #armNow(asset: Asset): void {
     this.#disarm(asset.id);
     const timer = this.#clock.setTimeout(() => {
       this.#timers.delete(asset.id);

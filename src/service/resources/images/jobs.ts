@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Account, Accounts } from '../../core/accounts.js';
 import type { Credits } from '../../core/credits.js';
 import { imageCharge } from '../../contract/pricing.js';
+import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { ImageCommand } from '../../contract/images.js';
@@ -87,7 +88,7 @@ export interface ImageJobsOptions {
   accounts: Accounts;
   credits: Credits;
   renderer: ImageRenderer;
-  clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  clock: LaneClock;
   speed: Speed;
   /** @default Math.random */
   random?: () => number;
@@ -248,6 +249,10 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   #arm(job: ImageJob): void {
+    onTimeOf(this.#options.clock, job.accountId, () => this.#armNow(job));
+  }
+
+  #armNow(job: ImageJob): void {
     // A job whose images are being made is not armed again (a resync while it renders).
     if (this.#rendering.has(job.id)) return;
     this.#options.clock.clearTimeout(this.#timers.get(job.id));

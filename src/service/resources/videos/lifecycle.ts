@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ERROR_SENTENCES, type VideoErrorCode } from '../../../protocol/events.js';
 import type { Account, Accounts } from '../../core/accounts.js';
 import type { Credits } from '../../core/credits.js';
+import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Resolution, VideoModel } from '../../contract/pricing.js';
 import type { SubjectConsent } from '../../contract/common.js';
@@ -74,7 +75,7 @@ export interface LifecycleOptions {
   store: ServiceStore<VideoTables>;
   accounts: Accounts;
   credits: Credits;
-  clock: { now(): number; setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  clock: LaneClock;
   speed: Speed;
   /** @default Math.random */
   random?: () => number;
@@ -218,8 +219,12 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     return video.refunded ? 0 : video.charged;
   }
 
-  /** Arms the next step of the clip's plan. */
+  /** Arms the next step of the clip's plan, on its account's time. */
   #arm(video: Video): void {
+    onTimeOf(this.#options.clock, video.accountId, () => this.#armNow(video));
+  }
+
+  #armNow(video: Video): void {
     this.#disarm(video.id);
     const now = this.#options.clock.now();
     const { startAt, endAt } = video.plan;

@@ -21,7 +21,7 @@ export type MediaAnswer =
 export interface MediaFilesOptions {
   lifecycle: VideoLifecycle;
   signer: MediaSigner;
-  clock: { now(): number };
+  clock: { now(): number; actFor?(account: number): void };
   origin: () => string;
   /** Answer a good link with 302 to a short-lived storage URL (spec 4.18) instead of the file. @default false */
   redirect?: boolean;
@@ -44,6 +44,7 @@ export class MediaFiles {
   /** GET /v1/media/{file}?exp&sig[&download=1] */
   async open(file: string, { exp, sig, download }: { exp: number; sig: string; download?: string | undefined }, range: string | undefined): Promise<MediaAnswer> {
     const { signer, clock } = this.#options;
+    this.#actForOwner(file);
     const video = this.#checked(file, signer.check(file, String(exp), sig, clock.now()));
     if (this.#options.redirect) {
       const storage = signer.storageLink(file, clock.now() + STORAGE_LINK_MS, download === '1');
@@ -55,8 +56,16 @@ export class MediaFiles {
   /** GET /storage/{file}?expires&token[&download=1]: where a 302 of `open` points. */
   async storage(file: string, { expires, token, download }: Record<string, string | undefined>, range: string | undefined): Promise<MediaAnswer> {
     const { signer, clock } = this.#options;
+    this.#actForOwner(file);
     const video = this.#checked(file, signer.checkStorage(file, expires, token, download === '1', clock.now()));
     return this.#file(video, file, download === '1', range);
+  }
+
+  /** A link's expiry is read on the time of the account whose clip it is (issue 22): another account's advance does not expire it. */
+  #actForOwner(file: string): void {
+    const match = MEDIA_FILE.exec(file);
+    const owner = match ? this.#options.lifecycle.get(Number(match[1]))?.accountId : undefined;
+    if (owner !== undefined) this.#options.clock.actFor?.(owner);
   }
 
   #checked(file: string, check: 'ok' | 'invalid_signature' | 'link_expired') {

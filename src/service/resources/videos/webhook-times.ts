@@ -1,0 +1,85 @@
+import type { WebhookEmitter } from '../../../emitter/index.js';
+import type { DeliveryRecord } from '../../../emitter/types.js';
+import type { LaneSource, SimulatedClock } from '../../core/clock.js';
+
+/** Deliveries whose account's time is remembered at once; the oldest are forgotten first (their retries then wait for the service's time). */
+export const MAX_TIMED_DELIVERIES = 10_000;
+
+export interface WebhookTimesOptions {
+  clock: SimulatedClock;
+  /** The account whose key signs with `secret` (its current or previous webhook secret). */
+  accountOf: (secret: string) => number | undefined;
+  /** The service's emitter, once made. */
+  emitter: () => WebhookEmitter | undefined;
+  warn: (message: string) => void;
+}
+
+/**
+ * Webhooks on their account's time (issue 22). The emitter keeps one queue on the service's time, so this
+ * does the two things an account's own time needs of it: each attempt's `delivered_at` is the account's
+ * time (the emitter's stamp), and an account's `advance()` brings its deliveries' retries when they fall due
+ * on its time, in order with its clips' timers (a lane source of the clock). A retry scheduled at service
+ * time R by an attempt made while the account was L ahead falls due at R + L on the account's time.
+ */
+export class WebhookTimes implements LaneSource {
+  readonly #options: WebhookTimesOptions;
+  /** The account of each delivery attempted, and how far ahead its time was at its latest attempt. */
+  readonly #attempts = new Map<string, { account: number; lead: number }>();
+  /** Deliveries being brought forward now: not offered again until the emitter has taken them. */
+  readonly #firing = new Set<string>();
+
+  constructor(options: WebhookTimesOptions) {
+    this.#options = options;
+  }
+
+  /** The emitter's stamp: the account's time for an attempt of `record`, remembering how far ahead it is. */
+  stamp(record: DeliveryRecord): number | undefined {
+    const { clock, accountOf } = this.#options;
+    const account = accountOf(record.secret);
+    if (account === undefined) return undefined;
+    this.#attempts.delete(record.id);
+    this.#attempts.set(record.id, { account, lead: clock.leadOf(account) });
+    while (this.#attempts.size > MAX_TIMED_DELIVERIES) this.#attempts.delete(this.#attempts.keys().next().value!);
+    return clock.nowOf(account);
+  }
+
+  next(account: number): number | undefined {
+    let earliest: number | undefined;
+    for (const { id, due } of this.#pending(account)) if (!this.#firing.has(id) && (earliest === undefined || due < earliest)) earliest = due;
+    return earliest;
+  }
+
+  fire(account: number): void {
+    const emitter = this.#options.emitter();
+    if (!emitter) return;
+    const now = this.#options.clock.nowOf(account);
+    for (const { id, due } of this.#pending(account)) {
+      if (due > now || this.#firing.has(id)) continue;
+      this.#firing.add(id);
+      emitter
+        .redeliver(id)
+        .catch((error: Error) => this.#options.warn(`cannot bring the webhook retry ${id} forward: ${error.message}`))
+        .finally(() => this.#firing.delete(id));
+    }
+  }
+
+  /** Forgets every delivery (a reset). */
+  clear(): void {
+    this.#attempts.clear();
+  }
+
+  /** The account's deliveries waiting for a retry, each with when it is due on the account's time; finished ones are forgotten. */
+  *#pending(account: number): Generator<{ id: string; due: number }> {
+    const emitter = this.#options.emitter();
+    if (!emitter) return;
+    for (const [id, attempt] of this.#attempts) {
+      if (attempt.account !== account) continue;
+      const delivery = emitter.get(id);
+      if (!delivery || delivery.state === 'delivered' || delivery.state === 'failed') {
+        this.#attempts.delete(id);
+        continue;
+      }
+      if (delivery.state === 'pending' && delivery.nextAttemptAt !== null) yield { id, due: delivery.nextAttemptAt + attempt.lead };
+    }
+  }
+}
