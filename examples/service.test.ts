@@ -23,8 +23,8 @@ afterAll(async () => {
   await svc.close();
 });
 beforeEach(async () => {
-  const res = await fetch(`${svc.origin}/test_helpers/accounts`, { method: 'POST', headers: admin(), body: JSON.stringify({ balance: 500 }) });
-  ({ api_key: key, webhook_secret: secret } = (await res.json()) as { api_key: string; webhook_secret: string });
+  // The test helpers are on the handle too (or over HTTP with svc.adminToken, as below).
+  ({ api_key: key, webhook_secret: secret } = await svc.accounts.create({ balance: 500 }));
 });
 
 /** Your app's code under test: polls a clip until it has ended, retrying a 5xx after a second. */

@@ -197,7 +197,7 @@ export class Service {
       // `clock.advance()` sees each outcome (and what it schedules) before moving on.
       clock.settleWith(async () => {
         const giveUp = Date.now() + 15_000;
-        while ((webhooks.busy || jobs.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+        while ((webhooks.busy || jobs.busy || times.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
       }),
       // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
       options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,

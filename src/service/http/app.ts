@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { testHelpersOf, type TestHelpers } from './test-helpers.js';
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';
@@ -84,8 +85,11 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   return app;
 }
 
-/** What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are. */
-export interface StartedService {
+/**
+ * What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are, and the
+ * test helpers in process (`accounts`, `reset`, `seed`, `requests`, `faults`, `webhookChaos`: docs/service.md).
+ */
+export interface StartedService extends TestHelpers {
   /** The base URL, with `/v1`: `http://127.0.0.1:54321/v1`. */
   url: string;
   /** The origin, for `/settings` and `/test_helpers`. */
@@ -138,6 +142,7 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
       return app.service.seeded;
     },
     service: app.service,
+    ...testHelpersOf(app.service),
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -236,7 +236,7 @@ function successOf(route: RouteSpec): number {
 }
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
-function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
+export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
   const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const options = { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) } as const;

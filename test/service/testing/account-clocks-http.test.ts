@@ -91,6 +91,15 @@ describe('a clock per account (issue 22)', () => {
     expect((await open(theirLink)).status).toBe(200);
   });
 
+  it('image jobs end on their account’s time', async () => {
+    const job = await client.post('/v1/images', { description: 'a lighthouse at dawn' }, { key: a.api_key });
+    expect(job.status).toBe(202);
+    await advance(b.api_key, 3_600);
+    expect((await client.get(`/v1/images/${job.body.id}`, { key: a.api_key })).body.status).toBe('generating');
+    await client.post('/test_helpers/clock/advance', { seconds: 120, account: a.id }, { key: ADMIN });
+    expect((await client.get(`/v1/images/${job.body.id}`, { key: a.api_key })).body.status).toMatch(/^(done|partial)$/);
+  });
+
   it('rate windows run on their account’s time; the admin token moves one account with `account`', async () => {
     for (let i = 0; i < 5; i++) expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(200);
     expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(429);

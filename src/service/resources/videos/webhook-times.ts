@@ -63,6 +63,11 @@ export class WebhookTimes implements LaneSource {
     }
   }
 
+  /** Whether a retry is being brought forward now (its outbox write): `clock.advance()` waits for it. */
+  get busy(): boolean {
+    return this.#firing.size > 0;
+  }
+
   /** Forgets every delivery (a reset). */
   clear(): void {
     this.#attempts.clear();

@@ -1,0 +1,95 @@
+import type { z } from 'zod';
+import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import type { DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
+import type { SeedFixture, SeedResult } from '../contract/seed.js';
+import type { Service } from '../service.js';
+import { handlers, type Handlers } from './operations.js';
+import { parse } from './pipeline.js';
+
+/** A filter of the request journal, as `GET /test_helpers/requests` takes it (numbers or strings). */
+export interface JournalFilter {
+  method?: string;
+  path?: string;
+  operation?: string;
+  status?: number | string;
+  account?: number | string;
+  limit?: number | string;
+}
+
+/**
+ * The test helpers of issue 22 on the `startService` handle: what the admin token reaches over HTTP, in
+ * process. Each call checks its input by the contract, as the route does (a `ServiceError` with the route's
+ * code for bad input: `invalid_parameter`, the seed's `pointer`), runs the same command in one unit of
+ * work, and resolves with the body the route answers.
+ * @example
+ * const svc = await startService();
+ * const { api_key } = await svc.accounts.create({ balance: 300 });
+ * await svc.faults.add({ match: { operation: 'getVideo' }, times: 1, action: { problem: 'upstream_busy' } });
+ * const { data } = await svc.requests.list({ operation: 'createVideo' });
+ * await svc.reset();
+ */
+export interface TestHelpers {
+  accounts: {
+    /** `POST /test_helpers/accounts`: a new account with one key (its key and secret are in the answer). */
+    create(input?: z.input<typeof CreateTestAccountRequest>): Promise<z.output<typeof TestAccount>>;
+    /** `GET /test_helpers/accounts` */
+    list(): Promise<z.output<typeof TestAccountList>>;
+    /** `DELETE /test_helpers/accounts/{id}`: its keys are refused at once. */
+    remove(id: number): Promise<z.output<typeof DeletedTestAccount>>;
+  };
+  /** `POST /test_helpers/reset`: a fresh start with the same options. */
+  reset(): Promise<z.output<typeof ResetResponse>>;
+  /** `POST /test_helpers/seed`: a fixture, all or nothing. */
+  seed(fixture: z.input<typeof SeedFixture>): Promise<z.output<typeof SeedResult>>;
+  requests: {
+    /** `GET /test_helpers/requests`: the journal, newest first. */
+    list(filter?: JournalFilter): Promise<z.output<typeof JournalList>>;
+    /** `DELETE /test_helpers/requests`: every entry, or one account's. */
+    clear(filter?: { account?: number | string }): Promise<z.output<typeof JournalCleared>>;
+  };
+  faults: {
+    /** `POST /test_helpers/faults` */
+    add(rule: z.input<typeof FaultRuleRequest>): Promise<z.output<typeof FaultRule>>;
+    /** `GET /test_helpers/faults` */
+    list(filter?: { account?: number | string }): Promise<z.output<typeof FaultRuleList>>;
+    /** `DELETE /test_helpers/faults/{id}` */
+    remove(id: string): Promise<z.output<typeof DeletedFaultRule>>;
+  };
+  /** `POST /test_helpers/webhook_chaos`: an account's modes (the admin names the account). */
+  webhookChaos(input: z.input<typeof WebhookChaosRequest>): Promise<z.output<typeof WebhookChaos>>;
+}
+
+type HelperId = 'createTestAccount' | 'listTestAccounts' | 'deleteTestAccount' | 'resetService' | 'seedService' | 'listRequests' | 'clearRequests' | 'createFaultRule' | 'listFaultRules' | 'deleteFaultRule' | 'setWebhookChaos';
+
+/** The test helpers of `service`, acting as the admin token does. */
+export function testHelpersOf(service: Service): TestHelpers {
+  const bound = handlers(service, null) as unknown as Record<HelperId, (input: Record<string, unknown>) => unknown>;
+  const call = async <T>(operationId: HelperId & keyof Handlers, input: { body?: unknown; query?: Record<string, unknown>; params?: Record<string, unknown> } = {}): Promise<T> => {
+    const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId)!;
+    // As the pipeline reads them: the path and the query as strings, the body as JSON.
+    const strings = (values: Record<string, unknown> = {}) => Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined).map(([name, value]) => [name, String(value)]));
+    const params = route.params ? parse(route.params, strings(input.params), route, 'not_found') : {};
+    const query = route.query ? parse(route.query, strings(input.query), route) : {};
+    const body = route.body ? parse(route.body, input.body === undefined ? {} : JSON.parse(JSON.stringify(input.body)), route, 'invalid_json') : undefined;
+    return (await service.store.unit(async () => bound[operationId]({ caller: null, params, query, body }))) as T;
+  };
+  return {
+    accounts: {
+      create: (input = {}) => call('createTestAccount', { body: input }),
+      list: () => call('listTestAccounts'),
+      remove: (id) => call('deleteTestAccount', { params: { id } }),
+    },
+    reset: () => call('resetService'),
+    seed: (fixture) => call('seedService', { body: fixture }),
+    requests: {
+      list: (filter = {}) => call('listRequests', { query: { ...filter } }),
+      clear: (filter = {}) => call('clearRequests', { query: { ...filter } }),
+    },
+    faults: {
+      add: (rule) => call('createFaultRule', { body: rule }),
+      list: (filter = {}) => call('listFaultRules', { query: { ...filter } }),
+      remove: (id) => call('deleteFaultRule', { params: { id } }),
+    },
+    webhookChaos: (input) => call('setWebhookChaos', { body: input }),
+  };
+}
