@@ -10,8 +10,9 @@ import { startService, type StartedService } from 'cliphook/service';
 let svc: StartedService;
 /** This test's own account: nothing another test does can reach its balance, clips or journal. */
 let key: string;
-/** Its webhook signing secret. */
+/** Its webhook signing secret, and its id. */
 let secret: string;
+let account: number;
 
 const admin = () => ({ authorization: `Bearer ${svc.adminToken}`, 'content-type': 'application/json' });
 const mine = () => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -24,7 +25,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   // The test helpers are on the handle too (or over HTTP with svc.adminToken, as below).
-  ({ api_key: key, webhook_secret: secret } = await svc.accounts.create({ balance: 500 }));
+  ({ id: account, api_key: key, webhook_secret: secret } = await svc.accounts.create({ balance: 500 }));
 });
 
 /** Your app's code under test: polls a clip until it has ended, retrying a 5xx after a second. */
@@ -77,7 +78,7 @@ describe('my integration against the simulated service', () => {
 
   it('handles a webhook once when it arrives twice, at once, cut or replayed late', async () => {
     // Your app's webhook endpoint: cliphook's receiver, on the service's simulated clock.
-    const clock = () => svc.clock.now();
+    const clock = () => svc.clock.nowOf(account); // this account's own simulated time
     const handled: number[] = [];
     const receiver = createReceiver({ secret, clock, store: new MemoryDeliveryStore({ clock }) });
     receiver.on('video.completed', (event) => void handled.push(event.id));

@@ -139,9 +139,10 @@ export class Service {
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
     const failures = new AuthFailures({ now });
-    const limiter = shared?.limiter ?? new RateLimiter({ now, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
+    const serviceNow = () => clock.nowOf(null);
+    const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
-    this.idempotency = new Idempotency({ table: store.table('idempotency'), now, ...(shared ? { shared: shared.idempotency } : {}) });
+    this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
 
@@ -158,7 +159,7 @@ export class Service {
     const jobs = new ImageJobs(store, { accounts: this.accounts, credits, renderer, clock, speed, onError, ...choice });
     const lifecycle = new VideoLifecycle({ store, accounts: this.accounts, credits, clock, speed, onError, ...choice });
     this.state = { videos: lifecycle, images: jobs, assets };
-    this.photoUploads = new PhotoUploads(store, now);
+    this.photoUploads = new PhotoUploads(store, now, { sweepNow: serviceNow, nowOf: (account) => clock.nowOf(account) });
 
     // The commands.
     this.assets = new AssetCommands({ store, assets, files, origin: serviceOrigin });
@@ -176,11 +177,11 @@ export class Service {
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
     this.webhookChaos = new WebhookChaosCommands(this.accounts);
-    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
-    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
+    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE, forgotten: (id) => clock.forget(id) });
+    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, clock, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
-    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos });
+    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
     this.#close = [
@@ -302,7 +303,11 @@ export class Service {
     const chaos = options.emitter === undefined ? new WebhookChaos() : undefined;
     let made: { service?: Service; emitter?: WebhookEmitter } = {};
     const times = new WebhookTimes({ clock, accountOf: (secret) => made.service?.accounts.ofSecret(secret), emitter: () => made.emitter, warn: (message) => (options.warn ?? console.warn)(message) });
-    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions, { ...(chaos ? { chaos } : {}), stamp: (record) => times.stamp(record) });
+    const emitter = options.emitter ?? serviceEmitter(options, file, clock, redisOptions, { ...(chaos ? { chaos } : {}), stamp: (record) => {
+      // Each attempt of the emitter: chaos learns its number, and its delivered_at is its account's time.
+      chaos?.attempting(record.id, record.attempts.length + 1);
+      return times.stamp(record);
+    } });
     made.emitter = emitter;
     try {
       if (options.emitter === undefined) await emitter.start();

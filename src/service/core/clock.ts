@@ -116,6 +116,8 @@ export class SimulatedClock {
   /** The account the current request or timer acts for. */
   readonly #acting = new AsyncLocalStorage<Acting>();
   readonly #sources = new Set<LaneSource>();
+  /** The account whose time an `advance()` is moving now: its lane is kept even while empty. */
+  #laneInAdvance: number | null = null;
   /** Simulated minus real time (running), or the simulated time itself (frozen), of the service's own time. */
   #offset: number;
   #seq = 0;
@@ -284,7 +286,21 @@ export class SimulatedClock {
     this.#arm();
   }
 
-  /** Every account's time back to the service's (a reset), or one account's (deleted). Its timers stay, due as they were on its time. */
+  /** Forgets an account (deleted): its time and its pending timers, which never fire. */
+  forget(account: number): void {
+    const lane = this.#lanes.get(account);
+    if (!lane) return;
+    for (const timer of lane.heap) timer.cancelled = true;
+    this.#lanes.delete(account);
+    this.#arm();
+  }
+
+  /** Timers waiting to fire on `account`'s time. */
+  timersOf(account: number): number {
+    return this.#lanes.get(account)?.heap.filter((timer) => !timer.cancelled).length ?? 0;
+  }
+
+  /** Every account's time back to the service's (a reset), or one account's. Its timers stay, due as they were on its time. */
   clearLeads(account?: number): void {
     for (const [id, lane] of this.#lanes) if (id !== null && (account === undefined || id === account)) lane.lead = 0;
     this.#arm();
@@ -326,20 +342,44 @@ export class SimulatedClock {
 
   /** One account's time moves: its timers and its sources' due things fire in order, each at its own instant. */
   async #advanceLane(account: number, ms: number): Promise<void> {
+    this.#laneInAdvance = account;
+    try {
+      await this.#moveLane(account, ms);
+    } finally {
+      this.#laneInAdvance = null;
+    }
+  }
+
+  async #moveLane(account: number, ms: number): Promise<void> {
     const lane = this.#lane(account);
     const target = lane.lead + ms;
+    // A source that still reports what it was just told to fire made no progress (its work failed, or
+    // waits for a slot): it is not asked again in this advance, so the advance always ends.
+    const stuck = new Set<LaneSource>();
+    let fired: { source: LaneSource; at: number } | null = null;
     for (;;) {
       const timer = peek(lane.heap);
       let at = timer?.at;
       let source: LaneSource | undefined;
       for (const candidate of this.#sources) {
+        if (stuck.has(candidate)) continue;
         const due = candidate.next(account);
+        if (due !== undefined && fired?.source === candidate && due <= fired.at) {
+          stuck.add(candidate);
+          continue;
+        }
         if (due !== undefined && (at === undefined || due < at)) [at, source] = [due, candidate];
       }
       if (at === undefined || at > this.#baseNow() + target) break;
       lane.lead = Math.max(lane.lead, at - this.#baseNow());
-      if (source) this.#scope.runInAsyncScope(() => this.as(account, () => source.fire(account)));
-      else this.#fire(pop(lane.heap)!);
+      if (source) {
+        const firing = source;
+        fired = { source: firing, at };
+        this.#scope.runInAsyncScope(() => this.as(account, () => firing.fire(account)));
+      } else {
+        fired = null;
+        this.#fire(pop(lane.heap)!);
+      }
       await this.#settled();
     }
     lane.lead = Math.max(lane.lead, target);
@@ -355,9 +395,13 @@ export class SimulatedClock {
   /** The earliest pending timer of any lane, and when it is due on the service's time. */
   #earliest(): { lane: Lane; timer: Timer; due: number } | undefined {
     let best: { lane: Lane; timer: Timer; due: number } | undefined;
-    for (const lane of this.#lanes.values()) {
+    for (const [account, lane] of this.#lanes) {
       const timer = peek(lane.heap);
-      if (!timer) continue;
+      if (!timer) {
+        // An account at the service's time with nothing pending costs nothing to keep track of.
+        if (account !== null && lane.lead === 0 && account !== this.#laneInAdvance) this.#lanes.delete(account);
+        continue;
+      }
       const due = timer.at - lane.lead;
       if (!best || due < best.due || (due === best.due && timer.seq < best.timer.seq)) best = { lane, timer, due };
     }

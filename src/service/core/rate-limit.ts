@@ -17,6 +17,11 @@ export interface RateDecision {
 export interface RateLimiterOptions {
   /** Milliseconds since the epoch: the service's simulated clock. */
   now: () => number;
+  /**
+   * The time ended windows are dropped by: the service's own, which no account's time is behind (issue 22:
+   * an account ahead of the others must not end their windows). @default `now`
+   */
+  sweepNow?: () => number;
   /** @default 60 */
   limit?: number;
   /** @default 60_000 */
@@ -33,6 +38,7 @@ export class RateLimiter {
   readonly limit: number;
   readonly windowMs: number;
   readonly #now: () => number;
+  readonly #sweepNow: () => number;
   readonly #windows = new Map<string, { start: number; count: number }>();
   #sweepAt = 0;
 
@@ -41,11 +47,12 @@ export class RateLimiter {
     this.#windows.clear();
   }
 
-  constructor({ now, limit = RATE_LIMIT, windowMs = RATE_WINDOW_MS }: RateLimiterOptions) {
+  constructor({ now, sweepNow = now, limit = RATE_LIMIT, windowMs = RATE_WINDOW_MS }: RateLimiterOptions) {
     if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function.');
     if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError(`Expected \`limit\` to be a positive integer, got ${limit}.`);
     if (!(Number.isSafeInteger(windowMs) && windowMs > 0)) throw new TypeError(`Expected \`windowMs\` to be a positive integer, got ${windowMs}.`);
     this.#now = now;
+    this.#sweepNow = sweepNow;
     this.limit = limit;
     this.windowMs = windowMs;
   }
@@ -53,7 +60,7 @@ export class RateLimiter {
   /** Counts one request of `key` and says whether it may go on. A refused request is not counted. */
   check(key: string): RateDecision {
     const now = this.#now();
-    this.#sweep(now);
+    this.#sweep(this.#sweepNow());
     let window = this.#windows.get(key);
     if (!window || now >= window.start + this.windowMs) {
       window = { start: now, count: 0 };

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
-import type { DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
+import type { AdvanceRequest, Clock, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
 import type { SeedFixture, SeedResult } from '../contract/seed.js';
 import type { Service } from '../service.js';
 import { handlers, type Handlers } from './operations.js';
@@ -57,9 +57,14 @@ export interface TestHelpers {
   };
   /** `POST /test_helpers/webhook_chaos`: an account's modes (the admin names the account). */
   webhookChaos(input: z.input<typeof WebhookChaosRequest>): Promise<z.output<typeof WebhookChaos>>;
+  /**
+   * `POST /test_helpers/clock/advance` as the admin: every account's time, or one account's with `account`;
+   * checked as the route is (seconds up to a year, an account that exists), the data file tried first.
+   */
+  advanceClock(input: z.input<typeof AdvanceRequest>): Promise<z.output<typeof Clock>>;
 }
 
-type HelperId = 'createTestAccount' | 'listTestAccounts' | 'deleteTestAccount' | 'resetService' | 'seedService' | 'listRequests' | 'clearRequests' | 'createFaultRule' | 'listFaultRules' | 'deleteFaultRule' | 'setWebhookChaos';
+type HelperId = 'advanceClock' | 'createTestAccount' | 'listTestAccounts' | 'deleteTestAccount' | 'resetService' | 'seedService' | 'listRequests' | 'clearRequests' | 'createFaultRule' | 'listFaultRules' | 'deleteFaultRule' | 'setWebhookChaos';
 
 /** The test helpers of `service`, acting as the admin token does. */
 export function testHelpersOf(service: Service): TestHelpers {
@@ -91,5 +96,6 @@ export function testHelpersOf(service: Service): TestHelpers {
       remove: (id) => call('deleteFaultRule', { params: { id } }),
     },
     webhookChaos: (input) => call('setWebhookChaos', { body: input }),
+    advanceClock: (input) => call('advanceClock', { body: input }),
   };
 }

@@ -45,7 +45,8 @@ export class ClockCommands {
       now: new Date(clock.nowOf(account)).toISOString(),
       ahead_seconds: account === null ? 0 : clock.leadOf(account) / 1000,
       frozen: clock.frozen,
-      pending_timers: clock.timers,
+      // A key sees its own account's timers only: another account's activity is none of its business.
+      pending_timers: account === null ? clock.timers : clock.timersOf(account),
     };
   }
 

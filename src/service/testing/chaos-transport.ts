@@ -15,7 +15,7 @@ export interface ChaosDelivery {
 }
 
 interface Entry extends ChaosDelivery {
-  /** Attempts seen so far (1 during the first). */
+  /** The emitter's attempt being made (1 for the first), as it told `attempting`. */
   attempts: number;
 }
 
@@ -43,6 +43,8 @@ export class CutAnswerError extends Error {
  */
 export class WebhookChaos {
   readonly #entries = new Map<string, Entry>();
+  /** Whether the emitter tells each attempt's number (`attempting`); otherwise each transport call counts as one. */
+  #counted = false;
   /** Waiters for a delivery's first attempt to be answered (a batch's out-of-order release). */
   readonly #firstAnswered = new Map<string, { promise: Promise<void>; resolve: () => void }>();
 
@@ -56,6 +58,22 @@ export class WebhookChaos {
   /** Whether delivery `id` has chaos. */
   has(id: string): boolean {
     return this.#entries.has(id);
+  }
+
+  /**
+   * The emitter starts attempt `n` of delivery `id` (1 for the first). An attempt's quick retries of a
+   * connection that failed before any answer call the transport again within the same attempt: they are
+   * the same attempt, not the next.
+   */
+  attempting(id: string, n: number): void {
+    this.#counted = true;
+    const entry = this.#entries.get(id);
+    if (entry) entry.attempts = n;
+  }
+
+  /** Stops waiting for delivery `id`'s first answer (a batch's release gave up waiting). */
+  stopWaiting(id: string): void {
+    this.#firstAnswered.delete(id);
   }
 
   /** Resolves once the first attempt of delivery `id` has its answer (or its error). */
@@ -83,7 +101,8 @@ export class WebhookChaos {
       const id = request.headers[HEADER_DELIVERY];
       const entry = id === undefined ? undefined : this.#entries.get(id);
       if (!entry || id === undefined) return transport(request);
-      entry.attempts += 1;
+      // Without the emitter's count (a test driving the wrapper alone), each call is the next attempt.
+      if (!this.#counted) entry.attempts += 1;
       try {
         return await this.#attempt(transport, request, entry);
       } finally {

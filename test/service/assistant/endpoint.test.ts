@@ -90,7 +90,11 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     const refused = await call(client, 'create_clip', { prompt: 'fox two', max_credits: 10 });
     expect(refused).toMatchObject({ isError: true, error: { error: 'daily_limit_reached' } });
     expect(await balance(started)).toBe(start0 - 10);
-    await started.clock.advance(24 * 3_600_000 + 1_000);
+    // Issue 22: the daily limit runs on the account's own time: another account's day changes nothing.
+    const other = await started.accounts.create({});
+    await started.clock.advance(24 * 3_600_000 + 1_000, { account: other.id });
+    expect(await call(client, 'create_clip', { prompt: 'fox two', max_credits: 10 })).toMatchObject({ isError: true, error: { error: 'daily_limit_reached' } });
+    await started.clock.advance(24 * 3_600_000 + 1_000, { account: 1 });
     expect((await call(client, 'create_clip', { prompt: 'fox two', max_credits: 10 })).isError).toBe(false);
     const account = await call(client, 'get_account');
     expect(account.data.assistant).toMatchObject({ daily_limit: 10, used_today: 10, remaining_today: 0 });

@@ -167,3 +167,85 @@ describe('SimulatedClock: its lead over real time (issue 20 item 8)', () => {
     expect(new SimulatedClock({ real: fake.real, start: fake.real.now() + 60_000 }).ahead).toBe(60_000);
   });
 });
+
+// Issue 22: each account's own time on the one clock.
+describe('SimulatedClock: a time per account', () => {
+  const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+  it('advance(ms, { account }) moves that account only; advance(ms) moves every account; timers fire on their account’s time, acting for it', async () => {
+    const clock = new SimulatedClock({ frozen: true, start: T0 });
+    const fired: Array<[string, number | null, number]> = [];
+    clock.as(1, () => clock.setTimeout(() => fired.push(['one', clock.account, clock.now()]), 1_000));
+    clock.as(2, () => clock.setTimeout(() => fired.push(['two', clock.account, clock.now()]), 1_000));
+    await clock.advance(5_000, { account: 1 });
+    expect(fired).toEqual([['one', 1, T0 + 1_000]]);
+    expect([clock.nowOf(1), clock.nowOf(2), clock.nowOf(null), clock.leadOf(1)]).toEqual([T0 + 5_000, T0, T0, 5_000]);
+    expect(clock.timersOf(2)).toBe(1);
+    await clock.advance(1_000);
+    expect(fired.at(-1)).toEqual(['two', 2, T0 + 1_000]);
+    expect([clock.nowOf(1), clock.nowOf(2)]).toEqual([T0 + 6_000, T0 + 1_000]);
+    expect(clock.as(1, () => clock.now())).toBe(T0 + 6_000);
+    expect(clock.now()).toBe(T0 + 1_000);
+  });
+
+  it('scope() + actFor() make a whole async request act for an account; outside, now() is the service’s', async () => {
+    const clock = new SimulatedClock({ frozen: true, start: T0 });
+    clock.restoreLead(3, 60_000);
+    const seen = await clock.scope(async () => {
+      const before = clock.now();
+      clock.actFor(3);
+      await new Promise((resolve) => setImmediate(resolve));
+      return [before, clock.now(), clock.account];
+    });
+    expect(seen).toEqual([T0, T0 + 60_000, 3]);
+    clock.actFor(4); // outside a scope: nothing
+    expect(clock.account).toBeNull();
+  });
+
+  it('orders an account’s timers and its lane sources by its time, and ends when a source makes no progress', async () => {
+    const clock = new SimulatedClock({ frozen: true, start: T0 });
+    const order: string[] = [];
+    let retryAt: number | undefined = T0 + 2_000;
+    clock.addLaneSource({ next: (account) => (account === 1 ? retryAt : undefined), fire: () => { order.push(`retry@${clock.now() - T0}`); retryAt = undefined; } });
+    clock.as(1, () => clock.setTimeout(() => order.push(`timer@${clock.now() - T0}`), 1_000));
+    clock.as(1, () => clock.setTimeout(() => order.push(`timer@${clock.now() - T0}`), 3_000));
+    await clock.advance(10_000, { account: 1 });
+    expect(order).toEqual(['timer@1000', 'retry@2000', 'timer@3000']);
+
+    const stuck = new SimulatedClock({ frozen: true, start: T0 });
+    let fires = 0;
+    stuck.addLaneSource({ next: () => T0 + 5, fire: () => void fires++ });
+    await stuck.advance(10, { account: 1 });
+    expect(fires).toBe(1);
+    expect(stuck.nowOf(1)).toBe(T0 + 10);
+  });
+
+  it('clearLeads() puts accounts back on the service’s time; forget() drops an account and its timers; rewind() clears leads too', async () => {
+    const clock = new SimulatedClock({ frozen: true, start: T0 });
+    let ran = false;
+    clock.as(5, () => clock.setTimeout(() => (ran = true), 10));
+    clock.restoreLead(6, 1_000);
+    expect([...clock.leads()]).toEqual([[6, 1_000]]);
+    clock.forget(5);
+    await clock.advance(100);
+    expect(ran).toBe(false);
+    clock.clearLeads(6);
+    expect(clock.leads().size).toBe(0);
+    clock.restoreLead(6, 1_000);
+    clock.rewind();
+    expect(clock.leadOf(6)).toBe(0);
+  });
+
+  it('on a running clock, an account’s advance fires its timer in real terms at once and leaves others waiting', async () => {
+    const clock = new SimulatedClock();
+    let mine = false;
+    let theirs = false;
+    clock.as(1, () => clock.setTimeout(() => (mine = true), 60_000));
+    clock.as(2, () => clock.setTimeout(() => (theirs = true), 60_000));
+    await clock.advance(61_000, { account: 1 });
+    expect([mine, theirs]).toEqual([true, false]);
+    expect(clock.leadOf(1)).toBeGreaterThanOrEqual(61_000);
+    expect(Math.abs(clock.ahead)).toBeLessThan(1_000);
+    clock.stop();
+  });
+});

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { IDEMPOTENCY_WINDOW_MS } from '../../../src/service/core/idempotency.js';
@@ -100,6 +101,19 @@ describe('a clock per account (issue 22)', () => {
     expect((await client.get(`/v1/images/${job.body.id}`, { key: a.api_key })).body.status).toMatch(/^(done|partial)$/);
   });
 
+  it('asset moderation ends on its account’s time', async () => {
+    const form = new FormData();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#3a7' } }).png().toBuffer();
+    form.append('file', new Blob([new Uint8Array(png)]), 'photo.png');
+    const res = await fetch(`${client.origin}/v1/assets`, { method: 'POST', body: form, headers: { authorization: `Bearer ${a.api_key}` } });
+    const asset = (await res.json()) as { id: number; status: string };
+    expect(asset.status).toBe('pending');
+    await advance(b.api_key, 3_600);
+    expect((await client.get(`/v1/assets/${asset.id}`, { key: a.api_key })).body.status).toBe('pending');
+    await client.post('/test_helpers/clock/advance', { seconds: 120, account: a.id }, { key: ADMIN });
+    expect((await client.get(`/v1/assets/${asset.id}`, { key: a.api_key })).body.status).toBe('trusted');
+  });
+
   it('rate windows run on their account’s time; the admin token moves one account with `account`', async () => {
     for (let i = 0; i < 5; i++) expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(200);
     expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(429);
@@ -155,6 +169,46 @@ describe('a clock per account (issue 22)', () => {
     expect(delivery).toMatchObject({ state: 'delivered' });
     await advance(ADMIN, 3 * 3_600);
     expect(received).toHaveLength(3);
+  });
+
+  // Found in review: what one account does while it is ahead must not end another's windows or records.
+  it('an account ahead that makes requests ends no other account’s rate window or Idempotency-Key record', async () => {
+    for (let i = 0; i < 5; i++) expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(200);
+    expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(429);
+    const first = await client.post('/v1/videos', { prompt: 'a fox' }, { key: b.api_key, headers: { 'idempotency-key': 'order-9' } });
+    await client.post('/test_helpers/clock/advance', { seconds: IDEMPOTENCY_WINDOW_MS / 1000 + 3_600, account: b.id }, { key: ADMIN });
+    const c = (await client.post('/test_helpers/accounts', { name: 'c' }, { key: ADMIN })).body as { id: number; api_key: string };
+    await client.post('/test_helpers/clock/advance', { seconds: IDEMPOTENCY_WINDOW_MS / 1000 + 3_600, account: c.id }, { key: ADMIN });
+    // c is a day ahead of a and b's first request: its requests sweep nothing of theirs.
+    expect((await client.get('/v1/account', { key: c.api_key })).status).toBe(200);
+    expect((await client.post('/v1/videos', { prompt: 'a hen' }, { key: c.api_key, headers: { 'idempotency-key': 'other' } })).status).toBe(202);
+    expect((await client.get('/v1/account', { key: a.api_key })).status).toBe(429);
+    // b's own record has expired on b's own time only; a fresh account's would not have.
+    const again = await client.post('/v1/videos', { prompt: 'a fox' }, { key: b.api_key, headers: { 'idempotency-key': 'order-9' } });
+    expect(again.body.id).not.toBe(first.body.id);
+  });
+
+  it('a clip the admin seeds for an account ahead follows its plan from that account’s time', async () => {
+    await client.post('/test_helpers/clock/advance', { seconds: DAY, account: 1 }, { key: ADMIN });
+    const seeded = await client.post('/test_helpers/seed', { clips: [{ name: 'r', account: 'default', status: 'pending' }] }, { key: ADMIN });
+    expect(seeded.status).toBe(201);
+    const clip = service.state.videos.get(seeded.body.clips.r)!;
+    expect(clip.status).toBe('pending');
+    expect(clip.createdAt).toBe(clock.nowOf(1));
+    expect(clip.createdAt).toBeGreaterThan(clock.nowOf(null));
+    await client.post('/test_helpers/clock/advance', { seconds: 10, account: 1 }, { key: ADMIN });
+    expect(service.state.videos.get(seeded.body.clips.r)!.status).toBe('done');
+  });
+
+  it('a key sees its own account’s pending timers; a deleted account’s time and timers go with it', async () => {
+    await client.post('/v1/videos', { prompt: 'a fox' }, { key: a.api_key });
+    expect((await client.get('/test_helpers/clock', { key: b.api_key })).body.pending_timers).toBe(0);
+    expect((await client.get('/test_helpers/clock', { key: a.api_key })).body.pending_timers).toBe(1);
+    await advance(a.api_key, 1);
+    expect(service.clock.leads().get(a.id)).toBe(1_000);
+    await client.delete(`/test_helpers/accounts/${a.id}`, { key: ADMIN });
+    expect(service.clock.leads().has(a.id)).toBe(false);
+    expect(service.clock.timersOf(a.id)).toBe(0);
   });
 
   it('reset gives every account the service’s time again', async () => {

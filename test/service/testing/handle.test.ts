@@ -54,5 +54,17 @@ describe('the test helpers on the startService handle (issue 22)', () => {
     const seed = await refusal(svc.seed({ accounts: [{ name: 'bob' }], clips: [{ name: 'x', account: 'nobody', status: 'done' }] }));
     expect(seed).toMatchObject({ code: 'invalid_parameter', extra: { pointer: '/clips/0/account' } });
     expect((await svc.accounts.list()).data).toHaveLength(1);
+    expect(await refusal(svc.advanceClock({ seconds: 0 }))).toMatchObject({ code: 'invalid_parameter' });
+    expect(await refusal(svc.advanceClock({ seconds: 1, account: 42 }))).toMatchObject({ code: 'invalid_parameter', detail: 'No account 42.' });
+  });
+
+  it('advanceClock moves every account, or one with account, as the route does', async () => {
+    const made = await svc.accounts.create({});
+    const before = svc.clock.nowOf(made.id);
+    expect(await svc.advanceClock({ seconds: 60, account: made.id })).toMatchObject({ object: 'test_clock', account: made.id, ahead_seconds: 60, advanced_seconds: 60 });
+    expect(svc.clock.nowOf(made.id)).toBe(before + 60_000);
+    expect(svc.clock.nowOf(1)).toBe(before);
+    expect(await svc.advanceClock({ seconds: 1 })).toMatchObject({ account: null, advanced_seconds: 1 });
+    expect(svc.clock.nowOf(1)).toBe(before + 1_000);
   });
 });

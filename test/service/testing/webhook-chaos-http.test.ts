@@ -35,13 +35,15 @@ let runs: Map<number, number>;
 let account: { id: number; api_key: string; webhook_secret: string };
 let secrets: string[];
 let tolerance: number | false;
+/** The receiver's clock: the service's time, or an account's. */
+let receiverClock: () => number;
 
 beforeAll(async () => {
   clock = new SimulatedClock({ frozen: true, start: Date.parse('2026-05-01T10:00:00Z') });
   service = await Service.open({ file: false, clock, adminToken: ADMIN, rateLimitPerMinute: 1e6, warn: () => undefined });
   client = await serviceClient(service);
   server = createServer((req, res) => {
-    const receiver = createReceiver({ secret: secrets, tolerance, clock: () => clock.now(), store });
+    const receiver = createReceiver({ secret: secrets, tolerance, clock: receiverClock, store });
     receiver.on('video.completed', (event) => {
       const id = event.id;
       runs.set(id, (runs.get(id) ?? 0) + 1);
@@ -84,6 +86,7 @@ beforeEach(async () => {
   hookPath = `/hooks/${++testNo}`;
   receiverUrl = `${origin}${hookPath}`;
   tolerance = 300;
+  receiverClock = () => clock.now();
   store = new MemoryDeliveryStore({ clock: () => clock.now() });
   account = (await client.post('/test_helpers/accounts', { balance: 500 }, { key: ADMIN })).body;
   secrets = [account.webhook_secret];
@@ -248,6 +251,19 @@ describe('webhook chaos over HTTP, against cliphook’s receiver (issue 22)', ()
     expect(await client.post('/test_helpers/webhook_chaos', { modes: ['webhook_sideways'] }, { key: account.api_key })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
     expect(await client.post('/test_helpers/webhook_chaos', {}, { key: account.api_key })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
     expect(await client.post('/test_helpers/webhook_chaos', { modes: [] }, { key: 'sk_nobody_at_all_000000000000000' })).toMatchObject({ status: 401 });
+  });
+
+  it('on an account’s own time: a key advanced an hour, a receiver on that account’s clock, each mode still handled once', async () => {
+    const moved = await client.post('/test_helpers/clock/advance', { seconds: 3_600 }, { key: account.api_key });
+    expect(moved.body).toMatchObject({ account: account.id, ahead_seconds: 3_600 });
+    receiverClock = () => clock.nowOf(account.id);
+    store = new MemoryDeliveryStore({ clock: receiverClock });
+    const id = await clip('a fox simulate:webhook_duplicate simulate:webhook_concurrent simulate:webhook_late');
+    await client.post('/test_helpers/clock/advance', { seconds: 10 }, { key: account.api_key });
+    expect(arrivals.length).toBe(4);
+    expect(arrivals.filter((a) => a.status === 400).map((a) => JSON.parse(a.answer).code)).toEqual(['stale_delivery']);
+    expect(Date.parse(arrivals[0]!.deliveredAt)).toBeGreaterThan(clock.nowOf(null) + 3_000_000);
+    expect(runs.get(id)).toBe(1);
   });
 
   it('reset forgets every account’s modes', async () => {

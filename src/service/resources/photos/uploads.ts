@@ -62,8 +62,16 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   /** Token hashes to uploads: the page looks here on every request. */
   readonly #byHash = new Map<string, PhotoUpload>();
 
-  constructor(store: ServiceStore<PhotoUploadTables>, now: () => number) {
+  /** The time long-expired links are dropped by: the service's own, which no account's time is behind (issue 22). */
+  readonly #sweepNow: () => number;
+
+  /** An account's time: a link (opened without a key) expires on its owner's time (issue 22). */
+  readonly #nowOf: (account: number) => number;
+
+  constructor(store: ServiceStore<PhotoUploadTables>, now: () => number, { sweepNow = now, nowOf = () => now() }: { sweepNow?: () => number; nowOf?: (account: number) => number } = {}) {
     super();
+    this.#sweepNow = sweepNow;
+    this.#nowOf = nowOf;
     this.#table = store.table('photo_upload');
     this.#now = now;
     for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
@@ -124,12 +132,12 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   }
 
   expired(upload: PhotoUpload): boolean {
-    return upload.usedAt === null && this.#now() >= upload.expiresAt;
+    return upload.usedAt === null && this.#nowOf(upload.accountId) >= upload.expiresAt;
   }
 
   /** Records the accepted photo: the link is used from now on. */
   markUsed(upload: PhotoUpload, { assetId, subjectConsent }: { assetId: number; subjectConsent: SubjectConsent }): PhotoUpload {
-    upload.usedAt = this.#now();
+    upload.usedAt = this.#nowOf(upload.accountId);
     upload.assetId = assetId;
     upload.subjectConsent = subjectConsent;
     this.#table.put(upload);
@@ -139,7 +147,7 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
 
   /** Drops links that expired unused long ago; used ones stay, as they tie a photo to its consent. */
   #prune(): void {
-    const before = this.#now() - KEEP_EXPIRED_MS;
+    const before = this.#sweepNow() - KEEP_EXPIRED_MS;
     for (const upload of [...this.#table.values()]) {
       if (upload.usedAt === null && upload.expiresAt < before) {
         this.#byHash.delete(upload.tokenHash);

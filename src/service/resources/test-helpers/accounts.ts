@@ -7,6 +7,8 @@ export interface TestAccountCommandsOptions {
   accounts: Accounts;
   /** The balance a new account starts with when the request names none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
+  /** Told an account was deleted: its own time and timers go too (issue 22). */
+  forgotten?: (id: number) => void;
 }
 
 /**
@@ -42,6 +44,7 @@ export class TestAccountCommands {
     if (!this.#options.accounts.get(id)) throw new ServiceError('not_found', `No account ${id}.`);
     if (id === 1) throw new ServiceError('invalid_parameter', 'The configured first account (1) cannot be deleted; POST /test_helpers/reset brings it back to its start.', { extra: { parameter: 'id' } });
     this.#options.accounts.remove(id);
+    this.#options.forgotten?.(id);
     return { id, deleted: true as const };
   }
 }

@@ -5,6 +5,7 @@ import { packageRoot } from '../../../version.js';
 import { CHARACTER_AGES, CHARACTER_STYLES, type ImageCommand } from '../../contract/images.js';
 import { MODEL_SPECS } from '../../contract/pricing.js';
 import type { Account, Accounts, ApiKey } from '../../core/accounts.js';
+import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { Files } from '../../core/files.js';
 import { parseSimulation } from '../../core/simulate.js';
 import type { ServiceStore } from '../../core/store.js';
@@ -25,6 +26,8 @@ export interface SeedCommandsOptions {
   images: ImageJobs;
   /** The starting balance of an account the fixture gives none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
+  /** Puts what is made for an account on its own time (issue 22). @default no accounts' times */
+  clock?: LaneClock;
 }
 
 /** What POST /test_helpers/seed answers: the id of everything made, by its name in the fixture. */
@@ -52,6 +55,7 @@ export class SeedCommands {
     const check = checkFixture(input);
     if (!check.ok) throw fixtureError(check.errors);
     const { accounts, assets, files, videos, images } = this.#options;
+    const clock: LaneClock = this.#options.clock ?? { now: Date.now, setTimeout: () => undefined, clearTimeout: () => undefined };
     const made = new Map<string, { account: Account; key: ApiKey }>();
     const answer: SeedAnswer = { accounts: {}, assets: {}, clips: {}, images: {} };
     const owner = (who: SeedOwner) => {
@@ -68,12 +72,14 @@ export class SeedCommands {
         const bytes = readFileSync(fileURLToPath(new URL(`templates/media/${SAMPLES[step.sample]}`, packageRoot)));
         const sha256 = createHash('sha256').update(bytes).digest('hex');
         files.keepAsset(sha256, 'jpg', bytes);
-        const asset = assets.addTrusted({ accountId: owner(step.account).account.id, sha256, name: `${step.name}.jpg`, fileSize: bytes.length, mimeType: 'image/jpeg', ext: 'jpg', trustedUntil: null });
+        const accountId = owner(step.account).account.id;
+        const asset = onTimeOf(clock, accountId, () => assets.addTrusted({ accountId, sha256, name: `${step.name}.jpg`, fileSize: bytes.length, mimeType: 'image/jpeg', ext: 'jpg', trustedUntil: null }));
         answer.assets[step.name] = asset.id;
       } else if (step.kind === 'clip') {
         const { account, key } = owner(step.account);
         const simulation = parseSimulation(step.prompt);
-        const video = videos.seed(
+        // Made on its account's time (issue 22), whoever seeds it: the admin's is the service's.
+        const video = onTimeOf(clock, account.id, () => videos.seed(
           {
             accountId: account.id, keyId: key.id, prompt: step.prompt, model: step.model, duration: step.duration, ratio: step.ratio, resolution: MODEL_SPECS[step.model].resolution,
             imageUrls: [], assetIdsUsed: null, assetSource: 'none', subjectConsent: null, callbackUrl: step.callbackUrl, charged: 0, retryOf: null, batchId: null,
@@ -81,7 +87,7 @@ export class SeedCommands {
           },
           step.status,
           step.errorCode,
-        );
+        ));
         answer.clips[step.name] = video.id;
       } else {
         const { account, key } = owner(step.account);
@@ -90,7 +96,7 @@ export class SeedCommands {
           description: step.description, type: step.type, template: null, fields: {}, text: null, aspectRatio: step.aspectRatio, quality: step.quality, count: step.count,
           character: character ? { age: CHARACTER_AGES[1], style: CHARACTER_STYLES[0] } : null, assetIds: [], imageUrls: [], subjectConsent: null, maxCredits: null, price: 0,
         };
-        const job = await images.seed(account, key.id, command, { status: step.status, made: step.made, errorCode: step.errorCode });
+        const job = await onTimeOf(clock, account.id, () => images.seed(account, key.id, command, { status: step.status, made: step.made, errorCode: step.errorCode }));
         answer.images[step.name] = job.id;
       }
     }

@@ -27,15 +27,26 @@ export class WebhookTimes implements LaneSource {
   readonly #attempts = new Map<string, { account: number; lead: number }>();
   /** Deliveries being brought forward now: not offered again until the emitter has taken them. */
   readonly #firing = new Set<string>();
+  /** The account of each delivery handed to the emitter (its clip's), so a rotated-away secret still finds it. */
+  readonly #owners = new Map<string, number>();
+  /** The `nextAttemptAt` each delivery had when it was last brought forward: one that did not change made no progress. */
+  readonly #brought = new Map<string, number | null>();
 
   constructor(options: WebhookTimesOptions) {
     this.#options = options;
   }
 
+  /** Remembers whose delivery `id` is (the service hands each clip's webhook to the emitter with it). */
+  track(id: string, account: number): void {
+    this.#owners.delete(id);
+    this.#owners.set(id, account);
+    while (this.#owners.size > MAX_TIMED_DELIVERIES) this.#owners.delete(this.#owners.keys().next().value!);
+  }
+
   /** The emitter's stamp: the account's time for an attempt of `record`, remembering how far ahead it is. */
   stamp(record: DeliveryRecord): number | undefined {
     const { clock, accountOf } = this.#options;
-    const account = accountOf(record.secret);
+    const account = this.#owners.get(record.id) ?? accountOf(record.secret);
     if (account === undefined) return undefined;
     this.#attempts.delete(record.id);
     this.#attempts.set(record.id, { account, lead: clock.leadOf(account) });
@@ -56,6 +67,7 @@ export class WebhookTimes implements LaneSource {
     for (const { id, due } of this.#pending(account)) {
       if (due > now || this.#firing.has(id)) continue;
       this.#firing.add(id);
+      this.#brought.set(id, emitter.get(id)?.nextAttemptAt ?? null);
       emitter
         .redeliver(id)
         .catch((error: Error) => this.#options.warn(`cannot bring the webhook retry ${id} forward: ${error.message}`))
@@ -71,6 +83,8 @@ export class WebhookTimes implements LaneSource {
   /** Forgets every delivery (a reset). */
   clear(): void {
     this.#attempts.clear();
+    this.#owners.clear();
+    this.#brought.clear();
   }
 
   /** The account's deliveries waiting for a retry, each with when it is due on the account's time; finished ones are forgotten. */
@@ -82,8 +96,13 @@ export class WebhookTimes implements LaneSource {
       const delivery = emitter.get(id);
       if (!delivery || delivery.state === 'delivered' || delivery.state === 'failed') {
         this.#attempts.delete(id);
+        this.#owners.delete(id);
+        this.#brought.delete(id);
         continue;
       }
+      // Brought forward already and still waiting at the same time (the outbox write failed, or every
+      // slot is busy): not offered again; the emitter's own timer still sends it.
+      if (this.#brought.has(id) && this.#brought.get(id) === delivery.nextAttemptAt) continue;
       if (delivery.state === 'pending' && delivery.nextAttemptAt !== null) yield { id, due: delivery.nextAttemptAt + attempt.lead };
     }
   }

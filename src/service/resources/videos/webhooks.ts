@@ -20,6 +20,8 @@ export interface ClipWebhooksOptions {
   clock: { setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
   /** Webhook chaos (issue 22), when the service made its own emitter (a custom one sends plainly). */
   chaos?: WebhookChaos | undefined;
+  /** Told the account of each delivery handed to the emitter (its webhook retries run on that account's time). */
+  owned?: (deliveryId: string, accountId: number) => void;
 }
 
 /** How long a batch's out-of-order release waits for one webhook's first answer before sending the next anyway. */
@@ -105,6 +107,7 @@ export class ClipWebhooks {
         const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS).unref()));
         await Promise.race([chaos.firstAnswered(id), waited]);
         clearTimeout(timer as NodeJS.Timeout);
+        chaos.stopWaiting(id);
       }
     } finally {
       this.#releasing.delete(batchId);
@@ -128,6 +131,7 @@ export class ClipWebhooks {
       const id = this.#deliveryId(video);
       const modes = chaos ? combineModes(this.modesOf(video), batchModes) : [];
       if (modes.length > 0) chaos!.register(id, { modes, secret: key.webhookSecret, previousSecret: key.previousWebhookSecret });
+      this.#options.owned?.(id, video.accountId);
       await emitter.send({ url: video.callbackUrl!, secret: key.webhookSecret, event, payload, id });
       video.webhookQueued = true;
       this.#retryDelay = FIRST_RETRY_MS;
@@ -162,9 +166,12 @@ export class ClipWebhooks {
     if (this.#retry !== null) return;
     const delay = this.#retryDelay;
     this.#retryDelay = Math.min(LAST_RETRY_MS, delay * 2);
-    this.#retry = this.#options.clock.setTimeout(() => {
+    // The service's own timer, not the account whose clip happened to trigger it.
+    const clock = this.#options.clock as { as?: <T>(account: number | null, fn: () => T) => T } & ClipWebhooksOptions['clock'];
+    const arm = (fn: () => unknown) => (clock.as ? clock.as(null, fn) : fn());
+    this.#retry = arm(() => this.#options.clock.setTimeout(() => {
       this.#retry = null;
       this.resume();
-    }, delay);
+    }, delay));
   }
 }
