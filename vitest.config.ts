@@ -1,5 +1,20 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * The files that take longest (a run's tail on 2 workers), started first: a clean checkout has no timing
+ * cache, so vitest would order by file size and could leave the 75 s package test for last, alone.
+ */
+const SLOW_FIRST = ['test/package.test.ts', 'test/cli/serve.test.ts', 'test/e2e/serve-redis.test.ts', 'test/service/contract/bodies.property.test.ts', 'test/e2e/emitter-bullmq.test.ts', 'test/e2e/relay-redis.test.ts', 'test/e2e/relay-faults.test.ts'];
+
+class SlowFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => SLOW_FIRST.findIndex((slow) => file.moduleId.replaceAll('\\', '/').endsWith(slow));
+    return [...sorted.filter((file) => rank(file) !== -1).sort((a, b) => rank(a) - rank(b)), ...sorted.filter((file) => rank(file) === -1)];
+  }
+}
 
 export default defineConfig({
   resolve: {
@@ -18,5 +33,9 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: one worker on a 2-core machine, where most test
+    // files wait on sockets, child processes and the browser rather than compute. Two keep both cores busy.
+    maxWorkers: 2,
+    sequence: { sequencer: SlowFirst },
   },
 });
