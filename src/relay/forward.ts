@@ -3,14 +3,10 @@ import type { EventFrame, FailCode, RawHeaders } from './frames.js';
 import { endToEnd, rawHeader } from './headers.js';
 import { realScheduler, type Scheduler } from './heartbeat.js';
 import { LocalHttpClient } from './local-http.js';
-import { ReplyParseError } from './reply-parser.js';
+import { ReplyParseError, type ParsedReply } from './reply-parser.js';
 
-/** The local app's reply to one forwarded event. */
-export interface LocalReply {
-  status: number;
-  headers: RawHeaders;
-  body: Buffer;
-}
+/** The local app's reply to one forwarded event: what the parser read, without its connection's reuse. */
+export type LocalReply = Omit<ParsedReply, 'reusable'>;
 
 /** The local app could not be reached or did not answer in time. */
 export class ForwardError extends Error {

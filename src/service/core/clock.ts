@@ -1,5 +1,6 @@
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { peek, pop, push, type Timer } from './timer-heap.js';
 
 /** A clock the state machines arm their timers on; `as` (a `SimulatedClock`'s) puts them on an account's own time. */
 export interface LaneClock {
@@ -10,10 +11,11 @@ export interface LaneClock {
 }
 
 /**
- * Runs `fn` on `account`'s time when the clock has accounts' times, else as it is: a clip, image job or
- * asset is armed on its own account's time whoever arms it (a restart, a rollback, a seed by the admin).
+ * Runs `fn` on `account`'s time (`null`: the service's own) when the clock has accounts' times, else as it
+ * is: a clip, image job or asset is armed on its own account's time whoever arms it (a restart, a rollback,
+ * a seed by the admin), and a service-wide timer on the service's whoever triggers it.
  */
-export function onTimeOf<T>(clock: LaneClock, account: number, fn: () => T): T {
+export function onTimeOf<T>(clock: LaneClock, account: number | null, fn: () => T): T {
   return clock.as ? clock.as(account, fn) : fn();
 }
 
@@ -44,15 +46,6 @@ export interface SimulatedClockOptions {
   real?: RealTimers;
 }
 
-interface Timer {
-  /** When it fires, on its lane's time. */
-  readonly at: number;
-  readonly seq: number;
-  readonly callback: () => void;
-  /** The account whose time it runs on (`null`: the service's own). */
-  readonly lane: number | null;
-  cancelled: boolean;
-}
 
 /** An account's own time (issue 22): how far it is ahead of the service's, and its timers. */
 interface Lane {
@@ -448,44 +441,4 @@ export class SimulatedClock {
     }, delay);
     this.#armed = { handle, at: key! };
   }
-}
-
-function peek(heap: Timer[]): Timer | undefined {
-  while (heap.length > 0 && heap[0]!.cancelled) pop(heap);
-  return heap[0];
-}
-
-function push(heap: Timer[], timer: Timer): void {
-  heap.push(timer);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (!before(heap[i]!, heap[parent]!)) break;
-    [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-    i = parent;
-  }
-}
-
-function pop(heap: Timer[]): Timer | undefined {
-  const top = heap[0];
-  const last = heap.pop();
-  if (heap.length > 0 && last) {
-    heap[0] = last;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      const right = left + 1;
-      let least = i;
-      if (left < heap.length && before(heap[left]!, heap[least]!)) least = left;
-      if (right < heap.length && before(heap[right]!, heap[least]!)) least = right;
-      if (least === i) break;
-      [heap[i], heap[least]] = [heap[least]!, heap[i]!];
-      i = least;
-    }
-  }
-  return top;
-}
-
-function before(a: Timer, b: Timer): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }

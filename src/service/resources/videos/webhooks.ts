@@ -6,6 +6,7 @@ import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
 import { batchRelease, chaosModesOf, combineModes, type ChaosMode } from '../../testing/chaos.js';
 import type { WebhookChaos } from '../../testing/chaos-transport.js';
+import { onTimeOf, type LaneClock } from '../../core/clock.js';
 
 export interface ClipWebhooksOptions {
   emitter: WebhookEmitter;
@@ -17,7 +18,7 @@ export interface ClipWebhooksOptions {
   secret: string;
   warn: (message: string) => void;
   /** Where a webhook that could not be handed over is tried again (1 s, doubling to 60 s): the service's clock. */
-  clock: { setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  clock: LaneClock;
   /** Webhook chaos (issue 22), when the service made its own emitter (a custom one sends plainly). */
   chaos?: WebhookChaos | undefined;
   /** Told the account of each delivery handed to the emitter (its webhook retries run on that account's time). */
@@ -167,9 +168,7 @@ export class ClipWebhooks {
     const delay = this.#retryDelay;
     this.#retryDelay = Math.min(LAST_RETRY_MS, delay * 2);
     // The service's own timer, not the account whose clip happened to trigger it.
-    const clock = this.#options.clock as { as?: <T>(account: number | null, fn: () => T) => T } & ClipWebhooksOptions['clock'];
-    const arm = (fn: () => unknown) => (clock.as ? clock.as(null, fn) : fn());
-    this.#retry = arm(() => this.#options.clock.setTimeout(() => {
+    this.#retry = onTimeOf(this.#options.clock, null, () => this.#options.clock.setTimeout(() => {
       this.#retry = null;
       this.resume();
     }, delay));
