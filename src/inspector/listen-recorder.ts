@@ -5,7 +5,8 @@ import type { RawHeaders } from '../relay/frames.js';
 import type { ListenerEvent, ListenerEvents, ListenerReply } from '../relay/listener-types.js';
 import { withDeliveredAt, withSignature } from '../relay/resign.js';
 import { ExchangeLog } from './exchange-log.js';
-import { detailOf, ExchangeBook, keep, OUTCOMES, summarize, videoIdOf, type Exchange, type ExchangeFilter, type ExchangeSummary, type Outcome } from './exchanges.js';
+import { ExchangeBook, type ExchangeFilter } from './exchange-book.js';
+import { detailOf, keep, OUTCOMES, summarize, videoIdOf, type Exchange, type ExchangeSummary, type Outcome } from './exchanges.js';
 
 export interface ListenRecorderOptions {
   /** listen's `--forward-to`, shown on the page. */
