@@ -80,7 +80,9 @@ export function intOption(name: string, env: string, fallback: number): number {
 /**
  * `BENCH_PROFILE=<dir>`: a CPU profile of this process over the window the bench measures (not its start-up
  * or warm-up), written to `<dir>/<name>.cpuprofile` on `stop()`; read it with `bench/top-frames.ts`, or
- * open it in Chrome DevTools. Without `BENCH_PROFILE`, `start` and `stop` do nothing.
+ * open it in Chrome DevTools. Without `BENCH_PROFILE`, `start` and `stop` do nothing. With `BENCH_HEAP=1` as
+ * well, a sampling allocation profile of the same window, collected objects included, in `<name>.heapprofile`
+ * (`bench/top-frames.ts --heap` reads it: the allocation sites that make the garbage collector work).
  */
 export function windowProfiler(name: string): { start(): Promise<void>; stop(): Promise<void> } {
   const dir = process.env.BENCH_PROFILE;
@@ -95,15 +97,22 @@ export function windowProfiler(name: string): { start(): Promise<void>; stop(): 
       await session.post('Profiler.enable');
       await session.post('Profiler.setSamplingInterval', { interval: 250 });
       await session.post('Profiler.start');
+      // BENCH_HEAP=1 also samples allocations, the ones GC has since collected included (what makes GC work).
+      if (process.env.BENCH_HEAP) {
+        await session.post('HeapProfiler.enable');
+        await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      }
     },
     async stop() {
       if (!session) return;
       const { profile } = await session.post('Profiler.stop');
+      const heap = process.env.BENCH_HEAP ? (await session.post('HeapProfiler.stopSampling')).profile : null;
       session.disconnect();
       session = null;
       const { mkdirSync, writeFileSync } = await import('node:fs');
       mkdirSync(dir, { recursive: true });
       writeFileSync(`${dir}/${name}.cpuprofile`, JSON.stringify(profile));
+      if (heap) writeFileSync(`${dir}/${name}.heapprofile`, JSON.stringify(heap));
     },
   };
 }

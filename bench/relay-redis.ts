@@ -16,13 +16,13 @@ import { fork, spawn as spawnProcess, type ChildProcess } from 'node:child_proce
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { connectListener, createChannel, createRelayServer, sign } from '../src/index.js';
 import { intOption, median, num, ratio, table } from './lib.js';
+import { sendAmount } from './parts/amount.js';
 
 const EVENTS = intOption('events', 'BENCH_EVENTS', 8_000);
 const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', 3);
@@ -107,38 +107,20 @@ async function startRedis(dir: string): Promise<{ url: string; process: ChildPro
 
 // ---- load ----------------------------------------------------------------------------------------
 
-interface AutocannonResult {
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-}
-type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
-// autocannon ships no types; its programmatic API returns a promise when given no callback.
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 let delivery = 0;
 
 /** Events/s for EVENTS POSTs to `url`, each with a delivery id of its own; every one must get the app's 200. */
 async function burst(url: string): Promise<number> {
-  const started = performance.now();
-  const result = await autocannon({
-    url,
-    connections: CONCURRENCY,
-    amount: EVENTS,
-    requests: [
-      {
-        method: 'POST',
-        body: BODY,
-        setupRequest: (request: { headers: Record<string, string> }) => ({
-          ...request,
-          headers: { 'content-type': 'application/json', 'x-service-event': 'video.completed', 'x-service-signature': SIGNATURE, 'x-service-delivery': `dlv_${++delivery}` },
-        }),
-      },
-    ],
-  });
-  const seconds = (performance.now() - started) / 1000;
-  const bad = result.errors + result.timeouts + result.non2xx;
-  if (bad || result['2xx'] !== EVENTS) throw new Error(`${url}: ${result['2xx']} of ${EVENTS} requests got 200 (${bad} errors, timeouts or non-2xx)`);
+  const { seconds } = await sendAmount(url, CONCURRENCY, EVENTS, [
+    {
+      method: 'POST',
+      body: BODY,
+      setupRequest: (request: { headers?: Record<string, string> }) => ({
+        ...request,
+        headers: { 'content-type': 'application/json', 'x-service-event': 'video.completed', 'x-service-signature': SIGNATURE, 'x-service-delivery': `dlv_${++delivery}` },
+      }),
+    },
+  ]);
   return EVENTS / seconds;
 }
 

@@ -16,13 +16,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { createChannel, createRelayServer, sign } from '../src/index.js';
 import { intOption, median, num, table, target } from './lib.js';
+import { sendAmount } from './parts/amount.js';
 import { all, answerParent, cpuPerEvent, forkRole, type Child } from './parts/children.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -112,21 +112,6 @@ async function latency(direct: string, relayed: string) {
   return { direct: { p50: percentile(a, 50), p99: percentile(a, 99) }, relay: { p50: percentile(b, 50), p99: percentile(b, 99) } };
 }
 
-interface AutocannonResult {
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-}
-interface AutocannonRequest {
-  method: string;
-  body: string;
-  setupRequest: (req: { headers?: Record<string, string> }) => object;
-}
-type Autocannon = (options: { url: string; connections: number; amount: number; requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
-// autocannon ships no types; its programmatic API returns a promise when given no callback.
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
-
 /**
  * Events/s for `total` POSTs, CONCURRENCY at a time, sent by autocannon (as in bench/middleware.ts): it
  * spends about a third of node:http's client CPU per request, and on two cores every microsecond the load
@@ -135,13 +120,9 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 let sequence = 0;
 
 async function throughput(url: string, total: number): Promise<number> {
-  const started = performance.now();
   // Each event its own delivery id, as a sender's are (the relay keeps one buffered copy per delivery id).
   const setupRequest = (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...HEADERS, 'x-service-delivery': `dlv_bench_${++sequence}` } });
-  const result = await autocannon({ url, connections: CONCURRENCY, amount: total, requests: [{ method: 'POST', body: BODY, setupRequest }] });
-  const seconds = (performance.now() - started) / 1000;
-  const bad = result.errors + result.timeouts + result.non2xx;
-  if (bad || result['2xx'] !== total) throw new Error(`${url}: ${result['2xx']} of ${total} requests got 200 (${bad} errors, timeouts or non-2xx)`);
+  const { seconds } = await sendAmount(url, CONCURRENCY, total, [{ method: 'POST', body: BODY, setupRequest }]);
   return total / seconds;
 }
 

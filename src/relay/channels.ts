@@ -244,27 +244,40 @@ export class ChannelStore {
     if (fits && (channel.events[0]?.receivedAt ?? Infinity) >= cutoff) return;
     let extraCount = channel.events.length - this.#maxEvents + Math.max(1, Math.floor(this.#maxEvents / 10));
     let extraBytes = bytes + incoming - this.#maxBytes + Math.floor(this.#maxBytes / 10);
-    const kept: StoredEvent[] = [];
+    const { events, acked } = channel;
     const dropped: number[] = [];
-    let keptBytes = 0;
+    let droppedBytes = 0;
     const byDelivery = this.#byDelivery.get(channel);
-    for (const event of channel.events) {
-      const acked = channel.acked.has(event.seq);
-      if (event.receivedAt < cutoff || (acked && (extraCount > 0 || extraBytes > 0))) {
-        extraCount--;
-        extraBytes -= base64Length(event.body);
-        channel.acked.delete(event.seq);
-        dropped.push(event.seq);
-        // Only the dropped ones leave the index: rebuilding it walked the whole buffer every tenth of it (issue 23).
-        if (event.deliveryId !== null && byDelivery?.get(event.deliveryId) === event) byDelivery.delete(event.deliveryId);
-        continue;
+    const goes = (event: StoredEvent) => event.receivedAt < cutoff || ((extraCount > 0 || extraBytes > 0) && acked.has(event.seq));
+    const drop = (event: StoredEvent) => {
+      const size = base64Length(event.body);
+      extraCount--;
+      extraBytes -= size;
+      droppedBytes += size;
+      acked.delete(event.seq);
+      dropped.push(event.seq);
+      // Only the dropped ones leave the index: rebuilding it walked the whole buffer every tenth of it (issue 23).
+      if (event.deliveryId !== null && byDelivery?.get(event.deliveryId) === event) byDelivery.delete(event.deliveryId);
+    };
+    // A busy channel's oldest tenth is all acknowledged: it goes as one prefix, and the rest is only looked
+    // over for an event that goes too (issue 23: rebuilding the buffer event by event was 2 % of the relay).
+    let start = 0;
+    while (start < events.length && goes(events[start]!)) drop(events[start++]!);
+    let next = start;
+    while (next < events.length && !goes(events[next]!)) next++;
+    if (next === events.length) {
+      if (start > 0) channel.events = events.slice(start);
+    } else {
+      const kept = events.slice(start, next);
+      for (let i = next; i < events.length; i++) {
+        const event = events[i]!;
+        if (goes(event)) drop(event);
+        else kept.push(event);
       }
-      kept.push(event);
-      keptBytes += base64Length(event.body);
+      channel.events = kept;
     }
-    channel.events = kept;
-    this.#totalBytes += keptBytes - bytes;
-    this.#bytes.set(channel, keptBytes);
+    this.#totalBytes -= droppedBytes;
+    this.#bytes.set(channel, bytes - droppedBytes);
     this.#file?.dropped(channel, dropped);
   }
 

@@ -47,25 +47,39 @@ export interface QueuedLine {
 
 const NEWLINE = Buffer.from('\n');
 
-/** The lines, each followed by a newline, as UTF-8 in one buffer; a line made by a function is made here. */
-function encodeLines(lines: readonly QueuedLine[]): Buffer {
-  let out = Buffer.allocUnsafe(64 * 1024);
+/** The first buffer of a write, and the most any later one starts with: each is twice the one before. */
+const FIRST_PIECE_BYTES = 16 * 1024;
+const MAX_PIECE_BYTES = 1024 * 1024;
+
+/**
+ * The lines, each followed by a newline, as UTF-8 in a few buffers (written together, with one writev); a
+ * line made by a function is made here. A full buffer is kept and a larger one started: growing one buffer
+ * by doubling copied a busy second's lines (a few MB) several times over (issue 23).
+ */
+function encodeLines(lines: readonly QueuedLine[]): { pieces: Buffer[]; bytes: number } {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  let out: Buffer | null = null;
   let at = 0;
   for (const line of lines) {
     if (line.text === null) continue;
     const text = typeof line.text === 'string' ? line.text : line.text();
     if (text === null) continue;
     // A UTF-16 code unit takes at most 3 bytes in UTF-8, and the newline 1.
-    const needed = at + text.length * 3 + 1;
-    if (needed > out.length) {
-      const grown = Buffer.allocUnsafe(Math.max(needed, out.length * 2));
-      out.copy(grown, 0, 0, at);
-      out = grown;
+    const needed = text.length * 3 + 1;
+    if (out === null || at + needed > out.length) {
+      if (out !== null && at > 0) pieces.push(out.subarray(0, at));
+      const next = out === null ? FIRST_PIECE_BYTES : Math.min(out.length * 2, MAX_PIECE_BYTES);
+      out = Buffer.allocUnsafe(Math.max(needed, next));
+      at = 0;
     }
-    at += out.write(text, at);
-    out[at++] = 0x0a;
+    const written = out.write(text, at) + 1;
+    out[at + written - 1] = 0x0a;
+    at += written;
+    bytes += written;
   }
-  return out.subarray(0, at);
+  if (out !== null && at > 0) pieces.push(out.subarray(0, at));
+  return { pieces, bytes };
 }
 
 /**
@@ -188,10 +202,8 @@ export class LineJournal {
     for (const text of this.#tail?.() ?? []) lines.push({ text });
     let appending = false;
     try {
-      // One buffer for the whole write, each line encoded into it as it is made.
-      const joined = encodeLines(lines);
-      const pieces = joined.length === 0 ? [] : [joined];
-      const bytes = joined.length;
+      // Each line encoded as it is made, into a few large buffers written at once.
+      const { pieces, bytes } = encodeLines(lines);
       let compacted = false;
       if (this.#compactNow || this.#journalBytes + bytes >= Math.max(this.#compactAfterBytes, this.#snapshotBytes, this.#nextCompactionAt)) {
         this.#compactNow = false;

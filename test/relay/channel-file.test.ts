@@ -78,6 +78,24 @@ describe('relay data file', () => {
     });
   }
 
+  it('writes a busy second of events in several buffers, every line whole across their seams (issue 23)', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const file = `${dir}/relay.json`;
+    const store = await openStore(file, { maxEvents: 1_000 });
+    const { channel } = store.create()!;
+    // About 1 MB of lines in one write: more than the first buffers (16, 32, 64 KiB…) hold, with multi-byte
+    // characters and bodies of many sizes, so lines meet the seams at every offset.
+    for (let i = 0; i < 600; i++) store.append(channel, event(`dlv_${i}`, `é🦊${'x'.repeat((i * 37) % 2_000)}${i}`));
+    await store.commit();
+    const before = state(store, [channel.id]);
+    const journal = await readFile(`${file}.journal`, 'utf8');
+    expect(journal.length).toBeGreaterThan(900_000);
+    expect(journal.split('\n').filter(Boolean).every((line) => JSON.parse(line) !== null)).toBe(true);
+    await store.close();
+    expect(state(await openStore(file, { maxEvents: 1_000 }), [channel.id])).toEqual(before);
+  });
+
   it('replays a journal left beside the snapshot that holds it (a crash between a compaction and its truncation)', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);

@@ -59,6 +59,29 @@ describe('ChannelStore', () => {
     expect(channel.events.map((e) => e.seq)).toEqual([2]);
   });
 
+  it('makes room by dropping the oldest acknowledged events, past unacknowledged ones, in order, and ages out any (issue 23)', () => {
+    let now = 0;
+    const store = new ChannelStore({ file: false, clock: () => now, maxEvents: 10, maxBytes: 1e6, maxAgeMs: 1000, scheduler: realScheduler, lazyCommitMs: 10 });
+    const { channel } = store.create()!;
+    for (let i = 0; i < 10; i++) store.append(channel, event(i === 6 ? -5000 : 0, `dlv_${i + 1}`));
+    // 1 and 4 wait; the rest are acknowledged. A tenth of the bound goes for room, the oldest acknowledged
+    // first (2), past the waiting 1; 7 is past the age bound and goes too, wherever it is.
+    for (const seq of [2, 3, 5, 6, 7, 8, 9, 10]) store.ack(channel, seq);
+    now = 10;
+    expect(seqOf(store.append(channel, event(now, 'dlv_11')))).toBe(11);
+    expect(channel.events.map((e) => e.seq)).toEqual([1, 3, 4, 5, 6, 8, 9, 10, 11]);
+    expect(store.find(channel, 'dlv_1')?.seq).toBe(1);
+    expect(store.find(channel, 'dlv_2')).toBeUndefined();
+    // All acknowledged and in order: the prefix goes at once, the rest stays as it was.
+    for (const seq of [1, 4, 11]) store.ack(channel, seq);
+    store.append(channel, event(now));
+    expect(channel.events.map((e) => e.seq)).toEqual([1, 3, 4, 5, 6, 8, 9, 10, 11, 12]);
+    store.append(channel, event(now));
+    expect(channel.events.map((e) => e.seq)).toEqual([3, 4, 5, 6, 8, 9, 10, 11, 12, 13]);
+    store.append(channel, event(now));
+    expect(channel.events.map((e) => e.seq)).toEqual([4, 5, 6, 8, 9, 10, 11, 12, 13, 14]);
+  });
+
   it('finds an event by sequence number or delivery id, and survives a reopen', async () => {
     const { dir, cleanup } = await testdir();
     cleanups.push(cleanup);
