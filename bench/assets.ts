@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { median, num, ratio, table } from './lib.js';
+import { code } from './parts/code.js';
 
 const QUICK = process.argv.includes('--quick');
 const FILE_BYTES = 5 * 1024 * 1024;
@@ -28,7 +29,7 @@ async function serve(kind: 'service' | 'bare'): Promise<void> {
   let apiKey = '';
   let close = async () => {};
   if (kind === 'service') {
-    const { createServiceApp } = await import('../src/service/http/app.js');
+    const { createServiceApp } = await code<typeof import('../src/service/http/app.js')>('service/http/app.js');
     const app = await createServiceApp({ file: join(dir, 'service.json'), rateLimitPerMinute: 1e9, warn: () => undefined });
     apiKey = app.service.first().apiKey;
     handler = app;
@@ -138,9 +139,9 @@ async function uploads(): Promise<string> {
 }
 
 async function imageJobs(): Promise<string> {
-  const { Service } = await import('../src/service/service.js');
-  const { SimulatedClock } = await import('../src/service/core/clock.js');
-  const { ImageRequest } = await import('../src/service/contract/images.js');
+  const { Service } = await code<typeof import('../src/service/service.js')>('service/service.js');
+  const { SimulatedClock } = await code<typeof import('../src/service/core/clock.js')>('service/core/clock.js');
+  const { ImageRequest } = await code<typeof import('../src/service/contract/images.js')>('service/contract/images.js');
   const clock = new SimulatedClock({ frozen: true });
   const service = await Service.open({ file: false, clock, rateLimitPerMinute: 1e9, balance: 1e9, warn: () => undefined });
   try {

@@ -16,9 +16,13 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/helpers/redis.js';
-import { measured } from '../src/emitter/measure.js';
-import { bullmqQueue, createEmitter, FileOutbox, type WebhookEmitter } from '../src/index.js';
+import type { WebhookEmitter } from '../src/index.js';
 import { intOption, median, num, ratio, table, target, template, windowProfiler } from './lib.js';
+import { code } from './parts/code.js';
+
+// The emitter as users run it: the built package (bench/parts/code.ts); `measured` is its own switches.
+const { measured } = await code<typeof import('../src/emitter/measure.js')>('emitter/measure.js');
+const { bullmqQueue, createEmitter, FileOutbox } = await code<typeof import('../src/index.js')>('index.js');
 
 const DELIVERIES = intOption('deliveries', 'BENCH_DELIVERIES', 4_000);
 const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 16);

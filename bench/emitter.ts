@@ -11,7 +11,11 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { createEmitter, FileOutbox, MemoryOutbox, sign, type Outbox } from '../src/index.js';
+import type { Outbox } from '../src/index.js';
+import { code } from './parts/code.js';
+
+// The emitter as users run it: the built package (bench/parts/code.ts).
+const { createEmitter, FileOutbox, MemoryOutbox, sign } = await code<typeof import('../src/index.js')>('index.js');
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -5,8 +5,11 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileDeliveryStore } from '../src/receiver/file-delivery-store.js';
 import { intOption, median, num, table, target } from './lib.js';
+import { code } from './parts/code.js';
+
+// The package as users run it: built first (bench/parts/code.ts).
+const { FileDeliveryStore } = await code<typeof import('../src/receiver/file-delivery-store.js')>('receiver/file-delivery-store.js');
 
 const RETAINED = intOption('retained', 'BENCH_RETAINED', 100_000);
 const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 256);

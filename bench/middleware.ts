@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { eventBody, flags, intOption, median, num, ratio, table, target, windowProfiler } from './lib.js';
+import { code } from './parts/code.js';
 
 const SECRET = 'whsec_bench_middleware';
 const PATH = '/webhooks';
@@ -42,7 +43,8 @@ async function serve(kind: Kind): Promise<void> {
   let close = async () => {};
 
   if (kind === 'receiver' || kind === 'memory') {
-    const { createReceiver, FileDeliveryStore, MemoryDeliveryStore } = await import('../src/index.js');
+    // The receiver as users run it: the built package (bench/parts/code.ts).
+    const { createReceiver, FileDeliveryStore, MemoryDeliveryStore } = await code<typeof import('../src/index.js')>('index.js');
     const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-mw-'));
     const store = kind === 'memory' ? new MemoryDeliveryStore() : new FileDeliveryStore({ file: join(dir, 'deliveries.json') });
     const receiver = createReceiver({ secret: SECRET, store, tolerance: 300, limit: LIMIT });
@@ -181,7 +183,7 @@ async function stop(server: Server): Promise<void> {
 }
 
 async function load(kind: Kind, port: number, seconds: number, connections: number): Promise<AutocannonResult> {
-  const { sign } = await import('../src/protocol/signature.js');
+  const { sign } = await code<typeof import('../src/protocol/signature.js')>('protocol/signature.js');
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections,

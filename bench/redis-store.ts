@@ -7,9 +7,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { RedisDeliveryStore } from '../src/receiver/redis-delivery-store.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { intOption, median, num, ratio, table, target } from './lib.js';
+import { code } from './parts/code.js';
+
+// The package as users run it: built first (bench/parts/code.ts).
+const { RedisDeliveryStore } = await code<typeof import('../src/receiver/redis-delivery-store.js')>('receiver/redis-delivery-store.js');
 
 const OPS = intOption('ops', 'BENCH_OPS', 40_000);
 const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 64);

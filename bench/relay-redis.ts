@@ -20,9 +20,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { connectListener, createChannel, createRelayServer, sign } from '../src/index.js';
 import { intOption, median, num, ratio, table } from './lib.js';
 import { sendAmount } from './parts/amount.js';
+import { code } from './parts/code.js';
+
+// The relay and listener as users run them: the built package (bench/parts/code.ts).
+const { connectListener, createChannel, createRelayServer, sign } = await code<typeof import('../src/index.js')>('index.js');
 
 const EVENTS = intOption('events', 'BENCH_EVENTS', 8_000);
 const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', 3);

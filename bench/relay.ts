@@ -1,6 +1,7 @@
 /**
  * Relay benchmarks (issues 4 and 23). Run: `node --import tsx bench/relay.ts [--quick]`; prints markdown.
  *
+ * The relay and `listen` are the built package (dist/, built first: bench/parts/code.ts), as users run them.
  * Each part runs in its own process, as it would in use (relay on a server; `listen` and the app on a
  * laptop), all on 127.0.0.1. `listen` is the CLI command as users run it: with its defaults (the inspector
  * on, its log beside the state file, a line per event and reply on stdout, piped and drained here), and
@@ -20,11 +21,12 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { createChannel, createRelayServer, sign } from '../src/index.js';
 import { intOption, median, num, table, target } from './lib.js';
 import { sendAmount } from './parts/amount.js';
+import { code } from './parts/code.js';
 import { all, answerParent, cpuPerEvent, forkRole, type Child } from './parts/children.js';
 
+const { createChannel, createRelayServer, sign } = await code<typeof import('../src/index.js')>('index.js');
 const QUICK = process.argv.includes('--quick');
 const SCRIPT = fileURLToPath(import.meta.url);
 const LATENCY_SAMPLES = QUICK ? 500 : 3_000;
@@ -63,7 +65,7 @@ async function role(name: string, args: string[]): Promise<void> {
   } else if (name === 'listen' || name === 'listen-no-inspect') {
     // The CLI itself, as `cliphook listen` runs it; the parent waits for its "Ready!" line.
     const [relayUrl, channel, token, forwardTo, state] = args as [string, string, string, string, string];
-    const { main: cli } = await import('../src/cli/main.js');
+    const { main: cli } = await code<typeof import('../src/cli/main.js')>('cli/main.js');
     const flags = ['--relay', relayUrl, '--forward-to', forwardTo, '--channel', channel, '--token', token, '--state', state];
     process.exitCode = await cli(['node', 'cliphook', 'listen', ...flags, ...(name === 'listen' ? [] : ['--no-inspect'])]);
   }

@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from './parts/code.js';
 
 const BENCH = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH, '..');
@@ -74,6 +75,9 @@ function writeSection(readme: string, name: string, body: string): string {
   if (results >= 0) return `${readme.slice(0, results)}${section}\n\n${readme.slice(results)}`;
   return `${readme.trimEnd()}\n\n## Results\n\n<!-- bench:results -->\n${section}\n\n<!-- /bench:results -->\n`;
 }
+
+// The benchmarks measure the built package, as users run it: importing bench/parts/code.ts built it, once.
+ensureBuilt();
 
 const failed: string[] = [];
 let readme = existsSync(README) ? readFileSync(README, 'utf8') : '# Benchmarks\n';

@@ -3,8 +3,11 @@
 // 10,000 clips (seeded as done clips, the cheapest way to fill the table).
 //   node --import tsx bench/service-start.ts [--rounds 20] [--clips 10000] [--resets 5]
 import { performance } from 'node:perf_hooks';
-import { startService } from '../src/service/http/app.js';
 import { intOption, median, table, target } from './lib.js';
+import { code } from './parts/code.js';
+
+// The package as users run it: built first (bench/parts/code.ts).
+const { startService } = await code<typeof import('../src/service/http/app.js')>('service/http/app.js');
 
 const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', 20);
 const CLIPS = intOption('clips', 'BENCH_CLIPS', 10_000);

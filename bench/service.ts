@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { flags, intOption, median, num, table, target } from './lib.js';
+import { code } from './parts/code.js';
 
 const QUICK = process.argv.includes('--quick');
 const KINDS = ['service', 'bare'] as const;
@@ -55,7 +56,7 @@ async function serve(kind: Kind, dir: string): Promise<void> {
   let close = async () => {};
 
   if (kind === 'service') {
-    const { createServiceApp } = await import('../src/service/http/app.js');
+    const { createServiceApp } = await code<typeof import('../src/service/http/app.js')>('service/http/app.js');
     const app = await createServiceApp({ file: join(dir, 'service.json'), speed: 'fast', rateLimitPerMinute: 1e9, balance: 1e12, warn: () => undefined });
     apiKey = app.service.first().apiKey;
     handler = app;
@@ -68,7 +69,7 @@ async function serve(kind: Kind, dir: string): Promise<void> {
     close = () => app.close();
   } else {
     const { default: express } = await import('express');
-    const { JournalFile } = await import('../src/store/journal-file.js');
+    const { JournalFile } = await code<typeof import('../src/store/journal-file.js')>('store/journal-file.js');
     interface Snapshot {
       version: 1;
       records: Record<string, unknown>[];
@@ -149,8 +150,8 @@ function measure(): Memory {
 
 /** Imports the service's modules first, so the time to open measures loading the file, not loading code. */
 async function serviceOpener() {
-  const { Service } = await import('../src/service/service.js');
-  const { SimulatedClock } = await import('../src/service/core/clock.js');
+  const { Service } = await code<typeof import('../src/service/service.js')>('service/service.js');
+  const { SimulatedClock } = await code<typeof import('../src/service/core/clock.js')>('service/core/clock.js');
   return (dir: string, balance?: number) => {
     // Frozen: the clips stay pending (each with its plan and a timer on the clock), and the reopened
     // service, frozen at the same instant, finds none of them due.
@@ -161,7 +162,7 @@ async function serviceOpener() {
 
 async function fill(dir: string, count: number): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const { VideoRequest } = await import('../src/service/contract/videos.js');
+  const { VideoRequest } = await code<typeof import('../src/service/contract/videos.js')>('service/contract/videos.js');
   const openService = await serviceOpener();
   const service = await openService(dir, 1e12);
   const { caller } = await service.gate.admit(service.gate.identify(`Bearer ${service.first().apiKey}`));
@@ -393,7 +394,7 @@ async function http(dir: string): Promise<string> {
  * over many calls, against the service's whole CPU per request measured above.
  */
 async function validationCost(postCpuUs: number, getCpuUs: number): Promise<string> {
-  const { VideoRequest, VideoPath } = await import('../src/service/contract/videos.js');
+  const { VideoRequest, VideoPath } = await code<typeof import('../src/service/contract/videos.js')>('service/contract/videos.js');
   const body = JSON.parse(POST_BODY) as unknown;
   const time = (run: () => unknown) => {
     for (let i = 0; i < 20_000; i++) run();

@@ -44,7 +44,7 @@ function shortUrl(url: string): string {
   if (!url) return '';
   const modules = url.lastIndexOf('node_modules/');
   if (modules >= 0) return url.slice(modules + 'node_modules/'.length);
-  const src = url.search(/\/(src|bench)\//);
+  const src = url.search(/\/(src|bench|dist)\//);
   if (src >= 0) return url.slice(src + 1);
   return url;
 }

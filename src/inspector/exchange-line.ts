@@ -50,7 +50,7 @@ export function lineOf(exchange: Exchange): string {
   const head =
     `{"v":${VERSION},"id":${num(exchange.id)},"at":${num(exchange.at)},"receivedAt":${num(exchange.receivedAt)},"seq":${num(exchange.seq)},` +
     `"channel":${text(exchange.channel)},"method":${json(exchange.method)},"url":${json(exchange.url)},"eventName":${text(exchange.eventName)},` +
-    `"deliveryId":${text(exchange.deliveryId)},"videoId":${text(exchange.videoId)},"signatureValid":${bool(exchange.signatureValid)},` +
+    `"deliveryId":${text(exchange.deliveryId)},${exchange.videoId === undefined ? '' : `"videoId":${text(exchange.videoId)},`}"signatureValid":${bool(exchange.signatureValid)},` +
     `"resigned":${bool(exchange.resigned)},"backlog":${bool(exchange.backlog)},"replay":${bool(exchange.replay)},"replayOf":${num(exchange.replayOf)},` +
     `"edited":${bool(exchange.edited)},"request":{"headers":${json(request.headers)},"body":${bodyOf(request.body)}},"reply":`;
   if (reply === null) return `${head}null}\n`;
@@ -103,7 +103,8 @@ export function parseLine(line: string): Exchange | null {
     url: value.url,
     eventName: text('eventName'),
     deliveryId: text('deliveryId'),
-    videoId: text('videoId'),
+    // Lines write it only once it was read (see `exchangeVideoId`); older ones always did.
+    videoId: typeof value.videoId === 'string' || value.videoId === null ? value.videoId : undefined,
     signatureValid: typeof value.signatureValid === 'boolean' ? value.signatureValid : null,
     resigned: value.resigned === true,
     backlog: value.backlog === true,

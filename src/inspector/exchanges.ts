@@ -39,8 +39,11 @@ export interface Exchange {
   url: string;
   eventName: string | null;
   deliveryId: string | null;
-  /** The body's top-level `id` (the clip's id in a clip webhook). */
-  videoId: string | null;
+  /**
+   * The body's top-level `id` (the clip's id in a clip webhook); `undefined` until first asked for, through
+   * `exchangeVideoId` (issue 23: reading it from every body forwarded was a tenth of the inspector's cost).
+   */
+  videoId: string | null | undefined;
   /** With `--secret`: whether its signature verified; `null` without a secret. */
   signatureValid: boolean | null;
   resigned: boolean;
@@ -101,7 +104,7 @@ export function summarize(exchange: Exchange): ExchangeSummary {
     url: exchange.url,
     eventName: exchange.eventName,
     deliveryId: exchange.deliveryId,
-    videoId: exchange.videoId,
+    videoId: exchangeVideoId(exchange),
     status: reply?.status ?? null,
     outcome: outcomeOf(exchange),
     errorCode: reply?.error?.code ?? null,
@@ -149,6 +152,23 @@ export function detailOf(exchange: Exchange) {
     request: { headers: request.headers, body: bodyView(request.body) },
     reply: reply && { status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, durationMs: reply.durationMs, headers: reply.headers, body: bodyView(reply.body) },
   };
+}
+
+/**
+ * The exchange's video id, read from its kept request body the first time it is asked for (a page shows it,
+ * or a restart reads the log back). A body kept truncated had its id read whole when it was recorded.
+ */
+export function exchangeVideoId(exchange: Exchange): string | null {
+  if (exchange.videoId === undefined) exchange.videoId = videoIdOf(exchange.request.body.bytes);
+  return exchange.videoId;
+}
+
+/**
+ * The video id of a body about to be kept: `undefined` (read when first asked for) unless it is kept
+ * truncated, when only the whole body can tell.
+ */
+export function videoIdToKeep(body: Buffer, maxBodyBytes: number): string | null | undefined {
+  return body.length > maxBodyBytes ? videoIdOf(body) : undefined;
 }
 
 /** Keeps the first `max` bytes of `bytes`. */

@@ -6,7 +6,7 @@ import type { ListenerEvent, ListenerEvents, ListenerReply } from '../relay/list
 import { withDeliveredAt, withSignature } from '../relay/resign.js';
 import { ExchangeLog } from './exchange-log.js';
 import { ExchangeBook, type ExchangeFilter } from './exchange-book.js';
-import { detailOf, keep, OUTCOMES, summarize, videoIdOf, type Exchange, type ExchangeSummary, type Outcome } from './exchanges.js';
+import { detailOf, keep, OUTCOMES, summarize, videoIdToKeep, type Exchange, type ExchangeSummary, type Outcome } from './exchanges.js';
 
 export interface ListenRecorderOptions {
   /** listen's `--forward-to`, shown on the page. */
@@ -207,7 +207,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
       at: this.#options.now(),
       receivedAt: null,
       seq: null,
-      videoId: videoIdOf(body),
+      videoId: videoIdToKeep(body, this.#options.maxBodyBytes),
       signatureValid,
       resigned: false,
       backlog: false,
@@ -256,7 +256,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
       url: event.url,
       eventName: event.eventName,
       deliveryId: event.deliveryId,
-      videoId: videoIdOf(event.body),
+      videoId: videoIdToKeep(event.body, this.#options.maxBodyBytes),
       signatureValid: event.signatureValid,
       resigned: event.resigned,
       backlog: event.backlog,

@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import * as fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { lineOf } from '../../src/inspector/exchange-line.js';
-import type { Exchange } from '../../src/inspector/exchanges.js';
+import { lineOf, parseLine } from '../../src/inspector/exchange-line.js';
+import { exchangeVideoId, summarize, type Exchange } from '../../src/inspector/exchanges.js';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
 import { testdir } from '../relay/fixtures.js';
 import { exchangeFixture } from './fixtures.js';
@@ -87,6 +87,8 @@ describe('the inspector log under a burst', () => {
     const variants: Exchange[] = [
       whole,
       { ...whole, reply: null, receivedAt: null, seq: null, channel: null, videoId: null, signatureValid: null },
+      // Not read yet (issue 23): the member is left out, as JSON.stringify leaves out an undefined one.
+      { ...whole, videoId: undefined },
       { ...whole, eventName: 'quote " and \\ and \u2028', reply: { ...whole.reply!, status: null, error: { code: 'local_timeout', detail: 'no reply within 8500 ms' }, refused: { code: 'invalid_signature', detail: 'x' }, stale: true } },
       { ...whole, replayOf: 3, edited: true, request: { headers: ['X-É', 'vàlue'], body: { bytes: Buffer.from([0, 255, 10]), size: 3000, truncated: true } } },
     ];
@@ -95,5 +97,18 @@ describe('the inspector log under a burst', () => {
       expect(line.indexOf('\n')).toBe(line.length - 1);
       expect(JSON.parse(line)).toEqual(JSON.parse(reference(exchange)));
     }
+  });
+
+  it('reads a video id only when asked for, and again from a line that was written before it was (issue 23)', () => {
+    const exchange = { ...exchangeFixture(42), id: 42, videoId: undefined } as Exchange;
+    const line = lineOf(exchange);
+    expect(line).not.toContain('videoId');
+    const back = parseLine(line.trimEnd())!;
+    expect(back.videoId).toBeUndefined();
+    expect(summarize(back).videoId).toBe('42');
+    expect(back.videoId).toBe('42');
+    // Once read, it is written; a line of an older version (always with it) reads as it was.
+    expect(parseLine(lineOf(back).trimEnd())!.videoId).toBe('42');
+    expect(exchangeVideoId(parseLine(lineOf({ ...back, videoId: null }).trimEnd())!)).toBeNull();
   });
 });
