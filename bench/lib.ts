@@ -82,7 +82,7 @@ export function intOption(name: string, env: string, fallback: number): number {
  * or warm-up), written to `<dir>/<name>.cpuprofile` on `stop()`; read it with `bench/top-frames.ts`, or
  * open it in Chrome DevTools. Without `BENCH_PROFILE`, `start` and `stop` do nothing. With `BENCH_HEAP=1` as
  * well, a sampling allocation profile of the same window, collected objects included, in `<name>.heapprofile`
- * (`bench/top-frames.ts --heap` reads it: the allocation sites that make the garbage collector work).
+ * (`bench/top-frames.ts` reads it too: the allocation sites that make the garbage collector work).
  */
 export function windowProfiler(name: string): { start(): Promise<void>; stop(): Promise<void> } {
   const dir = process.env.BENCH_PROFILE;

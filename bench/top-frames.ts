@@ -1,5 +1,6 @@
 // The top frames of a CPU profile by self time, as a markdown table (not a benchmark: `bench/run.ts` skips it).
 //   node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10]
+//   node --import tsx bench/top-frames.ts <file.heapprofile> [--top 10]   (allocation sites by bytes, BENCH_HEAP=1)
 // Self time is the time a function ran itself (not its callees), as a share of the samples that were not idle;
 // functions are grouped by name and file. `(program)` is V8 and native work outside JavaScript frames,
 // `(garbage collector)` is GC; native functions (writev, writeBuffer) are system calls' user-side entries.
@@ -40,6 +41,38 @@ export function topFrames(profile: Profile, top: number): { busyMs: number; rows
   return { busyMs: busy / 1000, rows };
 }
 
+interface HeapNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children: HeapNode[];
+}
+interface HeapProfile {
+  head: HeapNode;
+}
+
+/** `[share of bytes, function, where]` rows of a sampling heap profile by bytes allocated in the function itself. */
+export function topAllocations(profile: HeapProfile, top: number): { totalBytes: number; rows: string[][] } {
+  const self = new Map<string, { bytes: number; name: string; where: string }>();
+  let total = 0;
+  const walk = (node: HeapNode) => {
+    if (node.selfSize > 0) {
+      const where = shortUrl(node.callFrame.url);
+      const key = `${node.callFrame.functionName}\n${where}`;
+      const entry = self.get(key) ?? { bytes: 0, name: node.callFrame.functionName || '(anonymous)', where };
+      entry.bytes += node.selfSize;
+      self.set(key, entry);
+      total += node.selfSize;
+    }
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  const rows = [...self.values()]
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, top)
+    .map((entry) => [`${((entry.bytes / total) * 100).toFixed(1)} %`, `\`${entry.name}\``, entry.where ? `\`${entry.where}\`` : 'native']);
+  return { totalBytes: total, rows };
+}
+
 function shortUrl(url: string): string {
   if (!url) return '';
   const modules = url.lastIndexOf('node_modules/');
@@ -55,7 +88,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error('Usage: node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10]');
     process.exit(2);
   }
-  const { busyMs, rows } = topFrames(JSON.parse(readFileSync(file, 'utf8')) as Profile, intOption('top', 'BENCH_TOP', 10));
-  console.log(`${file}: ${busyMs.toFixed(0)} ms busy\n`);
-  console.log(['| self | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+  const top = intOption('top', 'BENCH_TOP', 10);
+  if (file.endsWith('.heapprofile')) {
+    const { totalBytes, rows } = topAllocations(JSON.parse(readFileSync(file, 'utf8')) as HeapProfile, top);
+    console.log(`${file}: ${(totalBytes / 1024 / 1024).toFixed(1)} MiB allocated (sampled)\n`);
+    console.log(['| of bytes | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+  } else {
+    const { busyMs, rows } = topFrames(JSON.parse(readFileSync(file, 'utf8')) as Profile, top);
+    console.log(`${file}: ${busyMs.toFixed(0)} ms busy\n`);
+    console.log(['| self | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+  }
 }
