@@ -3,6 +3,7 @@
 // uploads interleaved. (2) Image jobs to `done` per second with --speed fast on a frozen clock that the bench
 // advances, with the CPU it costs to make the files (sharp).
 //   node --import tsx bench/assets.ts [--quick]
+import { randomFillSync } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -15,7 +16,6 @@ import { median, num, ratio, table } from './lib.js';
 import { code } from './parts/code.js';
 
 const QUICK = process.argv.includes('--quick');
-const FILE_BYTES = 5 * 1024 * 1024;
 const UPLOADS = QUICK ? 4 : 24;
 const ROUNDS = QUICK ? 1 : 3;
 const JOBS = QUICK ? 12 : 60;
@@ -80,18 +80,24 @@ async function start(kind: 'service' | 'bare'): Promise<Child> {
   };
 }
 
-/** A multipart body with one 5 MB JPEG-looking file (JPEG magic bytes, then filler), built once. */
-function uploadBody(): Buffer {
-  const jpeg = Buffer.alloc(FILE_BYTES, 7);
-  jpeg.set([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00], 0);
-  return Buffer.concat([
+/**
+ * A multipart body with one JPEG of about 5 MiB, built once: 2,560 × 2,560 pixels of noise (noise does not
+ * compress), encoded by sharp. The service decodes what it takes (issue 20: a file whose pixels do not decode
+ * is 400 bad_mime), so magic bytes and filler are no longer an upload it accepts.
+ */
+async function uploadBody(): Promise<{ body: Buffer; fileBytes: number }> {
+  const { default: sharp } = await import('sharp');
+  const side = 2_560;
+  const jpeg = await sharp(randomFillSync(Buffer.alloc(side * side * 3)), { raw: { width: side, height: side, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+  const body = Buffer.concat([
     Buffer.from(`--${BOUNDARY}\r\ncontent-disposition: form-data; name="subject_consent"\r\n\r\nself\r\n--${BOUNDARY}\r\ncontent-disposition: form-data; name="file"; filename="photo.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`),
     jpeg,
     Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
   ]);
+  return { body, fileBytes: jpeg.length };
 }
 
-async function upload(child: Child, body: Buffer, count: number): Promise<number> {
+async function upload(child: Child, { body, fileBytes }: { body: Buffer; fileBytes: number }, count: number): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < count; i++) {
     const res = await fetch(`http://127.0.0.1:${child.port}/v1/assets`, {
@@ -102,11 +108,11 @@ async function upload(child: Child, body: Buffer, count: number): Promise<number
     if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
     await res.arrayBuffer();
   }
-  return (count * FILE_BYTES) / 1024 / 1024 / ((performance.now() - started) / 1000);
+  return (count * fileBytes) / 1024 / 1024 / ((performance.now() - started) / 1000);
 }
 
 async function uploads(): Promise<string> {
-  const body = uploadBody();
+  const body = await uploadBody();
   const service = await start('service');
   const bare = await start('bare');
   const rates: Record<'service' | 'bare', number[]> = { service: [], bare: [] };
@@ -130,7 +136,7 @@ async function uploads(): Promise<string> {
         ['bare Express route: the request piped to a file', num(bareRate), '1.00×', `${num(rest.bare / 1024)} → ${num(b.maxRssKiB / 1024)} MiB`],
       ]),
       '',
-      `RSS grew by ${num((s.maxRssKiB - rest.service) / 1024)} MiB in the service and ${num((b.maxRssKiB - rest.bare) / 1024)} MiB in the bare route while uploading ${num(FILE_BYTES / 1024 / 1024)} MiB files: stream buffers, not files held whole (issue 12 sets no target here).`,
+      `RSS grew by ${num((s.maxRssKiB - rest.service) / 1024)} MiB in the service and ${num((b.maxRssKiB - rest.bare) / 1024)} MiB in the bare route while uploading ${num(body.fileBytes / 1024 / 1024)} MiB files: stream buffers, not files held whole (issue 12 sets no target here).`,
     ].join('\n');
   } finally {
     service.process.stdin!.end();
