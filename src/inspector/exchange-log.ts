@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { chmod, mkdir, open, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
-import { encode, lineOf, parseLine, type Encoded } from './exchange-line.js';
+import { encode, parseLine, type Encoded } from './exchange-line.js';
 import type { Exchange } from './exchanges.js';
 
 /**
@@ -113,12 +113,11 @@ export class ExchangeLog {
       const batch = this.#batch;
       this.#batch = [];
       const written = batch.filter(({ id }) => !this.#rewritten.delete(id));
-      const text = written.map(lineOf);
-      if (text.length === 0) return;
+      if (written.length === 0) return;
       await this.#prepare();
-      const encoded = encode(text);
+      const encoded = encode(written);
       const bytes = encoded.bytes.length;
-      if (this.#lines + text.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+      if (this.#lines + written.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
         // Most often the file's tail is what the inspector still holds: copied as bytes, the new lines after it.
         if (await this.#keepTail(written, encoded)) return;
         // The exchanges are already in the snapshot (the caller holds each before appending it).
@@ -135,7 +134,7 @@ export class ExchangeLog {
         throw error;
       }
       this.#note(written, encoded.ends, this.#bytes);
-      this.#lines += text.length;
+      this.#lines += written.length;
       this.#bytes += bytes;
     });
   }
@@ -228,8 +227,7 @@ export class ExchangeLog {
 
   async #rewrite(): Promise<void> {
     const items = this.#options.snapshot().filter((exchange) => exchange.reply !== null);
-    const lines = items.map(lineOf);
-    const encoded = encode(lines);
+    const encoded = encode(items);
     const text = encoded.bytes;
     const temporary = `${this.#options.file}.tmp`;
     await writeFile(temporary, text, { mode: 0o600 });
