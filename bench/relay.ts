@@ -129,11 +129,16 @@ async function throughput(url: string, total: number): Promise<number> {
 }
 
 /** One burst of `EVENTS` to `url`: events/s and the CPU µs per event of each of `measured`. */
-async function burst(url: string, measured: readonly Child[]): Promise<{ rate: number; cpu: Map<string, number> }> {
+async function burst(url: string, measured: readonly Child[]): Promise<{ rate: number; cpu: Map<string, number>; gc: Map<string, number> }> {
   const before = await Promise.all(measured.map((child) => child.stats()));
   const rate = await throughput(url, EVENTS);
   const after = await Promise.all(measured.map((child) => child.stats()));
-  return { rate, cpu: new Map(measured.map((child, i) => [child.name, cpuPerEvent(before[i]!, after[i]!, EVENTS)])) };
+  return {
+    rate,
+    cpu: new Map(measured.map((child, i) => [child.name, cpuPerEvent(before[i]!, after[i]!, EVENTS)])),
+    // µs of collector pauses per event: what a process's heap costs it, apart from its own work.
+    gc: new Map(measured.map((child, i) => [child.name, ((after[i]!.gcMs - before[i]!.gcMs) * 1000) / EVENTS])),
+  };
 }
 
 async function idleListeners(file: string) {
@@ -195,6 +200,7 @@ async function main(): Promise<void> {
     const rates: Record<Path, number[]> = { direct: [], listen: [], 'listen-no-inspect': [] };
     const ratios = { relay: [] as number[], listen: [] as number[], plain: [] as number[], inspector: [] as number[], rate: [] as number[], ratePlain: [] as number[] };
     const cpu = { app: [] as number[], relay: [] as number[], listen: [] as number[], plain: [] as number[] };
+    const gc = { app: [] as number[], relay: [] as number[], listen: [] as number[], plain: [] as number[] };
     if (PARTS.has('throughput')) {
       // Warm-up: JIT, keep-alive sockets, the inspector's first log writes.
       for (const path of PATHS) await throughput(urls[path], Math.min(EVENTS, 3_000));
@@ -213,6 +219,10 @@ async function main(): Promise<void> {
         cpu.relay.push(withInspector.cpu.get('relay')!, plain.cpu.get('relay')!);
         cpu.listen.push(withInspector.cpu.get('listen')!);
         cpu.plain.push(plain.cpu.get('listen-no-inspect')!);
+        gc.app.push(got.get('direct')!.gc.get('app')!);
+        gc.relay.push(withInspector.gc.get('relay')!, plain.gc.get('relay')!);
+        gc.listen.push(withInspector.gc.get('listen')!);
+        gc.plain.push(plain.gc.get('listen-no-inspect')!);
         ratios.relay.push(withInspector.cpu.get('relay')! / appCpu, plain.cpu.get('relay')! / appCpu);
         ratios.listen.push(withInspector.cpu.get('listen')! / appCpu);
         ratios.plain.push(plain.cpu.get('listen-no-inspect')! / appCpu);
@@ -245,6 +255,8 @@ async function main(): Promise<void> {
         ['relay + listen with its defaults (inspector on)', num(median(rates.listen)), x(ratios.rate), `relay ${us(cpu.relay)}; listen ${us(cpu.listen)}`, `relay ${x(ratios.relay)}; listen ${x(ratios.listen)}`],
         ['relay + listen --no-inspect', num(median(rates['listen-no-inspect'])), x(ratios.ratePlain), `listen ${us(cpu.plain)}`, `listen ${x(ratios.plain)}`],
       ]));
+      out.push('');
+      out.push(`Garbage collection pauses per event (perf_hooks): the app ${us(gc.app)}, the relay ${us(gc.relay)}, listen ${us(gc.listen)} with its inspector and ${us(gc.plain)} without.`);
       out.push('');
       const inspectorBytes = inspected.memory.heapUsed - bare.memory.heapUsed;
       out.push(table(['listen, after every burst', 'heap used (after GC)', 'peak RSS'], [

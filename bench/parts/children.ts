@@ -2,6 +2,7 @@
 // with BENCH_PROFILE set, `profile-start` / `profile-stop` (a CPU profile of the measured window only).
 // Not a benchmark (`bench/run.ts` reads only the top folder).
 import { fork, type ChildProcess } from 'node:child_process';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { windowProfiler } from '../lib.js';
 
 export interface Stats {
@@ -9,6 +10,8 @@ export interface Stats {
   memory: NodeJS.MemoryUsage;
   /** Peak resident set size so far, in bytes. */
   maxRss: number;
+  /** Milliseconds spent in garbage collection pauses so far (the bench's own forced collections left out). */
+  gcMs: number;
 }
 
 type Command = 'stats' | 'profile-start' | 'profile-stop';
@@ -20,14 +23,23 @@ type Reply = { stats: Stats } | { done: Command };
  */
 export function answerParent(profile: string): void {
   const profiler = windowProfiler(profile);
+  // Pauses of the collector on the main thread, as perf_hooks reports them; the bench's own gc() is subtracted.
+  let gcMs = 0;
+  let forcedMs = 0;
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMs += entry.duration;
+  }).observe({ entryTypes: ['gc'] });
   process.on('message', (command: Command) => {
     const reply = (message: Reply) => process.send!(message);
     if (command === 'stats') {
       // The CPU time first: the full collection below is the bench's, not the events' (on the relay, with a
       // thousand events kept per channel, it took 30-40 ms, a few percent of a burst's CPU).
       const cpu = process.cpuUsage();
+      const collected = gcMs - forcedMs;
+      const started = performance.now();
       globalThis.gc?.();
-      return reply({ stats: { cpu, memory: process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 } });
+      forcedMs += performance.now() - started;
+      return reply({ stats: { cpu, memory: process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024, gcMs: collected } });
     }
     void (command === 'profile-start' ? profiler.start() : profiler.stop()).then(() => reply({ done: command }));
   });
