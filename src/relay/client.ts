@@ -52,8 +52,6 @@ export class Listener extends EventEmitter<ListenerEvents> {
   /** The latest connection; replies go on it only while it is open. */
   #session: Session | null = null;
   #held: Array<[EventFrame, Session]> | null = null;
-  /** Replies sent and not yet told to the `reply` listeners (see `#announce`). */
-  #told: ListenerReply[] = [];
   #stopped = false;
   #finish!: (error: RelayError | null) => void;
 
@@ -149,7 +147,6 @@ export class Listener extends EventEmitter<ListenerEvents> {
     this.#forwarder.close();
     this.#session?.socket.terminate();
     for (const { resolve } of this.#replays.splice(0)) resolve(null);
-    this.#tell(); // every reply is told before the close
     this.emit('close', error);
     this.#finish(error);
   }
@@ -221,30 +218,12 @@ export class Listener extends EventEmitter<ListenerEvents> {
     // and the new connection's catch-up must not wait behind it (issue 10).
     if (!this.#isCurrent(session)) return;
     const prepared = this.#hop.prepare(frame);
-    // The request is on its way to the local app before anyone hears of the event: what `listen` prints and
-    // the inspector records is done while the app works, not before (issue 23: added latency).
-    const answering = this.#hop.answer(prepared);
     this.emit('event', prepared.event);
-    const { reply, frame: answer } = await answering;
+    const { reply, frame: answer } = await this.#hop.answer(prepared);
     this.#sendEncoded(answer, session);
     if (frame.replay) this.#settleReplay(session, reply);
-    this.#announce(reply);
+    this.emit('reply', reply);
   }
-
-  /**
-   * Tells the `reply` listeners once the reply frames of this turn have left (the socket is corked until the
-   * check phase, and this runs right after its flush), in the order the replies came: the relay's sender
-   * reads its answer without waiting for what `listen` prints and the inspector records (issue 23).
-   */
-  #announce(reply: ListenerReply): void {
-    if (this.#told.push(reply) === 1) setImmediate(this.#tell);
-  }
-
-  readonly #tell = (): void => {
-    const replies = this.#told;
-    this.#told = [];
-    for (const reply of replies) this.emit('reply', reply);
-  };
 
   /** True while `session` is the open connection. */
   #isCurrent(session: Session | null): session is Session {
