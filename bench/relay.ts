@@ -129,12 +129,17 @@ async function throughput(url: string, total: number): Promise<number> {
 }
 
 /** One burst of `EVENTS` to `url`: events/s and the CPU µs per event of each of `measured`. */
-async function burst(url: string, measured: readonly Child[]): Promise<{ rate: number; cpu: Map<string, number>; gc: Map<string, number> }> {
+async function burst(url: string, measured: readonly Child[]): Promise<{ rate: number; cpu: Map<string, number>; gc: Map<string, number>; sender: number }> {
   const before = await Promise.all(measured.map((child) => child.stats()));
+  const own = process.cpuUsage();
   const rate = await throughput(url, EVENTS);
+  const used = process.cpuUsage(own);
   const after = await Promise.all(measured.map((child) => child.stats()));
   return {
     rate,
+    // The load generator (autocannon, in this process) per event: the share of the two cores the measured
+    // processes do not get, and the part of the direct path's cost that relaying does not add to.
+    sender: (used.user + used.system) / EVENTS,
     cpu: new Map(measured.map((child, i) => [child.name, cpuPerEvent(before[i]!, after[i]!, EVENTS)])),
     // µs of collector pauses per event: what a process's heap costs it, apart from its own work.
     gc: new Map(measured.map((child, i) => [child.name, ((after[i]!.gcMs - before[i]!.gcMs) * 1000) / EVENTS])),
@@ -201,6 +206,11 @@ async function main(): Promise<void> {
     const ratios = { relay: [] as number[], listen: [] as number[], plain: [] as number[], inspector: [] as number[], rate: [] as number[], ratePlain: [] as number[] };
     const cpu = { app: [] as number[], relay: [] as number[], listen: [] as number[], plain: [] as number[] };
     const gc = { app: [] as number[], relay: [] as number[], listen: [] as number[], plain: [] as number[] };
+    const sender = { direct: [] as number[], relayed: [] as number[] };
+    /** Cores kept busy per path (events/s × the CPU per event of every process on it, the sender's too). */
+    const busy = { direct: [] as number[], listen: [] as number[], plain: [] as number[] };
+    /** The relayed rate's ceiling were the relay and listen each as cheap as the bare app (see below). */
+    const ceiling: number[] = [];
     if (PARTS.has('throughput')) {
       // Warm-up: JIT, keep-alive sockets, the inspector's first log writes.
       for (const path of PATHS) await throughput(urls[path], Math.min(EVENTS, 3_000));
@@ -209,7 +219,7 @@ async function main(): Promise<void> {
         const got = new Map<Path, Awaited<ReturnType<typeof burst>>>();
         for (let k = 0; k < PATHS.length; k++) {
           const path = PATHS[(k + round) % PATHS.length]!;
-          got.set(path, await burst(urls[path], path === 'direct' ? [app.child] : [relay.child, listeners.get(path)!]));
+          got.set(path, await burst(urls[path], path === 'direct' ? [app.child] : [relay.child, listeners.get(path)!, app.child]));
         }
         const appCpu = got.get('direct')!.cpu.get('app')!;
         const withInspector = got.get('listen')!;
@@ -229,6 +239,17 @@ async function main(): Promise<void> {
         ratios.inspector.push(withInspector.cpu.get('listen')! / plain.cpu.get('listen-no-inspect')! - 1);
         ratios.rate.push(withInspector.rate / got.get('direct')!.rate);
         ratios.ratePlain.push(plain.rate / got.get('direct')!.rate);
+        const direct = got.get('direct')!;
+        sender.direct.push(direct.sender);
+        sender.relayed.push(withInspector.sender, plain.sender);
+        busy.direct.push((direct.rate * (appCpu + direct.sender)) / 1e6);
+        busy.listen.push((withInspector.rate * (withInspector.cpu.get('app')! + withInspector.sender + withInspector.cpu.get('relay')! + withInspector.cpu.get('listen')!)) / 1e6);
+        busy.plain.push((plain.rate * (plain.cpu.get('app')! + plain.sender + plain.cpu.get('relay')! + plain.cpu.get('listen-no-inspect')!)) / 1e6);
+        // With the cores equally busy on both paths, rates go inversely as the CPU per event summed over the
+        // processes: relayed ÷ direct = (app + sender) ÷ (app + sender + relay + listen). A relay and a listen
+        // each costing one bare app's request (less than each does: the relay serves that same request and
+        // more; listen makes it, as a client) bound the ratio from above.
+        ceiling.push((appCpu + direct.sender) / (3 * appCpu + direct.sender));
       }
       await all(children, 'profile-stop');
     }
@@ -255,6 +276,12 @@ async function main(): Promise<void> {
         ['relay + listen with its defaults (inspector on)', num(median(rates.listen)), x(ratios.rate), `relay ${us(cpu.relay)}; listen ${us(cpu.listen)}`, `relay ${x(ratios.relay)}; listen ${x(ratios.listen)}`],
         ['relay + listen --no-inspect', num(median(rates['listen-no-inspect'])), x(ratios.ratePlain), `listen ${us(cpu.plain)}`, `listen ${x(ratios.plain)}`],
       ]));
+      out.push('');
+      out.push(
+        `The load generator (autocannon, in the bench process) used ${us(sender.direct)} of CPU per event direct and ${us(sender.relayed)} relayed. ` +
+          `Cores kept busy by all the processes on each path: direct ${median(busy.direct).toFixed(2)}, relay + listen ${median(busy.listen).toFixed(2)}, with --no-inspect ${median(busy.plain).toFixed(2)} (of 2). ` +
+          `With the cores as busy either way, relayed ÷ direct = (app + sender) ÷ (app + sender + relay + listen): were the relay and listen each to cost no more than one bare app's request, the ratio would be ${x(ceiling)}; at the 2× targets for both, ${x(sender.direct.map((g, i) => (cpu.app[i]! + g) / (5 * cpu.app[i]! + g)))}.`,
+      );
       out.push('');
       out.push(`Garbage collection pauses per event (perf_hooks): the app ${us(gc.app)}, the relay ${us(gc.relay)}, listen ${us(gc.listen)} with its inspector and ${us(gc.plain)} without.`);
       out.push('');
