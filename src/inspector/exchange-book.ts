@@ -1,14 +1,23 @@
 // The inspector's exchanges in memory (exchanges.ts says what one is): a book bounded by count and by
-// bytes, that forgets the oldest first and finds the newest by event and outcome.
-import { outcomeOf, type Exchange, type Outcome } from './exchanges.js';
+// bytes, that forgets the oldest first and finds the newest by event and outcome. A finished exchange is
+// kept as its record: its log line, made here once, and a few primitives (issue 23).
+import { LineSlabs } from './exchange-line.js';
+import { ExchangeRecord, outcomeOf, type HeldExchange, type Outcome } from './exchanges.js';
 
 export interface ExchangeFilter {
   event?: string | undefined;
   outcome?: Outcome | undefined;
 }
 
-/** Bytes an exchange holds, for the total bound: its bodies and a rough allowance for its headers. */
-function weight(exchange: Exchange): number {
+/** What a record holds besides its line: the object, its strings, the view of its slab. */
+export const RECORD_ALLOWANCE = 256;
+
+/**
+ * Bytes an exchange holds, for the total bound: a record's line (its bodies in base64, its headers) and an
+ * allowance; one still waiting for its reply, its bodies and a rough allowance for its headers.
+ */
+function weight(exchange: HeldExchange): number {
+  if (exchange instanceof ExchangeRecord) return exchange.line.length + RECORD_ALLOWANCE;
   let bytes = 512 + exchange.request.body.bytes.length + (exchange.reply?.body.bytes.length ?? 0);
   for (const text of exchange.request.headers) bytes += text.length;
   for (const text of exchange.reply?.headers ?? []) bytes += text.length;
@@ -17,10 +26,11 @@ function weight(exchange: Exchange): number {
 
 /**
  * The exchanges in memory, oldest first, bounded twice: at most `maxEvents`, and at most `maxTotalBytes`
- * of bodies and headers; the oldest go first. Ids only grow.
+ * (of log lines, or bodies and headers while the reply has not come); the oldest go first. Ids only grow.
  */
 export class ExchangeBook {
-  readonly #items = new Map<number, Exchange>();
+  readonly #items = new Map<number, HeldExchange>();
+  readonly #slabs = new LineSlabs();
   readonly #weights = new Map<number, number>();
   /**
    * Ids in the order they came, from `#head` on: the oldest without walking the map, whose iteration
@@ -52,8 +62,12 @@ export class ExchangeBook {
     return this.#nextId++;
   }
 
-  /** Adds (or replaces, once its reply came) an exchange, then forgets the oldest past either bound. */
-  put(exchange: Exchange): void {
+  /**
+   * Adds (or replaces, once its reply came) an exchange, then forgets the oldest past either bound. A
+   * finished one is kept as its record, its line made now: the record is what to hand the log.
+   */
+  put(item: HeldExchange): HeldExchange {
+    const exchange = item instanceof ExchangeRecord || item.reply === null ? item : new ExchangeRecord(item, this.#slabs.line(item));
     this.#bytes -= this.#weights.get(exchange.id) ?? 0;
     const bytes = weight(exchange);
     if (!this.#items.has(exchange.id)) this.#order.push(exchange.id);
@@ -66,9 +80,10 @@ export class ExchangeBook {
       if (id === null || id === exchange.id) break; // the newest one stays, whatever it weighs
       this.#drop(id);
     }
+    return exchange;
   }
 
-  get(id: number): Exchange | undefined {
+  get(id: number): HeldExchange | undefined {
     return this.#items.get(id);
   }
 
@@ -84,11 +99,11 @@ export class ExchangeBook {
   }
 
   /** Exchanges oldest first, filtered. */
-  list({ event, outcome }: ExchangeFilter = {}): Exchange[] {
-    const found: Exchange[] = [];
+  list({ event, outcome }: ExchangeFilter = {}): HeldExchange[] {
+    const found: HeldExchange[] = [];
     for (const exchange of this.#items.values()) {
       if (event !== undefined && exchange.eventName !== event) continue;
-      if (outcome !== undefined && outcomeOf(exchange) !== outcome) continue;
+      if (outcome !== undefined && (exchange instanceof ExchangeRecord ? exchange.outcome : outcomeOf(exchange)) !== outcome) continue;
       found.push(exchange);
     }
     return found;

@@ -1,39 +1,70 @@
-import type { Exchange, KeptBody, KeptReply } from './exchanges.js';
+import { ExchangeRecord, type Exchange, type HeldExchange, type KeptBody, type KeptReply } from './exchanges.js';
 
-// The exchange log's line format (one JSON line per exchange, bodies base64) and its encoding into one
-// buffer per write: what exchange-log.ts writes and reads back, apart from how it manages the file.
+// The exchange log's line format (one JSON line per exchange, bodies base64), the slabs the lines are kept
+// in, and the record of an exchange that is its line: what exchange-log.ts writes and reads back, apart
+// from how it manages the file.
 
 const VERSION = 1;
 
-export interface Encoded {
-  bytes: Buffer;
-  /** Where each line ends in `bytes`. */
-  ends: number[];
+/** Bytes of a slab: the lines made one after another share one, each a view of it. */
+export const SLAB_BYTES = 64 * 1024;
+/** A line longer than this gets a buffer of its own rather than starting a slab it would mostly fill. */
+const OWN_BUFFER_BYTES = SLAB_BYTES / 4;
+
+/**
+ * Where the inspector's lines are kept, as UTF-8: slabs of `SLAB_BYTES`, filled one line after another,
+ * each line a view of its slab (issue 23: a buffer of its own per line would be one more allocation, and
+ * the lines of a batch lie side by side, which the log writes as one range). A slab is let go once no
+ * line views it: exchanges are forgotten oldest first, so slabs drain in the order they were filled.
+ */
+export class LineSlabs {
+  #slab = Buffer.allocUnsafeSlow(0);
+  #at = 0;
+
+  /** The line of `exchange` (`lineOf`), made now and kept in a slab; the string is garbage at once. */
+  line(exchange: Exchange): Buffer {
+    const line = lineOf(exchange);
+    let size = line.length * 3; // a UTF-16 code unit takes at most 3 bytes in UTF-8
+    if (size > this.#slab.length - this.#at) {
+      size = Buffer.byteLength(line);
+      if (size > OWN_BUFFER_BYTES) return Buffer.from(line);
+      if (size > this.#slab.length - this.#at) this.#next();
+    }
+    const start = this.#at;
+    this.#at += this.#slab.write(line, start);
+    return this.#slab.subarray(start, this.#at);
+  }
+
+  /** A copy of `bytes` (a line read back, which must hold a slab of its own no longer), in a slab. */
+  copy(bytes: Buffer): Buffer {
+    if (bytes.length > OWN_BUFFER_BYTES) return Buffer.from(bytes);
+    if (bytes.length > this.#slab.length - this.#at) this.#next();
+    const start = this.#at;
+    this.#at += bytes.copy(this.#slab, start);
+    return this.#slab.subarray(start, this.#at);
+  }
+
+  #next(): void {
+    this.#slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    this.#at = 0;
+  }
 }
 
 /**
- * The exchanges' lines as UTF-8 in one buffer, each line written as soon as it is made, and where each ends.
- * A line is garbage the moment it is in the buffer: making the batch's lines first held them all until the
- * batch was written, so every collection meanwhile copied them (issue 23: the log was most of the
- * inspector's cost per event, and most of that was the collector).
+ * The lines' bytes as the fewest buffers, for one write (or writev): lines that lie side by side in one
+ * slab, as the lines of a batch do, become one view.
  */
-export function encode(exchanges: readonly Exchange[]): Encoded {
-  let out = Buffer.allocUnsafe(Math.max(16 * 1024, exchanges.length * 2048));
-  const ends: number[] = [];
-  let at = 0;
-  for (const exchange of exchanges) {
-    const line = lineOf(exchange);
-    // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-    const needed = at + line.length * 3;
-    if (needed > out.length) {
-      const grown = Buffer.allocUnsafe(Math.max(needed, out.length * 2));
-      out.copy(grown, 0, 0, at);
-      out = grown;
-    }
-    at += out.write(line, at);
-    ends.push(at);
+export function runsOf(lines: readonly Buffer[]): Buffer[] {
+  const runs: Buffer[] = [];
+  for (let i = 0; i < lines.length; ) {
+    const first = lines[i]!;
+    let end = first.byteOffset + first.length;
+    let j = i + 1;
+    for (let next = lines[j]; next !== undefined && next.buffer === first.buffer && next.byteOffset === end; next = lines[++j]) end += next.length;
+    runs.push(j === i + 1 ? first : Buffer.from(first.buffer, first.byteOffset, end - first.byteOffset));
+    i = j;
   }
-  return { bytes: out.subarray(0, at), ends };
+  return runs;
 }
 
 interface BodyLine {
@@ -135,3 +166,26 @@ function readBody(value: unknown): KeptBody | null {
 function isHeaders(value: unknown): value is string[] {
   return Array.isArray(value) && value.length % 2 === 0 && value.every((item) => typeof item === 'string');
 }
+
+/**
+ * The exchange as it was recorded: a record's line parsed back (the page's detail, a replay: rare), with
+ * the video id the record has read meanwhile; one still waiting for its reply, itself.
+ */
+export function exchangeOf(held: HeldExchange): Exchange {
+  if (!(held instanceof ExchangeRecord)) return held;
+  const exchange = parseLine(held.line.toString('utf8'));
+  if (exchange === null) throw new Error(`The line of exchange ${held.id} no longer reads.`);
+  if (exchange.videoId === undefined) exchange.videoId = held.videoId;
+  return exchange;
+}
+
+/** A line read back from the log (newline included, or not for a last line), as a record; `null` when torn or not ours. */
+export function recordOfLine(bytes: Buffer, slabs: LineSlabs): ExchangeRecord | null {
+  const exchange = parseLine(bytes.toString('utf8'));
+  if (exchange === null) return null;
+  // Kept with its newline, so the log can write it back as it is.
+  const line = bytes[bytes.length - 1] === 0x0a ? slabs.copy(bytes) : slabs.copy(Buffer.concat([bytes, NEWLINE]));
+  return new ExchangeRecord(exchange, line);
+}
+
+const NEWLINE = Buffer.from('\n');

@@ -1,32 +1,35 @@
-import { createReadStream } from 'node:fs';
-import { chmod, mkdir, open, rename, writeFile, type FileHandle } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { createInterface } from 'node:readline';
-import { encode, parseLine, type Encoded } from './exchange-line.js';
-import type { Exchange } from './exchanges.js';
+import { LineSlabs, recordOfLine, runsOf } from './exchange-line.js';
+import { ExchangeRecord, type HeldExchange } from './exchanges.js';
 
 /**
  * The exchanges `listen` saw, on disk beside its state file, so the inspector's list survives a restart.
  * JSON lines, one per finished exchange (bodies base64), appended as replies come: the lines of
  * `WRITE_AFTER_MS` go out in one write, on a file kept open (issue 23: opening, appending and closing the
- * file for each event cost `listen` more than forwarding it). Bounded: once the
- * file holds twice `maxEvents` lines (or twice `maxBytes`), it is rewritten with what the inspector still
- * holds (a temporary file, then a rename, so a crash leaves the old file or the new one). A torn last
- * line (a crash mid-write) is skipped on load. Mode 0600: bodies and signatures are the user's data.
+ * file for each event cost `listen` more than forwarding it). A line is the record's own bytes, made once
+ * when its exchange finished (exchange-book.ts): the log makes none. Bounded: once the file holds twice
+ * `maxEvents` lines (or twice `maxBytes`), it is rewritten with the lines the inspector still holds (a
+ * temporary file, then a rename, so a crash leaves the old file or the new one); after a failed write too,
+ * which may have left part of a line. A torn last line (a crash mid-write) is skipped on load. Mode 0600:
+ * bodies and signatures are the user's data.
  */
 export interface ExchangeLogOptions {
   file: string;
   maxEvents: number;
   /** Rewrite once the file passes twice this. */
   maxBytes: number;
-  /** The exchanges to keep at a rewrite, oldest first. */
-  snapshot: () => Exchange[];
+  /** The exchanges to keep at a rewrite, oldest first: the finished ones are written. */
+  snapshot: () => readonly HeldExchange[];
   /** A write failed: listen goes on, and the list is kept in memory only until a write succeeds. */
   onError: (error: Error) => void;
 }
 
 /** How long a finished exchange may wait for others before its line is written (a crash loses at most these). */
 export const WRITE_AFTER_MS = 50;
+
+/** Bytes read from the file at a time on load. */
+const READ_BYTES = 64 * 1024;
 
 export class ExchangeLog {
   readonly #options: ExchangeLogOptions;
@@ -35,59 +38,80 @@ export class ExchangeLog {
   #writing: Promise<void> = Promise.resolve();
   #failing = false;
   #ready: Promise<void> | null = null;
-  /** Exchanges appended and not yet taken by a write; their lines are made by the write, so none waits as garbage. */
-  #batch: Exchange[] = [];
+  /** Records appended and not yet taken by a write: the book holds them anyway, and their lines are made. */
+  #batch: ExchangeRecord[] = [];
   /** The write that takes `#batch`, while it waits. */
   #timer: ReturnType<typeof setTimeout> | null = null;
   /** The file, open for appending; closed when a rewrite replaces it, or a write failed. */
   #handle: FileHandle | null = null;
-  /** Ids the last rewrite wrote: their queued appends would write them twice. */
-  #rewritten = new Set<number>();
-  /** The exchange id of each line of the file (-1: unreadable) and where the line ends: what a rewrite keeps. */
-  #ids: number[] = [];
-  #ends: number[] = [];
-  /** False after a failed write, which may have left part of a line: then only a full rewrite will do. */
-  #trusted = true;
+  /** The file may end in part of a line (a write failed) or lack lines the book holds: the next write rewrites it. */
+  #redo = false;
 
   constructor(options: ExchangeLogOptions) {
     this.#options = options;
   }
 
-  /** Reads the file (a missing one is empty): the last `maxEvents` exchanges, oldest first. */
-  async load(): Promise<Exchange[]> {
-    // By id: a later line of the same exchange replaces the earlier one.
-    const kept = new Map<number, Exchange>();
-    let stream;
+  /**
+   * Reads the file (a missing one is empty): the last `maxEvents` exchanges, oldest first, as records that
+   * keep the lines' bytes as they were read.
+   */
+  async load(): Promise<ExchangeRecord[]> {
+    let handle: FileHandle;
     try {
-      stream = createReadStream(this.#options.file);
-      await new Promise<void>((resolve, reject) => stream!.once('open', () => resolve()).once('error', reject));
+      handle = await open(this.#options.file, 'r');
     } catch (error) {
       // Nothing kept yet (or its folder cannot exist: the first write says so).
       if (['ENOENT', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '')) return [];
       throw error;
     }
-    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
+    // By id: a later line of the same exchange replaces the earlier one.
+    const kept = new Map<number, ExchangeRecord>();
+    const slabs = new LineSlabs();
+    const take = (line: Buffer) => {
       this.#lines++;
-      this.#bytes += Buffer.byteLength(line) + 1;
-      const exchange = parseLine(line);
-      this.#ids.push(exchange?.id ?? -1);
-      this.#ends.push(this.#bytes);
-      if (!exchange) continue;
-      kept.delete(exchange.id);
-      kept.set(exchange.id, exchange);
-      // Bounded while reading too: a file of a million lines does not become a million objects.
+      this.#bytes += line.length;
+      const record = recordOfLine(line, slabs);
+      if (!record) return;
+      kept.delete(record.id);
+      kept.set(record.id, record);
+      // Bounded while reading too: a file of a million lines does not become a million records.
       if (kept.size > 2 * this.#options.maxEvents) for (const id of [...kept.keys()].slice(0, kept.size - this.#options.maxEvents)) kept.delete(id);
+    };
+    try {
+      const chunk = Buffer.allocUnsafe(READ_BYTES);
+      // The start of a line that the last read cut.
+      let carry: Buffer | null = null;
+      for (;;) {
+        const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+        if (bytesRead === 0) break;
+        let from = 0;
+        for (let end = chunk.indexOf(0x0a, 0); end !== -1 && end < bytesRead; end = chunk.indexOf(0x0a, from)) {
+          const line = chunk.subarray(from, end + 1);
+          take(carry === null ? line : Buffer.concat([carry, line]));
+          carry = null;
+          from = end + 1;
+        }
+        if (from < bytesRead) carry = carry === null ? Buffer.from(chunk.subarray(from, bytesRead)) : Buffer.concat([carry, chunk.subarray(from, bytesRead)]);
+      }
+      // A last line without its newline: torn, unless it reads. Either way the next line would be glued to
+      // it (and lost to the next load): the first write makes the file again instead.
+      if (carry !== null) {
+        take(carry);
+        this.#redo = true;
+      }
+    } finally {
+      await handle.close();
     }
     return [...kept.values()].sort((a, b) => a.id - b.id).slice(-this.#options.maxEvents);
   }
 
   /**
-   * Appends a finished exchange. Writes are queued, one at a time, in order; the lines that come while one
-   * is on its way go out together in the next (issue 23: one append of the file per event cost `listen`
-   * more than forwarding the event).
+   * Appends a finished exchange's line. Writes are queued, one at a time, in order; the lines that come
+   * while one is on its way go out together in the next (issue 23: one append of the file per event cost
+   * `listen` more than forwarding the event).
    */
-  append(exchange: Exchange): void {
-    this.#batch.push(exchange);
+  append(record: ExchangeRecord): void {
+    this.#batch.push(record);
     this.#timer ??= setTimeout(() => this.#take(), WRITE_AFTER_MS).unref();
   }
 
@@ -110,92 +134,30 @@ export class ExchangeLog {
   #take(): void {
     this.#timer = null;
     this.#queue(async () => {
-      const batch = this.#batch;
+      // Empty when a rewrite (which writes what the book holds) took them.
+      const written = this.#batch;
       this.#batch = [];
-      const written = batch.filter(({ id }) => !this.#rewritten.delete(id));
       if (written.length === 0) return;
       await this.#prepare();
-      const encoded = encode(written);
-      const bytes = encoded.bytes.length;
-      if (this.#lines + written.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
-        // Most often the file's tail is what the inspector still holds: copied as bytes, the new lines after it.
-        if (await this.#keepTail(written, encoded)) return;
-        // The exchanges are already in the snapshot (the caller holds each before appending it).
+      let bytes = 0;
+      for (const record of written) bytes += record.line.length;
+      if (this.#redo || this.#lines + written.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+        // The records are already in the snapshot (the caller holds each before appending it).
         await this.#rewrite();
         return;
       }
       try {
         this.#handle ??= await open(this.#options.file, 'a', 0o600);
-        await this.#handle.write(encoded.bytes);
+        await writeAll(this.#handle, written);
       } catch (error) {
-        // The next write opens the file again (it may have been removed, or its disk come back).
-        this.#trusted = false;
+        // The next write opens the file again (it may have been removed, or its disk come back), and rewrites it.
+        this.#redo = true;
         await this.#closeHandle();
         throw error;
       }
-      this.#note(written, encoded.ends, this.#bytes);
       this.#lines += written.length;
       this.#bytes += bytes;
     });
-  }
-
-  /** Records where the lines just written end (`ends`, counted from `from` bytes). */
-  #note(written: Exchange[], ends: number[], from: number): void {
-    for (let i = 0; i < written.length; i++) {
-      this.#ids.push(written[i]!.id);
-      this.#ends.push(from + ends[i]!);
-    }
-  }
-
-  /**
-   * The rewrite, when the exchanges still held are the file's last lines (they finish in about the order
-   * they came): those bytes copied to the new file as they are, then `text`, instead of every line made
-   * again (issue 23: that doubled the log's cost per event). False, having written nothing, when more than
-   * 1.5 times the bounds would be kept: then the full rewrite runs.
-   */
-  async #keepTail(written: Exchange[], encoded: Encoded): Promise<boolean> {
-    if (!this.#trusted) return false;
-    const held = new Set<number>();
-    for (const exchange of this.#options.snapshot()) if (exchange.reply !== null) held.add(exchange.id);
-    const first = this.#ids.findIndex((id) => held.has(id));
-    const from = first === -1 ? this.#bytes : first === 0 ? 0 : this.#ends[first - 1]!;
-    const kept = first === -1 ? 0 : this.#ids.length - first;
-    const bytes = this.#bytes - from + encoded.bytes.length;
-    if (kept + written.length > 1.5 * this.#options.maxEvents || bytes > 1.5 * this.#options.maxBytes) return false;
-    const temporary = `${this.#options.file}.tmp`;
-    const out = await open(temporary, 'w', 0o600);
-    try {
-      if (from < this.#bytes) {
-        const source = await open(this.#options.file, 'r');
-        try {
-          const chunk = Buffer.allocUnsafe(1024 * 1024);
-          for (let at = from; at < this.#bytes; ) {
-            const { bytesRead } = await source.read(chunk, 0, Math.min(chunk.length, this.#bytes - at), at);
-            if (bytesRead === 0) break;
-            await out.write(chunk, 0, bytesRead);
-            at += bytesRead;
-          }
-        } finally {
-          await source.close();
-        }
-      }
-      await out.write(encoded.bytes);
-      await out.chmod(0o600);
-    } finally {
-      await out.close();
-    }
-    // The open handle is the file being replaced: the next append opens the new one.
-    await this.#closeHandle();
-    await rename(temporary, this.#options.file);
-    const start = first === -1 ? this.#ids.length : first;
-    this.#ids = this.#ids.slice(start);
-    this.#ends = this.#ends.slice(start).map((end) => end - from);
-    this.#lines = this.#ids.length;
-    this.#bytes = this.#ends.at(-1) ?? 0;
-    this.#note(written, encoded.ends, this.#bytes);
-    this.#lines += written.length;
-    this.#bytes = bytes;
-    return true;
   }
 
   async #closeHandle(): Promise<void> {
@@ -225,22 +187,40 @@ export class ExchangeLog {
     });
   }
 
+  /**
+   * The file made again of the lines the book holds, oldest first: their bytes as they are (issue 23:
+   * making them again doubled the log's cost per event), a temporary file renamed over the old one.
+   */
   async #rewrite(): Promise<void> {
-    const items = this.#options.snapshot().filter((exchange) => exchange.reply !== null);
-    const encoded = encode(items);
-    const text = encoded.bytes;
+    const items: ExchangeRecord[] = [];
+    for (const exchange of this.#options.snapshot()) if (exchange instanceof ExchangeRecord && exchange.outcome !== 'pending') items.push(exchange);
+    // What waits to be appended is in the book, so in `items`: written now, and not again.
+    this.#batch = [];
+    this.#redo = true;
+    let bytes = 0;
+    for (const record of items) bytes += record.line.length;
     const temporary = `${this.#options.file}.tmp`;
-    await writeFile(temporary, text, { mode: 0o600 });
+    const out = await open(temporary, 'w', 0o600);
+    try {
+      await writeAll(out, items);
+      await out.close();
+    } catch (error) {
+      await out.close().catch(() => undefined);
+      throw error;
+    }
     await chmod(temporary, 0o600);
     // The open handle is the file being replaced: the next append opens the new one.
     await this.#closeHandle();
     await rename(temporary, this.#options.file);
     this.#lines = items.length;
-    this.#bytes = text.length;
-    this.#rewritten = new Set(items.map((exchange) => exchange.id));
-    this.#ids = [];
-    this.#ends = [];
-    this.#note(items, encoded.ends, 0);
-    this.#trusted = true;
+    this.#bytes = bytes;
+    this.#redo = false;
   }
+}
+
+/** The records' lines, in one write: side by side in a slab (a batch's are), they are one buffer. */
+async function writeAll(handle: FileHandle, records: readonly ExchangeRecord[]): Promise<void> {
+  const runs = runsOf(records.map((record) => record.line));
+  if (runs.length === 1) await handle.write(runs[0]!);
+  else if (runs.length > 1) await handle.writev(runs);
 }

@@ -95,7 +95,90 @@ export interface ExchangeSummary {
   edited: boolean;
 }
 
-export function summarize(exchange: Exchange): ExchangeSummary {
+/**
+ * A finished exchange as the inspector keeps it (issue 23): its log line, the bytes `lineOf` made once when
+ * it finished (a view into a slab shared with the lines made around it, which the log writes as they are),
+ * and the few primitives the list and its filters read. Kept as an `Exchange`, each one was 20-30 live
+ * objects (headers, bodies, the reply) that every collection copied or traced: `listen`'s inspector cost it
+ * more through its heap than through its own work. `exchangeOf` (exchange-line.ts) reads the rest back.
+ */
+export class ExchangeRecord {
+  readonly id: number;
+  readonly at: number;
+  readonly method: string;
+  readonly url: string;
+  readonly eventName: string | null;
+  readonly deliveryId: string | null;
+  /** As `Exchange.videoId`: read from the line's request body when first asked for (`exchangeVideoId`). */
+  videoId: string | null | undefined;
+  readonly signatureValid: boolean | null;
+  readonly resigned: boolean;
+  readonly backlog: boolean;
+  readonly replay: boolean;
+  readonly replayOf: number | null;
+  readonly edited: boolean;
+  /** The reply's, `null` (and `durationMs` too) for a line written before its reply came. */
+  readonly status: number | null;
+  readonly outcome: Outcome;
+  readonly errorCode: string | null;
+  readonly refused: string | null;
+  readonly stale: boolean;
+  readonly durationMs: number | null;
+  /** Its log line, newline included: what the log wrote or read, byte for byte. */
+  readonly line: Buffer;
+
+  constructor(exchange: Exchange, line: Buffer) {
+    const { reply } = exchange;
+    this.id = exchange.id;
+    this.at = exchange.at;
+    this.method = exchange.method;
+    this.url = exchange.url;
+    this.eventName = exchange.eventName;
+    this.deliveryId = exchange.deliveryId;
+    this.videoId = exchange.videoId;
+    this.signatureValid = exchange.signatureValid;
+    this.resigned = exchange.resigned;
+    this.backlog = exchange.backlog;
+    this.replay = exchange.replay;
+    this.replayOf = exchange.replayOf;
+    this.edited = exchange.edited;
+    this.status = reply?.status ?? null;
+    this.outcome = outcomeOf(exchange);
+    this.errorCode = reply?.error?.code ?? null;
+    this.refused = reply?.refused?.code ?? null;
+    this.stale = reply?.stale ?? false;
+    this.durationMs = reply?.durationMs ?? null;
+    this.line = line;
+  }
+}
+
+/** An exchange as the book holds it: one waiting for its reply as it is, a finished one as its record. */
+export type HeldExchange = Exchange | ExchangeRecord;
+
+export function summarize(exchange: HeldExchange): ExchangeSummary {
+  if (exchange instanceof ExchangeRecord) {
+    return {
+      id: exchange.id,
+      at: exchange.at,
+      method: exchange.method,
+      url: exchange.url,
+      eventName: exchange.eventName,
+      deliveryId: exchange.deliveryId,
+      videoId: exchangeVideoId(exchange),
+      status: exchange.status,
+      outcome: exchange.outcome,
+      errorCode: exchange.errorCode,
+      refused: exchange.refused,
+      stale: exchange.stale,
+      durationMs: exchange.durationMs,
+      signatureValid: exchange.signatureValid,
+      resigned: exchange.resigned,
+      backlog: exchange.backlog,
+      replay: exchange.replay,
+      replayOf: exchange.replayOf,
+      edited: exchange.edited,
+    };
+  }
   const { reply } = exchange;
   return {
     id: exchange.id,
@@ -156,11 +239,33 @@ export function detailOf(exchange: Exchange) {
 
 /**
  * The exchange's video id, read from its kept request body the first time it is asked for (a page shows it,
- * or a restart reads the log back). A body kept truncated had its id read whole when it was recorded.
+ * or a restart reads the log back). A body kept truncated had its id read whole when it was recorded. A
+ * record reads the body from its line alone.
  */
-export function exchangeVideoId(exchange: Exchange): string | null {
-  if (exchange.videoId === undefined) exchange.videoId = videoIdOf(exchange.request.body.bytes);
+export function exchangeVideoId(exchange: HeldExchange): string | null {
+  if (exchange.videoId === undefined) exchange.videoId = videoIdOf(exchange instanceof ExchangeRecord ? requestBodyOfLine(exchange.line) : exchange.request.body.bytes);
   return exchange.videoId;
+}
+
+const REQUEST_KEY = Buffer.from('"request":{"headers":');
+const BODY_KEY = Buffer.from(',"body":{"b64":"');
+
+/**
+ * The request body kept in a log line, decoded from its base64 alone. A quote inside a JSON string is
+ * escaped, so neither key can occur in one: the first `,"body":{"b64":"` after the request's headers (a
+ * list of strings) opens the request body. A line of another shape is parsed whole.
+ */
+export function requestBodyOfLine(line: Buffer): Buffer {
+  const request = line.indexOf(REQUEST_KEY);
+  const body = request === -1 ? -1 : line.indexOf(BODY_KEY, request + REQUEST_KEY.length);
+  const end = body === -1 ? -1 : line.indexOf(0x22, body + BODY_KEY.length);
+  if (end !== -1) return Buffer.from(line.toString('latin1', body + BODY_KEY.length, end), 'base64');
+  try {
+    const b64 = (JSON.parse(line.toString('utf8')) as { request?: { body?: { b64?: unknown } } }).request?.body?.b64;
+    return typeof b64 === 'string' ? Buffer.from(b64, 'base64') : Buffer.alloc(0);
+  } catch {
+    return Buffer.alloc(0);
+  }
 }
 
 /**

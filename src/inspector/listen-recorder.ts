@@ -6,7 +6,8 @@ import type { ListenerEvent, ListenerEvents, ListenerReply } from '../relay/list
 import { withDeliveredAt, withSignature } from '../relay/resign.js';
 import { ExchangeLog } from './exchange-log.js';
 import { ExchangeBook, type ExchangeFilter } from './exchange-book.js';
-import { detailOf, keep, OUTCOMES, summarize, videoIdToKeep, type Exchange, type ExchangeSummary, type Outcome } from './exchanges.js';
+import { exchangeOf } from './exchange-line.js';
+import { detailOf, ExchangeRecord, keep, OUTCOMES, summarize, videoIdToKeep, type Exchange, type ExchangeSummary, type HeldExchange, type Outcome } from './exchanges.js';
 
 export interface ListenRecorderOptions {
   /** listen's `--forward-to`, shown on the page. */
@@ -22,7 +23,7 @@ export interface ListenRecorderOptions {
   maxEvents?: number;
   /** Bytes kept of each request and reply body; a longer body is kept truncated and cannot be replayed. @default 1 MiB */
   maxBodyBytes?: number;
-  /** Bodies and headers kept in all, in memory; the oldest exchanges go first. @default 64 MiB */
+  /** Bytes kept in all, in memory (a finished exchange's log line, bodies in base64, and a small allowance); the oldest exchanges go first. @default 64 MiB */
   maxTotalBytes?: number;
   /** Time allowed to the local app for a replay. @default 8_500 */
   localTimeoutMs?: number;
@@ -136,17 +137,17 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     return this.#book.size;
   }
 
+  /** The exchange whole: a finished one's line parsed back. */
   detail(id: number): ReturnType<typeof detailOf> | undefined {
     const exchange = this.#book.get(id);
-    return exchange && detailOf(exchange);
+    return exchange && detailOf(exchangeOf(exchange));
   }
 
   /** Adds an exchange that is already whole (tests, imports); it is logged like the others. */
   record(exchange: Omit<Exchange, 'id'>): ExchangeSummary {
-    const whole = { ...exchange, id: this.#book.nextId() };
-    this.#book.put(whole);
-    if (whole.reply !== null) this.#log?.append(whole);
-    const summary = summarize(whole);
+    const held = this.#book.put({ ...exchange, id: this.#book.nextId() });
+    if (held instanceof ExchangeRecord) this.#log?.append(held);
+    const summary = summarize(held);
     this.#changed(summary);
     return summary;
   }
@@ -167,8 +168,9 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
   }
 
   async #replay(id: number, edits?: ReplayEdits): Promise<ExchangeSummary> {
-    const original = this.#book.get(id);
-    if (!original) throw new ReplayError('not_found', `No exchange ${id}: it was never seen, or the oldest ones made room for newer ones.`);
+    const held = this.#book.get(id);
+    if (!held) throw new ReplayError('not_found', `No exchange ${id}: it was never seen, or the oldest ones made room for newer ones.`);
+    const original = exchangeOf(held);
     let body = original.request.body.bytes;
     let headers: RawHeaders = original.request.headers.slice();
     let signatureValid = original.signatureValid;
@@ -217,9 +219,9 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
       request: { headers, body: keep(body, this.#options.maxBodyBytes) },
       reply,
     };
-    this.#book.put(exchange);
-    this.#log?.append(exchange);
-    const summary = summarize(exchange);
+    const record = this.#book.put(exchange) as ExchangeRecord;
+    this.#log?.append(record);
+    const summary = summarize(record);
     this.#changed(summary);
     this.emit('replayed', exchange);
     return summary;
@@ -240,9 +242,9 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
   }
 
   /** Tells the page (if one listens: its row is made only then) of an exchange added or answered. */
-  #changed(exchange: Exchange | ExchangeSummary): void {
+  #changed(exchange: HeldExchange | ExchangeSummary): void {
     if (this.listenerCount('exchange') === 0) return;
-    this.emit('exchange', 'request' in exchange ? summarize(exchange) : exchange, this.#book.oldest);
+    this.emit('exchange', exchange instanceof ExchangeRecord || 'request' in exchange ? summarize(exchange) : exchange, this.#book.oldest);
   }
 
   #onEvent(event: ListenerEvent): void {
@@ -278,11 +280,11 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     exchange.reply = {
       status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, durationMs: reply.durationMs, headers: reply.headers, body: keep(reply.body, this.#options.maxBodyBytes),
     };
-    // Put again: its weight grew by the reply, and it may have been dropped meanwhile (then it stays dropped).
+    // Put again, as its record (its line made now): it may have been dropped meanwhile (then it stays dropped).
     if (this.#book.get(exchange.id) !== exchange) return;
-    this.#book.put(exchange);
-    this.#log?.append(exchange);
-    this.#changed(exchange);
+    const record = this.#book.put(exchange) as ExchangeRecord;
+    this.#log?.append(record);
+    this.#changed(record);
   }
 
   #send(href: string, method: string, headers: RawHeaders, body: Buffer): Promise<LocalReply> {
