@@ -29,15 +29,16 @@ function weight(exchange: HeldExchange): number {
  * (of log lines, or bodies and headers while the reply has not come); the oldest go first. Ids only grow.
  */
 export class ExchangeBook {
-  readonly #items = new Map<number, HeldExchange>();
   readonly #slabs = new LineSlabs();
-  readonly #weights = new Map<number, number>();
   /**
-   * Ids in the order they came, from `#head` on: the oldest without walking the map, whose iteration
-   * steps over every entry deleted since its last rehash (issue 23: dropping the oldest one by one made
-   * each `oldest` walk thousands of holes, twice per event).
+   * The ids held, in order, from `#head` on, each one's exchange and weight at the same index: ids only
+   * grow and the oldest go first, so arrays find one by its id (a binary search) and the oldest without a
+   * hash (issue 23: a map of ids, and a second one of weights, cost hashing and now and then a rehash on
+   * every put; walking a map from its oldest stepped over every entry deleted since its last rehash).
    */
-  #order: number[] = [];
+  #ids: number[] = [];
+  #items: Array<HeldExchange | undefined> = [];
+  #weights: number[] = [];
   #head = 0;
   readonly #maxEvents: number;
   readonly #maxTotalBytes: number;
@@ -50,7 +51,7 @@ export class ExchangeBook {
   }
 
   get size(): number {
-    return this.#items.size;
+    return this.#ids.length - this.#head;
   }
 
   get bytes(): number {
@@ -68,40 +69,48 @@ export class ExchangeBook {
    */
   put(item: HeldExchange): HeldExchange {
     const exchange = item instanceof ExchangeRecord || item.reply === null ? item : new ExchangeRecord(item, this.#slabs.line(item));
-    this.#bytes -= this.#weights.get(exchange.id) ?? 0;
+    const { id } = exchange;
     const bytes = weight(exchange);
-    if (!this.#items.has(exchange.id)) this.#order.push(exchange.id);
-    this.#items.set(exchange.id, exchange);
-    this.#weights.set(exchange.id, bytes);
+    const found = this.#find(id);
+    if (found >= 0) {
+      this.#bytes -= this.#weights[found]!;
+      this.#items[found] = exchange;
+      this.#weights[found] = bytes;
+    } else if (~found === this.#ids.length) {
+      this.#ids.push(id);
+      this.#items.push(exchange);
+      this.#weights.push(bytes);
+    } else {
+      // Older than the newest held (not how ids come): in its place.
+      this.#ids.splice(~found, 0, id);
+      this.#items.splice(~found, 0, exchange);
+      this.#weights.splice(~found, 0, bytes);
+    }
     this.#bytes += bytes;
-    if (exchange.id >= this.#nextId) this.#nextId = exchange.id + 1;
-    while (this.#items.size > this.#maxEvents || this.#bytes > this.#maxTotalBytes) {
-      const id = this.oldest;
-      if (id === null || id === exchange.id) break; // the newest one stays, whatever it weighs
-      this.#drop(id);
+    if (id >= this.#nextId) this.#nextId = id + 1;
+    while (this.size > this.#maxEvents || this.#bytes > this.#maxTotalBytes) {
+      if (this.#ids[this.#head] === id) break; // the newest one stays, whatever it weighs
+      this.#dropOldest();
     }
     return exchange;
   }
 
   get(id: number): HeldExchange | undefined {
-    return this.#items.get(id);
+    const found = this.#find(id);
+    return found >= 0 ? this.#items[found] : undefined;
   }
 
   /** The oldest id still held, or `null`. */
   get oldest(): number | null {
-    const order = this.#order;
-    while (this.#head < order.length && !this.#items.has(order[this.#head]!)) this.#head++;
-    if (this.#head > 1024 && this.#head * 2 > order.length) {
-      this.#order = order.slice(this.#head);
-      this.#head = 0;
-    }
-    return this.#order[this.#head] ?? null;
+    return this.#ids[this.#head] ?? null;
   }
 
   /** Exchanges oldest first, filtered. */
   list({ event, outcome }: ExchangeFilter = {}): HeldExchange[] {
     const found: HeldExchange[] = [];
-    for (const exchange of this.#items.values()) {
+    const items = this.#items;
+    for (let i = this.#head; i < items.length; i++) {
+      const exchange = items[i]!;
       if (event !== undefined && exchange.eventName !== event) continue;
       if (outcome !== undefined && (exchange instanceof ExchangeRecord ? exchange.outcome : outcomeOf(exchange)) !== outcome) continue;
       found.push(exchange);
@@ -109,9 +118,32 @@ export class ExchangeBook {
     return found;
   }
 
-  #drop(id: number): void {
-    this.#bytes -= this.#weights.get(id) ?? 0;
-    this.#weights.delete(id);
-    this.#items.delete(id);
+  /** The index of `id`, or `~index` of where it would go. The newest are looked for most: tried first. */
+  #find(id: number): number {
+    const ids = this.#ids;
+    let low = this.#head;
+    let high = ids.length - 1;
+    if (high < low || ids[high]! < id) return ~ids.length;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const at = ids[middle]!;
+      if (at === id) return middle;
+      if (at < id) low = middle + 1;
+      else high = middle - 1;
+    }
+    return ~low;
+  }
+
+  #dropOldest(): void {
+    const at = this.#head++;
+    this.#bytes -= this.#weights[at]!;
+    this.#items[at] = undefined;
+    // Now and then, the dropped slots go (the arrays do not shift one by one).
+    if (this.#head > 1024 && this.#head * 2 > this.#ids.length) {
+      this.#ids = this.#ids.slice(this.#head);
+      this.#items = this.#items.slice(this.#head);
+      this.#weights = this.#weights.slice(this.#head);
+      this.#head = 0;
+    }
   }
 }
