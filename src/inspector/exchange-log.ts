@@ -138,25 +138,26 @@ export class ExchangeLog {
       const written = this.#batch;
       this.#batch = [];
       if (written.length === 0) return;
-      await this.#prepare();
-      let bytes = 0;
-      for (const record of written) bytes += record.line.length;
-      if (this.#redo || this.#lines + written.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
-        // The records are already in the snapshot (the caller holds each before appending it).
-        await this.#rewrite();
-        return;
-      }
       try {
+        await this.#prepare();
+        let bytes = 0;
+        for (const record of written) bytes += record.line.length;
+        if (this.#redo || this.#lines + written.length > 2 * this.#options.maxEvents || this.#bytes + bytes > 2 * this.#options.maxBytes) {
+          // The records are already in the snapshot (the caller holds each before appending it).
+          await this.#rewrite();
+          return;
+        }
         this.#handle ??= await open(this.#options.file, 'a', 0o600);
         await writeAll(this.#handle, written);
+        this.#lines += written.length;
+        this.#bytes += bytes;
       } catch (error) {
-        // The next write opens the file again (it may have been removed, or its disk come back), and rewrites it.
+        // The next write opens the file again (it may have been removed, or its disk come back), and makes
+        // it again of what the book holds: this batch's lines too, and no part of a line.
         this.#redo = true;
         await this.#closeHandle();
         throw error;
       }
-      this.#lines += written.length;
-      this.#bytes += bytes;
     });
   }
 
@@ -196,7 +197,6 @@ export class ExchangeLog {
     for (const exchange of this.#options.snapshot()) if (exchange instanceof ExchangeRecord && exchange.outcome !== 'pending') items.push(exchange);
     // What waits to be appended is in the book, so in `items`: written now, and not again.
     this.#batch = [];
-    this.#redo = true;
     let bytes = 0;
     for (const record of items) bytes += record.line.length;
     const temporary = `${this.#options.file}.tmp`;
