@@ -23,7 +23,7 @@ export interface ListenRecorderOptions {
   maxEvents?: number;
   /** Bytes kept of each request and reply body; a longer body is kept truncated and cannot be replayed. @default 1 MiB */
   maxBodyBytes?: number;
-  /** Bytes kept in all, in memory (a finished exchange's log line, bodies in base64, and a small allowance); the oldest exchanges go first. @default 64 MiB */
+  /** Bytes kept in all, in memory (a finished exchange's log line, bodies in base64; its bodies and headers with `log: false`), with a small allowance each; the oldest exchanges go first. @default 64 MiB */
   maxTotalBytes?: number;
   /** Time allowed to the local app for a replay. @default 8_500 */
   localTimeoutMs?: number;
@@ -87,7 +87,8 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     }
     if (!URL.canParse(options.forwardTo)) throw new TypeError(`Expected \`forwardTo\` to be a URL, got ${JSON.stringify(options.forwardTo)}.`);
     this.#options = { ...options, maxEvents, maxBodyBytes, maxTotalBytes, localTimeoutMs, maxReplyBytes, now };
-    this.#book = new ExchangeBook({ maxEvents, maxTotalBytes });
+    // With a log, a finished exchange is kept as its line, which the log writes; memory only, as it is.
+    this.#book = new ExchangeBook({ maxEvents, maxTotalBytes, lines: options.log !== false });
     this.#log =
       options.log === false
         ? null
@@ -219,9 +220,9 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
       request: { headers, body: keep(body, this.#options.maxBodyBytes) },
       reply,
     };
-    const record = this.#book.put(exchange) as ExchangeRecord;
-    this.#log?.append(record);
-    const summary = summarize(record);
+    const kept = this.#book.put(exchange);
+    if (kept instanceof ExchangeRecord) this.#log?.append(kept);
+    const summary = summarize(kept);
     this.#changed(summary);
     this.emit('replayed', exchange);
     return summary;
@@ -280,11 +281,11 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     exchange.reply = {
       status: reply.status, error: reply.error, refused: reply.refused, stale: reply.stale, durationMs: reply.durationMs, headers: reply.headers, body: keep(reply.body, this.#options.maxBodyBytes),
     };
-    // Put again, as its record (its line made now): it may have been dropped meanwhile (then it stays dropped).
+    // Put again, as its record (its line made now, with a log): it may have been dropped meanwhile (then it stays dropped).
     if (this.#book.get(exchange.id) !== exchange) return;
-    const record = this.#book.put(exchange) as ExchangeRecord;
-    this.#log?.append(record);
-    this.#changed(record);
+    const held = this.#book.put(exchange);
+    if (held instanceof ExchangeRecord) this.#log?.append(held);
+    this.#changed(held);
   }
 
   #send(href: string, method: string, headers: RawHeaders, body: Buffer): Promise<LocalReply> {

@@ -261,7 +261,15 @@ describe('the log of records', () => {
 });
 
 describe('memory only (log: false)', () => {
-  it('keeps records as with a log: the list, the detail, Replay of the same bytes, the replayed exchange', async () => {
+  it('keeps finished exchanges as they are: no line is made for the book alone', () => {
+    const book = new ExchangeBook({ maxEvents: 10, maxTotalBytes: 1024 * 1024, lines: false });
+    const exchange = whole(1);
+    expect(book.put(exchange)).toBe(exchange);
+    expect(book.get(1)).toBe(exchange);
+    expect(book.bytes).toBe(512 + exchange.request.body.bytes.length + exchange.reply!.body.bytes.length + [...exchange.request.headers, ...exchange.reply!.headers].join('').length);
+  });
+
+  it('the list, the detail, Replay of the same bytes, the replayed exchange, as with a log', async () => {
     const app = await recordingApp();
     cleanups.push(app.close);
     const recorder = await ListenRecorder.open({ forwardTo: `${app.url}/webhooks`, log: false, maxEvents: 5 });
