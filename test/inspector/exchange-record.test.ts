@@ -69,7 +69,7 @@ describe('an exchange kept as its record', () => {
     }
   });
 
-  it('reads back any exchange as it was (property)', () => {
+  it('writes the bytes of lineOf, and reads back any exchange as it was (property)', () => {
     const text = fc.string({ unit: 'binary', maxLength: 40 });
     const nullable = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: null });
     const headers = fc.array(fc.tuple(text, text), { maxLength: 5 }).map((pairs) => pairs.flat());
@@ -85,7 +85,10 @@ describe('an exchange kept as its record', () => {
     fc.assert(
       fc.property(exchange, (value) => {
         const slabs = new LineSlabs();
-        const record = new ExchangeRecord(value, slabs.line(value));
+        const line = slabs.line(value);
+        // The slab holds the bytes of lineOf.
+        expect(line.toString('latin1')).toBe(Buffer.from(lineOf(value)).toString('latin1'));
+        const record = new ExchangeRecord(value, line);
         const back = exchangeOf(record);
         expect(back).toEqual(value);
         expect(summarize(record)).toEqual(summarize({ ...value }));
