@@ -98,9 +98,10 @@ export interface ExchangeSummary {
 /**
  * A finished exchange as the inspector keeps it (issue 23): its log line, the bytes `lineOf` made once when
  * it finished (a view into a slab shared with the lines made around it, which the log writes as they are),
- * and the few primitives the list and its filters read. Kept as an `Exchange`, each one was 20-30 live
- * objects (headers, bodies, the reply) that every collection copied or traced: `listen`'s inspector cost it
- * more through its heap than through its own work. `exchangeOf` (exchange-line.ts) reads the rest back.
+ * and the few primitives the list and its filters read: a handful of live objects where an `Exchange`
+ * held 20-30 (headers, bodies, the reply) for collections to copy and trace, and a line the log writes
+ * without making it again. `exchangeOf` (exchange-line.ts) reads the rest back. Only with a log: the
+ * book of a recorder without one keeps exchanges as they are (exchange-book.ts says why).
  */
 export class ExchangeRecord {
   readonly id: number;
