@@ -10,7 +10,10 @@
  *   2. events/s and CPU µs per event: direct, through listen with its defaults, through listen --no-inspect,
  *      in interleaved rounds (the order turns each round), each ratio taken within its round;
  *   3. listen's memory with and without the inspector once more events went through it than it keeps;
- *   4. relay memory for 10,000 idle connected listeners, one channel each.
+ *   4. the inspector's cost paired: a listen with its defaults and a listen --no-inspect on one channel, so the
+ *      relay sends each of them every event at the same moment, and their CPU per event is read over the same
+ *      window (part 2 takes the two from bursts a minute apart, which the host's load moves by tens of percent);
+ *   5. relay memory for 10,000 idle connected listeners, one channel each.
  * BENCH_PROFILE=<dir> writes a CPU profile of each process over part 2 (bench/top-frames.ts reads it).
  * Figures from one run on a shared 2-core machine are noisy: read the ratios, not the last digit.
  */
@@ -33,10 +36,10 @@ const LATENCY_SAMPLES = QUICK ? 500 : 3_000;
 const EVENTS = intOption('events', 'BENCH_EVENTS', QUICK ? 3_000 : 10_000);
 const ROUNDS = intOption('rounds', 'BENCH_ROUNDS', QUICK ? 2 : 3);
 // BENCH_PARTS=throughput (or latency, memory, comma-separated) runs only those parts, for quick A/B runs.
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'latency,throughput,memory').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'latency,throughput,paired,memory').split(','));
 const CONCURRENCY = intOption('concurrency', 'BENCH_CONCURRENCY', 64);
 const IDLE_LISTENERS = QUICK ? 1_000 : 10_000;
-/** The inspector's documented bounds (docs/inspector.md): 10,000 exchanges, 64 MiB of bodies and headers. */
+/** The inspector's documented bounds (docs/inspector.md): 10,000 exchanges, 64 MiB in memory. */
 const INSPECTOR_EVENTS = 10_000;
 const INSPECTOR_BYTES = 64 * 1024 * 1024;
 const BODY = JSON.stringify({ event: 'video.completed', id: 48213, status: 'done', prompt: 'A red fox trotting through fresh snow'.repeat(12) });
@@ -144,6 +147,29 @@ async function burst(url: string, measured: readonly Child[]): Promise<{ rate: n
     // µs of collector pauses per event: what a process's heap costs it, apart from its own work.
     gc: new Map(measured.map((child, i) => [child.name, ((after[i]!.gcMs - before[i]!.gcMs) * 1000) / EVENTS])),
   };
+}
+
+/**
+ * Part 4: `EVENTS` events to one channel with two listeners on it, each of which gets every event (the
+ * first reply answers the sender). The slower one may still be working through what the relay sent it when
+ * the burst ends, so each is read once it has gone quiet.
+ */
+async function pairedBurst(url: string, pair: readonly [Child, Child]): Promise<[number, number]> {
+  const before = await Promise.all(pair.map((child) => child.stats()));
+  await throughput(url, EVENTS);
+  const after = await Promise.all(pair.map((child) => quiet(child)));
+  return [cpuPerEvent(before[0]!, after[0]!, EVENTS), cpuPerEvent(before[1]!, after[1]!, EVENTS)];
+}
+
+/** The child's stats once it used under 2 ms of CPU in 200 ms (polled without `stats`' collection). */
+async function quiet(child: Child) {
+  let last = await child.cpu();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = await child.cpu();
+    if (now - last < 2_000) return child.stats();
+    last = now;
+  }
 }
 
 async function idleListeners(file: string) {
@@ -254,6 +280,24 @@ async function main(): Promise<void> {
       await all(children, 'profile-stop');
     }
     const [inspected, bare] = await Promise.all([listeners.get('listen')!.stats(), listeners.get('listen-no-inspect')!.stats()]);
+    // Part 4: the same two commands on one channel, fresh (their inspector's book fills as part 2's did).
+    const paired = { with: [] as number[], without: [] as number[], adds: [] as number[] };
+    if (PARTS.has('paired')) {
+      const channel = await createChannel(relayUrl);
+      const pair: Child[] = [];
+      for (const name of ['listen', 'listen-no-inspect'] as const) {
+        const { child } = await forkRole(SCRIPT, name, [relayUrl, channel.channel, channel.token, appUrl, join(dir, `paired-${name}.json`)], { readyLine: /Ready!/, name: `paired ${name}` });
+        children.push(child);
+        pair.push(child);
+      }
+      await throughput(channel.url, Math.min(EVENTS, 3_000)); // warm-up
+      for (let round = 0; round < ROUNDS; round++) {
+        const [withInspector, without] = await pairedBurst(channel.url, [pair[0]!, pair[1]!]);
+        paired.with.push(withInspector);
+        paired.without.push(without);
+        paired.adds.push(withInspector / without - 1);
+      }
+    }
     for (const child of children.splice(0)) child.process.kill();
     const memory = PARTS.has('memory') ? await idleListeners(join(dir, 'idle.json')) : null;
 
@@ -292,13 +336,21 @@ async function main(): Promise<void> {
       ]));
       out.push('');
       const sent = (lat ? 300 + LATENCY_SAMPLES : 0) + Math.min(EVENTS, 3_000) + ROUNDS * EVENTS;
-      out.push(`The inspector held the last ${num(Math.min(sent, INSPECTOR_EVENTS))} of the ${num(sent)} events sent through it: ${mib(inspectorBytes)} more heap than without it, against its documented bound of ${num(INSPECTOR_EVENTS)} exchanges and ${mib(INSPECTOR_BYTES)} of bodies and headers.\n`);
+      out.push(`The inspector held the last ${num(Math.min(sent, INSPECTOR_EVENTS))} of the ${num(sent)} events sent through it: ${mib(inspectorBytes)} more heap than without it, against its documented bound of ${num(INSPECTOR_EVENTS)} exchanges and ${mib(INSPECTOR_BYTES)}.\n`);
       out.push(target(`relay CPU per event ≤ 2× the bare app's per request (${x(ratios.relay)})`, median(ratios.relay) <= 2));
       out.push(target(`listen (defaults) CPU per event ≤ 2× the bare app's (${x(ratios.listen)})`, median(ratios.listen) <= 2));
       out.push(target(`listen --no-inspect CPU per event ≤ 2× the bare app's (${x(ratios.plain)})`, median(ratios.plain) <= 2));
       out.push(target(`the inspector adds ≤ 25 % to listen's CPU per event (${(median(ratios.inspector) * 100).toFixed(0)} %)`, median(ratios.inspector) <= 0.25));
       out.push(target(`the inspector's memory within its bound (+${mib(inspectorBytes)} heap ≤ ${mib(INSPECTOR_BYTES)})`, inspectorBytes <= INSPECTOR_BYTES));
       out.push(target(`one relay + one listen (defaults) ≥ 0.45× the direct rate (${x(ratios.rate)})`, median(ratios.rate) >= 0.45));
+    }
+    if (paired.adds.length) {
+      out.push('');
+      out.push(
+        `Paired (part 4: both on one channel, each given every event at the same moment, ${ROUNDS} bursts of ${num(EVENTS)}): listen with its defaults ${us(paired.with)} of CPU per event, ` +
+          `--no-inspect ${us(paired.without)}; the inspector adds ${paired.adds.map((value) => `${(value * 100).toFixed(0)} %`).join(', ')} (median ${(median(paired.adds) * 100).toFixed(0)} %).\n`,
+      );
+      out.push(target(`paired: the inspector adds ≤ 25 % to listen's CPU per event (${(median(paired.adds) * 100).toFixed(0)} %)`, median(paired.adds) <= 0.25));
     }
     if (lat) out.push(target(`added p99 ≤ 3 ms (+${ms(lat.relay.p99 - lat.direct.p99)})`, lat.relay.p99 - lat.direct.p99 <= 3));
     if (memory) {

@@ -6,7 +6,10 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { windowProfiler } from '../lib.js';
 
 export interface Stats {
+  /** CPU time so far, read before the collection below: where a measured window ends. */
   cpu: NodeJS.CpuUsage;
+  /** CPU time so far, read after it: where a measured window starts, so the bench's own gc() is in no window. */
+  cpuAfterGc: NodeJS.CpuUsage;
   memory: NodeJS.MemoryUsage;
   /** Peak resident set size so far, in bytes. */
   maxRss: number;
@@ -14,8 +17,8 @@ export interface Stats {
   gcMs: number;
 }
 
-type Command = 'stats' | 'profile-start' | 'profile-stop';
-type Reply = { stats: Stats } | { done: Command };
+type Command = 'stats' | 'cpu' | 'profile-start' | 'profile-stop';
+type Reply = { stats: Stats } | { cpu: NodeJS.CpuUsage } | { done: Command };
 
 /**
  * In the child: answers the parent's commands. `profile` names the profile file. `stats` reads the CPU time,
@@ -39,8 +42,10 @@ export function answerParent(profile: string): void {
       const started = performance.now();
       globalThis.gc?.();
       forcedMs += performance.now() - started;
-      return reply({ stats: { cpu, memory: process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024, gcMs: collected } });
+      return reply({ stats: { cpu, cpuAfterGc: process.cpuUsage(), memory: process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024, gcMs: collected } });
     }
+    // The CPU time alone, no collection: to poll a child until it has gone quiet.
+    if (command === 'cpu') return reply({ cpu: process.cpuUsage() });
     void (command === 'profile-start' ? profiler.start() : profiler.stop()).then(() => reply({ done: command }));
   });
   // Exit normally when the bench is done, so a profile or an exit hook gets to write.
@@ -51,6 +56,8 @@ export interface Child {
   name: string;
   process: ChildProcess;
   stats(): Promise<Stats>;
+  /** CPU µs (user + system) used so far, without the collection `stats` runs. */
+  cpu(): Promise<number>;
   command(command: Command): Promise<void>;
 }
 
@@ -70,6 +77,10 @@ export function forkRole(script: string, role: string, args: string[], options: 
     name: options.name ?? role,
     process: child,
     stats: () => ask<Stats>(child, queue, 'stats', (reply) => (reply as { stats: Stats }).stats),
+    cpu: () => ask<number>(child, queue, 'cpu', (reply) => {
+      const { user, system } = (reply as { cpu: NodeJS.CpuUsage }).cpu;
+      return user + system;
+    }),
     command: (command) => ask(child, queue, command, () => undefined),
   };
   return new Promise((resolve, reject) => {
@@ -103,10 +114,14 @@ function ask<T>(child: ChildProcess, queue: Array<(reply: Reply) => void>, comma
   });
 }
 
-/** CPU microseconds (user + system) a process spent between two stats, per event. */
+/**
+ * CPU microseconds (user + system) a process spent between two stats, per event: from after the first one's
+ * collection to before the second one's, so neither of the bench's own collections is counted (each one is
+ * a full GC: 10-40 ms on a relay or an inspector holding thousands of events).
+ */
 export function cpuPerEvent(before: Stats, after: Stats, events: number): number {
   const used = (cpu: NodeJS.CpuUsage) => cpu.user + cpu.system;
-  return (used(after.cpu) - used(before.cpu)) / events;
+  return (used(after.cpu) - used(before.cpuAfterGc)) / events;
 }
 
 /** Runs `command` in every child at once. */
