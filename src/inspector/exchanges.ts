@@ -156,51 +156,43 @@ export class ExchangeRecord {
 /** An exchange as the book holds it: one waiting for its reply as it is, a finished one as its record. */
 export type HeldExchange = Exchange | ExchangeRecord;
 
-export function summarize(exchange: HeldExchange): ExchangeSummary {
-  if (exchange instanceof ExchangeRecord) {
-    return {
-      id: exchange.id,
-      at: exchange.at,
-      method: exchange.method,
-      url: exchange.url,
-      eventName: exchange.eventName,
-      deliveryId: exchange.deliveryId,
-      videoId: exchangeVideoId(exchange),
-      status: exchange.status,
-      outcome: exchange.outcome,
-      errorCode: exchange.errorCode,
-      refused: exchange.refused,
-      stale: exchange.stale,
-      durationMs: exchange.durationMs,
-      signatureValid: exchange.signatureValid,
-      resigned: exchange.resigned,
-      backlog: exchange.backlog,
-      replay: exchange.replay,
-      replayOf: exchange.replayOf,
-      edited: exchange.edited,
-    };
-  }
+/** The list's fields of an exchange still held whole, but its video id (read when first asked for). */
+function listFields(exchange: Exchange): Omit<ExchangeSummary, 'videoId'> {
   const { reply } = exchange;
   return {
-    id: exchange.id,
-    at: exchange.at,
-    method: exchange.method,
-    url: exchange.url,
-    eventName: exchange.eventName,
-    deliveryId: exchange.deliveryId,
-    videoId: exchangeVideoId(exchange),
+    ...exchange,
     status: reply?.status ?? null,
     outcome: outcomeOf(exchange),
     errorCode: reply?.error?.code ?? null,
     refused: reply?.refused?.code ?? null,
     stale: reply?.stale ?? false,
     durationMs: reply?.durationMs ?? null,
-    signatureValid: exchange.signatureValid,
-    resigned: exchange.resigned,
-    backlog: exchange.backlog,
-    replay: exchange.replay,
-    replayOf: exchange.replayOf,
-    edited: exchange.edited,
+  };
+}
+
+/** One row of the list: a record has its fields already; an exchange held whole has them worked out. */
+export function summarize(exchange: HeldExchange): ExchangeSummary {
+  const fields = exchange instanceof ExchangeRecord ? exchange : listFields(exchange);
+  return {
+    id: fields.id,
+    at: fields.at,
+    method: fields.method,
+    url: fields.url,
+    eventName: fields.eventName,
+    deliveryId: fields.deliveryId,
+    videoId: exchangeVideoId(exchange),
+    status: fields.status,
+    outcome: fields.outcome,
+    errorCode: fields.errorCode,
+    refused: fields.refused,
+    stale: fields.stale,
+    durationMs: fields.durationMs,
+    signatureValid: fields.signatureValid,
+    resigned: fields.resigned,
+    backlog: fields.backlog,
+    replay: fields.replay,
+    replayOf: fields.replayOf,
+    edited: fields.edited,
   };
 }
 

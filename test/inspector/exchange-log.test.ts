@@ -3,22 +3,16 @@ import { appendFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ExchangeBook } from '../../src/inspector/exchange-book.js';
 import { keep } from '../../src/inspector/exchanges.js';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
-import { testdir } from '../relay/fixtures.js';
-import { exchangeFixture } from './fixtures.js';
+import { afterEachTest, exchangeFixture } from './fixtures.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { cleanups, tempDir } = afterEachTest();
 
 async function logFile() {
-  const { dir, cleanup } = await testdir();
-  cleanups.push(cleanup);
-  return join(dir, 'nested', 'listen.events.jsonl');
+  return join(await tempDir(), 'nested', 'listen.events.jsonl');
 }
 
 async function reopen(log: string, options: Partial<Parameters<typeof ListenRecorder.open>[0]> = {}) {
@@ -125,8 +119,7 @@ describe('the inspector log', () => {
   });
 
   it('reports a log it cannot write once, and goes on in memory', async () => {
-    const { dir, cleanup } = await testdir();
-    cleanups.push(cleanup);
+    const dir = await tempDir();
     await writeFile(join(dir, 'file'), '');
     const warnings: string[] = [];
     // A folder that cannot be made: its parent is a file.

@@ -3,23 +3,18 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ExchangeBook, RECORD_ALLOWANCE } from '../../src/inspector/exchange-book.js';
 import { exchangeOf, lineOf, LineSlabs, parseLine, runsOf, SLAB_BYTES } from '../../src/inspector/exchange-line.js';
 import { ExchangeLog } from '../../src/inspector/exchange-log.js';
 import { detailOf, ExchangeRecord, exchangeVideoId, requestBodyOfLine, summarize, type Exchange, type KeptBody } from '../../src/inspector/exchanges.js';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
-import { testdir } from '../relay/fixtures.js';
-import { exchangeFixture, recordingApp } from './fixtures.js';
+import { afterEachTest, exchangeFixture, recordingApp } from './fixtures.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { cleanups, tempDir } = afterEachTest();
 
 async function logFile() {
-  const { dir, cleanup } = await testdir();
-  cleanups.push(cleanup);
+  const dir = await tempDir();
   return { dir, file: join(dir, 'listen.events.jsonl') };
 }
 

@@ -2,9 +2,30 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listen as listenCommand, type ListenCommandOptions, type ListenIo } from '../../src/cli/commands/listen.js';
 import type { Exchange } from '../../src/inspector/exchanges.js';
+import { afterEach } from 'vitest';
+import { testdir } from '../relay/fixtures.js';
 
 const plain = (text: string) => text;
 export const palette = { bold: plain, dim: plain, green: plain, yellow: plain, red: plain, cyan: plain };
+
+/**
+ * For a test file: `cleanups` run after each test, last first, and `tempDir()` makes a folder they remove.
+ * @example const { cleanups, tempDir } = afterEachTest();
+ */
+export function afterEachTest(): { cleanups: Array<() => Promise<unknown>>; tempDir(): Promise<string> } {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return {
+    cleanups,
+    async tempDir() {
+      const { dir, cleanup } = await testdir();
+      cleanups.push(cleanup);
+      return dir;
+    },
+  };
+}
 
 /** A local app that records every request's raw headers and body bytes; `status()` decides each answer. */
 export async function recordingApp(status: (req: { event: string | undefined }) => number = () => 200) {
