@@ -7,7 +7,8 @@ import { withDeliveredAt, withSignature } from '../relay/resign.js';
 import { ExchangeLog } from './exchange-log.js';
 import { ExchangeBook, type ExchangeFilter } from './exchange-book.js';
 import { exchangeOf } from './exchange-line.js';
-import { detailOf, ExchangeRecord, keep, OUTCOMES, summarize, videoIdToKeep, type Exchange, type ExchangeSummary, type HeldExchange, type Outcome } from './exchanges.js';
+import { detailOf, ExchangeRecord, keep, OUTCOMES, summarize, type Exchange, type ExchangeSummary, type HeldExchange, type Outcome } from './exchanges.js';
+import { videoIdToKeep } from './video-id.js';
 
 export interface ListenRecorderOptions {
   /** listen's `--forward-to`, shown on the page. */

@@ -2,7 +2,7 @@
 // JSON.parse reads it, null for anything else.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { videoIdOf } from '../../src/inspector/exchanges.js';
+import { videoIdOf } from '../../src/inspector/video-id.js';
 
 const reference = (text: string): string | null => {
   try {
