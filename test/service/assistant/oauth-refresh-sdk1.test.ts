@@ -83,6 +83,9 @@ class Sdk1Client implements OAuthClientProvider {
   codeVerifier() {
     return this.#verifier;
   }
+  invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery') {
+    if (scope === 'all' || scope === 'tokens') this.savedTokens = undefined;
+  }
 }
 
 /** The SDK 1.x's interactive sign-in: 401 → discovery → registration → consent → code → tokens, then a connected client. */
@@ -149,6 +152,63 @@ describe('refresh tokens for an assistant on the MCP SDK 1.x auth()', () => {
     expect(((await reused.json()) as { error: string }).error).toBe('invalid_grant');
     const latest = await refreshWith(svc, oauth, third.refresh_token!);
     expect(latest.status).toBe(400);
+  });
+
+  it('survives tool calls sent in parallel past the hour, each refreshing with the same refresh token', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    await balance(client);
+    vi.setSystemTime(Date.now() + (OAUTH_TTL.accessToken + 60) * 1000);
+    // Each call meets its own 401 and its own auth(): the SDK 1.x does not share one refresh between them.
+    await Promise.all([balance(client), balance(client), balance(client)]);
+    expect(oauth.opened).toHaveLength(1);
+    vi.setSystemTime(Date.now() + (OAUTH_TTL.accessToken + 60) * 1000);
+    await balance(client);
+    expect(oauth.opened).toHaveLength(1);
+    await client.close();
+  });
+
+  it('takes a rotated-away refresh token again within the grace period, and revokes the grant when it comes back later', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    await client.close();
+    const first = oauth.savedTokens!.refresh_token!;
+    const rotated = (await (await refreshWith(svc, oauth, first)).json()) as { refresh_token: string; access_token: string };
+    expect(rotated.refresh_token).not.toBe(first);
+    // A second request that set out with the same token (a parallel call, a retry of a lost answer) is answered too.
+    vi.setSystemTime(Date.now() + (OAUTH_TTL.rotatedRefreshGrace - 1) * 1000);
+    const twin = await refreshWith(svc, oauth, first);
+    expect(twin.status).toBe(200);
+    const twinTokens = (await twin.json()) as { refresh_token: string };
+    // Past the grace period the old token is a copy: refused, and the grant is revoked (every branch of it).
+    vi.setSystemTime(Date.now() + 2_000);
+    const late = await refreshWith(svc, oauth, first);
+    expect(late.status).toBe(400);
+    expect(((await late.json()) as { error: string }).error).toBe('invalid_grant');
+    for (const token of [rotated.refresh_token, twinTokens.refresh_token]) expect((await refreshWith(svc, oauth, token)).status).toBe(400);
+  });
+
+  it('keeps a connection in use for a year after the approval (the grant), then asks the person again', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    const approved = Date.now();
+    // A refresh every 25 days (each refresh token lasts 30) keeps it going…
+    while (Date.now() + 25 * 86_400_000 < approved + OAUTH_TTL.grant * 1000) {
+      vi.setSystemTime(Date.now() + 25 * 86_400_000);
+      await balance(client);
+    }
+    expect(oauth.opened).toHaveLength(1);
+    // …until the grant ends: the refresh is refused and the SDK opens the consent page again.
+    vi.setSystemTime(approved + OAUTH_TTL.grant * 1000 + 60_000);
+    await expect(client.callTool({ name: 'get_account', arguments: {} })).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(oauth.opened).toHaveLength(2);
+    await client.close();
   });
 
   it('gives no refresh token to a client registered for the authorization code grant only', async () => {
