@@ -115,6 +115,11 @@ describe('assistant sign-in with OAuth 2.1', () => {
     const { client, oauth, page } = await signIn(svc, undefined, { dailyLimit: '15' });
     expect(page).toContain('Test Assistant');
     expect(oauth.clientInfo?.client_id).toBeTruthy();
+    // Issue 29 item 19: the SDK 2.x adds offline_access (listed by the server's metadata, and the client registers
+    // for refresh_token) with prompt=consent, beyond the challenge's scope; either way it gets a refresh token.
+    expect(oauth.authorizationUrl!.searchParams.get('scope')).toBe('mcp offline_access');
+    expect(oauth.authorizationUrl!.searchParams.get('prompt')).toBe('consent');
+    expect(oauth.savedTokens?.refresh_token).toEqual(expect.any(String));
     const account = await tool(client, 'get_account');
     expect(account.data.assistant).toMatchObject({ daily_limit: 15, used_today: 0 });
 
