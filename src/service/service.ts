@@ -138,8 +138,9 @@ export class Service {
     // Core: who is calling, and what every resource reads.
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
-    const failures = new AuthFailures({ now });
     const serviceNow = () => clock.nowOf(null);
+    // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
+    const failures = new AuthFailures({ now: serviceNow });
     const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
