@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { WebhookEmitter } from '../emitter/index.js';
+import type { Delivery, WebhookEmitter } from '../emitter/index.js';
 import { Accounts, type AccountTables } from './core/accounts.js';
 import { AuthFailures } from './core/auth-failures.js';
 import { SimulatedClock } from './core/clock.js';
@@ -185,6 +185,9 @@ export class Service {
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
+    // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.
+    const attempted = (delivery: Delivery) => times.ended(delivery.id);
+    if (ownsEmitter) emitter.on('attempt', attempted);
     this.#close = [
       // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
       // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
@@ -196,10 +199,15 @@ export class Service {
         this.photoUploads.resync();
       }),
       store.onWritable(() => webhooks.resume()),
-      // `clock.advance()` sees each outcome (and what it schedules) before moving on.
-      clock.settleWith(async () => {
+      // `clock.advance()` sees each outcome (and what it schedules) before moving on. Issue 29 item 3: an
+      // account's advance waits for its own account's work only (a custom emitter's attempts, which name
+      // no account, for all); the service's advance for every account's.
+      clock.settleWith(async (account) => {
+        const busy = account === null
+          ? () => webhooks.busy || jobs.busy || times.busy
+          : () => webhooks.sendingOf(account) || jobs.busyOf(account) || times.busyOf(account) || (!ownsEmitter && webhooks.attempting);
         const giveUp = Date.now() + 15_000;
-        while ((webhooks.busy || jobs.busy || times.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+        while (busy() && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
       }),
       // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
       options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,
@@ -210,6 +218,7 @@ export class Service {
       () => lifecycle.stop(),
       () => assets.stop(),
       () => jobs.stop(),
+      () => ownsEmitter && emitter.off('attempt', attempted),
       async () => ownsEmitter && (await emitter.stop()),
       () => clock.stop(),
       () => store.close(),
