@@ -46,8 +46,8 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * The checks every keyed request passes first (spec 4, 5.3-5.4, 8 and issue 20 item 6), without HTTP: who
- * the bearer key is (401, and 429 to an invalid one from an address that failed too often), 60 requests a minute per key
- * (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
+ * the bearer key is (401, and 429 to a wrong one from an address that failed too often), 60 requests a
+ * minute per key (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
  * is a `ServiceError`; the adapters add the headers (`WWW-Authenticate`, `X-RateLimit-*`).
  * @example
  * const who = gate.identify(req.headers.authorization, req.socket.remoteAddress);
