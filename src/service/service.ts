@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { WebhookEmitter } from '../emitter/index.js';
+import type { Delivery, WebhookEmitter } from '../emitter/index.js';
 import { Accounts, type AccountTables } from './core/accounts.js';
 import { AuthFailures } from './core/auth-failures.js';
 import { SimulatedClock } from './core/clock.js';
@@ -138,8 +138,9 @@ export class Service {
     // Core: who is calling, and what every resource reads.
     this.accounts = new Accounts(store, now);
     const credits = new Credits(this.accounts);
-    const failures = new AuthFailures({ now });
     const serviceNow = () => clock.nowOf(null);
+    // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
+    const failures = new AuthFailures({ now: serviceNow });
     const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
@@ -184,6 +185,9 @@ export class Service {
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
+    // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.
+    const attempted = (delivery: Delivery) => times.ended(delivery.id);
+    if (ownsEmitter) emitter.on('attempt', attempted);
     this.#close = [
       // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
       // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
@@ -195,10 +199,15 @@ export class Service {
         this.photoUploads.resync();
       }),
       store.onWritable(() => webhooks.resume()),
-      // `clock.advance()` sees each outcome (and what it schedules) before moving on.
-      clock.settleWith(async () => {
+      // `clock.advance()` sees each outcome (and what it schedules) before moving on. Issue 29 item 3: an
+      // account's advance waits for its own account's work only (a custom emitter's attempts, which name
+      // no account, for all); the service's advance for every account's.
+      clock.settleWith(async (account) => {
+        const busy = account === null
+          ? () => webhooks.busy || jobs.busy || times.busy
+          : () => webhooks.sendingOf(account) || jobs.busyOf(account) || times.busyOf(account) || (!ownsEmitter && webhooks.attempting);
         const giveUp = Date.now() + 15_000;
-        while ((webhooks.busy || jobs.busy || times.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+        while (busy() && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
       }),
       // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
       options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,
@@ -209,6 +218,7 @@ export class Service {
       () => lifecycle.stop(),
       () => assets.stop(),
       () => jobs.stop(),
+      () => ownsEmitter && emitter.off('attempt', attempted),
       async () => ownsEmitter && (await emitter.stop()),
       () => clock.stop(),
       () => store.close(),

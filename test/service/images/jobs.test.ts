@@ -34,6 +34,27 @@ async function setup(balance = 100, { renderer = fakeRenderer, onError }: { rend
 }
 
 describe('ImageJobs: the state table of spec 3.3', () => {
+  // Issue 29 item 3: an account's advance waits for its own renders only.
+  it('says whose job is being rendered: busyOf(account) for that account only', async () => {
+    let began!: () => void;
+    const rendering = new Promise<void>((resolve) => (began = resolve));
+    let finish!: () => void;
+    const hold = new Promise<void>((resolve) => (finish = resolve));
+    const renderer: ImageRenderer = { render: async (job, index) => (began(), await hold, fakeRenderer.render(job, index)) };
+    const { clock, jobs, account, start } = await setup(100, { renderer });
+    const job = start({ description: 'a lighthouse', count: 1 });
+    expect(jobs.busyOf(account.id)).toBe(false);
+    const ended = new Promise((resolve) => jobs.once('ended', resolve));
+    void clock.advance(60_000, { account: account.id });
+    await rendering;
+    expect([jobs.busy, jobs.busyOf(account.id), jobs.busyOf(account.id + 1)]).toEqual([true, true, false]);
+    finish();
+    await ended;
+    expect(job.status).toBe('done');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(jobs.busyOf(account.id)).toBe(false);
+  });
+
   it('(none) → generating (reserved) → done, credits_charged final', async () => {
     const { clock, jobs, account, start } = await setup();
     const job = start({ description: 'a lighthouse', count: 4 });

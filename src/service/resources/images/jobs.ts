@@ -110,8 +110,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   readonly #options: ImageJobsOptions;
   readonly #timers = new Map<number, unknown>();
   #nextImageId = 1;
-  /** Jobs whose files are being made: `clock.advance()` waits for them (the service registers it). */
-  readonly #rendering = new Set<number>();
+  /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
+  readonly #rendering = new Map<number, number>();
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -229,6 +229,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     return this.#rendering.size > 0;
   }
 
+  /** Whether a job of `account` is having its files made now (issue 29 item 3: what its own advance waits for). */
+  busyOf(account: number): boolean {
+    for (const owner of this.#rendering.values()) if (owner === account) return true;
+    return false;
+  }
+
   resume(): void {
     for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
   }
@@ -259,7 +265,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const endAt = Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
-      this.#rendering.add(job.id);
+      this.#rendering.set(job.id, job.accountId);
       void this.#finish(job).finally(() => this.#rendering.delete(job.id));
     }, Math.max(0, endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
