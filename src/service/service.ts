@@ -340,12 +340,14 @@ export class Service {
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
   }
 
-  /** Every secret the service knows now (API keys, webhook secrets, the admin token): what the request journal redacts. */
+  /** Every secret the service knows now (API keys, webhook secrets and the ones before a rotation, the admin token): what the request journal redacts. */
   *secrets(): Iterable<string> {
     yield this.adminToken;
     for (const key of this.store.table('key').values()) {
       yield key.token;
       yield key.webhookSecret;
+      // Issue 29 item 9: the secret before a rotation still signs (webhook_previous_secret chaos), whatever its shape.
+      if (key.previousWebhookSecret !== undefined) yield key.previousWebhookSecret;
     }
   }
 
