@@ -1,4 +1,5 @@
 import { JOURNAL_CAP } from '../contract/test-helpers.js';
+import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
 import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.js';
 
 // The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
@@ -7,6 +8,7 @@ import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.
 // kept (redact.ts), so no secret is ever stored, let alone answered.
 
 export { JOURNAL_CAP };
+export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './journal-filter.js';
 /** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
 export const MAX_BODY_CHARS = 4096;
 /** The longest path kept. */
@@ -118,7 +120,7 @@ export class RequestJournal {
     return entry;
   }
 
-  /** The entries that match, newest first. */
+  /** The entries that match, newest first. A `path` filter past its bounds is a TypeError (`pathFilterProblem`). */
   list(filter: JournalFilter = {}): JournalEntry[] {
     const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap));
     const matches = matcher(filter);
@@ -208,20 +210,16 @@ function bodyOf(body: unknown, redactor: Redactor): { value: unknown; cut: boole
   return { value: cut(text, MAX_BODY_CHARS).text, cut: true };
 }
 
-/** A path template (`/v1/videos/{id}`) as a regular expression of the paths it names. */
-function templatePattern(template: string): RegExp {
-  const parts = template.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${parts.join('[^/]+')}$`);
-}
-
 function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
   const method = filter.method?.toUpperCase();
-  const path = filter.path === undefined ? undefined : filter.path.includes('{') ? templatePattern(filter.path) : filter.path;
+  const problem = filter.path === undefined ? null : pathFilterProblem(filter.path);
+  if (problem) throw new TypeError(`Expected a \`path\` filter within its bounds: ${problem}`);
+  const path = filter.path === undefined ? undefined : pathSegments(filter.path);
   const status = filter.status === undefined ? undefined : String(filter.status);
   const statusClass = status?.endsWith('xx') ? status[0] : undefined;
   return (entry) =>
     (method === undefined || entry.method === method) &&
-    (path === undefined || (typeof path === 'string' ? entry.path === path : path.test(entry.path))) &&
+    (path === undefined || pathMatches(path, entry.path)) &&
     (filter.operation === undefined || entry.operation === filter.operation) &&
     (status === undefined || (statusClass ? String(entry.status)[0] === statusClass : String(entry.status) === status)) &&
     (filter.account === undefined || entry.account === filter.account);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Service } from '../../../src/service/service.js';
+import { MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
 // Issue 29 items 1, 2, 5 and 9 over HTTP: what an attacker with an ordinary key did to the request journal.
@@ -22,6 +23,27 @@ async function open(options: Partial<Parameters<typeof Service.open>[0]> = {}) {
 }
 
 describe('the request journal under attack (issue 29)', () => {
+  it('item 1: a path template is matched by segment; 16 placeholders against a long path answer at once; an unbounded filter is refused', async () => {
+    const { client, apiKey } = await open();
+    const long = `/v1/videos/${'a'.repeat(2000)}`;
+    expect((await client.get(long, { key: apiKey })).status).toBe(404);
+    expect((await client.post('/v1/videos/7/retry', undefined, { key: apiKey })).status).toBe(404);
+    const placeholders = Array.from({ length: 16 }, (_, i) => `{p${i}}`).join('');
+    const started = performance.now();
+    const hostile = await client.get(`/test_helpers/requests?path=/v1/videos/${placeholders}x`, { key: apiKey });
+    const spread = await client.get(`/test_helpers/requests?path=${Array.from({ length: 16 }, (_, i) => `/{p${i}}`).join('')}`, { key: apiKey });
+    // A guard against catastrophic backtracking only (before the fix this never answered).
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect([hostile.status, hostile.body.data]).toEqual([200, []]);
+    expect([spread.status, spread.body.data]).toEqual([200, []]);
+    const template = await client.get('/test_helpers/requests?path=/v1/videos/{id}', { key: apiKey });
+    expect(template.body.data.map((entry: { path: string }) => entry.path.length)).toEqual([1024]);
+    const nested = await client.get('/test_helpers/requests?path=/v1/{a}/{b}/retry', { key: apiKey });
+    expect(nested.body.data.map((entry: { path: string }) => entry.path)).toEqual(['/v1/videos/7/retry']);
+    const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
+    expect(await client.get(`/test_helpers/requests?path=${tooMany}`, { key: apiKey })).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'path' } });
+  });
+
   it('item 9: a rotated-away --webhook-secret of any shape, which can still sign, is redacted', async () => {
     const own = 'my own signing secret, not whsec shaped';
     const { service, client, apiKey } = await open({ webhookSecret: own });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
-import { JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
+import { MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
 import { REDACTED } from '../../../src/service/testing/redact.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
@@ -153,5 +153,36 @@ describe('RequestJournal (issue 22)', () => {
   it('refuses a bad cap or secrets option at construction', () => {
     expect(() => new RequestJournal({ cap: 0 })).toThrow('Expected `cap` to be a whole number >= 1, got 0.');
     expect(() => new RequestJournal({ secrets: ['x'] as never })).toThrow(TypeError);
+  });
+});
+
+describe('RequestJournal under attack (issue 29)', () => {
+  it('item 1: matches a template segment by segment, a placeholder standing for one non-empty segment', () => {
+    const journal = new RequestJournal();
+    for (const path of ['/v1/videos/7', '/v1/videos/', '/v1/videos/7/retry', '/v1/videos//retry', '/v1/images/7', '/v1/videos/{id}']) journal.record(request({ path }));
+    const paths = (path: string) => journal.list({ path }).map((entry) => entry.path).reverse();
+    expect(paths('/v1/videos/{id}')).toEqual(['/v1/videos/7', '/v1/videos/{id}']);
+    expect(paths('/v1/{kind}/{id}')).toEqual(['/v1/videos/7', '/v1/images/7', '/v1/videos/{id}']);
+    expect(paths('/v1/videos/{id}/retry')).toEqual(['/v1/videos/7/retry']);
+    expect(paths('/v1/videos/7')).toEqual(['/v1/videos/7']);
+    // A placeholder is a whole segment; anything else is compared as written.
+    expect(paths('/v1/videos/{a}{b}')).toEqual([]);
+    expect(paths('/v1/videos/{')).toEqual([]);
+    expect(paths('/{a}')).toEqual([]);
+  });
+
+  it('item 1: a 16-placeholder filter against a long path costs that path, and a filter past its bounds is refused', () => {
+    const journal = new RequestJournal();
+    for (let i = 0; i < 50; i++) journal.record(request({ path: `/v1/videos/${'a'.repeat(2000)}` }));
+    const placeholders = Array.from({ length: 16 }, (_, i) => `{p${i}}`);
+    const started = performance.now();
+    expect(journal.list({ path: `/v1/videos/${placeholders.join('')}x` })).toEqual([]);
+    expect(journal.list({ path: `/${placeholders.join('/')}` })).toEqual([]);
+    expect(journal.list({ path: '/v1/videos/{id}' })).toHaveLength(50);
+    // A guard against catastrophic backtracking only: before, one such filter never answered.
+    expect(performance.now() - started).toBeLessThan(1000);
+    const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
+    expect(() => journal.list({ path: tooMany })).toThrow(`path has at most ${MAX_PATH_FILTER_SEGMENTS} segments`);
+    expect(() => journal.list({ path: `/${'x'.repeat(3000)}` })).toThrow('path is at most 2048 characters');
   });
 });
