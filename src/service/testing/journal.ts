@@ -1,14 +1,22 @@
 import { JOURNAL_CAP } from '../contract/test-helpers.js';
 import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
+import { JournalLanes } from './journal-lanes.js';
 import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.js';
 
 // The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
 // answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
-// after a 503?". Bounded: a ring of `cap` entries, each cut to fixed sizes, and redacted before it is
-// kept (redact.ts), so no secret is ever stored, let alone answered.
+// after a 503?". Bounded: each account's entries apart from every other's (journal-lanes.ts), each entry
+// cut to fixed sizes, and redacted before it is kept (redact.ts), so no secret is ever stored, let alone
+// answered.
 
 export { JOURNAL_CAP };
 export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './journal-filter.js';
+/** Entries kept of one account (issue 29 item 5). */
+export const JOURNAL_ACCOUNT_CAP = JOURNAL_CAP;
+/** Entries kept of requests that named no valid key (no key, a refused one, the admin token, a public route), apart from every account's. */
+export const JOURNAL_KEYLESS_CAP = JOURNAL_CAP;
+/** Entries kept of every account together; past it the oldest of any account goes. */
+export const JOURNAL_TOTAL_CAP = 4 * JOURNAL_CAP;
 /** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
 export const MAX_BODY_CHARS = 4096;
 /** The longest path kept. */
@@ -20,8 +28,8 @@ const MAX_QUERY_NAME_CHARS = 64;
 /** Spec 4.1 allows 255 characters; a longer (invalid) key is cut. */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 256;
 /**
- * An upper bound on one entry's characters (its strings and the JSON of its body): with `JOURNAL_CAP`
- * entries, the journal holds at most about 7 million characters.
+ * An upper bound on one entry's characters (its strings and the JSON of its body): with the default caps
+ * (`JOURNAL_TOTAL_CAP` + `JOURNAL_KEYLESS_CAP` entries), the journal holds at most about 35 million characters.
  */
 export const MAX_ENTRY_CHARS = MAX_BODY_CHARS + MAX_PATH_CHARS + MAX_QUERY_CHARS + MAX_IDEMPOTENCY_KEY_CHARS + 512;
 
@@ -79,7 +87,11 @@ export interface JournalFilter {
 
 /** Options of `RequestJournal`. */
 export interface RequestJournalOptions {
-  /** Entries kept; the oldest is dropped past it. @default JOURNAL_CAP (1,000) */
+  /** Entries kept of one account; its oldest goes past it. @default JOURNAL_ACCOUNT_CAP (1,000) */
+  accountCap?: number;
+  /** Entries kept of requests that named no valid key, which never evict an account's. @default JOURNAL_KEYLESS_CAP (1,000) */
+  keylessCap?: number;
+  /** Entries kept of every account together; the oldest of any account goes past it. @default JOURNAL_TOTAL_CAP (4,000) */
   cap?: number;
   /** The secrets to cut out of every entry, read at each record: the live API keys, webhook secrets, admin token. */
   secrets?: () => Iterable<string>;
@@ -93,40 +105,44 @@ export interface RequestJournalOptions {
  * journal.list({ operation: 'createVideo' })[0].idempotency_key // 'k-1'
  */
 export class RequestJournal {
+  /** Entries kept of every account together. */
   readonly cap: number;
+  readonly accountCap: number;
+  readonly keylessCap: number;
   readonly #secrets: () => Iterable<string>;
-  readonly #ring: Array<JournalEntry | undefined>;
-  /** Where the next entry goes. */
-  #head = 0;
-  #size = 0;
+  readonly #lanes: JournalLanes<JournalEntry>;
 
-  constructor({ cap = JOURNAL_CAP, secrets = () => [] }: RequestJournalOptions = {}) {
-    if (!Number.isSafeInteger(cap) || cap < 1) throw new TypeError(`Expected \`cap\` to be a whole number >= 1, got ${cap}.`);
+  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, cap = JOURNAL_TOTAL_CAP, secrets = () => [] }: RequestJournalOptions = {}) {
+    for (const [name, value] of Object.entries({ accountCap, keylessCap, cap })) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`Expected \`${name}\` to be a whole number >= 1, got ${value}.`);
+    }
     if (typeof secrets !== 'function') throw new TypeError('Expected `secrets` to be a function that returns the secrets to redact.');
     this.cap = cap;
+    this.accountCap = accountCap;
+    this.keylessCap = keylessCap;
     this.#secrets = secrets;
-    this.#ring = new Array<JournalEntry | undefined>(cap);
+    this.#lanes = new JournalLanes({ account: accountCap, keyless: keylessCap, total: cap });
   }
 
   /** Entries held now. */
   get size(): number {
-    return this.#size;
+    return this.#lanes.size;
   }
 
-  /** Keeps one request, redacted and cut to its bounds; the oldest entry goes when the journal is full. */
+  /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
     const entry = deepFreeze(toEntry(request, createRedactor(this.#secrets())));
-    this.#push(entry);
+    this.#lanes.push(entry.account, entry);
     return entry;
   }
 
   /** The entries that match, newest first. A `path` filter past its bounds is a TypeError (`pathFilterProblem`). */
   list(filter: JournalFilter = {}): JournalEntry[] {
-    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap));
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap + this.keylessCap));
     const matches = matcher(filter);
     const out: JournalEntry[] = [];
-    for (let i = 0; i < this.#size && out.length < limit; i++) {
-      const entry = this.#ring[(this.#head - 1 - i + this.cap) % this.cap]!;
+    for (const entry of this.#lanes.newest(filter.account)) {
+      if (out.length >= limit) break;
       if (matches(entry)) out.push(entry);
     }
     return out;
@@ -134,19 +150,7 @@ export class RequestJournal {
 
   /** Removes the entries of one account, or all; answers how many went. */
   clear({ account }: { account?: number | undefined } = {}): number {
-    const before = this.#size;
-    const kept = account === undefined ? [] : this.list({ limit: this.cap }).filter((entry) => entry.account !== account).reverse();
-    this.#ring.fill(undefined);
-    this.#head = 0;
-    this.#size = 0;
-    for (const entry of kept) this.#push(entry);
-    return before - this.#size;
-  }
-
-  #push(entry: JournalEntry): void {
-    this.#ring[this.#head] = entry;
-    this.#head = (this.#head + 1) % this.cap;
-    this.#size = Math.min(this.#size + 1, this.cap);
+    return this.#lanes.clear(account);
   }
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Service } from '../../../src/service/service.js';
-import { MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
+import { JOURNAL_CAP, MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
 // Issue 29 items 1, 2, 5 and 9 over HTTP: what an attacker with an ordinary key did to the request journal.
@@ -42,6 +42,19 @@ describe('the request journal under attack (issue 29)', () => {
     expect(nested.body.data.map((entry: { path: string }) => entry.path)).toEqual(['/v1/videos/7/retry']);
     const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
     expect(await client.get(`/test_helpers/requests?path=${tooMany}`, { key: apiKey })).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'path' } });
+  });
+
+  it(`item 5: ${JOURNAL_CAP} requests without a key evict no account's history`, async () => {
+    const { service, client, apiKey } = await open();
+    const other = (await client.post('/test_helpers/accounts', { name: 'b' }, { key: ADMIN })).body as { id: number; api_key: string };
+    await client.post('/v1/videos', { prompt: 'a fox' }, { key: apiKey });
+    await client.get('/v1/videos/42', { key: other.api_key });
+    for (let sent = 0; sent < JOURNAL_CAP + 10; sent += 101) await Promise.all(Array.from({ length: 101 }, () => client.get('/v1/pricing', { key: null })));
+    expect((await client.get('/test_helpers/requests', { key: apiKey })).body.data).toEqual([expect.objectContaining({ operation: 'createVideo', status: 202 })]);
+    expect((await client.get('/test_helpers/requests', { key: other.api_key })).body.data).toEqual([expect.objectContaining({ operation: 'getVideo', status: 404 })]);
+    const keyless = (await client.get(`/test_helpers/requests?operation=getPricing&limit=${JOURNAL_CAP}`, { key: ADMIN })).body.data as unknown[];
+    expect(keyless).toHaveLength(JOURNAL_CAP);
+    expect(service.journal.size).toBeLessThanOrEqual(JOURNAL_CAP + 2);
   });
 
   it('item 9: a rotated-away --webhook-secret of any shape, which can still sign, is redacted', async () => {

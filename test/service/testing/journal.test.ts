@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
-import { MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
+import { JOURNAL_ACCOUNT_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
 import { REDACTED } from '../../../src/service/testing/redact.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
@@ -60,14 +60,14 @@ describe('RequestJournal (issue 22)', () => {
     expect(all[0]!.idempotency_key).toBe(`k-${JOURNAL_CAP + 249}`);
     expect(all.at(-1)!.idempotency_key).toBe('k-250');
     expect(journal.list({ limit: 5000 })).toHaveLength(JOURNAL_CAP);
-    const small = new RequestJournal({ cap: 3 });
+    const small = new RequestJournal({ accountCap: 3 });
     for (let i = 0; i < 7; i++) small.record(request({ status: 200 + i }));
     expect(small.list().map((entry) => entry.status)).toEqual([206, 205, 204]);
   });
 
   it('clears one account’s entries or all, answering how many went, and keeps the order of the rest', () => {
     const journal = new RequestJournal({ cap: 4 });
-    for (const account of [1, 2, 1, 2, 1]) journal.record(request({ account, status: 200 + account }));
+    for (const account of [1, 2, 1, 2, 1, 2]) journal.record(request({ account, status: 200 + account }));
     expect(journal.clear({ account: 2 })).toBe(2);
     expect(journal.list().map((entry) => entry.account)).toEqual([1, 1]);
     journal.record(request({ account: 3 }));
@@ -152,6 +152,8 @@ describe('RequestJournal (issue 22)', () => {
 
   it('refuses a bad cap or secrets option at construction', () => {
     expect(() => new RequestJournal({ cap: 0 })).toThrow('Expected `cap` to be a whole number >= 1, got 0.');
+    expect(() => new RequestJournal({ accountCap: 1.5 })).toThrow('Expected `accountCap` to be a whole number >= 1, got 1.5.');
+    expect(() => new RequestJournal({ keylessCap: -1 })).toThrow('Expected `keylessCap` to be a whole number >= 1, got -1.');
     expect(() => new RequestJournal({ secrets: ['x'] as never })).toThrow(TypeError);
   });
 });
@@ -184,5 +186,37 @@ describe('RequestJournal under attack (issue 29)', () => {
     const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
     expect(() => journal.list({ path: tooMany })).toThrow(`path has at most ${MAX_PATH_FILTER_SEGMENTS} segments`);
     expect(() => journal.list({ path: `/${'x'.repeat(3000)}` })).toThrow('path is at most 2048 characters');
+  });
+
+  it('item 5: each account keeps its own entries; requests without a valid key go to a ring of their own', () => {
+    const journal = new RequestJournal();
+    expect([JOURNAL_ACCOUNT_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP]).toEqual([1000, 1000, 4000]);
+    journal.record(request({ account: 1, idempotencyKey: 'a-1' }));
+    journal.record(request({ account: 2, idempotencyKey: 'b-1' }));
+    for (let i = 0; i < JOURNAL_KEYLESS_CAP + 500; i++) journal.record(request({ account: null, keyId: null, idempotencyKey: `anon-${i}` }));
+    expect(journal.list({ account: 1 }).map((entry) => entry.idempotency_key)).toEqual(['a-1']);
+    expect(journal.list({ account: 2 }).map((entry) => entry.idempotency_key)).toEqual(['b-1']);
+    expect(journal.size).toBe(JOURNAL_KEYLESS_CAP + 2);
+    // The admin's view interleaves them all, newest first.
+    const all = journal.list({ limit: JOURNAL_CAP });
+    expect(all[0]!.idempotency_key).toBe(`anon-${JOURNAL_KEYLESS_CAP + 499}`);
+    expect(journal.list({ limit: 5000 }).slice(-3).map((entry) => entry.idempotency_key)).toEqual(['anon-500', 'b-1', 'a-1']);
+  });
+
+  it('item 5: an account is bounded on its own, and past the total the oldest entry of any account goes', () => {
+    const journal = new RequestJournal({ accountCap: 3, keylessCap: 2, cap: 5 });
+    for (let i = 0; i < 10; i++) journal.record(request({ account: 1, idempotencyKey: `a-${i}` }));
+    const keys = (account?: number) => journal.list({ account }).map((entry) => entry.idempotency_key);
+    expect(keys(1)).toEqual(['a-9', 'a-8', 'a-7']);
+    for (let i = 0; i < 3; i++) journal.record(request({ account: 2, idempotencyKey: `b-${i}` }));
+    // 6 entries of accounts past a total of 5: account 1's oldest went.
+    expect(keys(1)).toEqual(['a-9', 'a-8']);
+    expect(keys(2)).toEqual(['b-2', 'b-1', 'b-0']);
+    for (let i = 0; i < 5; i++) journal.record(request({ account: null, idempotencyKey: `n-${i}` }));
+    expect(keys()).toEqual(['n-4', 'n-3', 'b-2', 'b-1', 'b-0', 'a-9', 'a-8']);
+    expect(journal.clear({ account: 1 })).toBe(2);
+    expect(journal.size).toBe(5);
+    journal.record(request({ account: 3, idempotencyKey: 'c-0' }));
+    expect(keys()).toEqual(['c-0', 'n-4', 'n-3', 'b-2', 'b-1', 'b-0']);
   });
 });
