@@ -1,7 +1,7 @@
 import { JOURNAL_CAP } from '../contract/test-helpers.js';
 import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
 import { JournalLanes } from './journal-lanes.js';
-import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.js';
+import { createRedactor, isSecretName, REDACTED, SecretIndex, type Redactor } from './redact.js';
 
 // The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
 // answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
@@ -93,14 +93,18 @@ export interface RequestJournalOptions {
   keylessCap?: number;
   /** Entries kept of every account together; the oldest of any account goes past it. @default JOURNAL_TOTAL_CAP (4,000) */
   cap?: number;
-  /** The secrets to cut out of every entry, read at each record: the live API keys, webhook secrets, admin token. */
-  secrets?: () => Iterable<string>;
+  /**
+   * The secrets to cut out of every entry wherever they occur, kept up to date by their owner (the service:
+   * every key's token and webhook secrets, the one before a rotation too, and the admin token).
+   * @default an empty index (only secret-named members and secret shapes are redacted)
+   */
+  secrets?: SecretIndex;
 }
 
 /**
  * A bounded journal of requests, newest first.
  * @example
- * const journal = new RequestJournal({ secrets: () => service.secrets() });
+ * const journal = new RequestJournal({ secrets: service.journal.secrets });
  * journal.record({ at: clock.now(), account: 1, keyId: 'key_a', operation: 'createVideo', method: 'POST', path: '/v1/videos', query: {}, idempotencyKey: 'k-1', replayed: false, status: 503, code: 'upstream_busy', body });
  * journal.list({ operation: 'createVideo' })[0].idempotency_key // 'k-1'
  */
@@ -109,18 +113,21 @@ export class RequestJournal {
   readonly cap: number;
   readonly accountCap: number;
   readonly keylessCap: number;
-  readonly #secrets: () => Iterable<string>;
+  /** The known secrets every entry is redacted against (issue 29 item 2: looked up, never searched for one by one). */
+  readonly secrets: SecretIndex;
+  readonly #redactor: Redactor;
   readonly #lanes: JournalLanes<JournalEntry>;
 
-  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, cap = JOURNAL_TOTAL_CAP, secrets = () => [] }: RequestJournalOptions = {}) {
+  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, cap = JOURNAL_TOTAL_CAP, secrets = new SecretIndex() }: RequestJournalOptions = {}) {
     for (const [name, value] of Object.entries({ accountCap, keylessCap, cap })) {
       if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`Expected \`${name}\` to be a whole number >= 1, got ${value}.`);
     }
-    if (typeof secrets !== 'function') throw new TypeError('Expected `secrets` to be a function that returns the secrets to redact.');
+    if (!(secrets instanceof SecretIndex)) throw new TypeError('Expected `secrets` to be a SecretIndex of the secrets to redact.');
     this.cap = cap;
     this.accountCap = accountCap;
     this.keylessCap = keylessCap;
-    this.#secrets = secrets;
+    this.secrets = secrets;
+    this.#redactor = createRedactor(secrets);
     this.#lanes = new JournalLanes({ account: accountCap, keyless: keylessCap, total: cap });
   }
 
@@ -131,7 +138,7 @@ export class RequestJournal {
 
   /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
-    const entry = deepFreeze(toEntry(request, createRedactor(this.#secrets())));
+    const entry = deepFreeze(toEntry(request, this.#redactor));
     this.#lanes.push(entry.account, entry);
     return entry;
   }
@@ -164,7 +171,7 @@ function cut(text: string, max: number): { text: string; cut: boolean } {
 function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
   let truncated = false;
   const bounded = (text: string, max: number) => {
-    const result = cut(redactor.text(text), max);
+    const result = cut(redactor.text(text, max), max);
     truncated ||= result.cut;
     return result.text;
   };
@@ -201,14 +208,17 @@ function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
   };
 }
 
-/** The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`. */
+/**
+ * The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`.
+ * Issue 29 item 2: only what can be kept is walked and scanned, however large the body.
+ */
 function bodyOf(body: unknown, redactor: Redactor): { value: unknown; cut: boolean } {
   if (body === undefined || body === null) return { value: null, cut: false };
   if (typeof body === 'string') {
-    const result = cut(redactor.text(body), MAX_BODY_CHARS);
+    const result = cut(redactor.text(body, MAX_BODY_CHARS), MAX_BODY_CHARS);
     return { value: result.text, cut: result.cut };
   }
-  const value = redactor.value(body) ?? null;
+  const value = redactor.value(body, MAX_BODY_CHARS) ?? null;
   const text = JSON.stringify(value);
   if (text.length <= MAX_BODY_CHARS) return { value, cut: false };
   return { value: cut(text, MAX_BODY_CHARS).text, cut: true };

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Service } from '../../../src/service/service.js';
-import { JOURNAL_CAP, MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
+import { JOURNAL_CAP, MAX_BODY_CHARS, MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
 // Issue 29 items 1, 2, 5 and 9 over HTTP: what an attacker with an ordinary key did to the request journal.
@@ -20,6 +20,12 @@ async function open(options: Partial<Parameters<typeof Service.open>[0]> = {}) {
   const client = await serviceClient(service);
   opened.push({ service, client });
   return { service, client, apiKey: service.first().apiKey };
+}
+
+/** A JSON body of about `chars` characters of prose, the same for every service. */
+function largeBody(chars: number) {
+  const words = 'a fox jumps over the lazy dog near the river bank at dawn ';
+  return { prompt: 'a fox', notes: Array.from({ length: Math.ceil(chars / 1000) }, () => words.repeat(17)) };
 }
 
 describe('the request journal under attack (issue 29)', () => {
@@ -42,6 +48,28 @@ describe('the request journal under attack (issue 29)', () => {
     expect(nested.body.data.map((entry: { path: string }) => entry.path)).toEqual(['/v1/videos/7/retry']);
     const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
     expect(await client.get(`/test_helpers/requests?path=${tooMany}`, { key: apiKey })).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'path' } });
+  });
+
+  it('item 2: 5,000 keys made and revoked change nothing of what redacting a 900 KB body costs, and the kept body is bounded', async () => {
+    const lookupsOf = async (keys: number) => {
+      const { service, client, apiKey } = await open();
+      const account = service.accounts.first()!.account;
+      for (let i = 0; i < keys; i++) service.accounts.revoke(service.accounts.addKey(account));
+      const before = service.journal.secrets.lookups;
+      const sent = await client.post('/v1/videos', largeBody(900_000), { key: apiKey });
+      expect(sent.status).toBe(202);
+      const [entry] = (await client.get('/test_helpers/requests?limit=1', { key: apiKey })).body.data;
+      return { lookups: service.journal.secrets.lookups - before, entry, held: service.journal.secrets.size };
+    };
+    const few = await lookupsOf(0);
+    const many = await lookupsOf(5_000);
+    expect(many.held).toBeGreaterThan(10_000);
+    expect(many.lookups).toBe(few.lookups);
+    // Only what is kept is scanned: a few lookups for each character kept, not for each of the 900,000 sent.
+    expect(many.lookups).toBeLessThan(4 * MAX_BODY_CHARS);
+    expect(many.entry).toMatchObject({ truncated: true });
+    expect(many.entry.body).toHaveLength(MAX_BODY_CHARS);
+    expect(many.entry.body.startsWith('{"prompt":"a fox","notes":["a fox jumps')).toBe(true);
   });
 
   it(`item 5: ${JOURNAL_CAP} requests without a key evict no account's history`, async () => {

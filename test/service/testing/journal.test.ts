@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
 import { JOURNAL_ACCOUNT_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
-import { REDACTED } from '../../../src/service/testing/redact.js';
+import { REDACTED, SecretIndex } from '../../../src/service/testing/redact.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const KEY = 'sk_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2Rl';
@@ -78,8 +78,9 @@ describe('RequestJournal (issue 22)', () => {
   });
 
   it('never keeps a secret: not in the path, the query, the Idempotency-Key or the body', () => {
-    let secrets = ['adm-7f3c2a9d4e1b8c6f5a0d'];
-    const journal = new RequestJournal({ secrets: () => secrets });
+    const secrets = new SecretIndex();
+    secrets.set('admin', ['adm-7f3c2a9d4e1b8c6f5a0d']);
+    const journal = new RequestJournal({ secrets });
     const entry = journal.record(request({
       path: `/v1/videos/${KEY}`,
       query: { sig: 'abc123', exp: '99', note: 'adm-7f3c2a9d4e1b8c6f5a0d' },
@@ -90,8 +91,8 @@ describe('RequestJournal (issue 22)', () => {
     expect(entry.query).toEqual({ sig: REDACTED, exp: '99', note: REDACTED });
     expect(entry.idempotency_key).toBe(`sk_${REDACTED}`);
     expect(entry.body).toEqual({ prompt: `use sk_${REDACTED}`, webhook_secret: REDACTED, callback_url: 'https://x.test/hook?token=t0k3n' });
-    // The list of secrets is read at each record: a key created later is cut from later entries.
-    secrets = [...secrets, 'my-own-chosen-key-abcdefgh'];
+    // The index is live: a key created later is cut from later entries.
+    secrets.set('key_b', ['my-own-chosen-key-abcdefgh']);
     expect(journal.record(request({ body: 'key my-own-chosen-key-abcdefgh' })).body).toBe(`key ${REDACTED}`);
     expect(JSON.stringify(journal.list())).not.toMatch(/sk_Zm9v|whsec_abc|adm-7f3c|my-own-chosen/);
   });
@@ -154,7 +155,7 @@ describe('RequestJournal (issue 22)', () => {
     expect(() => new RequestJournal({ cap: 0 })).toThrow('Expected `cap` to be a whole number >= 1, got 0.');
     expect(() => new RequestJournal({ accountCap: 1.5 })).toThrow('Expected `accountCap` to be a whole number >= 1, got 1.5.');
     expect(() => new RequestJournal({ keylessCap: -1 })).toThrow('Expected `keylessCap` to be a whole number >= 1, got -1.');
-    expect(() => new RequestJournal({ secrets: ['x'] as never })).toThrow(TypeError);
+    expect(() => new RequestJournal({ secrets: (() => ['x']) as never })).toThrow('Expected `secrets` to be a SecretIndex');
   });
 });
 
@@ -186,6 +187,26 @@ describe('RequestJournal under attack (issue 29)', () => {
     const tooMany = `/${Array.from({ length: MAX_PATH_FILTER_SEGMENTS + 1 }, () => '{s}').join('/')}`;
     expect(() => journal.list({ path: tooMany })).toThrow(`path has at most ${MAX_PATH_FILTER_SEGMENTS} segments`);
     expect(() => journal.list({ path: `/${'x'.repeat(3000)}` })).toThrow('path is at most 2048 characters');
+  });
+
+  it('item 2: redacting a large body makes the same lookups whether 10 or 5,000 keys were ever made, and keeps a bounded body', () => {
+    const lookups = (keys: number) => {
+      const secrets = new SecretIndex();
+      // Secrets of one length under a prefix cost one lookup where the prefix occurs, however many there are.
+      for (let i = 0; i < keys; i++) secrets.set(`key_${i}`, [`user-chosen-key-${String(i).padStart(4, '0')}-0123456789`, `user-signing-secret-${String(i).padStart(4, '0')}`]);
+      const journal = new RequestJournal({ secrets });
+      const body = { prompt: 'a fox', notes: Array.from({ length: 900 }, (_, i) => `user-chosen but not a key ${i} `.repeat(30)) };
+      const before = secrets.lookups;
+      const entry = journal.record(request({ body }));
+      expect(entry.truncated).toBe(true);
+      expect(entry.body).toHaveLength(MAX_BODY_CHARS);
+      return secrets.lookups - before;
+    };
+    const few = lookups(10);
+    expect(lookups(5_000)).toBe(few);
+    expect(few).toBeGreaterThan(0);
+    // The body is about 800,000 characters: only about what is kept is scanned.
+    expect(few).toBeLessThan(3 * MAX_BODY_CHARS);
   });
 
   it('item 5: each account keeps its own entries; requests without a valid key go to a ring of their own', () => {
