@@ -75,7 +75,7 @@ export interface JournalEntry {
 /** Which entries to answer (all given ones must match). */
 export interface JournalFilter {
   method?: string | undefined;
-  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`). */
+  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`), matched segment by segment (`pathMatches`); at most `MAX_PATH_FILTER_CHARS` characters and `MAX_PATH_FILTER_SEGMENTS` segments. */
   path?: string | undefined;
   operation?: string | undefined;
   /** A status (`404`) or a class (`'4xx'`). */
@@ -104,7 +104,9 @@ export interface RequestJournalOptions {
 /**
  * A bounded journal of requests, newest first.
  * @example
- * const journal = new RequestJournal({ secrets: service.journal.secrets });
+ * const secrets = new SecretIndex();
+ * secrets.set('admin', [adminToken]);
+ * const journal = new RequestJournal({ secrets });
  * journal.record({ at: clock.now(), account: 1, keyId: 'key_a', operation: 'createVideo', method: 'POST', path: '/v1/videos', query: {}, idempotencyKey: 'k-1', replayed: false, status: 503, code: 'upstream_busy', body });
  * journal.list({ operation: 'createVideo' })[0].idempotency_key // 'k-1'
  */
