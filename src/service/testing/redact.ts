@@ -49,6 +49,7 @@ export class SecretIndex {
   readonly #lengths = new Map<string, Array<[length: number, count: number]>>();
   readonly #groups = new Map<string, string[]>();
   #lookups = 0;
+  #longest = 0;
 
   /** Distinct secrets held. */
   get size(): number {
@@ -83,6 +84,11 @@ export class SecretIndex {
     return this.#groups.keys();
   }
 
+  /** At least the length of the longest secret held (it does not shrink as secrets go, until none is left). */
+  get longest(): number {
+    return this.#longest;
+  }
+
   has(secret: string): boolean {
     return this.#counts.has(secret);
   }
@@ -106,6 +112,7 @@ export class SecretIndex {
     const count = this.#counts.get(secret) ?? 0;
     this.#counts.set(secret, count + 1);
     if (count > 0) return;
+    this.#longest = Math.max(this.#longest, secret.length);
     const prefix = secret.slice(0, MIN_SECRET_LENGTH);
     const lengths = this.#lengths.get(prefix) ?? [];
     const same = lengths.find(([length]) => length === secret.length);
@@ -121,6 +128,7 @@ export class SecretIndex {
     const count = this.#counts.get(secret) ?? 0;
     if (count > 1) return void this.#counts.set(secret, count - 1);
     this.#counts.delete(secret);
+    if (this.#counts.size === 0) this.#longest = 0;
     const prefix = secret.slice(0, MIN_SECRET_LENGTH);
     const lengths = (this.#lengths.get(prefix) ?? []).filter((entry) => entry[0] !== secret.length || --entry[1] > 0);
     if (lengths.length === 0) this.#lengths.delete(prefix);
@@ -213,10 +221,11 @@ export function createRedactor(secrets: SecretIndex | Iterable<string> = []): Re
         continue;
       }
       out += input.slice(from, i);
-      // A known secret that starts inside what is replaced and runs past it is replaced with it.
+      // A known secret that starts inside what is replaced and runs past it is replaced with it (only
+      // the last `longest` places can start one, so a long shape costs no lookups).
       let covered = end;
       if (out.length + replacement.length <= maxChars) {
-        for (let k = i + 1; k < covered; k++) {
+        for (let k = Math.max(i + 1, end - index.longest + 1); k < covered; k++) {
           const inner = index.at(input, k);
           if (inner !== undefined && k + inner.length > covered) covered = k + inner.length;
         }

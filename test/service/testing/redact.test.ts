@@ -76,6 +76,10 @@ describe('SecretIndex and a redaction whose cost is the text, not the secrets (i
     expect(redactor.text('x prefix-1234567890 y prefix-12345 z')).toBe(`x ${REDACTED} y ${REDACTED} z`);
     // The sk_ shape ends at '!', the known secret that starts inside it does not: both go, whole.
     expect(redactor.text(`sk_0123abcdefgh!!secret-tail end`)).toBe(`sk_${REDACTED}${REDACTED} end`);
+    // Only the places where a known secret could still start are looked up inside a long shape.
+    const before = index.lookups;
+    expect(redactor.text(`sk_${'a'.repeat(100_000)} end`)).toBe(`sk_${REDACTED} end`);
+    expect(index.lookups - before).toBeLessThan(100);
   });
 
   it('makes one lookup a character, and one more for each length of secret under a prefix that occurs, however many secrets are held', () => {
