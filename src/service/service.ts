@@ -28,6 +28,7 @@ import { WebhookChaos } from './testing/chaos-transport.js';
 import { WebhookChaosCommands } from './resources/test-helpers/webhook-chaos.js';
 import { WebhookTimes } from './resources/videos/webhook-times.js';
 import { RequestJournal } from './testing/journal.js';
+import { SecretIndex } from './testing/redact.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
 import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
@@ -136,7 +137,9 @@ export class Service {
     const serviceOrigin = () => this.origin;
 
     // Core: who is calling, and what every resource reads.
-    this.accounts = new Accounts(store, now);
+    // Issue 29 items 2 and 9: every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
+    const secrets = new SecretIndex();
+    this.accounts = new Accounts(store, now, secrets);
     const credits = new Credits(this.accounts);
     const serviceNow = () => clock.nowOf(null);
     // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
@@ -146,6 +149,7 @@ export class Service {
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
+    secrets.set('service', [this.adminToken, meta.mediaSecret]);
 
     // The state machines: assets < images < videos.
     const assets = new Assets({ store, clock, speed, onError, ...choice });
@@ -173,7 +177,7 @@ export class Service {
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn, accounts: this.accounts });
-    this.journal = new RequestJournal({ secrets: () => this.secrets() });
+    this.journal = new RequestJournal({ secrets });
     this.requests = new RequestJournalCommands(this.journal);
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
@@ -348,15 +352,6 @@ export class Service {
   first(): { accountId: number; apiKey: string; webhookSecret: string; balance: number } {
     const { account, key } = this.accounts.first()!;
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
-  }
-
-  /** Every secret the service knows now (API keys, webhook secrets, the admin token): what the request journal redacts. */
-  *secrets(): Iterable<string> {
-    yield this.adminToken;
-    for (const key of this.store.table('key').values()) {
-      yield key.token;
-      yield key.webhookSecret;
-    }
   }
 
   /** Stops timers and the emitter, writes a fresh snapshot, and removes a service in memory's files. */
