@@ -110,7 +110,7 @@ export interface StartedService extends TestHelpers {
  * stripe-mock, with state, webhooks and a clock the test moves. In memory unless `file` is given.
  * @example
  * const svc = await startService();
- * const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}` }, body: JSON.stringify({ prompt: 'a fox' }) });
+ * const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a fox' }) });
  * await svc.clock.advance(10_000);
  * await svc.close();
  */
