@@ -1,6 +1,4 @@
-import { hash } from 'node:crypto';
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
-import { eventKey, withoutDeliveredAt } from './event-key.js';
 import { expressAdapter, type NodeMiddleware } from './express.js';
 import { fetchAdapter } from './fetch.js';
 import { FileDeliveryStore } from './file-delivery-store.js';
@@ -9,8 +7,6 @@ import { verifyWith } from './verify.js';
 /** Node: node:crypto, synchronous, and the file store by default. */
 const NODE_RUNTIME: ReceiverRuntime = {
   verify: verifyWith,
-  // One native SHA-256 of the ~450 B body: about a microsecond a request.
-  eventKey: ({ event, text }) => eventKey(event, hash('sha256', withoutDeliveredAt(text, event.delivered_at), 'buffer')),
   defaultStore: (clock) => FileDeliveryStore.shared({ clock }),
 };
 

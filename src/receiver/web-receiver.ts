@@ -3,11 +3,10 @@
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
 import { MemoryDeliveryStore } from './delivery-store.js';
 import { fetchAdapter } from './fetch.js';
-import { eventKeyWeb, verifyWithWeb } from './web-verify.js';
+import { verifyWithWeb } from './web-verify.js';
 
 const WEB_RUNTIME: ReceiverRuntime = {
   verify: verifyWithWeb,
-  eventKey: eventKeyWeb,
   // Memory lasts as long as the isolate: bring a shared store (DeliveryStore) to dedupe across them.
   defaultStore: (clock) => new MemoryDeliveryStore({ clock }),
 };
