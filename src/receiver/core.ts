@@ -4,6 +4,7 @@ import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.j
 import type { DeliveryStore } from './delivery-store.js';
 import { eventKey } from './event-key.js';
 import { parseLimit } from './limit.js';
+import type { ReconcileSchedule } from './reconcile-options.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
@@ -31,6 +32,12 @@ export interface ReceiverOptions {
   leaseMs?: number;
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
+  /**
+   * Reconcile on a timer (issue 30): at start, then `every` milliseconds after each run, until `close()`.
+   * @default off
+   * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
+   */
+  reconcile?: ReconcileSchedule;
 }
 
 /** What a handler learns about the delivery besides the event. */
