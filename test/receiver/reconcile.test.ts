@@ -2,7 +2,7 @@
 // which clips it takes, how far it pages, the cursor (memory, file, Redis), failures, the timer, options.
 import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createReceiver, FileDeliveryStore, MemoryDeliveryStore, RedisDeliveryStore, ReconcileError, type WebhookEvent } from '../../src/index.js';
+import { createReceiver, FileDeliveryStore, MemoryDeliveryStore, RedisDeliveryStore, ReconcileError, type DeliveryStore, type WebhookEvent } from '../../src/index.js';
 import { createReceiver as createWebReceiver } from '../../src/web.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 import { SECRET, tempDir } from '../helpers/webhooks.js';
@@ -41,7 +41,7 @@ function fakeService(clips: ReturnType<typeof clip>[]) {
   return { fetch, requests };
 }
 
-function receiverWith(store = new MemoryDeliveryStore({ clock: () => NOW }), now = () => NOW) {
+function receiverWith(store: DeliveryStore = new MemoryDeliveryStore({ clock: () => NOW }), now = () => NOW) {
   const receiver = createReceiver({ secret: SECRET, store, clock: now });
   const seen: WebhookEvent[] = [];
   receiver.onAny((event) => void seen.push(event));
