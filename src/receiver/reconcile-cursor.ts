@@ -17,7 +17,14 @@ export function cursorFor(store: DeliveryStore): ReconcileCursor {
   return memoryCursorFor(store);
 }
 
-/** `{ "version": 1, "cursor": "<ISO 8601>" }`, replaced whole (write, then rename) so a crash leaves the old or the new. */
+/** Temporary files of this process, numbered: two receivers sharing a store write the same cursor file. */
+let temps = 0;
+
+/**
+ * `{ "version": 1, "cursor": "<ISO 8601>" }`, replaced whole (write, then rename) so a crash leaves the old
+ * or the new. A file that cannot be read as one counts as no cursor: the run starts 24 hours back, and
+ * what it finds again are duplicates.
+ */
 export class FileCursor implements ReconcileCursor {
   readonly file: string;
   constructor(file: string) {
@@ -32,15 +39,23 @@ export class FileCursor implements ReconcileCursor {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
-    const at = Date.parse((JSON.parse(text) as { cursor?: unknown }).cursor as string);
-    if (Number.isNaN(at)) throw new Error(`${this.file} is not a cliphook reconcile cursor (expected { "version": 1, "cursor": "<ISO time>" }).`);
+    let at = NaN;
+    try {
+      at = Date.parse((JSON.parse(text) as { cursor?: unknown }).cursor as string);
+    } catch {
+      // Torn or edited by hand: treated as absent below.
+    }
+    if (Number.isNaN(at)) {
+      process.emitWarning(`${this.file} is not a cliphook reconcile cursor ({ "version": 1, "cursor": "<ISO time>" }); reconciling as if it were absent.`, { code: 'CLIPHOOK_CURSOR_IGNORED' });
+      return null;
+    }
     return at;
   }
 
   async advance(to: number): Promise<void> {
     const at = await this.read();
     if (at !== null && at >= to) return;
-    const temp = `${this.file}.${process.pid}.tmp`;
+    const temp = `${this.file}.${process.pid}-${++temps}.tmp`;
     await writeFile(temp, `${JSON.stringify({ version: 1, cursor: new Date(to).toISOString() })}\n`);
     await rename(temp, this.file);
   }

@@ -70,7 +70,7 @@ export function resolveReconcileOptions(options: unknown): Resolved & { since: n
     baseUrl,
     since,
     fetch = globalThis.fetch,
-    sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    sleep = defaultSleep,
     maxWaits = 5,
     maxPages = 100,
     maxGenerationMs = DEFAULT_MAX_GENERATION_MS,
@@ -82,6 +82,11 @@ export function resolveReconcileOptions(options: unknown): Resolved & { since: n
   if (!(Number.isSafeInteger(maxPages) && maxPages >= 1)) throw new TypeError(`Expected \`maxPages\` to be a positive integer, got ${String(maxPages)}.`);
   if (!(Number.isFinite(maxGenerationMs) && maxGenerationMs >= 0)) throw new TypeError(`Expected \`maxGenerationMs\` to be a non-negative number of milliseconds, got ${String(maxGenerationMs)}.`);
   return { apiKey, baseUrl: checkBaseUrl(baseUrl), since: since === undefined ? undefined : sinceMs(since), fetch, sleep, maxWaits, maxPages, maxGenerationMs };
+}
+
+/** A timer that does not keep a Node process alive: `close()` abandons a wait rather than ending it. */
+function defaultSleep(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => (setTimeout(resolve, ms) as unknown as { unref?: () => void }).unref?.());
 }
 
 /** Checks `every` and the timers of a schedule; the rest is checked by `resolveReconcileOptions`. */

@@ -4,7 +4,7 @@
 // across more than 100 clips; 429 then success.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createReceiver, MemoryDeliveryStore, ReconcileError, type WebhookContext, type WebhookEvent } from 'cliphook';
 import { startService, type StartedService } from 'cliphook/service';
 
@@ -153,6 +153,33 @@ describe('reconcile after an outage', () => {
     expect(next).toMatchObject({ handled: 2, failed: 0 });
     expect(seen.slice(230).sort()).toEqual([...pushed].sort());
     await receiver.close();
+  });
+
+  it('on a timer on the service clock: while the webhook endpoint is down, the scheduled runs hand each clip over once; close() stops them', async () => {
+    const app = await setup();
+    const clock = () => svc.clock.nowOf(app.account.id);
+    const receiver = createReceiver({
+      secret: app.account.webhook_secret,
+      clock,
+      store: new MemoryDeliveryStore({ clock }),
+      reconcile: { apiKey: app.account.api_key, baseUrl: svc.url, every: 15 * 60_000, timers: svc.clock },
+    });
+    const ids: number[] = [];
+    receiver.onAny((event) => void ids.push(event.id));
+    // Each run is two GETs (one page of done, one of error): the journal says when one has ended.
+    const lists = async () => (await svc.requests.list({ operation: 'listVideos', account: app.account.id, limit: 100 })).data.length;
+    await vi.waitFor(async () => expect(await lists()).toBe(2)); // the run at start
+    const made = [await app.create('a fox'), await app.create('q simulate:upstream_error')];
+    for (let run = 2; run <= 9; run++) {
+      await svc.clock.advance(15 * 60_000);
+      await vi.waitFor(async () => expect(await lists()).toBe(2 * run));
+    }
+    await vi.waitFor(() => expect([...ids].sort()).toEqual([...made].sort()));
+    expect(app.handled).toEqual([]); // the webhooks themselves all failed
+    await receiver.close();
+    await svc.clock.advance(60 * 60_000);
+    expect(await lists()).toBe(18);
+    await app.close();
   });
 
   it('waits out a 429 with its Retry-After (on the injected sleep), then succeeds; gives up after maxWaits', async () => {

@@ -1,6 +1,6 @@
 // Issue 30 item 2: reconcile's rules on a list the test controls (GET /videos served by a fake fetch):
 // which clips it takes, how far it pages, the cursor (memory, file, Redis), failures, the timer, options.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createReceiver, FileDeliveryStore, MemoryDeliveryStore, RedisDeliveryStore, ReconcileError, type DeliveryStore, type WebhookEvent } from '../../src/index.js';
 import { createReceiver as createWebReceiver } from '../../src/web.js';
@@ -125,6 +125,14 @@ describe('receiver.reconcile on a list', () => {
       expect(await second.receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(NOW - MIN), checked: 0, cursor: iso(later - MIN) });
       expect(requests).toHaveLength(4);
       await second.receiver.close();
+      // A torn cursor file counts as none (a warning says so): the run starts 24 h back and finds duplicates.
+      await writeFile(`${file}.reconcile.json`, '{"version":1,"cur');
+      const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+      const third = receiverWith(new FileDeliveryStore({ file, clock: () => later }), () => later);
+      expect(await third.receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(later - 24 * 60 * MIN), checked: 1, duplicates: 1 });
+      expect(warned).toHaveBeenCalledWith(expect.stringContaining('not a cliphook reconcile cursor'), expect.objectContaining({ code: 'CLIPHOOK_CURSOR_IGNORED' }));
+      warned.mockRestore();
+      await third.receiver.close();
     } finally {
       await tmp.cleanup();
     }
