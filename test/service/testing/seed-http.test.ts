@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SharpRenderer } from '../../../src/service/resources/images/render.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 import { Service } from '../../../src/service/service.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
@@ -80,6 +81,30 @@ describe('seed (issue 22)', () => {
     expect(tooLong).toMatchObject({ status: 400, body: { code: 'invalid_duration', pointer: '/clips/0/duration' } });
     expect((await client.get('/test_helpers/accounts', { key: ADMIN })).body.data.length).toBe(before);
   });
+
+  it('renders each kind of picture once per seed and gives every image its own working file (issue 29 item 6)', async () => {
+    const render = vi.spyOn(SharpRenderer.prototype, 'render');
+    try {
+      const posters = Array.from({ length: 6 }, (_, i) => ({ name: `poster${i}`, account: 'shop', status: 'done', count: 4 }));
+      const faces = Array.from({ length: 2 }, (_, i) => ({ name: `face${i}`, account: 'shop', status: 'done', type: 'character' }));
+      const seeded = await client.post('/test_helpers/seed', { accounts: [{ name: 'shop' }], images: [...posters, ...faces, { name: 'wide', account: 'shop', status: 'done', aspect_ratio: '16:9', quality: 'hd' }] }, { key: ADMIN });
+      expect(seeded.status).toBe(201);
+      // One scene per ratio and quality, and a character's four poses: 6 renders, not 6 × 4 + 2 × 4 + 1 = 33.
+      expect(render).toHaveBeenCalledTimes(6);
+      const key = seeded.body.accounts.shop.api_key;
+      const jobs = await Promise.all(Object.values(seeded.body.images as Record<string, number>).map(async (id) => (await client.get(`/v1/images/${id}`, { key })).body));
+      const urls = jobs.flatMap((job: { images: { url: string; thumbnail_url: string }[] }) => job.images.flatMap((image) => [image.url, image.thumbnail_url]));
+      expect(urls).toHaveLength(2 * (6 * 4 + 2 * 4 + 1));
+      expect(new Set(urls).size).toBe(urls.length);
+      const fetchFile = async (url: string) => (await fetch(`${client.origin}${new URL(url).pathname}`)).status;
+      // Deleting one job's images leaves the others' files, made of the same picture, answering.
+      expect((await client.delete(`/v1/images/${seeded.body.images.poster0}`, { key })).status).toBe(200);
+      for (const url of urls.slice(8)) expect(await fetchFile(url)).toBe(200);
+      for (const url of urls.slice(0, 8)) expect(await fetchFile(url)).toBe(404);
+    } finally {
+      render.mockRestore();
+    }
+  }, 60_000);
 
   it('takes the admin token only', async () => {
     expect(await client.post('/test_helpers/seed', {}, { key: service.first().apiKey })).toMatchObject({ status: 401 });

@@ -117,6 +117,13 @@ describe('checkFixture: a seed fixture, checked whole before anything is made (i
     expect(errorsOf({ clips: 'all of them' })[0]).toMatchObject({ pointer: '/clips', detail: 'clips is an array of clips.' });
   });
 
+  it('takes at most 1,000 image jobs per fixture, so one seed request’s cost stays bounded (issue 29 item 6)', () => {
+    expect(SEED_LIMITS.images).toBe(1_000);
+    const image = (i: number) => ({ name: `i${i}`, account: 'default', status: 'done', count: 4 });
+    expect(checkFixture({ images: Array.from({ length: 1_000 }, (_, i) => image(i)) }).ok).toBe(true);
+    expect(errorsOf({ images: Array.from({ length: 1_001 }, (_, i) => image(i)) })[0]).toMatchObject({ code: 'invalid_parameter', pointer: '/images', detail: 'images holds at most 1000 image jobs.' });
+  });
+
   it('calls a body that is not a JSON object invalid_json, pointing at the whole fixture', () => {
     for (const input of [null, [], 'fixture', 3]) expect(errorsOf(input)).toEqual([{ code: 'invalid_json', pointer: '', detail: 'A seed fixture is a JSON object: { "accounts", "assets", "clips", "images" }.' }]);
   });
