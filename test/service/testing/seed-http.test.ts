@@ -106,6 +106,37 @@ describe('seed (issue 22)', () => {
     }
   }, 60_000);
 
+  it('answers every name, `__proto__`, `constructor` and `prototype` included, over HTTP and in process (issue 29 item 7)', async () => {
+    const NAMES = ['__proto__', 'constructor', 'prototype'];
+    const fixture = {
+      accounts: NAMES.map((name) => ({ name })),
+      assets: NAMES.map((name) => ({ name, account: name })),
+      clips: NAMES.map((name) => ({ name, account: name, status: 'done' as const })),
+      images: NAMES.map((name) => ({ name, account: name, status: 'failed' as const, error_code: 'prompt_blocked' as const })),
+    };
+    const seeded = await client.post('/test_helpers/seed', fixture, { key: ADMIN });
+    expect(seeded.status).toBe(201);
+    const check = (answer: Record<string, Record<string, unknown>>) => {
+      for (const kind of ['accounts', 'assets', 'clips', 'images']) expect(Object.keys(answer[kind]!)).toEqual(NAMES);
+    };
+    check(seeded.body);
+    // Each name's key is shown, and it is that account's.
+    for (const name of NAMES) {
+      const { id, api_key } = Object.getOwnPropertyDescriptor(seeded.body.accounts, name)!.value as { id: number; api_key: string };
+      expect((await client.get('/v1/account', { key: api_key })).body).toMatchObject({ id });
+      const clip = Object.getOwnPropertyDescriptor(seeded.body.clips, name)!.value as number;
+      expect((await client.get(`/v1/videos/${clip}`, { key: api_key })).body).toMatchObject({ status: 'done' });
+    }
+    const handle = await startService({ seed: fixture, warn: () => undefined });
+    try {
+      check(handle.seeded as never);
+      expect(JSON.parse(JSON.stringify(handle.seeded)).accounts.__proto__).toMatchObject({ api_key: expect.stringMatching(/^sk_/) });
+      check((await handle.seed(fixture)) as never);
+    } finally {
+      await handle.close();
+    }
+  });
+
   it('takes the admin token only', async () => {
     expect(await client.post('/test_helpers/seed', {}, { key: service.first().apiKey })).toMatchObject({ status: 401 });
   });

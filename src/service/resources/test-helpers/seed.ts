@@ -15,6 +15,9 @@ import type { ImageJobs, ImageRenderer } from '../images/jobs.js';
 import type { VideoLifecycle } from '../videos/lifecycle.js';
 import { SeedPictures } from './seed-pictures.js';
 
+/** An empty record whose every name, `__proto__` included, is an own member (JSON.stringify writes them all). */
+const byName = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+
 /** The built-in sample photos of a seeded asset (the sample posters the service already ships). */
 const SAMPLES = { photo: 'poster-1x1.jpg', product: 'poster-4x3.jpg' } as const;
 
@@ -60,7 +63,8 @@ export class SeedCommands {
     const { accounts, assets, files, videos, images } = this.#options;
     const clock: LaneClock = this.#options.clock ?? { now: Date.now, setTimeout: () => undefined, clearTimeout: () => undefined };
     const made = new Map<string, { account: Account; key: ApiKey }>();
-    const answer: SeedAnswer = { accounts: {}, assets: {}, clips: {}, images: {} };
+    // Issue 29 item 7: records without a prototype, so a name such as `__proto__` is a member like any other.
+    const answer: SeedAnswer = { accounts: byName(), assets: byName(), clips: byName(), images: byName() };
     const pictures = new SeedPictures(this.#options.renderer, files);
     const owner = (who: SeedOwner) => {
       const found = who.kind === 'default' ? accounts.first() : made.get(who.name);
