@@ -178,7 +178,7 @@ export class Service {
     this.faults = new FaultRuleCommands(this.faultRules);
     this.webhookChaos = new WebhookChaosCommands(this.accounts);
     this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE, forgotten: (id) => clock.forget(id) });
-    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
+    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, strict, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });

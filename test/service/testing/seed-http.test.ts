@@ -142,6 +142,30 @@ describe('seed (issue 22)', () => {
   });
 });
 
+describe('seed under --strict (issue 29 item 10)', () => {
+  it('refuses a clip whose callback_url is loopback or plain http as /v1 does, with a pointer, and makes nothing', async () => {
+    const strict = await Service.open({ file: false, strict: true, adminToken: ADMIN, warn: () => undefined });
+    const http = await serviceClient(strict);
+    try {
+      for (const url of ['http://127.0.0.1:3000/hooks', 'https://127.0.0.1/hooks', 'https://[::1]/hooks', 'http://example.com/hooks']) {
+        const v1 = await http.post('/v1/videos', { prompt: 'a fox', callback_url: url });
+        expect(v1).toMatchObject({ status: 400, body: { code: 'invalid_callback_url' } });
+        const seeded = await http.post('/test_helpers/seed', { accounts: [{ name: 'shop' }], clips: [{ name: 'later', account: 'shop', status: 'pending', callback_url: url }] }, { key: ADMIN });
+        expect(seeded).toMatchObject({ status: 400, body: { code: 'invalid_callback_url', pointer: '/clips/0/callback_url', detail: v1.body.detail } });
+      }
+      expect((await http.get('/test_helpers/accounts', { key: ADMIN })).body.data).toHaveLength(1);
+      // A host name passes both (its addresses are checked when the webhook connects).
+      expect((await http.post('/v1/videos', { prompt: 'a fox', callback_url: 'https://localhost/hooks' })).status).toBe(202);
+      expect((await http.post('/test_helpers/seed', { clips: [{ name: 'named', account: 'default', status: 'pending', callback_url: 'https://localhost/hooks' }] }, { key: ADMIN })).status).toBe(201);
+      expect((await http.post('/test_helpers/seed', { clips: [{ name: 'later', account: 'default', status: 'pending', callback_url: 'https://example.com/hooks' }] }, { key: ADMIN })).status).toBe(201);
+      await expect(startService({ strict: true, seed: { clips: [{ name: 'x', account: 'default', status: 'pending', callback_url: 'http://127.0.0.1:9/x' }] }, warn: () => undefined })).rejects.toMatchObject({ code: 'invalid_callback_url', extra: expect.objectContaining({ pointer: '/clips/0/callback_url' }) });
+    } finally {
+      await http.close();
+      await strict.close();
+    }
+  });
+});
+
 describe('startService({ seed }) (issue 22)', () => {
   let started: StartedService;
   afterAll(async () => started?.close());

@@ -32,6 +32,8 @@ export interface SeedCommandsOptions {
   renderer: ImageRenderer;
   /** The starting balance of an account the fixture gives none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
+  /** `--strict`: a clip's `callback_url` is checked as `POST /v1/videos` then checks it (issue 29 item 10). @default false */
+  strict?: boolean;
   /** Puts what is made for an account on its own time (issue 22). @default no accounts' times */
   clock?: LaneClock;
 }
@@ -58,7 +60,7 @@ export class SeedCommands {
 
   /** Checks and makes a fixture; run inside a unit of work (the HTTP pipeline's, or `run`'s). */
   async apply(input: unknown): Promise<SeedAnswer> {
-    const check = checkFixture(input);
+    const check = checkFixture(input, { strict: this.#options.strict ?? false });
     if (!check.ok) throw fixtureError(check.errors);
     const { accounts, assets, files, videos, images } = this.#options;
     const clock: LaneClock = this.#options.clock ?? { now: Date.now, setTimeout: () => undefined, clearTimeout: () => undefined };
