@@ -1,12 +1,13 @@
 import type { Row, ServiceStore } from './store.js';
 
 /** A row that names its account (clips, assets, image jobs, upload links, keys, assistants). */
-type Owned = Row & { accountId?: unknown; assistant?: unknown };
+type Owned = Row & { accountId?: unknown; assistant?: unknown; payload?: { accountId?: unknown } };
 
 /**
  * Removes every row of `tables` that belongs to an account being deleted (issue 29 item 8): the rows that
- * name it (`accountId`), its `Idempotency-Key` records (`<account>:<key>`) and the charges of its
- * assistants (`assistant_spend`, by assistant id). The account's own row and keys are `Accounts.remove`'s.
+ * name it (`accountId`), its `Idempotency-Key` records (`<account>:<key>`), the charges of its
+ * assistants (`assistant_spend`, by assistant id) and its OAuth grants, tokens and sessions (`oauth`,
+ * `payload.accountId`). The account's own row and keys are `Accounts.remove`'s.
  * The rows go through the store, so a removal inside a unit of work is taken back with it. Answers how
  * many rows went, by table. Its cost is the number of rows: it runs for the admin token only.
  * @example removeOwnedRows(store, ['video', 'asset', 'idempotency'], 7) // { video: 3, asset: 1, idempotency: 2 }
@@ -18,6 +19,8 @@ export function removeOwnedRows(store: ServiceStore<never>, tables: readonly str
   const owns = (name: string, row: Owned) => {
     if (row.accountId === accountId) return true;
     if (name === 'idempotency') return typeof row.id === 'string' && row.id.startsWith(`${accountId}:`);
+    // The sign-in's records (grants, tokens, sessions) name their account as a string.
+    if (name === 'oauth') return row.payload?.accountId === String(accountId);
     return name === 'assistant_spend' && assistants.has(row.assistant);
   };
   // Assistants first: their charges are found by their ids.

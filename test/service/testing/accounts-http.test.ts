@@ -132,6 +132,7 @@ describe('deleting an account removes all it owns (issue 29 item 8)', () => {
         await svc.store.unit(() => {
           svc.store.table('assistant').put({ id: `asst_${who.id}`, accountId: who.id, kind: 'api_key', keyId, grantId: null, clientId: null, name: 'sk_…', dailyLimit: null, createdAt: 0, disconnectedAt: null } as never);
           svc.store.table('assistant_spend').put({ id: svc.store.nextId('assistant_spend'), assistant: `asst_${who.id}`, kind: 'clip', targetId: 1, at: 0, credits: 10 } as never);
+          svc.store.table('oauth').put({ id: `Grant:g${who.id}`, payload: { accountId: String(who.id), clientId: 'c' }, expiresAt: null } as never);
         });
       }
       const imageOf = async (who: { api_key: string }, id: number) => (await http.get(`/v1/images/${id}`, { key: who.api_key })).body.images[0].url as string;
@@ -153,11 +154,11 @@ describe('deleting an account removes all it owns (issue 29 item 8)', () => {
 
       const tables = dataFileTables(file);
       const owned = (id: number) => Object.entries(tables).flatMap(([name, rows]) => rows
-        .filter((row) => (name === 'account' ? row.id === id : row.accountId === id) || (name === 'idempotency' && String(row.id).startsWith(`${id}:`)) || (name === 'assistant_spend' && row.assistant === `asst_${id}`))
+        .filter((row) => (name === 'account' ? row.id === id : row.accountId === id) || (name === 'idempotency' && String(row.id).startsWith(`${id}:`)) || (name === 'assistant_spend' && row.assistant === `asst_${id}`) || (name === 'oauth' && (row.payload as { accountId?: string }).accountId === String(id)))
         .map((row) => `${name}:${String(row.id)}`));
       expect(owned(gone.id)).toEqual([]);
       const keptRows = owned(kept.id).map((row) => row.split(':')[0]);
-      for (const table of ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'assistant', 'assistant_spend']) expect(keptRows).toContain(table);
+      for (const table of ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'assistant', 'assistant_spend', 'oauth']) expect(keptRows).toContain(table);
       const clock = tables.meta!.find((row) => row.id === 'clock') as { accounts?: Record<string, number> };
       expect(Object.keys(clock.accounts ?? {})).toEqual([String(kept.id)]);
     } finally {
