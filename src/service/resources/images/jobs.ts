@@ -283,6 +283,11 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       await this.#options.renderer.discard?.(made).catch(() => undefined);
       end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
     }
+    // Issue 29 item 8: its row went while it rendered (its account deleted): nothing to write back.
+    if (this.#jobs.get(job.id) === undefined) {
+      await this.#options.renderer.discard?.(end.images ?? []).catch(() => undefined);
+      return;
+    }
     const { refund, ...fields } = end;
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
