@@ -12,6 +12,7 @@ import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
 import { MediaSigner } from './core/media-signer.js';
 import { RATE_LIMIT, RateLimiter } from './core/rate-limit.js';
 import { openShared, type SharedRecords } from './core/redis/shared.js';
+import { removeOwnedRows } from './core/owned-rows.js';
 import { ServiceStore } from './core/store.js';
 import type { Row } from './core/table.js';
 import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ServiceOptions } from './options.js';
@@ -182,8 +183,33 @@ export class Service {
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
     this.webhookChaos = new WebhookChaosCommands(this.accounts);
-    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE, forgotten: (id) => clock.forget(id) });
-    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, clock, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
+    this.testAccounts = new TestAccountCommands({
+      accounts: this.accounts,
+      startingBalance: () => options.balance ?? DEFAULT_BALANCE,
+      // Issue 29 item 8: an account deleted takes all it owns; its files go once that is saved.
+      owned: (id) => {
+        const files = [
+          ...[...store.table('image_job').values()].filter((job) => job.accountId === id).map((job) => imageFiles.purge(job)),
+          ...[...store.table('asset').values()].filter((asset) => asset.accountId === id).map((asset) => this.assets.drop(asset)),
+        ];
+        removeOwnedRows(store as never, TABLES, id);
+        lifecycle.resync();
+        assets.resync();
+        jobs.resync();
+        this.photoUploads.resync();
+        return () => files.forEach((remove) => remove());
+      },
+      commit: () => store.commit(),
+      forgotten: (id) => {
+        clock.forget(id);
+        this.faultRules.clear({ account: id });
+        // The journal's own per-account removal (issue 29 item 5 keeps entries per account).
+        this.journal.clear({ account: id });
+        // The service's own clock keeps each account's lead in the data file: write it without this one.
+        if (options.clock === undefined) this.#saveClock();
+      },
+    });
+    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, strict, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });

@@ -158,6 +158,26 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     expect(account.balance).toBe(93);
   });
 
+  it('a job whose row goes while it renders (its account deleted, issue 29 item 8) is not written back, and what it made is discarded', async () => {
+    let release!: () => void;
+    const rendering = new Promise<void>((resolve) => (release = resolve));
+    const discarded: string[] = [];
+    const renderer: ImageRenderer = {
+      render: async (job, index) => (await rendering, fakeRenderer.render(job, index)),
+      discard: async (images) => void discarded.push(...images.map((image) => image.token)),
+    };
+    const { clock, jobs, start, store } = await setup(100, { renderer });
+    const job = start({ description: 'a kite', count: 1 });
+    const ended = clock.advance(60_000);
+    await vi.waitFor(() => expect(jobs.busy).toBe(true));
+    store.table('image_job').remove(job.id);
+    release();
+    await ended;
+    await vi.waitFor(() => expect(jobs.busy).toBe(false));
+    expect(store.table('image_job').get(job.id)).toBeUndefined();
+    expect(discarded).toEqual([`t${job.id}-0`]);
+  });
+
   it('generating → failed when an image cannot be made (issue 20 item 2): nothing charged, made files discarded, waiters woken', async () => {
     const discarded: string[] = [];
     const errors: string[] = [];

@@ -183,16 +183,17 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /**
    * A job made in any state by a seed fixture (issue 22), charging nothing: a generating one ends on its
-   * plan; a done or partial one has its `made` images rendered now; a failed one has none.
+   * plan; a done or partial one has its `made` images rendered now (by `renderer`, default the service's); a failed one has none.
    */
-  async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null }): Promise<ImageJob> {
+  async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode, renderer }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null; renderer?: ImageRenderer }): Promise<ImageJob> {
     const job = this.start(account, keyId, { ...command, price: 0 });
     if (status === 'generating') return job;
     this.#options.clock.clearTimeout(this.#timers.get(job.id));
     this.#timers.delete(job.id);
     const now = this.#options.clock.now();
     job.plan = { endAt: now, make: status === 'failed' ? 0 : made, failWith: errorCode ?? (status === 'failed' ? 'failed' : null) };
-    const { refund: _refund, ...fields } = await this.#make(job, []);
+    // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
+    const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
     return this.#jobs.put(job);
   }
@@ -288,6 +289,11 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       await this.#options.renderer.discard?.(made).catch(() => undefined);
       end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
     }
+    // Issue 29 item 8: its row went while it rendered (its account deleted): nothing to write back.
+    if (this.#jobs.get(job.id) === undefined) {
+      await this.#options.renderer.discard?.(end.images ?? []).catch(() => undefined);
+      return;
+    }
     const { refund, ...fields } = end;
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
@@ -302,12 +308,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   /** Makes a job's images (pushed to `made` as they come) and says how it ends; throws when one cannot be made. */
-  async #make(job: ImageJob, made: ImageItem[]): Promise<Partial<ImageJob> & { refund: number }> {
+  async #make(job: ImageJob, made: ImageItem[], renderer = this.#options.renderer): Promise<Partial<ImageJob> & { refund: number }> {
     const { make, failWith } = job.plan;
     // Images deleted while the job ran (spec 4.11: no refund) are made and charged, but never written.
     const keep = !job.imagesDeleted;
     for (let index = 0; index < make && keep; index++) {
-      const rendered = await this.#options.renderer.render(job, index);
+      const rendered = await renderer.render(job, index);
       const character = job.command.type === 'character';
       made.push({
         ...rendered,
