@@ -1,10 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { declarationImports, isNodeBuiltin } from './helpers/declarations.js';
+import { declarationImports, isNodeBuiltin } from '../scripts/declarations.js';
 
 // The package as an app developer meets it (issue 20 items 13, 14, 17): `npm pack` here, then
 // `npm install <tarball>` in a fresh app (its dependencies come from the npm registry), which has a
@@ -43,6 +43,9 @@ beforeAll(() => {
 afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+/** Every file of the installed package, relative to it. */
+const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
 
 /** Runs `node file` in the app: what it printed, as JSON. Node must print nothing else (no warning). */
 function run(file: string): Record<string, unknown> {
@@ -143,23 +146,27 @@ describe('the packed tarball, installed in a fresh app', () => {
     expect({ status, errors: stdout }).toEqual({ status: 0, errors: '' });
   }, SLOW);
 
-  // Issue 29 item 15: what our declarations make a consumer's TypeScript load, from every `types` of the
-  // exports map. Only our own files and Node's, but for the two runtime dependencies whose own bundled
-  // declarations public options and the service's contract still name (an ioredis client as `redis` /
-  // `connection`, the contract's zod schemas); no OAuth-server, Koa or MCP SDK type.
-  it('has declarations that name only our own and Node’s modules (and, still, zod and ioredis)', () => {
-    const { external, unresolved, files } = declarationImports(installed);
-    expect(files).toBeGreaterThan(100);
-    expect(unresolved).toEqual([]);
-    const foreign = [...external.keys()].filter((specifier) => !isNodeBuiltin(specifier)).sort();
+  // Issue 29 item 15: every published .d.ts, read as TypeScript reads it (an import in a comment is no
+  // import), names only our own files and Node's modules, but for the two runtime dependencies whose own
+  // bundled declarations public options and the service's contract still name (an ioredis client as `redis`
+  // / `connection`, the contract's zod schemas): no OAuth-server, Koa or MCP SDK type. The build ships only
+  // the declarations the exports map reaches, so that is every .d.ts in the package.
+  it('publishes declarations that name only our own and Node’s modules (and, still, zod and ioredis), each reached from the exports map', () => {
+    const published = files().filter((file) => file.endsWith('.d.ts'));
+    const everyFile = declarationImports(installed, published);
+    const fromExports = declarationImports(installed);
+    expect(published.length).toBeGreaterThan(100);
+    expect(everyFile.unresolved).toEqual([]);
+    expect([...fromExports.files].map((file) => relative(installed, file)).sort()).toEqual([...published].sort());
+    const foreign = [...everyFile.external.keys()].filter((specifier) => !isNodeBuiltin(specifier)).sort();
     expect(foreign).toEqual(['ioredis', 'zod']);
-    for (const name of foreign) expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).dependencies).toHaveProperty([name]);
+    const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const name of foreign) expect(dependencies).toHaveProperty([name]);
   });
 });
 
 // Issue 20 item 17: what the tarball holds, as it lands in an app's node_modules.
 describe('the tarball’s contents', () => {
-  const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
 
   it('has the MIT LICENSE package.json names, and no source map pointing at a src/ it does not ship', () => {
     expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).license).toBe('MIT');

@@ -1,3 +1,5 @@
+// The package's declarations as a consumer's TypeScript reads them: used by the build (scripts/build.ts),
+// which ships only those reached from the exports map, and by test/package.test.ts (issue 29 item 15).
 import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -34,16 +36,16 @@ function resolveDeclaration(from: string, specifier: string): string | null {
 }
 
 /**
- * Every module a consumer's TypeScript loads from the package's declarations, starting at the `types` of
- * its exports map (issue 29 item 15): each non-relative specifier (`import`, `export … from`, a type-level
+ * Every module a consumer's TypeScript loads from the package's declarations, starting at `entries` (the
+ * `types` of its exports map unless given; issue 29 item 15), and the declaration files it reads (absolute): each non-relative specifier (`import`, `export … from`, a type-level
  * `import('…')`, a `/// <reference types>`) with the declaration files that name it. TypeScript's own
  * pre-processor reads the files, so an example in a comment is not mistaken for an import.
  */
-export function declarationImports(packageDir: string): { external: Map<string, string[]>; unresolved: string[]; files: number } {
+export function declarationImports(packageDir: string, entries: readonly string[] = exportedTypes(packageDir)): { external: Map<string, string[]>; unresolved: string[]; files: Set<string> } {
   const external = new Map<string, string[]>();
   const unresolved: string[] = [];
   const seen = new Set<string>();
-  const queue = exportedTypes(packageDir).map((file) => join(packageDir, file));
+  const queue = entries.map((file) => join(packageDir, file));
   while (queue.length > 0) {
     const file = queue.pop()!;
     if (seen.has(file)) continue;
@@ -60,5 +62,5 @@ export function declarationImports(packageDir: string): { external: Map<string, 
       else queue.push(target);
     }
   }
-  return { external, unresolved, files: seen.size };
+  return { external, unresolved, files: seen };
 }
