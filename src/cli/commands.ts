@@ -99,8 +99,9 @@ function registerListen(program: Command): void {
       new Option('--secret <secret>', 'the signing secret: answer events whose signature does not verify with 401 (never forwarded), and re-sign events that waited at the relay with a fresh delivered_at').env('CLIPHOOK_SECRET'),
     )
     .option('--forward-invalid', 'with --secret: forward events whose signature does not verify anyway (debugging signatures only)')
-    .option('--methods <methods>', 'HTTP methods to forward, comma-separated (default POST); others get 405. Each one added lets whoever has the channel URL call it on your app', collect, [])
-    .option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)', collect, [])
+    // Issue 29 item 18: one default each in --help (the [] that collects the flags printed a second one).
+    .addOption(new Option('--methods <methods>', 'HTTP methods to forward, comma-separated (repeatable); others get 405. Each one added lets whoever has the channel URL call it on your app').argParser(collect).default([], 'POST'))
+    .addOption(new Option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)').argParser(collect).default([], 'every event'))
     .option('--replay <ref>', 'resend a buffered event (sequence number or delivery id) to the local URL, then go on listening')
     .option('--json', 'print one JSON object per line instead of text')
     .option('--channel <id>', 'use this channel instead of the one kept in --state (needs --token)')
