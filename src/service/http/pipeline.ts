@@ -30,6 +30,7 @@ export function routeRunner(steps: readonly Step<GateRun>[]): RouteRun {
     let json: Promise<JsonBody> | undefined;
     return chain({
       route,
+      operation: route.operationId,
       request: {
         method: req.method ?? 'GET',
         path: (req.url ?? '/').split('?', 1)[0]!,

@@ -70,6 +70,8 @@ export interface RunRequest {
 /** One operation's run: its request, what the steps found, and what it answers. */
 export interface Run<C> {
   readonly route: RouteSpec;
+  /** The operation's name: the route's operationId (or an assistant tool's name, issue 31 item 2). */
+  readonly operation: string;
   readonly request: RunRequest;
   readonly exchange: Exchange<C>;
   /** The command, bound by the adapter (a route's handler with its request and response). */

@@ -1,10 +1,23 @@
-import type { GateRun } from '../runner/admit.js';
-import { named, type Step } from '../runner/chain.js';
+import type { Caller } from '../core/gate.js';
+import { named, type Exchange, type Outcome, type RunRequest, type Step } from '../runner/chain.js';
 import { faultError } from './fault-answer.js';
 import type { FaultRules } from './faults.js';
 import type { RequestJournal } from './journal.js';
 
 // Issue 31 item 5: the test controls plug into the runner as two steps; the runner's own steps know none of them.
+
+/**
+ * What the test controls read of a run: a route's request on `/v1`, or an assistant's tool call on `/mcp`
+ * (issue 31 item 2: its operation is the tool's name).
+ */
+export interface ControlledRun {
+  readonly operation: string;
+  readonly request: Pick<RunRequest, 'method' | 'path' | 'query' | 'onClose' | 'status'>;
+  readonly exchange: Exchange<Caller>;
+  caller: Caller | null;
+  cutAfter: boolean;
+  outcome: Outcome | null;
+}
 
 /** The fault step's collaborators: the rules, and the origin a 402's top-up link names. */
 export interface FaultStepParts {
@@ -16,9 +29,9 @@ export interface FaultStepParts {
  * Issue 22: a fault rule acts after the credential and its rate window, before anything else is done: a
  * problem (nothing done), a real delay, a cut (before, or after the operation took effect) or a hang.
  */
-export function faults({ rules, origin }: FaultStepParts): Step<GateRun> {
+export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
   return named('faults', async (run, next) => {
-    const fault = rules.decide({ operation: run.route.operationId, account: run.caller?.account.id ?? null });
+    const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
     if (!fault) return next();
     const { action } = fault;
     if (action.kind === 'problem') {
@@ -46,19 +59,19 @@ export function realDelay(ms: number, onClose: (listener: () => void) => () => v
 }
 
 /** Called once a run has been answered (or its connection ended): the request journal (issue 22). */
-export function journal({ journal: requests, now }: { journal: Pick<RequestJournal, 'record'>; now(): number }): Step<GateRun> {
+export function journal({ journal: requests, now }: { journal: Pick<RequestJournal, 'record'>; now(): number }): Step<ControlledRun> {
   return named('journal', async (run, next) => {
     try {
       await next();
     } finally {
-      const { route, request, exchange } = run;
+      const { operation, request, exchange } = run;
       // The journal's own helpers are not journalled: reading it would otherwise change what it answers.
-      if (route.operationId !== 'listRequests' && route.operationId !== 'clearRequests') {
+      if (operation !== 'listRequests' && operation !== 'clearRequests') {
         requests.record({
           at: now(),
           account: exchange.caller?.account.id ?? null,
           keyId: exchange.caller?.key.id ?? null,
-          operation: route.operationId,
+          operation,
           method: request.method,
           path: request.path,
           query: request.query,
