@@ -66,3 +66,30 @@ describe('the assistant under the test controls (issue 31 item 2)', () => {
     expect(await balance(svc)).toBe(before);
   });
 });
+
+describe('what tools create is under webhook chaos and the account\'s clock (issue 31 item 2)', () => {
+  it('a clip of create_clip ends on its account\'s own advance and its webhook gets the account\'s chaos', async () => {
+    const { createServer } = await import('node:http');
+    const deliveries: string[] = [];
+    const receiver = createServer((req, res) => {
+      deliveries.push(String(req.headers['x-service-delivery']));
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}'));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const svc = await start();
+      const client = await connect(svc);
+      await svc.webhookChaos({ account: 1, modes: ['webhook_duplicate'] });
+      const port = (receiver.address() as { port: number }).port;
+      const made = await call(client, 'create_clip', { prompt: 'a fox', duration: 5, max_credits: 10, callback_url: `http://127.0.0.1:${port}/hook` });
+      expect(made.isError).toBe(false);
+      await svc.clock.advance(10 * 60_000, { account: 1 });
+      for (let i = 0; i < 50 && deliveries.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(deliveries).toHaveLength(2);
+      expect(new Set(deliveries).size).toBe(1);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+});
