@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../core/idempotency.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
@@ -126,7 +127,7 @@ export class AssistantSpending {
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
     const now = this.#service.clock.now();
     this.#forgetOld(now);
-    const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
+    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
     if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
     // A call still in flight first: its answer is written before its commit, and the commit may yet fail.
@@ -243,13 +244,3 @@ export class AssistantSpending {
 }
 
 const callId = (...parts: string[]) => createHash('sha256').update(parts.join('\0')).digest('base64url');
-
-/** JSON with object keys sorted, so the same arguments in another order are the same call. */
-export function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}

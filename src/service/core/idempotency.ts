@@ -149,11 +149,16 @@ export function fingerprint(method: string, path: string, body: unknown): string
   return createHash('sha256').update(`${method} ${path}\n`).update(canonicalJson(body)).digest('hex');
 }
 
-/** JSON with object keys sorted at every depth. */
+/**
+ * JSON with object keys sorted at every depth: the one canonical form of a request (an Idempotency-Key's
+ * fingerprint, and the assistant's repeat of the same arguments, issue 31 item 1). A member whose value is
+ * `undefined` is left out, as `JSON.stringify` leaves it out.
+ */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    const record = value as Record<string, unknown>;
+    const entries = Object.keys(value).filter((key) => record[key] !== undefined).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';

@@ -268,9 +268,10 @@ export class FaultRules {
    */
   decide(request: FaultRequest): FaultDecision | null {
     // A tool call (issue 31 item 2) is matched by a rule that names the tool only, never by a method or a path.
-    const tool = isAssistantTool(request.operation);
-    const performs = tool ? ASSISTANT_TOOLS[request.operation as keyof typeof ASSISTANT_TOOLS] : request.operation;
-    const route = faultableRoutes(this.#routes).find((candidate) => candidate.operationId === performs);
+    const faultable = faultableRoutes(this.#routes);
+    let route = faultable.find((candidate) => candidate.operationId === request.operation);
+    const tool = !route && isAssistantTool(request.operation);
+    if (tool) route = faultable.find((candidate) => candidate.operationId === ASSISTANT_TOOLS[request.operation as keyof typeof ASSISTANT_TOOLS]);
     if (!route) return null;
     for (const rule of this.#candidates(request.account)) {
       if (rule.times !== null && rule.applied >= rule.times) continue;
