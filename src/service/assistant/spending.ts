@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/idempotency.js';
+import { StoreWriteError } from '../core/store.js';
+import { failureOf } from '../runner/failure.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
@@ -177,8 +179,8 @@ export class AssistantSpending {
       return { ok: true, value: made.value };
     } catch (error) {
       (undo as (() => void) | null)?.();
-      if (error instanceof ServiceError) return refusalOf(error);
-      if (error instanceof Error && error.name === 'StoreWriteError') return refuse('upstream_busy', 'The charge could not be saved, so nothing was made or charged. Try again shortly.');
+      // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
+      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#service.warn, report: () => undefined }));
       throw error;
     }
   }
