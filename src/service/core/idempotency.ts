@@ -18,6 +18,14 @@ export interface IdempotencyRow {
   fingerprint: string;
   createdAt: number;
   response: StoredResponse;
+  /** How long it is replayed (issue 31 item 1: the assistant's repeat of the same arguments, 2 minutes). @default 24 h */
+  windowMs?: number;
+}
+
+/** What one key's rules are, beyond the fingerprint (issue 31 item 1: the assistant's repeats are keys too). */
+export interface KeyRules {
+  /** How long the first answer is replayed. @default 24 h (spec 7) */
+  windowMs?: number;
 }
 
 export type IdempotencyStart =
@@ -98,14 +106,22 @@ export class Idempotency {
     return shared;
   }
 
-  #beginHere(scope: string, key: string, fingerprint: string): IdempotencyStart {
+  /**
+   * Looks in this process only, at once (no Redis): what the assistant's spending rules use, so a repeat
+   * that arrives while the first call runs finds it running (issue 31 item 1).
+   */
+  beginHere(scope: string, key: string, fingerprint: string, rules: KeyRules = {}): IdempotencyStart {
+    return this.#beginHere(scope, key, fingerprint, rules);
+  }
+
+  #beginHere(scope: string, key: string, fingerprint: string, { windowMs = IDEMPOTENCY_WINDOW_MS }: KeyRules = {}): IdempotencyStart {
     const id = `${scope}:${key}`;
     const now = this.#now();
     this.#sweep(this.#sweepNow());
     const running = this.#running.get(id);
     if (running !== undefined) return running === fingerprint ? { kind: 'in_progress' } : { kind: 'reused' };
     const row = this.#table.get(id);
-    if (row && now < row.createdAt + IDEMPOTENCY_WINDOW_MS) {
+    if (row && now < row.createdAt + (row.windowMs ?? IDEMPOTENCY_WINDOW_MS)) {
       return row.fingerprint === fingerprint ? { kind: 'replay', response: row.response } : { kind: 'reused' };
     }
     if (row) this.#table.remove(id);
@@ -120,7 +136,7 @@ export class Idempotency {
         this.#running.delete(id);
         // Spec 7: only a request that made its task keeps the key; a failure before one releases it.
         if (response && response.status >= 200 && response.status < 300) {
-          this.#table.put({ id, fingerprint, createdAt: this.#now(), response });
+          this.#table.put({ id, fingerprint, createdAt: this.#now(), response, ...(windowMs === IDEMPOTENCY_WINDOW_MS ? {} : { windowMs }) });
         }
       },
     };
@@ -136,7 +152,7 @@ export class Idempotency {
   #sweep(now: number): void {
     if (now < this.#sweepAt) return;
     this.#sweepAt = now + 60 * 60 * 1000;
-    for (const row of [...this.#table.values()]) if (now >= row.createdAt + IDEMPOTENCY_WINDOW_MS) this.#table.remove(row.id);
+    for (const row of [...this.#table.values()]) if (now >= row.createdAt + (row.windowMs ?? IDEMPOTENCY_WINDOW_MS)) this.#table.remove(row.id);
   }
 }
 
