@@ -1,12 +1,8 @@
-import { ServiceError } from '../contract/problems.js';
 import type { Gate } from '../core/gate.js';
-import { fingerprint, type Idempotency } from '../core/idempotency.js';
-import { tokenHash } from '../core/redis/client.js';
+import type { Idempotency } from '../core/idempotency.js';
 
-import { floor, identify, limits, type GateRun } from '../runner/admit.js';
-import { answer } from '../runner/answer.js';
 import type { Step } from '../runner/chain.js';
-import { command, idempotency, parseInput, unitOfWork, type KeyRecords } from '../runner/steps.js';
+import { answer, command, floor, identify, idempotency, keyRecords, limits, parseInput, unitOfWork, type GateRun } from '../runner/steps.js';
 import { faults, journal } from '../testing/steps.js';
 import type { FaultRules } from '../testing/faults.js';
 import type { RequestJournal } from '../testing/journal.js';
@@ -23,23 +19,6 @@ export interface RouteParts {
   warn(message: string): void;
   /** Told an unexpected failure (answered 500). */
   report(error: Error): void;
-}
-
-/** The Idempotency-Key records of a caller: scoped to the account here, and in Redis to the key's token. */
-export function keyRecords(records: Pick<Idempotency, 'begin'>, warn: (message: string) => void): KeyRecords {
-  return {
-    async begin(caller, key, print) {
-      try {
-        // Each process numbers its own account ids; Redis sees the key's token hash.
-        return await records.begin(String(caller.account.id), key, print, tokenHash(caller.key.token));
-      } catch (error) {
-        warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
-        throw new ServiceError('upstream_busy', 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', { retryAfter: 5 });
-      }
-    },
-    fingerprint,
-    warn,
-  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../contract/routes.js';
 import type { Caller } from '../core/gate.js';
-import type { GateRun } from '../runner/admit.js';
+import type { GateRun } from '../runner/steps.js';
 import { compose, type Outcome, type Step } from '../runner/chain.js';
 import { readJsonBody, type JsonBody } from './body.js';
 import { sendJson, sendProblem } from './respond.js';

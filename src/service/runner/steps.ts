@@ -2,13 +2,92 @@ import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
-import type { Caller } from '../core/gate.js';
+import type { Caller, Gate, Identified } from '../core/gate.js';
+import { fingerprint, type Idempotency } from '../core/idempotency.js';
+import { rateLimitHeaders } from '../core/rate-limit.js';
+import { tokenHash } from '../core/redis/client.js';
+import { headersOf, problemOf } from '../http/respond.js';
 import { pointerRefusal } from '../testing/pointer.js';
-import type { GateRun } from './admit.js';
-import { named, successOf, WRITTEN, type KeyLease, type Step } from './chain.js';
+import { named, successOf, WRITTEN, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
+import { failureOf } from './failure.js';
 
-// Issue 31 item 1: the steps between the gate and the answer: the Idempotency-Key, the contract's parse,
-// the unit of work and the command.
+// Issue 31 item 1: the runner's steps, each a small function of the run and the rest of the chain, in the
+// order a route runs them: answer, identify, limits, idempotency, floor, parse, unit, command (the test
+// controls' journal and faults plug in from testing/steps.ts). One module, so one request loads few files.
+
+/** A run of the service's routes, with who its credential named until the limits admit it. */
+export type GateRun = Run<Caller> & { who?: Identified };
+
+/**
+ * Who the credential names (spec 5.4; 401): the bearer key of a keyed route, and for a test helper the
+ * admin token (no caller: every account, no rate window) or, where the route takes one, an API key.
+ */
+export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<GateRun> {
+  return named('identify', async (run, next) => {
+    const { auth } = run.route;
+    const { authorization, address } = run.request;
+    if (auth === 'admin' || auth === 'admin_or_key') {
+      const credential = gate.identifyAdmin(authorization, address, { orKey: auth === 'admin_or_key' });
+      if (!credential.admin) run.who = credential.who;
+    } else if (auth !== 'none') run.who = gate.identify(authorization, address);
+    return next();
+  });
+}
+
+/** 60 requests a minute per key (spec 4, 8): every answer carries the window's headers; a full window is 429. */
+export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
+  return named('limits', async (run, next) => {
+    if (!run.who) return next();
+    const { caller, decision } = await gate.admit(run.who);
+    run.caller = caller;
+    run.exchange.caller = caller;
+    run.headers = rateLimitHeaders(decision);
+    if (!decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${decision.limit} requests a minute per API key.`, { retryAfter: decision.retryAfter });
+    return next();
+  });
+}
+
+/** Spec 4: below 10 credits every keyed route answers 402 insufficient_credits (the test helpers stay open). */
+export function floor(gate: Pick<Gate, 'floor'>): Step<GateRun> {
+  return named('floor', async (run, next) => {
+    if (run.route.auth === 'key') gate.floor(run.caller.account);
+    return next();
+  });
+}
+
+/** What the answer step needs: the origin (a 402's top-up link), and where failures are told. */
+export interface AnswerParts {
+  origin(): string;
+  warn(message: string): void;
+  report(error: Error): void;
+}
+
+/**
+ * The answer of a run (issue 31 item 1: the one error → problem mapping): the command's value with the
+ * route's 2xx status, an early step's outcome (a replay, a fault), or the problem of what was thrown. A
+ * fault rule's `cut: after` sends none of them.
+ */
+export function answer(parts: AnswerParts): Step<GateRun> {
+  return named('answer', async (run, next) => {
+    const { request, exchange } = run;
+    let outcome: Outcome;
+    try {
+      await next();
+      if (run.outcome) outcome = run.outcome;
+      else if (run.value === WRITTEN || request.answered()) outcome = { kind: 'written' };
+      else outcome = { kind: 'json', status: successOf(run.route), body: run.value, headers: run.headers };
+    } catch (error) {
+      const refusal = failureOf(error, parts);
+      outcome = request.answered()
+        ? { kind: 'abort' }
+        : { kind: 'problem', body: problemOf(refusal, { origin: parts.origin(), instance: request.path }), headers: { ...run.headers, ...headersOf(refusal) } };
+    }
+    if (run.cutAfter && outcome.kind !== 'abort') outcome = { kind: 'drop' };
+    if (outcome.kind === 'problem') exchange.code = outcome.body.code;
+    if (outcome.kind === 'drop' || outcome.kind === 'hang') exchange.dropped = true;
+    await run.respond(outcome);
+  });
+}
 
 /** What the idempotency step asks of the records (core/idempotency.ts, on Redis too). */
 export interface KeyRecords {
@@ -120,4 +199,21 @@ export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallb
   // A body that is not an object at all is malformed, not a bad member (spec 7: invalid_json).
   if (fallback === 'invalid_json' && parsed.error.issues[0]?.path.length === 0) throw new ServiceError('invalid_json', route.indexed ? `The body must be a JSON object with ${route.indexed}.` : 'The body must be a JSON object.');
   throw ServiceError.from(refusal);
+}
+
+/** The Idempotency-Key records of a caller: scoped to the account here, and in Redis to the key's token. */
+export function keyRecords(records: Pick<Idempotency, 'begin'>, warn: (message: string) => void): KeyRecords {
+  return {
+    async begin(caller, key, print) {
+      try {
+        // Each process numbers its own account ids; Redis sees the key's token hash.
+        return await records.begin(String(caller.account.id), key, print, tokenHash(caller.key.token));
+      } catch (error) {
+        warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
+        throw new ServiceError('upstream_busy', 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', { retryAfter: 5 });
+      }
+    },
+    fingerprint,
+    warn,
+  };
 }

@@ -2,7 +2,7 @@
 // outcome the chain sends, so each step can be tested alone (issue 31 item 5).
 import { ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
 import type { Caller } from '../../../src/service/core/gate.js';
-import type { GateRun } from '../../../src/service/runner/admit.js';
+import type { GateRun } from '../../../src/service/runner/steps.js';
 import type { Outcome } from '../../../src/service/runner/chain.js';
 import type { JsonBody } from '../../../src/service/http/body.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import { StoreWriteError } from '../../../src/service/core/store.js';
-import { answer } from '../../../src/service/runner/answer.js';
+import { answer } from '../../../src/service/runner/steps.js';
 import { failureOf } from '../../../src/service/runner/failure.js';
 import { fakeRun } from './fixtures.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import type { Gate, Identified } from '../../../src/service/core/gate.js';
-import { floor, identify, limits } from '../../../src/service/runner/admit.js';
+import { floor, identify, limits } from '../../../src/service/runner/steps.js';
 import { callerWith, fakeRun } from './fixtures.js';
 
 const next = async () => undefined;
