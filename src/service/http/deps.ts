@@ -1,6 +1,5 @@
 import type { Gate } from '../core/gate.js';
 import type { Idempotency } from '../core/idempotency.js';
-
 import type { Step } from '../runner/chain.js';
 import { answer, command, floor, identify, idempotency, keyRecords, limits, parseInput, unitOfWork, type GateRun } from '../runner/steps.js';
 import { faults, journal } from '../testing/steps.js';
