@@ -99,9 +99,19 @@ export interface Run<C> {
 /** One step: reads and writes the run; calls `next` to go on, or returns to answer early. */
 export type Step<R> = ((run: R, next: () => Promise<void>) => Promise<void>) & { readonly stepName?: string };
 
-/** A step with a name (`identify`, `limits` …), for the walk in docs/service.md and a step's tests. */
+/**
+ * A step with a name (`identify`, `limits` …), for the walk in docs/service.md and a step's tests. A step
+ * with nothing to await may be a plain function (no promise of its own per request): its throw is a rejection.
+ */
 export function named<R>(stepName: string, step: (run: R, next: () => Promise<void>) => Promise<void>): Step<R> {
-  return Object.defineProperty(step, 'stepName', { value: stepName }) as Step<R>;
+  const settled = (run: R, next: () => Promise<void>): Promise<void> => {
+    try {
+      return step(run, next);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  return Object.defineProperty(settled, 'stepName', { value: stepName }) as Step<R>;
 }
 
 /** The steps as one function, run in order (as koa-compose): a step's `next` runs the rest. */
@@ -111,11 +121,16 @@ export function compose<R>(steps: readonly Step<R>[]): (run: R) => Promise<void>
       const step = steps[i];
       if (!step) return Promise.resolve();
       let called = false;
-      return step(run, () => {
-        if (called) return Promise.reject(new Error(`The ${step.stepName ?? 'runner'} step called next() twice.`));
-        called = true;
-        return dispatch(i + 1);
-      });
+      try {
+        return step(run, () => {
+          if (called) return Promise.reject(new Error(`The ${step.stepName ?? 'runner'} step called next() twice.`));
+          called = true;
+          return dispatch(i + 1);
+        });
+      } catch (error) {
+        // A step with nothing to await is a plain function (no promise of its own per request); its throw is a rejection.
+        return Promise.reject(error);
+      }
     };
     return dispatch(0);
   };

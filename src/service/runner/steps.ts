@@ -23,7 +23,7 @@ export type GateRun = Run<Caller> & { who?: Identified };
  * admin token (no caller: every account, no rate window) or, where the route takes one, an API key.
  */
 export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<GateRun> {
-  return named('identify', async (run, next) => {
+  return named('identify', (run, next) => {
     const { auth } = run.route;
     const { authorization, address } = run.request;
     if (auth === 'admin' || auth === 'admin_or_key') {
@@ -49,7 +49,7 @@ export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
 
 /** Spec 4: below 10 credits every keyed route answers 402 insufficient_credits (the test helpers stay open). */
 export function floor(gate: Pick<Gate, 'floor'>): Step<GateRun> {
-  return named('floor', async (run, next) => {
+  return named('floor', (run, next) => {
     if (run.route.auth === 'key') gate.floor(run.caller.account);
     return next();
   });
@@ -103,8 +103,7 @@ export interface KeyRecords {
  * answer only after the floor. A fresh key is held until the commit, then shared; a refusal releases it.
  */
 export function idempotency(records: KeyRecords): Step<GateRun> {
-  return named('idempotency', async (run, next) => {
-    if (!run.route.idempotent) return next();
+  const step = named<GateRun>('idempotency', async (run, next) => {
     const { request, exchange } = run;
     const json = await request.json();
     if (json.ok) exchange.body = json.value;
@@ -140,25 +139,30 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
     // stands (charged and saved), this process still replays it, and the key's lease holds it elsewhere.
     await lease.share({ status: successOf(run.route), body: run.value }).catch((error: Error) => records.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
   });
+  // A route without Idempotency-Key goes straight on.
+  return named('idempotency', (run, next) => (run.route.idempotent ? step(run, next) : next()));
 }
 
 /** The path, query and body by the contract's schemas (404 for a path, 400 and 422 by the contract's codes). */
 export function parseInput(): Step<GateRun> {
-  return named('parse', async (run, next) => {
+  const withBody = async (run: GateRun, schema: z.ZodType, params: unknown, query: unknown, next: () => Promise<void>): Promise<void> => {
+    const json = await run.request.json();
+    if (json.ok) run.exchange.body = json.value;
+    if (!json.ok) throw json.error;
+    // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
+    const value = json.value === undefined && schema.safeParse({}).success ? {} : json.value;
+    run.input = { params, query, body: parse(schema, value, run.route, 'invalid_json') };
+    return next();
+  };
+  // Plain (no promise of its own) but for a body, which is read first.
+  return named('parse', (run, next) => {
     if (run.pending) throw run.pending;
-    const { route, request, exchange } = run;
+    const { route, request } = run;
     const params = route.params ? parse(route.params, request.params, route, 'not_found') : {};
     const query = route.query ? parse(route.query, request.query, route) : {};
-    let body: unknown;
-    if (route.body) {
-      const json = await request.json();
-      if (json.ok) exchange.body = json.value;
-      if (!json.ok) throw json.error;
-      // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
-      const value = json.value === undefined && route.body.safeParse({}).success ? {} : json.value;
-      body = parse(route.body, value, route, 'invalid_json');
-    } else if (!route.multipart && request.method !== 'GET' && request.method !== 'HEAD') request.discard();
-    run.input = { params, query, body };
+    if (route.body) return withBody(run, route.body, params, query, next);
+    if (!route.multipart && request.method !== 'GET' && request.method !== 'HEAD') request.discard();
+    run.input = { params, query, body: undefined };
     return next();
   });
 }

@@ -30,9 +30,7 @@ export interface FaultStepParts {
  * problem (nothing done), a real delay, a cut (before, or after the operation took effect) or a hang.
  */
 export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
-  return named('faults', async (run, next) => {
-    const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
-    if (!fault) return next();
+  const act = async (run: ControlledRun, fault: NonNullable<ReturnType<FaultStepParts['rules']['decide']>>, next: () => Promise<void>): Promise<void> => {
     const { action } = fault;
     if (action.kind === 'problem') {
       throw faultError(action.code, { ruleId: fault.rule.id, instance: run.request.path, origin: origin(), balance: run.caller?.account.balance, itemCodes: fault.itemCodes, retryAfter: action.retryAfter });
@@ -42,6 +40,11 @@ export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
     if (action.kind === 'delay') await realDelay(action.ms, run.request.onClose);
     run.cutAfter = action.kind === 'cut';
     return next();
+  };
+  // Plain (no promise of its own) when no rule acts, as for nearly every request.
+  return named('faults', (run, next) => {
+    const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
+    return fault ? act(run, fault, next) : next();
   });
 }
 
