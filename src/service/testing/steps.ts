@@ -37,7 +37,7 @@ export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
     }
     if (action.kind === 'cut' && action.when === 'before') return void (run.outcome = { kind: 'drop' });
     if (action.kind === 'hang') return void (run.outcome = { kind: 'hang' });
-    if (action.kind === 'delay') await realDelay(action.ms, run.request.onClose);
+    if (action.kind === 'delay') await realDelay(action.ms, (listener) => run.request.onClose(listener));
     run.cutAfter = action.kind === 'cut';
     return next();
   };
