@@ -5,7 +5,8 @@ import { classifyReply, type ReplyClass } from '../protocol/schedule.js';
 import { sign } from '../protocol/signature.js';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
 import { createFetchTransport, createHttpTransport, type FetchFunction, type Transport } from './transport.js';
-import { checkCallbackUrl, type LookupFunction } from './url-guard.js';
+import { checkCallbackUrl } from './url-guard.js';
+import type { LookupFunction } from '../http/outbound-guard.js';
 import type { DeliveryAttempt, DeliveryRecord, EmitterClock } from './types.js';
 
 export interface AttemptOptions {

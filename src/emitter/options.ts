@@ -6,7 +6,7 @@ import type { Outbox } from './outbox.js';
 import type { FetchFunction, Transport } from './transport.js';
 import { STAMP_ATTEMPT, WRAP_TRANSPORT } from './attempt.js';
 import { consoleLogger, systemClock, type DeliveryRecord, type EmitterClock, type EmitterLogger } from './types.js';
-import type { LookupFunction } from './url-guard.js';
+import type { LookupFunction } from '../http/outbound-guard.js';
 
 /**
  * The longest `timeoutMs`: Node's timers overflow above 2^31-1 ms and fire at once, which would time out

@@ -1,8 +1,8 @@
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
-import { classifyAddress } from '../../emitter/address.js';
-import { guardLookup, type LookupFunction } from '../../emitter/url-guard.js';
+import { classifyAddress } from '../../http/address.js';
+import { guardLookup, type LookupFunction } from '../../http/outbound-guard.js';
 
 /** How `guardedFetch` reaches the network. */
 export interface GuardedFetchOptions {
