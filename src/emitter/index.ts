@@ -12,7 +12,7 @@ export { classifyAddress } from '../http/address.js';
 export type { AddressClass } from '../http/address.js';
 export { checkCallbackUrl, MAX_CALLBACK_URL_LENGTH } from './url-guard.js';
 export type { LookupFunction } from '../http/outbound-guard.js';
-export type { FetchFunction } from './transport.js';
+export type { FetchFunction, Transport, TransportReply, TransportRequest } from './transport.js';
 export { systemClock } from './types.js';
 export type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState, EmitterClock, EmitterLogger } from './types.js';
 export { bullmqQueue } from './bullmq/options.js';
