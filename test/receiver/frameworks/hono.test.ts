@@ -1,0 +1,56 @@
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { Server } from 'node:net';
+import { describe, expect, it, vi } from 'vitest';
+import { createTestWebhook, type WebhookReceiver } from '../../../src/index.js';
+import { SECRET, baseUrl, frameworkChecks, newReceiver, post, type Mounted } from './suite.js';
+
+// Issue 32 item 4: receiver.fetch(c.req.raw) in Hono itself, on Node through @hono/node-server.
+
+async function listen(app: Hono): Promise<Mounted> {
+  const server: ServerType = await new Promise((resolve) => {
+    const started = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(started));
+  });
+  return {
+    url: `${baseUrl(server as Server)}/webhooks`,
+    close: async () => {
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The documented recipe. */
+function appWith(receiver: WebhookReceiver): Hono {
+  const app = new Hono();
+  app.post('/webhooks', (c) => receiver.fetch(c.req.raw));
+  return app;
+}
+
+describe('receiver.fetch() in Hono', () => {
+  frameworkChecks((receiver) => listen(appWith(receiver)));
+
+  it('fails with 500 body_already_parsed naming c.req.raw, logged once, when the route read c.req.json() first', async () => {
+    const receiver = newReceiver();
+    const handler = vi.fn();
+    receiver.onAny(handler);
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const app = new Hono();
+    // The mistake: reading the body through Hono before handing the request over.
+    app.post('/webhooks', async (c) => {
+      await c.req.json();
+      return receiver.fetch(c.req.raw);
+    });
+    const { url, close } = await listen(app);
+    try {
+      const hook = createTestWebhook('video.completed', { secret: SECRET });
+      const res = await post(url, hook.body, hook.headers);
+      expect(res).toMatchObject({ status: 500, contentType: 'application/problem+json', body: { code: 'body_already_parsed' } });
+      expect(String(res.body?.detail)).toContain('c.req.raw');
+      expect(handler).not.toHaveBeenCalled();
+      expect(logged).toHaveBeenCalledTimes(1);
+    } finally {
+      logged.mockRestore();
+      await close();
+    }
+  });
+});
