@@ -44,14 +44,22 @@ export function baseUrl(server: Server): string {
   return `http://127.0.0.1:${port}`;
 }
 
-/** A body over LIMIT sent in chunks with no Content-Length, so only the streaming cap can stop it. */
+/**
+ * A JSON body over LIMIT sent in chunks with no Content-Length, so only the streaming cap can stop it
+ * (JSON, so a framework parser that runs first, as NestJS's does, passes it on).
+ */
 export function chunkedOversized(): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
   let sent = 0;
   return new ReadableStream({
     pull(controller) {
-      if (sent > LIMIT * 2) return controller.close();
+      if (sent === 0) controller.enqueue(encoder.encode('{"pad":"'));
+      if (sent > LIMIT * 2) {
+        controller.enqueue(encoder.encode('"}'));
+        return controller.close();
+      }
       sent += 1024;
-      controller.enqueue(new Uint8Array(1024).fill(0x20));
+      controller.enqueue(new Uint8Array(1024).fill(0x78));
     },
   });
 }
