@@ -53,4 +53,46 @@ describe('receiver.fetch() in Hono', () => {
       await close();
     }
   });
+
+  it("reads a body of declared length through Hono's own fast path, without building a web stream; a streamed one still streams", async () => {
+    const receiver = newReceiver();
+    const handler = vi.fn();
+    receiver.onAny(handler);
+    const asked: (string | symbol)[] = [];
+    const app = new Hono();
+    // Records what the receiver reads off the request: `body` makes @hono/node-server build a Request and a stream.
+    app.post('/webhooks', (c) =>
+      receiver.fetch(
+        new Proxy(c.req.raw, {
+          get(target, key) {
+            asked.push(key);
+            const value = Reflect.get(target, key, target) as unknown;
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+      ),
+    );
+    const { url, close } = await listen(app);
+    try {
+      const hook = createTestWebhook('video.completed', { secret: SECRET });
+      expect((await post(url, hook.body, hook.headers)).status).toBe(200);
+      expect(asked).toContain('arrayBuffer');
+      expect(asked).not.toContain('body');
+      asked.length = 0;
+      const streamed = createTestWebhook('video.completed', { secret: SECRET });
+      const bytes = new TextEncoder().encode(streamed.body);
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes.subarray(0, 100));
+          controller.enqueue(bytes.subarray(100));
+          controller.close();
+        },
+      });
+      expect((await post(url, stream, streamed.headers)).status).toBe(200);
+      expect(asked).toContain('body');
+      expect(handler).toHaveBeenCalledTimes(2);
+    } finally {
+      await close();
+    }
+  });
 });
