@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { createTestWebhook, type WebhookReceiver } from '../../../src/index.js';
 import { SECRET, baseUrl, frameworkChecks, newReceiver, post, type Mounted } from './suite.js';
@@ -91,5 +92,48 @@ describe('receiver.koa()', () => {
     }
     expect(() => receiver.koa({ path: 'webhooks' })).toThrow(TypeError);
     expect(() => receiver.koa({ path: 'webhooks' })).toThrow(/`path`/);
+  });
+
+  it('drops a request whose client left mid-body: no reply, no handler, no onError, nothing thrown to Koa', async () => {
+    const receiver = newReceiver();
+    const handler = vi.fn();
+    const heard = vi.fn();
+    receiver.onAny(handler);
+    receiver.onError(heard);
+    const app = new Koa();
+    const koaErrors = vi.fn();
+    app.on('error', koaErrors);
+    let settled!: (outcome: { headersSent: boolean; respond: boolean | undefined }) => void;
+    const outcome = new Promise<{ headersSent: boolean; respond: boolean | undefined }>((resolve) => (settled = resolve));
+    let reading!: () => void;
+    const started = new Promise<void>((resolve) => (reading = resolve));
+    app.use(async (ctx, next) => {
+      reading();
+      await next();
+      settled({ headersSent: ctx.res.headersSent, respond: ctx.respond });
+    });
+    app.use(receiver.koa({ path: '/webhooks' }));
+    const { url, close } = await listen(app);
+    try {
+      const hook = createTestWebhook('video.completed', { secret: SECRET });
+      const { port } = new URL(url);
+      const socket = connect(Number(port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const head = Object.entries(hook.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+      socket.write(`POST /webhooks HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: ${hook.body.length}\r\n${head}\r\n${hook.body.slice(0, 40)}`);
+      // Part of the body is on its way; the client leaves once the receiver is reading the rest.
+      await started;
+      socket.destroy();
+      expect(await outcome).toEqual({ headersSent: false, respond: false });
+      expect(handler).not.toHaveBeenCalled();
+      expect(heard).not.toHaveBeenCalled();
+      // Koa reports the socket's own error (the HTTP parser's, at the early EOF) as for any route; the
+      // receiver throws nothing to it.
+      expect(koaErrors.mock.calls.map(([error]) => (error as { code?: string }).code ?? (error as Error).message)).not.toContainEqual(
+        expect.stringMatching(/body_|webhook|cliphook/i),
+      );
+    } finally {
+      await close();
+    }
   });
 });
