@@ -2,7 +2,9 @@ import { WebhookHandlerError, WebhookVerificationError } from '../protocol/error
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
 import type { DeliveryStore } from './delivery-store.js';
+import { eventKey } from './event-key.js';
 import { parseLimit } from './limit.js';
+import type { ReconcileSchedule } from './reconcile-options.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
@@ -30,6 +32,12 @@ export interface ReceiverOptions {
   leaseMs?: number;
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
+  /**
+   * Reconcile on a timer (issue 30): at start, then `every` milliseconds after each run, until `close()`.
+   * @default off
+   * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
+   */
+  reconcile?: ReconcileSchedule;
 }
 
 /** What a handler learns about the delivery besides the event. */
@@ -40,6 +48,18 @@ export interface WebhookContext {
   rawBody: Uint8Array;
   /** When this receiver took the request. */
   receivedAt: Date;
+  /** Where the event came from: `'reconcile'` for one `receiver.reconcile()` built from GET /videos (issue 30). */
+  source?: 'webhook' | 'reconcile' | 'replay';
+  /** Which run of the handlers this is, from 1. */
+  attempt?: number;
+}
+
+/** How `ingest` ended for one event (issue 30 item 2). */
+export type IngestOutcome = 'handled' | 'duplicate' | 'failed';
+
+/** Where an event given to `ingest` came from. */
+export interface IngestOptions {
+  source: 'reconcile';
 }
 
 export type WebhookHandler<E extends WebhookEvent = WebhookEvent> = (event: E, context: WebhookContext) => unknown;
@@ -53,14 +73,15 @@ export interface ReceiverReply {
   body: string;
 }
 
-/** What differs between runtimes: how a request is verified and its event keyed, and the default store. */
+/** What differs between runtimes: how a request is verified, and the default store. */
 export interface ReceiverRuntime {
   /** Throws (or rejects with) a `WebhookVerificationError`; a promise only where the crypto is async. */
   verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
-  /** The signed event's dedupe key (event-key.ts). */
-  eventKey(verified: VerifiedRequest): string | Promise<string>;
   defaultStore(clock: () => number): DeliveryStore;
 }
+
+/** What the shared claim → dispatch → complete step ended with. */
+type Processed = 'handled' | 'processed' | 'in_progress' | 'store_unavailable' | 'failed';
 
 const encoder = new TextEncoder();
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
@@ -138,22 +159,65 @@ export class ReceiverCore {
   async receive(rawBody: Uint8Array, headers: HeaderSource): Promise<ReceiverReply> {
     const receivedAt = this.#clock();
     let verified;
-    let eventKey;
     try {
       if (rawBody.byteLength > this.limit) throw new WebhookVerificationError('body_too_large', 413, `The body is larger than ${this.limit} bytes.`);
       verified = this.#runtime.verify(rawBody, headers, this.#secrets, this.#tolerance, receivedAt);
       if (isThenable(verified)) verified = await verified;
-      eventKey = this.#runtime.eventKey(verified);
-      if (typeof eventKey !== 'string') eventKey = await eventKey;
     } catch (error) {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
     // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
     // request replayed under a forged delivery id finds its event already processed.
-    const keys = [`d:${deliveryId}`, eventKey];
+    const keys = [`d:${deliveryId}`, eventKey(event)];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
-    // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
+    switch (await this.#claimAndRun(keys, event, context)) {
+      case 'handled':
+        return ACK;
+      case 'processed':
+        return DUPLICATE;
+      case 'in_progress':
+        return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
+      case 'store_unavailable':
+        // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
+        // reads as a handler failure.
+        return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
+      case 'failed':
+        // Spec section 7: a 5xx body carries no internal detail; the error went to onError listeners.
+        return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
+    }
+  }
+
+  /**
+   * Hands an event that did not come as a webhook (issue 30 item 2: one `reconcile()` rebuilt from GET
+   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>`, so an
+   * event a webhook already delivered is a `'duplicate'`, and a webhook arriving after it is one too.
+   * `'failed'` when a handler threw (the claim is released, so a later run tries again), when the store
+   * did not answer, or when the same event is being handled right now; failures reach `onError`.
+   * @example const outcome = await receiver.ingest(event, { source: 'reconcile' }); // 'handled' | 'duplicate' | 'failed'
+   */
+  async ingest(event: WebhookEvent, { source }: IngestOptions): Promise<IngestOutcome> {
+    if (source !== 'reconcile') throw new TypeError(`Expected \`source\` to be 'reconcile', got ${JSON.stringify(source)}.`);
+    const context: WebhookContext = {
+      deliveryId: `${source}:${event.event}:${event.id}`,
+      rawBody: encoder.encode(JSON.stringify(event)),
+      receivedAt: new Date(this.#clock()),
+      source,
+      attempt: 1,
+    };
+    const outcome = await this.#claimAndRun([eventKey(event)], event, context);
+    if (outcome === 'handled') return 'handled';
+    if (outcome === 'processed') return 'duplicate';
+    // In progress elsewhere: not handled by this run, so it is reported as failed and seen again next time.
+    return 'failed';
+  }
+
+  /**
+   * The step `receive` and `ingest` share: claim the keys, run the handlers, mark the keys processed.
+   * Failures are told to the error listeners here; the caller turns the outcome into its answer.
+   */
+  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext): Promise<Processed> {
+    // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
     // microtask queue on the hot path (bench/middleware.ts).
@@ -162,15 +226,10 @@ export class ReceiverCore {
       outcome = this.store.claim(keys, this.#leaseMs, owner);
       if (typeof outcome !== 'string') outcome = await outcome;
     } catch (error) {
-      // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
-      // reads as a handler failure.
-      this.#emitError(new WebhookHandlerError(deliveryId, error), context, 503);
-      return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      return 'store_unavailable';
     }
-    if (outcome === 'processed') return DUPLICATE;
-    if (outcome === 'in_progress') {
-      return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
-    }
+    if (outcome !== 'claimed') return outcome;
     try {
       const ran = this.#dispatch(event, context);
       if (isThenable(ran)) await ran;
@@ -178,18 +237,20 @@ export class ReceiverCore {
       try {
         await this.store.release(keys, owner);
       } catch {
-        // The claim then expires with its lease; the reply is the handler's failure either way.
+        // The claim then expires with its lease; the outcome is the handler's failure either way.
       }
-      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      return 'failed';
     }
     try {
       await this.store.complete(keys);
     } catch (error) {
       // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
       // runs them again depends on what the store kept (at-least-once either way).
-      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      return 'failed';
     }
-    return ACK;
+    return 'handled';
   }
 
   /** The reply for an error thrown while reading or verifying a request. */
@@ -217,12 +278,6 @@ export class ReceiverCore {
       const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
       if (failed) throw failed.reason;
     });
-  }
-
-  #fail(error: WebhookHandlerError, context: Partial<WebhookContext>): ReceiverReply {
-    this.#emitError(error, context, 500);
-    // Spec section 7: a 5xx body carries no internal detail; the error goes to onError listeners.
-    return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
   }
 
   /** Tells the listeners; with none, a failure answered with a 5xx (the app's, not the sender's) goes to console.error. */

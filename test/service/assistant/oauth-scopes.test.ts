@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { assistantEndpoint } from '../../../src/service/http/app-internals.js';
 import { answerConsent } from './oauth-helpers.js';
 
 interface StartedService {
@@ -115,7 +116,7 @@ describe('OAuth scopes of the assistant endpoint', () => {
   it('answers 403 insufficient_scope to a token without mcp, naming the scope and the metadata', async () => {
     const svc = await start();
     const tokens = await signIn(svc, 'mcp');
-    const { provider, resource } = await svc.app.assistant!.signIn.oauth();
+    const { provider, resource } = await assistantEndpoint(svc.app)!.signIn.oauth();
     const found = (await provider.AccessToken.find(tokens.access_token))!;
     const client = (await provider.Client.find(found.clientId!))!;
     // A token as one for `scope=openid` was issued before the default scope existed: scope "".

@@ -13,6 +13,7 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type AppOptions, type ServiceApp } from '../../../src/service/http/app.js';
+import { assistantEndpoint } from '../../../src/service/http/app-internals.js';
 import { answerConsent, CookieJar, MemoryOAuthClient } from './oauth-helpers.js';
 
 interface Running {
@@ -177,7 +178,7 @@ describe('assistant sign-in with OAuth 2.1', () => {
     // A real token of this server, but for another audience (as another resource server's would be).
     const { client, oauth } = await signIn(svc);
     await client.close();
-    const { provider } = await svc.app.assistant!.signIn.oauth();
+    const { provider } = await assistantEndpoint(svc.app)!.signIn.oauth();
     const good = await provider.AccessToken.find(oauth.savedTokens!.access_token);
     const foreign = new provider.AccessToken({ accountId: good!.accountId, clientId: good!.clientId, grantId: good!.grantId!, aud: 'https://api.elsewhere.example/mcp', scope: 'mcp', gty: 'authorization_code' } as never);
     const foreignToken = await foreign.save();

@@ -70,17 +70,17 @@ export class ConsentPage {
     if (limit !== null && !isDailyLimit(limit)) {
       return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
-    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6).
+    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6); a right key is
+    // never refused by the address's count (issue 29 item 4).
     const address = req.socket.remoteAddress;
-    try {
-      this.#service.gate.allowAttempt(address);
-    } catch (error) {
-      const wait = (error as ServiceError).retryAfter ?? 60;
-      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
-    }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
-      this.#service.gate.failed(address);
+      try {
+        this.#service.gate.guessed(address);
+      } catch (error) {
+        const wait = (error as ServiceError).retryAfter ?? 60;
+        return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
+      }
       // The sign-in ends at the fifth; its answer is recorded, so later posts find it over (see #details).
       if (adapters.recordFailure(shown.uid) >= MAX_SIGN_IN_ATTEMPTS) {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
