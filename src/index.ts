@@ -10,6 +10,7 @@ export {
   InvalidPayloadError,
   InvalidCallbackUrlError,
   FileLockedError,
+  InboxError,
   VIDEO_ERROR_CODES,
   WEBHOOK_EVENTS,
   parseEvent,
@@ -28,6 +29,7 @@ export {
 export type {
   WebhookVerificationCode,
   LockHolder,
+  InboxErrorCode,
   VideoErrorCode,
   VideoCompletedEvent,
   VideoFailedEvent,

@@ -4,6 +4,9 @@ import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.j
 import type { DeliveryStore } from './delivery-store.js';
 import { parseLimit } from './limit.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
+import { Inbox } from './inbox/inbox.js';
+import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/options.js';
+import { newRecord, type InboxBackend, type InboxSource } from './inbox/record.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
 
@@ -30,6 +33,12 @@ export interface ReceiverOptions {
   leaseMs?: number;
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
+  /**
+   * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
+   * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
+   * @default undefined: handlers run before the reply, as without an inbox
+   */
+  inbox?: true | InboxOptions;
 }
 
 /** What a handler learns about the delivery besides the event. */
@@ -40,6 +49,10 @@ export interface WebhookContext {
   rawBody: Uint8Array;
   /** When this receiver took the request. */
   receivedAt: Date;
+  /** Issue 30: this run of the handlers, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
+  attempt: number;
+  /** Issue 30: `'webhook'`, `'reconcile'` (found by `receiver.reconcile`) or `'replay'` (`receiver.inbox.replay`). */
+  source: InboxSource;
 }
 
 export type WebhookHandler<E extends WebhookEvent = WebhookEvent> = (event: E, context: WebhookContext) => unknown;
@@ -60,7 +73,12 @@ export interface ReceiverRuntime {
   /** The signed event's dedupe key (event-key.ts). */
   eventKey(verified: VerifiedRequest): string | Promise<string>;
   defaultStore(clock: () => number): DeliveryStore;
+  /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
+  openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
 }
+
+/** Issue 30: what became of a first-seen event (the seam `ingest` of reconciliation shares with `receive`). */
+export type FirstSeenOutcome = 'handled' | 'queued' | 'full' | 'unavailable' | 'failed';
 
 const encoder = new TextEncoder();
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
@@ -72,6 +90,11 @@ const jsonReply = (body: string): ReceiverReply =>
   Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(encoder.encode(body).byteLength) }), body });
 const ACK = jsonReply('{"received":true}');
 const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
+// Issue 30 item 1: stored in the inbox, not yet handled: 202 Accepted says exactly that (any 2xx ends the service's retries).
+const QUEUED = Object.freeze({ ...jsonReply('{"received":true,"queued":true}'), status: 202 });
+/** Seconds a sender waits after `inbox_full`: the service's own first retry comes after 30 s anyway. */
+const INBOX_FULL_RETRY_AFTER_S = 30;
+const decoder = new TextDecoder();
 // The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
 const IN_PROGRESS_RETRY_AFTER_S = 5;
 /** Seconds a sender waits after `store_unavailable`: long enough for a Redis failover or restart. */
@@ -92,8 +115,10 @@ export class ReceiverCore {
   readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
   readonly #any: WebhookHandler[] = [];
   readonly #errorListeners: ErrorListener[] = [];
+  /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
+  readonly inbox: Inbox | undefined;
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
@@ -102,7 +127,19 @@ export class ReceiverCore {
     this.#leaseMs = leaseMs;
     this.#clock = clock;
     this.#runtime = runtime;
+    const resolved = inbox === undefined ? undefined : resolveInboxOptions(inbox);
+    if (resolved && !runtime.openInbox) throw new TypeError('Expected no `inbox` here: the inbox needs a file or Redis, so the Node entry (cliphook), not cliphook/web.');
     this.store = store ?? runtime.defaultStore(clock);
+    if (resolved) {
+      const backend = runtime.openInbox!(resolved, this.store, clock);
+      this.inbox = new Inbox(backend, resolved, {
+        leaseMs,
+        clock,
+        dispatch: (event, context) => this.#dispatch(event, context),
+        ready: () => this.#any.length > 0 || this.#handlers.size > 0,
+        onError: (error, context) => this.#emitError(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error), context ?? {}, 500),
+      }, resolved.redis !== undefined);
+    }
   }
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */
@@ -111,6 +148,7 @@ export class ReceiverCore {
     const list = this.#handlers.get(name) ?? [];
     list.push(handler as WebhookHandler<never>);
     this.#handlers.set(name, list);
+    this.inbox?.kick();
     return this;
   }
 
@@ -118,6 +156,7 @@ export class ReceiverCore {
   onAny(handler: WebhookHandler): this {
     if (typeof handler !== 'function') throw new TypeError('Expected a handler function.');
     this.#any.push(handler);
+    this.inbox?.kick();
     return this;
   }
 
@@ -152,7 +191,7 @@ export class ReceiverCore {
     // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
     // request replayed under a forged delivery id finds its event already processed.
     const keys = [`d:${deliveryId}`, eventKey];
-    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
+    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), attempt: 1, source: 'webhook' };
     // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
@@ -171,25 +210,21 @@ export class ReceiverCore {
     if (outcome === 'in_progress') {
       return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
     }
-    try {
-      const ran = this.#dispatch(event, context);
-      if (isThenable(ran)) await ran;
-    } catch (error) {
-      try {
-        await this.store.release(keys, owner);
-      } catch {
-        // The claim then expires with its lease; the reply is the handler's failure either way.
-      }
-      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
+    let first = this.#firstSeen(event, keys, context, owner);
+    if (typeof first !== 'string') first = await first;
+    switch (first) {
+      case 'handled':
+        return ACK;
+      case 'queued':
+        return QUEUED;
+      case 'full':
+        return reply('inbox_full', 'The webhook inbox is full; nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
+      case 'unavailable':
+        return reply('store_unavailable', 'The webhook inbox did not answer; nothing was taken.', { retryAfter: STORE_RETRY_AFTER_S });
+      default:
+        // Spec section 7: a 5xx body carries no internal detail; the error went to onError listeners.
+        return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
     }
-    try {
-      await this.store.complete(keys);
-    } catch (error) {
-      // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
-      // runs them again depends on what the store kept (at-least-once either way).
-      return this.#fail(new WebhookHandlerError(deliveryId, error), context);
-    }
-    return ACK;
   }
 
   /** The reply for an error thrown while reading or verifying a request. */
@@ -200,9 +235,82 @@ export class ReceiverCore {
     return reply(error.code, detail, { status: error.status });
   }
 
-  /** Flushes the store. */
-  close(): Promise<void> {
-    return this.store.close();
+  /**
+   * Stops taking events, lets running inbox handlers finish (up to `inbox.closeTimeout`), keeps the
+   * rest for the next start, and flushes the store.
+   */
+  async close(): Promise<void> {
+    await this.inbox?.close();
+    await this.store.close();
+  }
+
+  /**
+   * Issue 30 seam: the one step after a first-seen claim on `keys`. With an inbox it stores the event
+   * durably and completes the claim (a later delivery is a duplicate); without one it runs the handlers
+   * and completes the claim. Either way a refusal releases the claim, so the sender's retry is not a
+   * duplicate. Errors go to the listeners here; the caller only maps the outcome.
+   */
+  #firstSeen(event: WebhookEvent, keys: readonly string[], context: WebhookContext, owner: string): FirstSeenOutcome | Promise<FirstSeenOutcome> {
+    if (this.inbox) return this.#queue(this.inbox, event, keys, context, owner);
+    let ran;
+    try {
+      ran = this.#dispatch(event, context);
+    } catch (error) {
+      return this.#handlerFailed(error, keys, context, owner);
+    }
+    // Promises are awaited only where a handler returns one (bench/middleware.ts).
+    if (isThenable(ran)) return Promise.resolve(ran).then(() => this.#complete(keys, context), (error: unknown) => this.#handlerFailed(error, keys, context, owner));
+    return this.#complete(keys, context);
+  }
+
+  async #complete(keys: readonly string[], context: WebhookContext): Promise<FirstSeenOutcome> {
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
+      // runs them again depends on what the store kept (at-least-once either way).
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      return 'failed';
+    }
+    return 'handled';
+  }
+
+  async #handlerFailed(error: unknown, keys: readonly string[], context: WebhookContext, owner: string): Promise<FirstSeenOutcome> {
+    await this.#release(keys, owner);
+    this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+    return 'failed';
+  }
+
+  async #queue(inbox: Inbox, event: WebhookEvent, keys: readonly string[], context: WebhookContext, owner: string): Promise<FirstSeenOutcome> {
+    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+    let added;
+    try {
+      added = await inbox.enqueue(record);
+    } catch (error) {
+      await this.#release(keys, owner);
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      return 'unavailable';
+    }
+    if (added === 'full') {
+      // Issue 30 item 1: the claim is released, so the service's retry is a first delivery, not a duplicate.
+      await this.#release(keys, owner);
+      return 'full';
+    }
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+    }
+    return 'queued';
+  }
+
+  async #release(keys: readonly string[], owner: string): Promise<void> {
+    try {
+      await this.store.release(keys, owner);
+    } catch {
+      // The claim then expires with its lease; the reply is the same either way.
+    }
   }
 
   /** Runs the handlers; a single one is called directly, so its own promise is the only one awaited. */
@@ -217,12 +325,6 @@ export class ReceiverCore {
       const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
       if (failed) throw failed.reason;
     });
-  }
-
-  #fail(error: WebhookHandlerError, context: Partial<WebhookContext>): ReceiverReply {
-    this.#emitError(error, context, 500);
-    // Spec section 7: a 5xx body carries no internal detail; the error goes to onError listeners.
-    return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
   }
 
   /** Tells the listeners; with none, a failure answered with a 5xx (the app's, not the sender's) goes to console.error. */

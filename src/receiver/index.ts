@@ -1,5 +1,5 @@
 export { createReceiver, Receiver, WebhookReceiver } from './node.js';
-export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply } from './core.js';
+export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply, FirstSeenOutcome } from './core.js';
 export type { NodeMiddleware } from './express.js';
 export { verifyWebhook } from './verify.js';
 export type { VerifyOptions, VerifiedWebhook, HeaderSource } from './verify.js';
@@ -11,3 +11,5 @@ export type { TestWebhook, TestWebhookOptions } from './test-webhook.js';
 export type { FileDeliveryStoreOptions } from './file-delivery-store.js';
 export { RedisDeliveryStore } from './redis-delivery-store.js';
 export type { RedisDeliveryStoreOptions, RedisLike } from './redis-delivery-store.js';
+export { Inbox, inboxDelay } from './inbox/index.js';
+export type { InboxOptions, InboxTimers, InboxRecord, InboxState, InboxSource, InboxStats, InboxListOptions, InboxPurgeOptions, BackoffOptions } from './inbox/index.js';

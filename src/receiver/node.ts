@@ -1,9 +1,15 @@
 import { hash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
 import { eventKey, withoutDeliveredAt } from './event-key.js';
 import { expressAdapter, type NodeMiddleware } from './express.js';
 import { fetchAdapter } from './fetch.js';
-import { FileDeliveryStore } from './file-delivery-store.js';
+import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
+import { FileInboxBackend } from './inbox/file-backend.js';
+import type { ResolvedInboxOptions } from './inbox/options.js';
+import type { InboxBackend } from './inbox/record.js';
+import { RedisInboxBackend } from './inbox/redis-backend.js';
+import type { DeliveryStore } from './delivery-store.js';
 import { verifyWith } from './verify.js';
 
 /** Node: node:crypto, synchronous, and the file store by default. */
@@ -12,7 +18,16 @@ const NODE_RUNTIME: ReceiverRuntime = {
   // One native SHA-256 of the ~450 B body: about a microsecond a request.
   eventKey: ({ event, text }) => eventKey(event, hash('sha256', withoutDeliveredAt(text, event.delivered_at), 'buffer')),
   defaultStore: (clock) => FileDeliveryStore.shared({ clock }),
+  openInbox,
 };
+
+/** Issue 30 item 1: Redis when `inbox.redis` is given, else a file (by default `inbox.json` beside the delivery store's file). */
+function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
+  const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
+  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs });
+  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
+  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, clock });
+}
 
 /**
  * The receiver: verification, dedupe and dispatch, independent of any framework. `express()` and
