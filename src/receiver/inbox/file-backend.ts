@@ -41,6 +41,8 @@ export class FileInboxBackend implements InboxBackend {
   readonly #due = new DueHeap();
   /** Done ids in the order they finished, oldest first: what the retention drops. */
   readonly #done = new Set<string>();
+  /** Who runs each running record (memory only: after a restart none is running). */
+  readonly #owners = new Map<string, string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
   readonly #journal: JournalFile<InboxFile, Entry>;
   readonly #lock: FileLock;
@@ -119,7 +121,7 @@ export class FileInboxBackend implements InboxBackend {
     return 'added';
   }
 
-  async claim(now: number, _leaseUntil: number, _owner: string, limit: number): Promise<InboxRecord[]> {
+  async claim(now: number, _leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]> {
     const out: InboxRecord[] = [];
     while (out.length < limit && this.#due.size > 0 && this.#due.peekAt()! <= now) {
       const at = this.#due.peekAt();
@@ -128,6 +130,7 @@ export class FileInboxBackend implements InboxBackend {
       // A stale entry: the record was replayed, purged or rescheduled since it was pushed.
       if (!record || record.state !== 'pending' || record.nextAttemptAt !== at) continue;
       this.#move(record, 'running');
+      this.#owners.set(record.id, owner);
       record.attempts++;
       record.nextAttemptAt = null;
       // Not awaited: a crash before it reaches the file only means the attempt is not counted.
@@ -138,9 +141,10 @@ export class FileInboxBackend implements InboxBackend {
     return out;
   }
 
-  async settle(outcome: InboxRecord, _owner: string, now: number): Promise<boolean> {
+  async settle(outcome: InboxRecord, owner: string, now: number): Promise<boolean> {
     const record = this.#records.get(outcome.id);
-    if (!record || record.state !== 'running') return false;
+    if (!record || record.state !== 'running' || this.#owners.get(record.id) !== owner) return false;
+    this.#owners.delete(record.id);
     const { state, nextAttemptAt, finishedAt, lastError } = outcome;
     this.#move(record, state);
     Object.assign(record, { nextAttemptAt, finishedAt, lastError });
