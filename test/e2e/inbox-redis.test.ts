@@ -1,0 +1,74 @@
+// Issue 30 item 1: one Redis inbox shared by two receiver processes: each event is handled by one of
+// them, once; a process killed holding claims loses them when the lease ends, and the other runs them.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, expect, it } from 'vitest';
+import { createTestWebhook } from '../../src/index.js';
+import { redisAvailable, startRedis } from '../helpers/redis.js';
+
+const redis = redisAvailable() ? await startRedis() : null;
+afterAll(() => redis?.stop());
+const child = fileURLToPath(new URL('./inbox-redis.child.ts', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+let prefixes = 0;
+
+interface Child {
+  proc: ChildProcessWithoutNullStreams;
+  url: string;
+  /** `[event id, attempt, source]` per handler run. */
+  handled: Array<[number, number, string]>;
+}
+
+async function start(prefix: string, mode: 'run' | 'hang'): Promise<Child> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, redis!.url, prefix, mode], { cwd: root, env: { ...process.env, NO_COLOR: '1' } });
+  cleanups.push(async () => void proc.kill('SIGKILL'));
+  const handled: Child['handled'] = [];
+  let output = '';
+  const port = await new Promise<string>((resolve, reject) => {
+    proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (output + chunk).split('\n');
+      output = lines.pop()!;
+      for (const line of lines) {
+        const [word, id, attempt, source] = line.split(' ');
+        if (word === 'listening') resolve(id!);
+        if (word === 'handled') handled.push([Number(id), Number(attempt), source!]);
+      }
+    });
+    proc.stderr.setEncoding('utf8').on('data', (chunk: string) => process.stderr.write(chunk));
+    proc.once('exit', (code) => reject(new Error(`child exited ${code}`)));
+  });
+  return { proc, url: `http://127.0.0.1:${port}/webhooks`, handled };
+}
+
+const post = async (url: string, hook: ReturnType<typeof createTestWebhook>) => (await fetch(url, { method: 'POST', headers: hook.headers, body: hook.body })).status;
+
+it.skipIf(!redis)('two processes on one Redis inbox: 40 events, each handled by exactly one of them', async () => {
+  const prefix = `two${++prefixes}:`;
+  const [a, b] = await Promise.all([start(prefix, 'run'), start(prefix, 'run')]);
+  const hooks = Array.from({ length: 40 }, () => createTestWebhook('video.completed', { secret: 'whsec_redis_inbox' }));
+  // Every event is sent to both processes at once: one takes it, the other answers a duplicate or in progress.
+  const statuses = await Promise.all(hooks.flatMap((hook) => [post(a!.url, hook), post(b!.url, hook)]));
+  expect(statuses.filter((s) => s === 202)).toHaveLength(40);
+  await expect.poll(() => a!.handled.length + b!.handled.length, { timeout: 15_000, interval: 50 }).toBe(40);
+  await new Promise((resolve) => setTimeout(resolve, 300)); // a second run would show up by now
+  const all = [...a!.handled, ...b!.handled].map(([id]) => id);
+  expect(all.sort()).toEqual(hooks.map((hook) => hook.event.id).sort());
+}, 60_000);
+
+it.skipIf(!redis)('a process killed holding claims loses them when the lease ends, and the other runs them (stalled)', async () => {
+  const prefix = `stall${++prefixes}:`;
+  const hanging = await start(prefix, 'hang');
+  const hooks = Array.from({ length: 5 }, () => createTestWebhook('video.completed', { secret: 'whsec_redis_inbox' }));
+  for (const hook of hooks) expect(await post(hanging.url, hook)).toBe(202);
+  hanging.proc.kill('SIGKILL');
+  await new Promise((resolve) => hanging.proc.once('exit', resolve));
+  const other = await start(prefix, 'run');
+  await expect.poll(() => other.handled.length, { timeout: 15_000, interval: 50 }).toBe(5);
+  expect(other.handled.map(([id]) => id).sort()).toEqual(hooks.map((hook) => hook.event.id).sort());
+  // The two the killed process was running count that run; the three waiting behind them do not.
+  expect(other.handled.map(([, attempt]) => attempt).sort()).toEqual([1, 1, 1, 2, 2]);
+}, 60_000);
