@@ -44,7 +44,7 @@ async function start(prefix: string, mode: 'run' | 'hang'): Promise<Child> {
   return { proc, url: `http://127.0.0.1:${port}/webhooks`, handled };
 }
 
-const post = async (url: string, hook: ReturnType<typeof createTestWebhook>) => (await fetch(url, { method: 'POST', headers: hook.headers, body: hook.body })).status;
+const post = async (url: string, hook: { headers: Record<string, string>; body: string }) => (await fetch(url, { method: 'POST', headers: hook.headers, body: hook.body })).status;
 
 it.skipIf(!redis)('two processes on one Redis inbox: 40 events, each handled by exactly one of them', async () => {
   const prefix = `two${++prefixes}:`;

@@ -4,6 +4,13 @@ import { createReceiver, createTestWebhook, InboxError, MemoryDeliveryStore, typ
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { SECRET, tempDir } from '../../helpers/webhooks.js';
 
+interface Hook {
+  body: string;
+  headers: Record<string, string>;
+  deliveryId: string;
+  event: WebhookEvent;
+}
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
@@ -22,7 +29,7 @@ async function setup(inbox: Record<string, unknown> = {}) {
   const receiver = make();
   const errors: unknown[] = [];
   receiver.onError((error) => void errors.push(error));
-  const send = async (hook = createTestWebhook('video.completed', { secret: SECRET, now: clock.now() })) => {
+  const send = async (hook: Hook = createTestWebhook('video.completed', { secret: SECRET, now: clock.now() })) => {
     const reply = await receiver.receive(Buffer.from(hook.body), hook.headers);
     return { status: reply.status, headers: reply.headers, body: JSON.parse(reply.body) as Record<string, unknown>, hook };
   };
