@@ -3,7 +3,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { createTestWebhook } from '../../src/index.js';
+import { createReceiver, createTestWebhook, MemoryDeliveryStore } from '../../src/index.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 
 const redis = redisAvailable() ? await startRedis() : null;
@@ -72,3 +72,21 @@ it.skipIf(!redis)('a process killed holding claims loses them when the lease end
   // The two the killed process was running count that run; the three waiting behind them do not.
   expect(other.handled.map(([, attempt]) => attempt).sort()).toEqual([1, 1, 1, 2, 2]);
 }, 60_000);
+
+it.skipIf(!redis)('a Redis away at start answers 503 store_unavailable and loses nothing; once it is back, events are taken and run', async () => {
+  const own = await startRedis();
+  cleanups.push(() => own.stop());
+  await own.kill();
+  const receiver = createReceiver({ secret: 'whsec_redis_inbox', store: new MemoryDeliveryStore(), inbox: { redis: own.url, pollMs: 50 } });
+  receiver.onError(() => undefined);
+  const handled: number[] = [];
+  receiver.onAny((event) => void handled.push(event.id));
+  cleanups.push(() => receiver.close().catch(() => undefined));
+  const hook = createTestWebhook('video.completed', { secret: 'whsec_redis_inbox' });
+  const send = async () => (await receiver.receive(Buffer.from(hook.body), hook.headers)).status;
+  expect(await send()).toBe(503);
+  await own.start();
+  // The claim was released: the sender's retry is a first delivery, not a duplicate.
+  await expect.poll(send, { timeout: 10_000, interval: 100 }).toBe(202);
+  await expect.poll(() => handled, { timeout: 10_000, interval: 50 }).toEqual([hook.event.id]);
+}, 30_000);

@@ -134,3 +134,23 @@ it('past maxPending the receiver answers 503 with Retry-After; the service retri
   for (const id of ids) expect(attempts(id).at(-1)).toBe(202);
   expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0, dead: 0, done: 3 });
 });
+
+it('with webhook chaos (duplicate, concurrent, cut, late) each clip is handled exactly once through the inbox', async () => {
+  const { svc, receiver, clip } = await setup();
+  const handled: number[] = [];
+  receiver.on('video.completed', (event) => void handled.push(event.id));
+  const chaos = await fetch(`${svc.origin}/test_helpers/webhook_chaos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ modes: ['webhook_duplicate', 'webhook_concurrent', 'webhook_cut', 'webhook_late'] }),
+  });
+  expect(chaos.status).toBe(200);
+  const ids = [await clip(), await clip(), await clip()];
+  await svc.clock.advance(10_000); // the clips end; each webhook arrives twice, at once, cut, late
+  await svc.clock.advance(30_000); // the retries of the cut attempts
+  await svc.clock.advance(120_000);
+  await vi.waitFor(async () => expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0 }));
+  await settle();
+  expect(handled.sort()).toEqual([...ids].sort());
+  expect((await receiver.inbox!.stats()).done).toBe(3);
+});

@@ -49,8 +49,9 @@ export class RedisInboxBackend implements InboxBackend {
     this.#client.catch(() => undefined);
   }
 
+  /** Nothing to load: a Redis that is away now fails each call (503 to the sender) until it is back, not the inbox for good. */
   async open(): Promise<void> {
-    await this.#run(STATS);
+    await this.#client;
   }
 
   async add(record: InboxRecord, maxPending: number): Promise<AddOutcome> {
