@@ -4,6 +4,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { createReceiver, createTestWebhook, MemoryDeliveryStore } from '../../src/index.js';
+import { SimulatedClock } from '../../src/service/core/clock.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 
 const redis = redisAvailable() ? await startRedis() : null;
@@ -89,4 +90,32 @@ it.skipIf(!redis)('a Redis away at start answers 503 store_unavailable and loses
   // The claim was released: the sender's retry is a first delivery, not a duplicate.
   await expect.poll(send, { timeout: 10_000, interval: 100 }).toBe(202);
   await expect.poll(() => handled, { timeout: 10_000, interval: 50 }).toEqual([hook.event.id]);
+}, 30_000);
+
+it.skipIf(!redis)('a handler slower than the lease keeps its claim while it runs: another process never starts it too', async () => {
+  const clock = new SimulatedClock({ frozen: true });
+  const now = () => clock.now();
+  const prefix = `slow${++prefixes}:`;
+  const runs: string[] = [];
+  const make = (name: string) => {
+    const receiver = createReceiver({ secret: 'whsec_redis_inbox', clock: now, store: new MemoryDeliveryStore({ clock: now }), leaseMs: 1_000, inbox: { redis: redis!.url, prefix, pollMs: 200, timers: clock } });
+    receiver.onAny(async () => {
+      runs.push(name);
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, 5_000)); // five leases long
+    });
+    cleanups.push(() => receiver.close());
+    return receiver;
+  };
+  const a = make('a');
+  const b = make('b');
+  const hook = createTestWebhook('video.completed', { secret: 'whsec_redis_inbox', now: clock.now() });
+  expect((await a.receive(Buffer.from(hook.body), hook.headers)).status).toBe(202);
+  await expect.poll(() => runs.length, { timeout: 5_000, interval: 10 }).toBe(1);
+  for (let ms = 0; ms < 6_000; ms += 100) {
+    await clock.advance(100);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the Redis round trips of the renewals and polls
+  }
+  await expect.poll(async () => (await b.inbox!.stats()).done, { timeout: 5_000, interval: 20 }).toBe(1);
+  // Either process may have taken it (both look for work); what matters is that no other started it too.
+  expect(runs).toHaveLength(1);
 }, 30_000);

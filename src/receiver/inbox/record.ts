@@ -72,6 +72,11 @@ export interface InboxBackend {
    * pending ones whose `nextAttemptAt` has come, and running ones whose lease ended (their worker died).
    */
   claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]>;
+  /**
+   * Moves the lease of a record `owner` is running to `leaseUntil`; `false` when it lost it. Only shared
+   * back ends (Redis) have leases that end; a file is one process's.
+   */
+  extend?(id: string, owner: string, leaseUntil: number): Promise<boolean>;
   /** Writes the outcome of a run (`record` in its new state); `false` when `owner` had lost the lease. */
   settle(record: InboxRecord, owner: string, now: number): Promise<boolean>;
   get(id: string): Promise<InboxRecord | undefined>;

@@ -3,7 +3,7 @@ import { InboxError } from '../../protocol/errors.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
 import type { RedisLike } from '../redis-delivery-store.js';
 import type { AddOutcome, InboxBackend, InboxRecord, InboxState, InboxStats } from './record.js';
-import { ADD, CLAIM, GET, LIST, PURGE, REPLAY, SETTLE, STATS } from './redis-scripts.js';
+import { ADD, CLAIM, EXTEND, GET, LIST, PURGE, REPLAY, SETTLE, STATS } from './redis-scripts.js';
 
 export interface RedisInboxOptions {
   /** A connected ioredis client (the inbox does not close it), or a `redis://` URL for a client of its own. */
@@ -67,6 +67,10 @@ export class RedisInboxBackend implements InboxBackend {
     const score = record.state === 'pending' ? (record.nextAttemptAt ?? now) : (record.finishedAt ?? now);
     const fields = ['nextAttemptAt', text(record.nextAttemptAt), 'finishedAt', text(record.finishedAt), 'lastError', text(record.lastError)];
     return (await this.#run(SETTLE, record.id, owner, record.state, score, now, this.#keepDone, this.#keepDoneMs, ...fields)) === 1;
+  }
+
+  async extend(id: string, owner: string, leaseUntil: number): Promise<boolean> {
+    return (await this.#run(EXTEND, id, owner, leaseUntil)) === 1;
   }
 
   async get(id: string): Promise<InboxRecord | undefined> {

@@ -83,3 +83,10 @@ for _, s in ipairs({'pending', 'running'}) do
   if first[2] and (due == '' or tonumber(first[2]) < tonumber(due)) then due = first[2] end
 end
 return {redis.call('ZCARD', p .. 'pending'), redis.call('ZCARD', p .. 'running'), redis.call('ZCARD', p .. 'dead'), redis.call('ZCARD', p .. 'done'), due}`;
+
+// A running handler keeps its claim (BullMQ extends a job's lock the same way). ARGV: prefix, id, owner, lease end.
+export const EXTEND = `local p = ARGV[1] local r = p .. 'r:' .. ARGV[2]
+if redis.call('HGET', r, 'state') ~= 'running' or redis.call('HGET', r, 'owner') ~= ARGV[3] then return 0 end
+redis.call('HSET', r, 'leaseUntil', ARGV[4])
+redis.call('ZADD', p .. 'running', ARGV[4], ARGV[2])
+return 1`;

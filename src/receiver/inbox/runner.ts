@@ -110,6 +110,7 @@ export class InboxRunner {
   async #run(record: InboxRecord): Promise<void> {
     const { dispatch, clock, backoff, backend } = this.#o;
     const context: RunContext = { deliveryId: record.id, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source };
+    const keeping = this.#keepLease(record.id);
     try {
       const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
       if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') await ran;
@@ -123,11 +124,40 @@ export class InboxRunner {
       if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
     }
+    keeping.stop();
     try {
       await backend.settle(record, this.#owner, clock());
     } catch (error) {
       this.#o.onError(error);
     }
+  }
+
+  /**
+   * On a shared back end, renews the claim every half lease while the handler runs, so a handler slower
+   * than `leaseMs` is not taken over by another process; only a process that died stops renewing.
+   */
+  #keepLease(id: string): { stop(): void } {
+    const { backend, timers, leaseMs, clock } = this.#o;
+    if (!backend.extend) return { stop: () => undefined };
+    let handle: unknown = null;
+    let stopped = false;
+    const renew = () => {
+      if (stopped) return;
+      handle = timers.setTimeout(() => {
+        if (stopped) return;
+        backend.extend!(id, this.#owner, clock() + leaseMs).then(
+          (kept) => (kept ? renew() : undefined),
+          (error: unknown) => (this.#o.onError(error), renew()),
+        );
+      }, leaseMs / 2);
+    };
+    renew();
+    return {
+      stop: () => {
+        stopped = true;
+        if (handle !== null) timers.clearTimeout(handle);
+      },
+    };
   }
 
   /** Sets the timer for the next due record (and, on Redis, the next look for others' records). */

@@ -155,6 +155,18 @@ describe.each(Object.entries(factories))('InboxBackend contract: %s', (name, mak
     expect(await backend.settle({ ...again[0]!, state: 'done', finishedAt: at, lastError: null }, 'dead-worker', at).catch(() => false)).toBe(false);
   });
 
+  it('a shared back end renews a running claim for its owner only, and then keeps it past the first lease', async () => {
+    now = T0;
+    const { backend } = await make();
+    if (!backend.extend) return; // a file is one process's: its claims never end
+    await backend.add(record('a'), 10);
+    await backend.claim(now, now + 1000, 'w1', 10);
+    expect(await backend.extend('a', 'w2', now + 5000)).toBe(false);
+    expect(await backend.extend('a', 'w1', now + 5000)).toBe(true);
+    expect(await backend.claim(now + 1000, now + 2000, 'w2', 10)).toEqual([]);
+    expect(await backend.claim(now + 5000, now + 6000, 'w2', 10)).toHaveLength(1);
+  });
+
   it('keeps what it acknowledged across a reopen', async () => {
     now = T0;
     const { backend, reopen } = await make();
