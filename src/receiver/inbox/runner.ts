@@ -40,6 +40,8 @@ export class InboxRunner {
   /** Identifies this process's claims in a shared (Redis) inbox. */
   readonly #owner = `${crypto.randomUUID()}`;
   readonly #runs = new Set<Promise<void>>();
+  /** Outcomes handed to the back end whose writes have not finished. */
+  readonly #settling = new Set<Promise<void>>();
   #timer: unknown = null;
   #pumping = false;
   #again = false;
@@ -68,11 +70,13 @@ export class InboxRunner {
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
-    if (this.#runs.size === 0) return;
-    let timer: unknown;
-    const timeout = new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, this.#o.closeTimeout)));
-    await Promise.race([Promise.allSettled([...this.#runs]), timeout]);
-    this.#o.timers.clearTimeout(timer);
+    if (this.#runs.size > 0) {
+      let timer: unknown;
+      const timeout = new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, this.#o.closeTimeout)));
+      await Promise.race([Promise.allSettled([...this.#runs]), timeout]);
+      this.#o.timers.clearTimeout(timer);
+    }
+    await Promise.allSettled([...this.#settling]);
   }
 
   async #pump(): Promise<void> {
@@ -125,11 +129,17 @@ export class InboxRunner {
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
     }
     keeping.stop();
-    try {
-      await backend.settle(record, this.#owner, clock());
-    } catch (error) {
-      this.#o.onError(error);
-    }
+    // Issue 30 item 4: the slot is free once the outcome is handed to the back end (the file's is in
+    // memory at once); waiting for its write too held a slot per group commit, and the handlers fell
+    // behind the requests under load.
+    const settling: Promise<void> = backend.settle(record, this.#owner, clock()).then(
+      () => void this.#settling.delete(settling),
+      (error: unknown) => {
+        this.#settling.delete(settling);
+        this.#o.onError(error);
+      },
+    );
+    this.#settling.add(settling);
   }
 
   /**
