@@ -1,6 +1,6 @@
 // Issue 30 item 1: the receiver with a durable inbox, in-process, on the simulated clock.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createReceiver, createTestWebhook, InboxError, MemoryDeliveryStore, type WebhookContext, type WebhookEvent } from '../../../src/index.js';
+import { createReceiver, createTestWebhook, FileDeliveryStore, InboxError, MemoryDeliveryStore, type WebhookContext, type WebhookEvent } from '../../../src/index.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { SECRET, tempDir } from '../../helpers/webhooks.js';
 
@@ -188,6 +188,16 @@ describe('receiver inbox', () => {
     await clock.advance(1);
     expect(await receiver.inbox!.purge({ state: 'dead' })).toBe(1);
     expect(await receiver.inbox!.stats()).toMatchObject({ dead: 0, done: 1 });
+  });
+
+  it('inbox: true keeps inbox.json beside the delivery store, one receiver per file in a process', async () => {
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    const store = new FileDeliveryStore({ file: tmp.file('deliveries.json') });
+    const receiver = createReceiver({ secret: SECRET, store, inbox: true });
+    cleanups.push(() => receiver.close());
+    expect(receiver.inbox!.where).toBe(tmp.file('inbox.json'));
+    expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file: tmp.file('inbox.json') } })).toThrow(/already open by another inbox/);
   });
 
   it('validates its options at construction, naming the option', () => {
