@@ -3,15 +3,19 @@
 //  1. dist/ is emptied first, so no file of an older build (a source map, a moved module) is shipped.
 //  2. tsc emits the ESM JavaScript and its declarations (tsconfig.build.json).
 //  3. The bin is made executable: `npx cliphook` runs dist/cli/bin.js as it is.
-//  4. The declarations are copied to dist/cjs-types/, beside a package.json of `"type": "commonjs"`: there
+//  4. Only the declarations a consumer's TypeScript reaches from the exports map are kept (issue 29 item 15):
+//     the others (the CLI's, the OAuth server's, the MCP endpoint's) name packages whose types an app has
+//     not installed, and nothing can import them (the exports map stops deep imports).
+//  5. The declarations are copied to dist/cjs-types/, beside a package.json of `"type": "commonjs"`: there
 //     TypeScript reads them as CommonJS, which is what a CommonJS app needs under `module: node16`, where
 //     an ESM declaration cannot be required (TS1479). At run time `require('cliphook')` loads the same
 //     ESM files (Node >= 20.19 requires ES modules), so there is one copy of the code (issue 20 items 13, 14).
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { declarationImports, exportedTypes } from './declarations.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const dist = `${root}dist`;
@@ -38,6 +42,12 @@ rmSync(dist, { recursive: true, force: true });
 const built = spawnSync(process.execPath, [tsc, '-p', `${root}tsconfig.build.json`], { stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
 chmodSync(`${dist}/cli/bin.js`, 0o755);
+const esmTypes = exportedTypes(root).filter((file) => !file.includes('/cjs-types/'));
+const { files: reached, unresolved } = declarationImports(root, esmTypes);
+if (unresolved.length > 0) throw new Error(`declarations that name a missing file: ${unresolved.join(', ')}`);
+for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' })) {
+  if (file.endsWith('.d.ts') && !reached.has(join(dist, file))) rmSync(join(dist, file));
+}
 for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' })) {
   if (!file.endsWith('.d.ts')) continue;
   const target = `${dist}/cjs-types/${file}`;

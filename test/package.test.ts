@@ -1,17 +1,20 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { declarationImports, isNodeBuiltin } from '../scripts/declarations.js';
 
 // The package as an app developer meets it (issue 20 items 13, 14, 17): `npm pack` here, then
 // `npm install <tarball>` in a fresh app (its dependencies come from the npm registry), which has a
-// CommonJS part and an ESM part, each with the package.json `type` of its own.
+// CommonJS part and an ESM part, each with the package.json `type` of its own. Issue 29 item 15: the app is
+// an Express 5 app first (express and @types/express installed before the tarball, as a new user's is).
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { version: string; bin: Record<string, string> };
-const tsc = `${root}node_modules/typescript/bin/tsc`;
+// Issue 29 item 15: a consumer type-checks with TypeScript 5.9 or with 7 (npm's `latest` since 7.0.2).
+const TSC = { '5.9': `${root}node_modules/typescript/bin/tsc`, '7': `${root}node_modules/typescript-7/bin/tsc` } as const;
 // Packing builds dist/ (about a minute on a busy 2-core machine) and the install fetches the dependencies.
 const SLOW = 600_000;
 
@@ -27,7 +30,9 @@ beforeAll(() => {
   app = join(dir, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-  execFileSync('npm', ['install', tarball, '@types/node@^20.19.0', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, encoding: 'utf8' });
+  const install = (...names: string[]) => execFileSync('npm', ['install', ...names, '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, encoding: 'utf8' });
+  install('express@^5', '@types/express', '@types/node@^20.19.0');
+  install(tarball);
   installed = join(app, 'node_modules', 'cliphook');
   for (const [part, type] of [['cjs', 'commonjs'], ['esm', 'module']] as const) {
     mkdirSync(join(app, part));
@@ -38,6 +43,9 @@ beforeAll(() => {
 afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+/** Every file of the installed package, relative to it. */
+const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
 
 /** Runs `node file` in the app: what it printed, as JSON. Node must print nothing else (no warning). */
 function run(file: string): Record<string, unknown> {
@@ -60,9 +68,11 @@ const USE = `
 `;
 
 // What a TypeScript app writes against the three entry points; type-checked in both parts of the app.
-const CONSUMER = `import { createReceiver, type VideoCompletedEvent } from 'cliphook';
+// Issue 29 item 15: an Express 5 app importing startService from cliphook/service, as the new user's did.
+const CONSUMER = `import express from 'express';
+import { createReceiver, type VideoCompletedEvent } from 'cliphook';
 import { createReceiver as createWebReceiver, verifyWebhook } from 'cliphook/web';
-import { startService } from 'cliphook/service';
+import { startService, type StartedService } from 'cliphook/service';
 
 const receiver = createReceiver({ secret: 'whsec_types' });
 receiver.on('video.completed', async (event: VideoCompletedEvent, { deliveryId }) => {
@@ -71,19 +81,27 @@ receiver.on('video.completed', async (event: VideoCompletedEvent, { deliveryId }
 });
 export const handle = (request: Request): Promise<Response> => createWebReceiver({ secret: 'whsec_types' }).fetch(request);
 export const check = (body: string, headers: Headers) => verifyWebhook(body, headers, { secret: 'whsec_types' });
+export const app = express();
+app.post('/webhooks', receiver.express());
+app.use(express.json());
 export async function clip(): Promise<string> {
-  const svc = await startService();
+  const svc: StartedService = await startService();
   await svc.clock.advance(1000);
   await svc.close();
   return svc.url;
 }
 `;
 
-/** A consumer's strictest usual settings: our .d.ts files are checked too (skipLibCheck false). */
-const compilerOptions = (resolution: 'node16' | 'bundler') => ({
+/**
+ * A consumer's strictest usual settings: our .d.ts files are checked too (skipLibCheck false), and with
+ * them every declaration they load (Express's, Node's). TypeScript 7 includes no `@types` package on its
+ * own (TS2591 on `node:http` without it), so its apps list `types: ['node']`; 5.9 loads every one installed.
+ */
+const compilerOptions = (resolution: 'node16' | 'bundler', version: keyof typeof TSC) => ({
   strict: true,
   noEmit: true,
   skipLibCheck: false,
+  ...(version === '7' ? { types: ['node'] } : {}),
   target: 'es2022',
   ...(resolution === 'node16' ? { module: 'node16', moduleResolution: 'node16' } : { module: 'preserve', moduleResolution: 'bundler' }),
 });
@@ -113,18 +131,42 @@ describe('the packed tarball, installed in a fresh app', () => {
   // Issue 20 item 14: @types/ws and @types/oidc-provider were devDependencies our .d.ts needed (TS7016),
   // and a CommonJS file under node16 could not import an ES module's declarations (TS1479). One tsc run
   // per resolution checks both parts: under node16 each file takes the module system of its package.json.
-  it.each(['node16', 'bundler'] as const)('type-checks the CommonJS and the ESM part against the public declarations under moduleResolution %s', (resolution) => {
+  // Issue 29 item 15: with Express 5's types installed, @types/koa (brought by @types/oidc-provider) failed
+  // under skipLibCheck false (TS2694 on content-disposition's `Options`); checked by TypeScript 5.9 and 7.
+  it.each([
+    ['node16', '5.9'],
+    ['bundler', '5.9'],
+    ['node16', '7'],
+    ['bundler', '7'],
+  ] as const)('type-checks the CommonJS and the ESM part of an Express 5 app under moduleResolution %s with TypeScript %s', (resolution, version) => {
     for (const part of ['cjs', 'esm']) writeFileSync(join(app, part, 'use.ts'), CONSUMER);
-    const config = join(app, `tsconfig.${resolution}.json`);
-    writeFileSync(config, JSON.stringify({ compilerOptions: compilerOptions(resolution), files: ['cjs/use.ts', 'esm/use.ts'] }));
-    const { status, stdout } = spawnSync(process.execPath, [tsc, '-p', config], { cwd: app, encoding: 'utf8' });
+    const config = join(app, `tsconfig.${resolution}.${version}.json`);
+    writeFileSync(config, JSON.stringify({ compilerOptions: compilerOptions(resolution, version), files: ['cjs/use.ts', 'esm/use.ts'] }));
+    const { status, stdout } = spawnSync(process.execPath, [TSC[version], '-p', config], { cwd: app, encoding: 'utf8' });
     expect({ status, errors: stdout }).toEqual({ status: 0, errors: '' });
   }, SLOW);
+
+  // Issue 29 item 15: every published .d.ts, read as TypeScript reads it (an import in a comment is no
+  // import), names only our own files and Node's modules, but for the two runtime dependencies whose own
+  // bundled declarations public options and the service's contract still name (an ioredis client as `redis`
+  // / `connection`, the contract's zod schemas): no OAuth-server, Koa or MCP SDK type. The build ships only
+  // the declarations the exports map reaches, so that is every .d.ts in the package.
+  it('publishes declarations that name only our own and Node’s modules (and, still, zod and ioredis), each reached from the exports map', () => {
+    const published = files().filter((file) => file.endsWith('.d.ts'));
+    const everyFile = declarationImports(installed, published);
+    const fromExports = declarationImports(installed);
+    expect(published.length).toBeGreaterThan(100);
+    expect(everyFile.unresolved).toEqual([]);
+    expect([...fromExports.files].map((file) => relative(installed, file)).sort()).toEqual([...published].sort());
+    const foreign = [...everyFile.external.keys()].filter((specifier) => !isNodeBuiltin(specifier)).sort();
+    expect(foreign).toEqual(['ioredis', 'zod']);
+    const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const name of foreign) expect(dependencies).toHaveProperty([name]);
+  });
 });
 
 // Issue 20 item 17: what the tarball holds, as it lands in an app's node_modules.
 describe('the tarball’s contents', () => {
-  const files = () => readdirSync(installed, { recursive: true, encoding: 'utf8' });
 
   it('has the MIT LICENSE package.json names, and no source map pointing at a src/ it does not ship', () => {
     expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).license).toBe('MIT');

@@ -14,6 +14,7 @@ export const commands: ReadonlyArray<(program: Command) => void> = [
   registerService,
   registerDev,
   registerOpenApi,
+  registerReconcile,
 ];
 
 const OUTBOX_HELP = 'the outbox file deliveries are recorded in';
@@ -122,8 +123,9 @@ function registerListen(program: Command): void {
       new Option('--secret <secret>', 'the signing secret: answer events whose signature does not verify with 401 (never forwarded), and re-sign events that waited at the relay with a fresh delivered_at').env('CLIPHOOK_SECRET'),
     )
     .option('--forward-invalid', 'with --secret: forward events whose signature does not verify anyway (debugging signatures only)')
-    .option('--methods <methods>', 'HTTP methods to forward, comma-separated (default POST); others get 405. Each one added lets whoever has the channel URL call it on your app', collect, [])
-    .option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)', collect, [])
+    // Issue 29 item 18: one default each in --help (the [] that collects the flags printed a second one).
+    .addOption(new Option('--methods <methods>', 'HTTP methods to forward, comma-separated (repeatable); others get 405. Each one added lets whoever has the channel URL call it on your app').argParser(collect).default([], 'POST'))
+    .addOption(new Option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)').argParser(collect).default([], 'every event'))
     .option('--replay <ref>', 'resend a buffered event (sequence number or delivery id) to the local URL, then go on listening')
     .option('--json', 'print one JSON object per line instead of text')
     .option('--channel <id>', 'use this channel instead of the one kept in --state (needs --token)')
@@ -205,4 +207,18 @@ function registerOpenApi(program: Command): void {
     .description("print the service's OpenAPI 3.1 document (what GET /v1/openapi.json serves)")
     .option('--origin <url>', 'the server URL the document names', 'http://127.0.0.1:8080')
     .action(async (options) => (await import('./commands/openapi.js')).openapi(options));
+}
+
+function registerReconcile(program: Command): void {
+  program
+    .command('reconcile')
+    .description("deliver, signed, the event of every clip that ended since --since (read from the service's GET /videos) to a webhook URL: what an outage missed; the receiver's dedupe drops what it had")
+    // Required, but checked by the command, so a missing one is a one-line usage error (exit 2).
+    .addOption(new Option('--api-key <key>', "the account's API key (required)").env('CLIPHOOK_API_KEY'))
+    .option('--url <url>', "the service's base URL with /v1, e.g. https://api.example.com/v1 (required)")
+    .option('--to <url>', 'the webhook URL to deliver to: https, or http on a loopback address (required)')
+    .addOption(new Option('--secret <secret>', 'the signing secret (required)').env('CLIPHOOK_SECRET'))
+    .option('--since <when>', 'clips that ended since: a duration back from now (90m, 3h, 2d) or an ISO 8601 time', '24h')
+    .option('--timeout <ms>', 'time allowed per POST', '10000')
+    .action(async (options) => (await import('./commands/reconcile.js')).reconcile(options));
 }

@@ -166,3 +166,28 @@ export class RelayError extends CliphookError {
     this.status = status;
   }
 }
+
+/** Why a reconciliation stopped: see `ReconcileError`. */
+export type ReconcileErrorCode = 'service_error' | 'waits_exhausted' | 'unreachable' | 'invalid_response' | 'too_many_clips' | 'stopped';
+
+/**
+ * Why a reconciliation (issue 30 item 2) stopped before it had seen every clip: `service_error` (the
+ * service answered a problem that waiting does not fix: 401 invalid_api_key, 402, 404, a 5xx other than
+ * 503), `waits_exhausted` (429 or 503 more often than `maxWaits`), `unreachable` (no HTTP answer),
+ * `invalid_response` (an answer that is not a VideoList, or larger than the bound), `too_many_clips`
+ * (more than `maxPages` pages since `since`), `stopped` (the receiver was closed). Nothing was handled by
+ * a run that throws, and its cursor did not move.
+ * @example try { await receiver.reconcile(options); } catch (error) { if (error instanceof ReconcileError) console.log(error.code, error.status, error.serviceCode); }
+ */
+export class ReconcileError extends CliphookError {
+  declare readonly code: ReconcileErrorCode;
+  /** The HTTP status of the service's last answer, when there was one. */
+  readonly status: number | undefined;
+  /** The problem body's `code` (spec 7), e.g. `invalid_api_key`, when there was one. */
+  readonly serviceCode: string | undefined;
+  constructor(code: ReconcileErrorCode, message: string, { status, serviceCode, cause }: { status?: number; serviceCode?: string; cause?: unknown } = {}) {
+    super(code, message, { cause });
+    this.status = status;
+    this.serviceCode = serviceCode;
+  }
+}

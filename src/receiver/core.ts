@@ -2,7 +2,9 @@ import { WebhookHandlerError, WebhookVerificationError } from '../protocol/error
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
 import type { DeliveryStore } from './delivery-store.js';
+import { eventKey } from './event-key.js';
 import { parseLimit } from './limit.js';
+import type { ReconcileSchedule } from './reconcile-options.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
 import { Inbox } from './inbox/inbox.js';
 import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/options.js';
@@ -34,6 +36,12 @@ export interface ReceiverOptions {
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
   /**
+   * Reconcile on a timer (issue 30): at start, then `every` milliseconds after each run, until `close()`.
+   * @default off
+   * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
+   */
+  reconcile?: ReconcileSchedule;
+  /**
    * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
    * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
    * @default undefined: handlers run before the reply, as without an inbox
@@ -49,10 +57,21 @@ export interface WebhookContext {
   rawBody: Uint8Array;
   /** When this receiver took the request. */
   receivedAt: Date;
-  /** Issue 30: this run of the handlers, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
-  attempt: number;
-  /** Issue 30: `'webhook'`, `'reconcile'` (found by `receiver.reconcile`) or `'replay'` (`receiver.inbox.replay`). */
+  /**
+   * Issue 30: where the event came from: `'webhook'`, `'reconcile'` (one `receiver.reconcile()` built from
+   * GET /videos) or `'replay'` (`receiver.inbox.replay(id)`).
+   */
   source: InboxSource;
+  /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
+  attempt: number;
+}
+
+/** How `ingest` ended for one event (issue 30 item 2). */
+export type IngestOutcome = 'handled' | 'duplicate' | 'failed';
+
+/** Where an event given to `ingest` came from. */
+export interface IngestOptions {
+  source: 'reconcile';
 }
 
 export type WebhookHandler<E extends WebhookEvent = WebhookEvent> = (event: E, context: WebhookContext) => unknown;
@@ -66,19 +85,20 @@ export interface ReceiverReply {
   body: string;
 }
 
-/** What differs between runtimes: how a request is verified and its event keyed, and the default store. */
+/** What differs between runtimes: how a request is verified, and the default store. */
 export interface ReceiverRuntime {
   /** Throws (or rejects with) a `WebhookVerificationError`; a promise only where the crypto is async. */
   verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
-  /** The signed event's dedupe key (event-key.ts). */
-  eventKey(verified: VerifiedRequest): string | Promise<string>;
   defaultStore(clock: () => number): DeliveryStore;
   /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
   openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
 }
 
-/** Issue 30: what became of a first-seen event (the seam `ingest` of reconciliation shares with `receive`). */
-export type FirstSeenOutcome = 'handled' | 'queued' | 'full' | 'unavailable' | 'failed';
+/**
+ * What the shared claim → dispatch (or queue) → complete step ended with; `queued` and `full` only with
+ * an inbox.
+ */
+type Processed = 'handled' | 'queued' | 'full' | 'processed' | 'in_progress' | 'store_unavailable' | 'failed';
 
 const encoder = new TextEncoder();
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
@@ -177,22 +197,72 @@ export class ReceiverCore {
   async receive(rawBody: Uint8Array, headers: HeaderSource): Promise<ReceiverReply> {
     const receivedAt = this.#clock();
     let verified;
-    let eventKey;
     try {
       if (rawBody.byteLength > this.limit) throw new WebhookVerificationError('body_too_large', 413, `The body is larger than ${this.limit} bytes.`);
       verified = this.#runtime.verify(rawBody, headers, this.#secrets, this.#tolerance, receivedAt);
       if (isThenable(verified)) verified = await verified;
-      eventKey = this.#runtime.eventKey(verified);
-      if (typeof eventKey !== 'string') eventKey = await eventKey;
     } catch (error) {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
     // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
     // request replayed under a forged delivery id finds its event already processed.
-    const keys = [`d:${deliveryId}`, eventKey];
-    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), attempt: 1, source: 'webhook' };
-    // Identifies this request's claim, so a request whose lease expired cannot release its successor's.
+    const keys = [`d:${deliveryId}`, eventKey(event)];
+    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
+    switch (await this.#claimAndRun(keys, event, context)) {
+      case 'handled':
+        return ACK;
+      case 'queued':
+        return QUEUED;
+      case 'full':
+        return reply('inbox_full', 'The webhook inbox is full; nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
+      case 'processed':
+        return DUPLICATE;
+      case 'in_progress':
+        return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
+      case 'store_unavailable':
+        // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
+        // reads as a handler failure.
+        return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
+      case 'failed':
+        // Spec section 7: a 5xx body carries no internal detail; the error went to onError listeners.
+        return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
+    }
+  }
+
+  /**
+   * Hands an event that did not come as a webhook (issue 30 item 2: one `reconcile()` rebuilt from GET
+   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>`, so an
+   * event a webhook already delivered is a `'duplicate'`, and a webhook arriving after it is one too.
+   * `'failed'` when a handler threw (the claim is released, so a later run tries again), when the store
+   * did not answer, or when the same event is being handled right now; failures reach `onError`. With an
+   * inbox, `'handled'` means durably taken into it (its handlers run from there, `source: 'reconcile'`),
+   * and a full inbox is `'failed'`.
+   * @example const outcome = await receiver.ingest(event, { source: 'reconcile' }); // 'handled' | 'duplicate' | 'failed'
+   */
+  async ingest(event: WebhookEvent, { source }: IngestOptions): Promise<IngestOutcome> {
+    if (source !== 'reconcile') throw new TypeError(`Expected \`source\` to be 'reconcile', got ${JSON.stringify(source)}.`);
+    const context: WebhookContext = {
+      deliveryId: `${source}:${event.event}:${event.id}`,
+      rawBody: encoder.encode(JSON.stringify(event)),
+      receivedAt: new Date(this.#clock()),
+      source,
+      attempt: 1,
+    };
+    const outcome = await this.#claimAndRun([eventKey(event)], event, context);
+    if (outcome === 'handled' || outcome === 'queued') return 'handled';
+    if (outcome === 'processed') return 'duplicate';
+    // In progress elsewhere: not handled by this run, so it is reported as failed and seen again next time.
+    return 'failed';
+  }
+
+  /**
+   * The step `receive` and `ingest` share: claim the keys, run the handlers (or, with an inbox, store the
+   * event durably), mark the keys processed. Failures are told to the error listeners here; the caller
+   * turns the outcome into its answer.
+   */
+  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext): Promise<Processed> {
+    // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
     // microtask queue on the hot path (bench/middleware.ts).
@@ -201,29 +271,66 @@ export class ReceiverCore {
       outcome = this.store.claim(keys, this.#leaseMs, owner);
       if (typeof outcome !== 'string') outcome = await outcome;
     } catch (error) {
-      // No handler ran: a 503 with Retry-After tells the sender to come back, rather than a 500 that
-      // reads as a handler failure.
-      this.#emitError(new WebhookHandlerError(deliveryId, error), context, 503);
-      return reply('store_unavailable', 'The delivery store did not answer; nothing was processed.', { retryAfter: STORE_RETRY_AFTER_S });
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      return 'store_unavailable';
     }
-    if (outcome === 'processed') return DUPLICATE;
-    if (outcome === 'in_progress') {
-      return reply('delivery_in_progress', 'This delivery is being processed by another request.', { retryAfter: IN_PROGRESS_RETRY_AFTER_S });
+    if (outcome !== 'claimed') return outcome;
+    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner);
+    try {
+      const ran = this.#dispatch(event, context);
+      if (isThenable(ran)) await ran;
+    } catch (error) {
+      try {
+        await this.store.release(keys, owner);
+      } catch {
+        // The claim then expires with its lease; the outcome is the handler's failure either way.
+      }
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      return 'failed';
     }
-    let first = this.#firstSeen(event, keys, context, owner);
-    if (typeof first !== 'string') first = await first;
-    switch (first) {
-      case 'handled':
-        return ACK;
-      case 'queued':
-        return QUEUED;
-      case 'full':
-        return reply('inbox_full', 'The webhook inbox is full; nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
-      case 'unavailable':
-        return reply('store_unavailable', 'The webhook inbox did not answer; nothing was taken.', { retryAfter: STORE_RETRY_AFTER_S });
-      default:
-        // Spec section 7: a 5xx body carries no internal detail; the error went to onError listeners.
-        return reply('internal_error', 'The webhook handler failed; the delivery will be retried.');
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
+      // runs them again depends on what the store kept (at-least-once either way).
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      return 'failed';
+    }
+    return 'handled';
+  }
+
+  /**
+   * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
+   * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
+   */
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string): Promise<Processed> {
+    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+    let added;
+    try {
+      added = await inbox.enqueue(record);
+    } catch (error) {
+      await this.#release(keys, owner);
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      return 'store_unavailable';
+    }
+    if (added === 'full') {
+      await this.#release(keys, owner);
+      return 'full';
+    }
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+    }
+    return 'queued';
+  }
+
+  async #release(keys: readonly string[], owner: string): Promise<void> {
+    try {
+      await this.store.release(keys, owner);
+    } catch {
+      // The claim then expires with its lease; the outcome is the same either way.
     }
   }
 
@@ -242,75 +349,6 @@ export class ReceiverCore {
   async close(): Promise<void> {
     await this.inbox?.close();
     await this.store.close();
-  }
-
-  /**
-   * Issue 30 seam: the one step after a first-seen claim on `keys`. With an inbox it stores the event
-   * durably and completes the claim (a later delivery is a duplicate); without one it runs the handlers
-   * and completes the claim. Either way a refusal releases the claim, so the sender's retry is not a
-   * duplicate. Errors go to the listeners here; the caller only maps the outcome.
-   */
-  #firstSeen(event: WebhookEvent, keys: readonly string[], context: WebhookContext, owner: string): FirstSeenOutcome | Promise<FirstSeenOutcome> {
-    if (this.inbox) return this.#queue(this.inbox, event, keys, context, owner);
-    let ran;
-    try {
-      ran = this.#dispatch(event, context);
-    } catch (error) {
-      return this.#handlerFailed(error, keys, context, owner);
-    }
-    // Promises are awaited only where a handler returns one (bench/middleware.ts).
-    if (isThenable(ran)) return Promise.resolve(ran).then(() => this.#complete(keys, context), (error: unknown) => this.#handlerFailed(error, keys, context, owner));
-    return this.#complete(keys, context);
-  }
-
-  async #complete(keys: readonly string[], context: WebhookContext): Promise<FirstSeenOutcome> {
-    try {
-      await this.store.complete(keys);
-    } catch (error) {
-      // The handlers ran but the mark may not be durable: the sender retries, and whether the retry
-      // runs them again depends on what the store kept (at-least-once either way).
-      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
-      return 'failed';
-    }
-    return 'handled';
-  }
-
-  async #handlerFailed(error: unknown, keys: readonly string[], context: WebhookContext, owner: string): Promise<FirstSeenOutcome> {
-    await this.#release(keys, owner);
-    this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
-    return 'failed';
-  }
-
-  async #queue(inbox: Inbox, event: WebhookEvent, keys: readonly string[], context: WebhookContext, owner: string): Promise<FirstSeenOutcome> {
-    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
-    let added;
-    try {
-      added = await inbox.enqueue(record);
-    } catch (error) {
-      await this.#release(keys, owner);
-      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
-      return 'unavailable';
-    }
-    if (added === 'full') {
-      // Issue 30 item 1: the claim is released, so the service's retry is a first delivery, not a duplicate.
-      await this.#release(keys, owner);
-      return 'full';
-    }
-    try {
-      await this.store.complete(keys);
-    } catch (error) {
-      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
-      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
-    }
-    return 'queued';
-  }
-
-  async #release(keys: readonly string[], owner: string): Promise<void> {
-    try {
-      await this.store.release(keys, owner);
-    } catch {
-      // The claim then expires with its lease; the reply is the same either way.
-    }
   }
 
   /** Runs the handlers; a single one is called directly, so its own promise is the only one awaited. */

@@ -1,5 +1,6 @@
 export { createReceiver, Receiver, WebhookReceiver } from './node.js';
-export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply, FirstSeenOutcome } from './core.js';
+export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply, IngestOptions, IngestOutcome } from './core.js';
+export type { ReconcileOptions, ReconcileResult, ReconcileSchedule } from './reconcile-options.js';
 export type { NodeMiddleware } from './express.js';
 export { verifyWebhook } from './verify.js';
 export type { VerifyOptions, VerifiedWebhook, HeaderSource } from './verify.js';

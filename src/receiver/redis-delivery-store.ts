@@ -70,6 +70,11 @@ const RELEASE = `for i = 1, #KEYS do
   if v and string.byte(v) == 99 and string.sub(v, string.find(v, '|', 2, true) + 1) == ARGV[1] then redis.call('DEL', KEYS[i]) end
 end
 return 1`;
+// Issue 30 item 2: reconciliation's cursor, a number that only moves forward, kept without expiry. ARGV: value.
+const READ_MARK = `return redis.call('GET', KEYS[1])`;
+const RAISE_MARK = `local v = redis.call('GET', KEYS[1])
+if not v or tonumber(v) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1`;
 /** With an injected clock, Redis keeps keys this much longer than the clock's lease or retention, so the clock decides. */
 const CLOCK_MARGIN_MS = 60_000;
 
@@ -137,6 +142,20 @@ export class RedisDeliveryStore implements DeliveryStore {
 
   async release(keys: readonly string[], owner: string): Promise<void> {
     await this.#run(RELEASE, keys, owner);
+  }
+
+  /**
+   * A number kept beside the deliveries under `name` (the key `<prefix>mark:<name>`), without expiry:
+   * `receiver.reconcile()` keeps its cursor here, shared by every process on this Redis. `null` when unset.
+   */
+  async readMark(name: string): Promise<number | null> {
+    const value = await this.#run(READ_MARK, [`mark:${name}`]);
+    return value === null || value === undefined ? null : Number(value);
+  }
+
+  /** Sets the mark `name` to `value` unless it already holds a larger one, atomically. */
+  async raiseMark(name: string, value: number): Promise<void> {
+    await this.#run(RAISE_MARK, [`mark:${name}`], Math.floor(value));
   }
 
   /** Closes the client the store made from `url`; a client passed in stays the caller's. */

@@ -30,7 +30,7 @@ export interface VerifiedWebhook<E extends WebhookEvent = WebhookEvent> {
   event: E;
 }
 
-/** What the receiver keeps of a verified request: also the body as text, for the event's dedupe key. */
+/** What the receiver keeps of a verified request: also the body as text, decoded once. */
 export interface VerifiedRequest extends VerifiedWebhook {
   text: string;
 }

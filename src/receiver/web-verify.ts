@@ -1,7 +1,6 @@
 // verifyWebhook on Web Crypto, for `cliphook/web`: the same checks in the same order as verify.ts, with
-// the HMAC and the event key's hash from `crypto.subtle`, so it is async.
+// the HMAC from `crypto.subtle`, so it is async.
 import { checkSignatureWeb } from '../protocol/signature-web.js';
-import { eventKey, withoutDeliveredAt } from './event-key.js';
 import {
   assertSignatureValid,
   checkTolerance,
@@ -14,7 +13,6 @@ import {
   type VerifyOptions,
 } from './verify-core.js';
 
-const encoder = new TextEncoder();
 // ignoreBOM keeps a BOM in the text, as Node's Buffer#toString does: both then refuse it as invalid JSON.
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const decode = (bytes: Uint8Array): string => decoder.decode(bytes);
@@ -45,10 +43,4 @@ export async function verifyWithWeb(
 ): Promise<VerifiedRequest> {
   assertSignatureValid(await checkSignatureWeb(rawBody, signatureHeader(headers), secrets));
   return verifySigned(rawBody, headers, tolerance, now, decode);
-}
-
-/** The event's dedupe key, as the Node receiver computes it (event-key.ts), hashed with `crypto.subtle`. */
-export async function eventKeyWeb({ event, text }: VerifiedRequest): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', encoder.encode(withoutDeliveredAt(text, event.delivered_at)));
-  return eventKey(event, new Uint8Array(digest));
 }

@@ -1,7 +1,7 @@
 // `cliphook/service`: the simulated service for a user's own tests and tools. Kept out of the main entry,
 // so an app that only receives webhooks never loads the service's image and upload libraries.
 export { createServiceApp, startService } from './http/app.js';
-export type { AppOptions, ServiceApp, StartedService } from './http/app.js';
+export type { AppOptions, ServiceApp, ServiceAssistant, StartedService } from './http/app.js';
 export type { TestHelpers, JournalFilter } from './http/test-helpers.js';
 export { Service, DEFAULT_BALANCE, DEFAULT_FILE } from './service.js';
 export type { ServiceOptions, Caller, ImageFetcher } from './service.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { WebhookEmitter } from '../emitter/index.js';
+import type { Delivery, WebhookEmitter } from '../emitter/index.js';
 import { Accounts, type AccountTables } from './core/accounts.js';
 import { AuthFailures } from './core/auth-failures.js';
 import { SimulatedClock } from './core/clock.js';
@@ -12,6 +12,7 @@ import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
 import { MediaSigner } from './core/media-signer.js';
 import { RATE_LIMIT, RateLimiter } from './core/rate-limit.js';
 import { openShared, type SharedRecords } from './core/redis/shared.js';
+import { removeOwnedRows } from './core/owned-rows.js';
 import { ServiceStore } from './core/store.js';
 import type { Row } from './core/table.js';
 import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ServiceOptions } from './options.js';
@@ -28,6 +29,7 @@ import { WebhookChaos } from './testing/chaos-transport.js';
 import { WebhookChaosCommands } from './resources/test-helpers/webhook-chaos.js';
 import { WebhookTimes } from './resources/videos/webhook-times.js';
 import { RequestJournal } from './testing/journal.js';
+import { SecretIndex } from './testing/redact.js';
 import { ImageFiles } from './resources/images/characters.js';
 import { ImageCommands } from './resources/images/commands.js';
 import { ImageJobs, type ImageJobTables } from './resources/images/jobs.js';
@@ -136,15 +138,19 @@ export class Service {
     const serviceOrigin = () => this.origin;
 
     // Core: who is calling, and what every resource reads.
-    this.accounts = new Accounts(store, now);
+    // Issue 29 items 2 and 9: every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
+    const secrets = new SecretIndex();
+    this.accounts = new Accounts(store, now, secrets);
     const credits = new Credits(this.accounts);
-    const failures = new AuthFailures({ now });
     const serviceNow = () => clock.nowOf(null);
+    // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
+    const failures = new AuthFailures({ now: serviceNow });
     const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);
+    secrets.set('service', [this.adminToken, meta.mediaSecret]);
 
     // The state machines: assets < images < videos.
     const assets = new Assets({ store, clock, speed, onError, ...choice });
@@ -172,18 +178,46 @@ export class Service {
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn, accounts: this.accounts });
-    this.journal = new RequestJournal({ secrets: () => this.secrets() });
+    this.journal = new RequestJournal({ secrets });
     this.requests = new RequestJournalCommands(this.journal);
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
     this.webhookChaos = new WebhookChaosCommands(this.accounts);
-    this.testAccounts = new TestAccountCommands({ accounts: this.accounts, startingBalance: () => options.balance ?? DEFAULT_BALANCE, forgotten: (id) => clock.forget(id) });
-    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, clock, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
+    this.testAccounts = new TestAccountCommands({
+      accounts: this.accounts,
+      startingBalance: () => options.balance ?? DEFAULT_BALANCE,
+      // Issue 29 item 8: an account deleted takes all it owns; its files go once that is saved.
+      owned: (id) => {
+        const files = [
+          ...[...store.table('image_job').values()].filter((job) => job.accountId === id).map((job) => imageFiles.purge(job)),
+          ...[...store.table('asset').values()].filter((asset) => asset.accountId === id).map((asset) => this.assets.drop(asset)),
+        ];
+        removeOwnedRows(store as never, TABLES, id);
+        lifecycle.resync();
+        assets.resync();
+        jobs.resync();
+        this.photoUploads.resync();
+        return () => files.forEach((remove) => remove());
+      },
+      commit: () => store.commit(),
+      forgotten: (id) => {
+        clock.forget(id);
+        this.faultRules.clear({ account: id });
+        // The journal's own per-account removal (issue 29 item 5 keeps entries per account).
+        this.journal.clear({ account: id });
+        // The service's own clock keeps each account's lead in the data file: write it without this one.
+        if (options.clock === undefined) this.#saveClock();
+      },
+    });
+    this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, strict, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
+    // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.
+    const attempted = (delivery: Delivery) => times.ended(delivery.id);
+    if (ownsEmitter) emitter.on('attempt', attempted);
     this.#close = [
       // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
       // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
@@ -195,10 +229,15 @@ export class Service {
         this.photoUploads.resync();
       }),
       store.onWritable(() => webhooks.resume()),
-      // `clock.advance()` sees each outcome (and what it schedules) before moving on.
-      clock.settleWith(async () => {
+      // `clock.advance()` sees each outcome (and what it schedules) before moving on. Issue 29 item 3: an
+      // account's advance waits for its own account's work only (a custom emitter's attempts, which name
+      // no account, for all); the service's advance for every account's.
+      clock.settleWith(async (account) => {
+        const busy = account === null
+          ? () => webhooks.busy || jobs.busy || times.busy
+          : () => webhooks.sendingOf(account) || jobs.busyOf(account) || times.busyOf(account) || (!ownsEmitter && webhooks.attempting);
         const giveUp = Date.now() + 15_000;
-        while ((webhooks.busy || jobs.busy || times.busy) && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
+        while (busy() && Date.now() < giveUp) await new Promise((resolve) => setTimeout(resolve, 1));
       }),
       // A clock the caller passed in is theirs; the service's own keeps its lead in the data file.
       options.clock === undefined ? clock.onAdvance(() => this.#saveClock()) : () => undefined,
@@ -209,6 +248,7 @@ export class Service {
       () => lifecycle.stop(),
       () => assets.stop(),
       () => jobs.stop(),
+      () => ownsEmitter && emitter.off('attempt', attempted),
       async () => ownsEmitter && (await emitter.stop()),
       () => clock.stop(),
       () => store.close(),
@@ -338,15 +378,6 @@ export class Service {
   first(): { accountId: number; apiKey: string; webhookSecret: string; balance: number } {
     const { account, key } = this.accounts.first()!;
     return { accountId: account.id, apiKey: key.token, webhookSecret: key.webhookSecret, balance: account.balance };
-  }
-
-  /** Every secret the service knows now (API keys, webhook secrets, the admin token): what the request journal redacts. */
-  *secrets(): Iterable<string> {
-    yield this.adminToken;
-    for (const key of this.store.table('key').values()) {
-      yield key.token;
-      yield key.webhookSecret;
-    }
   }
 
   /** Stops timers and the emitter, writes a fresh snapshot, and removes a service in memory's files. */

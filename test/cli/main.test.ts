@@ -16,6 +16,18 @@ describe('cli entry', () => {
     expect(result.stderr).toBe('');
   });
 
+  // Issue 29 item 18: --methods and --events said "(default POST)" or nothing, then "(default: [])".
+  it('lists one default per option in `listen --help`: POST for --methods, every event for --events', async () => {
+    const { code, stdout } = await cli('listen', '--help');
+    expect(code).toBe(0);
+    const help = stdout.replace(/\s+/g, ' ');
+    expect(help).not.toContain('(default: [])');
+    const option = (flag: string) => help.slice(help.indexOf(flag), help.indexOf(' --', help.indexOf(flag) + flag.length));
+    expect(option('--methods <methods>').match(/default/g)).toHaveLength(1);
+    expect(option('--methods <methods>')).toContain('(default: POST)');
+    expect(option('--events <names>')).toContain('(default: every event)');
+  });
+
   it.each([
     [['frobnicate'], "cliphook: unknown command 'frobnicate' (see cliphook --help)"],
     [['trigger', 'video.completed', '--nope'], "cliphook: unknown option '--nope' (see cliphook trigger --help)"],

@@ -177,6 +177,11 @@ describe('cliphook serve --host (issue 20 item 7)', () => {
     writeFileSync(bad, '{ nope');
     await expect((await inProcess({ seed: bad })).done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: .*bad\.json is not JSON/) });
     await expect((await inProcess({ seed: join(dir, 'missing.json') })).done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: cannot read .*missing\.json: ENOENT\.$/) });
+    // Issue 29 item 10: with --strict, a loopback callback_url is refused as POST /v1/videos refuses it.
+    writeFileSync(bad, JSON.stringify({ clips: [{ name: 'one', account: 'default', status: 'pending', callback_url: 'http://127.0.0.1:3000/hooks' }] }));
+    const strict = await inProcess({ seed: bad, strict: true });
+    await expect(strict.done).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/^--seed: .*bad\.json at \/clips\/0\/callback_url: callback_url must use https, got http\.$/) });
+    expect(existsSync(strict.data)).toBe(false);
   });
 
   it('refuses a host that is not loopback without --open: exit 2 naming both, before anything is opened', async () => {

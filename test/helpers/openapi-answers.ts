@@ -40,12 +40,13 @@ function validatorFor(schema: Json, key: string): ValidateFunction {
  * (pages, files, the assistant endpoint). HEAD answers are GET's.
  */
 export function checkAnswer(answer: Answer): string | null {
+  // 405 is the router's answer for a method the path's template does not take, never an operation's.
+  if (answer.status === 405) return null;
   const template = templates.find((candidate) => candidate.pattern.test(answer.path));
   if (!template) return null;
   const method = answer.method === 'HEAD' ? 'get' : answer.method.toLowerCase();
   const operation = template.operations[method];
-  // 405 for a method the path does not take, 404 for a path segment the router refused: not the operation's.
-  if (!operation) return answer.status === 405 ? null : `${answer.method} ${answer.path}: no such operation in the document`;
+  if (!operation) return `${answer.method} ${answer.path}: no such operation in the document`;
   const response = operation.responses[String(answer.status)];
   if (!response) return `${answer.method} ${answer.path} answered ${answer.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`;
   const mediaType = answer.contentType.split(';')[0]!.trim();

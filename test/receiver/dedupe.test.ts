@@ -1,5 +1,5 @@
 // Issue 10: which requests count as the same event. X-Service-Delivery is not signed, so the receiver
-// also claims a key derived from the signed body without `delivered_at`.
+// also claims a key derived from the signed body: since issue 30, its event and clip id (a clip ends once).
 import { writeFile } from 'node:fs/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, MemoryDeliveryStore, createReceiver, sign, type DeliveryStore, type WebhookEvent } from '../../src/index.js';
@@ -34,14 +34,16 @@ function setup(store: DeliveryStore = new MemoryDeliveryStore({ clock: () => NOW
 }
 
 describe('receiver dedupe: what counts as the same event', () => {
-  it('runs two distinct signed events for the same video id (two error codes), each once', async () => {
+  it('one event of one clip is one event, whatever else its body says (issue 30: a clip ends once)', async () => {
     const { handler, send } = setup();
     const busy = attempt(payload({ error_code: 'upstream_busy', error: 'busy' }), at(0), 'dlv_a');
     const timeout = attempt(payload({ error_code: 'upstream_timeout', error: 'timeout' }), at(1000), 'dlv_b');
     expect((await send(busy)).body).toEqual({ received: true });
-    expect((await send(timeout)).body).toEqual({ received: true });
+    expect((await send(timeout)).body).toEqual({ received: true, duplicate: true });
+    expect(handler.mock.calls.map(([event]) => event.error_code)).toEqual(['upstream_busy']);
+    // Another clip's event is another event.
+    expect((await send(attempt(payload({ id: 4243 }), at(0), 'dlv_c'))).body).toEqual({ received: true });
     expect(handler).toHaveBeenCalledTimes(2);
-    expect(handler.mock.calls.map(([event]) => event.error_code)).toEqual(['upstream_busy', 'upstream_timeout']);
   });
 
   it('runs a video.completed after a video.failed for the same id', async () => {
@@ -89,7 +91,7 @@ describe('receiver dedupe: what counts as the same event', () => {
     const tricky = payload({ prompt: `","delivered_at":"${at(0)}` });
     await send(attempt(tricky, at(0), 'dlv_1'));
     expect((await send(attempt(tricky, at(1000), 'dlv_2'))).body.duplicate).toBe(true);
-    expect((await send(attempt(payload({ prompt: 'other' }), at(0), 'dlv_3'))).body.duplicate).toBeUndefined();
+    expect((await send(attempt(payload({ id: 4243, prompt: 'other' }), at(0), 'dlv_3'))).body.duplicate).toBeUndefined();
     expect(handler).toHaveBeenCalledTimes(2);
   });
 
@@ -116,8 +118,9 @@ describe('receiver dedupe: what counts as the same event', () => {
       const store = new FileDeliveryStore({ file, clock: () => NOW });
       const { handler, send } = setup(store);
       expect((await send(attempt(payload(), at(0), 'dlv_old'))).body.duplicate).toBe(true);
-      // The old event key no longer blocks a new, distinct event for the same video.
-      expect((await send(attempt(payload({ error_code: 'cancelled' }), at(0), 'dlv_new'))).status).toBe(200);
+      // Issue 30: the key is `e:<event>:<video id>` again, so the old row also makes a copy under a new id a duplicate.
+      expect((await send(attempt(payload({ error_code: 'cancelled' }), at(0), 'dlv_new'))).body.duplicate).toBe(true);
+      expect((await send(attempt(payload({ id: 4243 }), at(0), 'dlv_other'))).status).toBe(200);
       expect(handler).toHaveBeenCalledTimes(1);
       await store.close();
     } finally {

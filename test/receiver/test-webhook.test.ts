@@ -56,6 +56,21 @@ describe('createTestWebhook', () => {
     expect(await (await send()).json()).toEqual({ received: true, duplicate: true });
   });
 
+  it('gives each test webhook a fresh clip id, so two are two events; the same `event.id` twice is one (issue 30: the event key is event and clip id)', async () => {
+    const { server, seen } = app();
+    const ids = new Set(Array.from({ length: 50 }, () => createTestWebhook('video.completed', { secret }).event.id));
+    expect(ids.size).toBe(50);
+    for (const webhook of [createTestWebhook('video.failed', { secret }), createTestWebhook('video.failed', { secret })]) {
+      expect((await request(server).post('/webhooks').set(webhook.headers).send(webhook.body)).body).toEqual({ received: true });
+    }
+    const fixed = () => createTestWebhook('video.failed', { secret, event: { id: 77 } });
+    const first = fixed();
+    expect((await request(server).post('/webhooks').set(first.headers).send(first.body)).status).toBe(200);
+    const again = fixed();
+    expect((await request(server).post('/webhooks').set(again.headers).send(again.body)).body).toEqual({ received: true, duplicate: true });
+    expect(seen).toHaveLength(3);
+  });
+
   it('sets every time from `now`, so a test can send a delivery outside the replay window', async () => {
     const { server, seen } = app();
     const now = Date.parse('2026-01-02T03:04:05Z');

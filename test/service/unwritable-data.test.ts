@@ -171,6 +171,26 @@ describe('a data folder that cannot be written (issue 20 item 9)', () => {
     expect((await request(app).get('/settings/keys').set('authorization', auth)).body.data).toHaveLength(1);
   });
 
+  it('deleting an account: 503 and it keeps all it owns (its key, clip, fault rule, journal); once writable the delete takes them (issue 29 item 8)', async () => {
+    const file = folder();
+    const { app } = await open(file);
+    const admin = `Bearer ${app.service.adminToken}`;
+    const made = (await request(app).post('/test_helpers/accounts').set('authorization', admin).send({ name: 'shop' })).body as { id: number; api_key: string };
+    const auth = `Bearer ${made.api_key}`;
+    const clip = (await request(app).post('/v1/videos').set('authorization', auth).send({ prompt: 'a fox' })).body as { id: number };
+    expect((await request(app).post('/test_helpers/faults').set('authorization', auth).send({ match: { operation: 'getAccount' }, action: { delay_ms: 1 } })).status).toBe(201);
+    disk.readOnly = true;
+    expectNotSaved(await request(app).delete(`/test_helpers/accounts/${made.id}`).set('authorization', admin));
+    expect((await request(app).get(`/v1/videos/${clip.id}`).set('authorization', auth)).status).toBe(200);
+    expect(app.service.faultRules.list({ account: made.id })).toHaveLength(1);
+    expect(app.service.journal.list({ account: made.id }).length).toBeGreaterThan(0);
+    disk.readOnly = false;
+    expect((await request(app).delete(`/test_helpers/accounts/${made.id}`).set('authorization', admin)).status).toBe(200);
+    expect(app.service.faultRules.list({ account: null }, { account: made.id })).toEqual([]);
+    const again = await restart(app, file);
+    expect(again.app.service.store.table('video').get(clip.id)).toBeUndefined();
+  });
+
   it('sends the webhook of a clip that finished while the disk refused, by itself, once writes work again', async () => {
     const received: string[] = [];
     const receiver = createServer((req, res) => {

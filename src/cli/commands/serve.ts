@@ -71,7 +71,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     if (!/^\d{1,12}$/.test(options.balance)) throw new ExitError(`--balance must be a whole number of credits, got ${JSON.stringify(options.balance)}.`, 2);
     balance = Number(options.balance);
   }
-  const seed = options.seed === undefined ? undefined : readSeed(options.seed);
+  const seed = options.seed === undefined ? undefined : readSeed(options.seed, options.strict === true);
   let app: ServiceApp;
   try {
     app = await createServiceApp({
@@ -170,7 +170,7 @@ function processIo(): ServeIo {
  * `--seed <file>`: the fixture, read and checked before anything is opened. A file that cannot be read, is
  * not JSON or breaks a rule is one line naming the member at fault (its JSON Pointer), exit 2.
  */
-function readSeed(file: string): unknown {
+function readSeed(file: string, strict: boolean): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -183,7 +183,7 @@ function readSeed(file: string): unknown {
   } catch (error) {
     throw new ExitError(`--seed: ${file} is not JSON: ${(error as Error).message}`, 2);
   }
-  const check = checkFixture(fixture);
+  const check = checkFixture(fixture, { strict });
   if (!check.ok) {
     const [first] = check.errors;
     const more = check.errors.length > 1 ? ` (and ${check.errors.length - 1} more)` : '';

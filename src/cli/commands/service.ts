@@ -53,7 +53,7 @@ export async function serviceCommand(action: string, args: string[], options: Se
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
-      throw new ExitError(`cannot reach the service at ${origin}: ${(error as Error).message}`, 1);
+      throw new ExitError(`cannot reach the service at ${origin}: ${unreachable(error)}`, 1);
     }
     const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
     if (!res.ok) {
@@ -62,8 +62,10 @@ export async function serviceCommand(action: string, args: string[], options: Se
     }
     out(options.json ? JSON.stringify(answer) : describe(action, args[0], answer ?? {}));
   };
-  const number = (text: string | undefined, what: string) => {
-    if (text === undefined || !/^\d+(\.\d+)?$/.test(text)) throw new ExitError(`${action} needs ${what}, got ${JSON.stringify(text)}.`, 2);
+  const number = (text: string | undefined, what: string, usage: string) => {
+    // Issue 29 item 18: a missing number is a usage line, not "got undefined".
+    if (text === undefined) throw new ExitError(`usage: cliphook service ${action} ${usage}`, 2);
+    if (!/^\d+(\.\d+)?$/.test(text)) throw new ExitError(`${action} needs ${what}, got ${JSON.stringify(text)}.`, 2);
     return Number(text);
   };
   const whole = (text: string | undefined, flag: string) => {
@@ -75,9 +77,9 @@ export async function serviceCommand(action: string, args: string[], options: Se
   const accountQuery = account === undefined ? '' : `?account=${account}`;
   switch (action) {
     case 'top-up':
-      return call('key', 'POST', '/settings/top-up', { credits: number(args[0], 'a number of credits') });
+      return call('key', 'POST', '/settings/top-up', { credits: number(args[0], 'a number of credits', '<credits> (adds them to the balance of the key\'s account)') });
     case 'advance':
-      return call('either', 'POST', '/test_helpers/clock/advance', { seconds: number(args[0], 'a number of seconds'), ...(account === undefined ? {} : { account }) });
+      return call('either', 'POST', '/test_helpers/clock/advance', { seconds: number(args[0], 'a number of seconds', '<seconds> [--account <id>] (moves the test clock)'), ...(account === undefined ? {} : { account }) });
     case 'rotate-secret':
       if (!args[0]) throw new ExitError('rotate-secret needs the key id (key_…), from `cliphook service keys`.', 2);
       return call('key', 'POST', `/settings/keys/${encodeURIComponent(args[0])}/rotate-secret`);
@@ -129,6 +131,18 @@ export async function serviceCommand(action: string, args: string[], options: Se
     default:
       throw new ExitError(`unknown action ${JSON.stringify(action)}: ${USAGE}.`, 2);
   }
+}
+
+/**
+ * Why a request got no answer, in words (issue 29 item 18): fetch says only "fetch failed", its cause
+ * says why. A refused connection is the usual one: no serve at that URL.
+ */
+function unreachable(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown; errors?: Array<{ code?: unknown }> } }).cause;
+  const code = cause?.code ?? cause?.errors?.[0]?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused, nothing listens there. Start it with `cliphook serve`, or give the URL it printed with --url (or CLIPHOOK_SERVICE_URL).';
+  const why = typeof code === 'string' ? code : typeof cause?.message === 'string' ? cause.message : (error as Error).message;
+  return `${why}. Is \`cliphook serve\` running there? Give the URL it printed with --url (or CLIPHOOK_SERVICE_URL).`;
 }
 
 function parseJson(text: string, what: string): unknown {

@@ -78,12 +78,11 @@ export class AssistantSignIn {
    * Who the bearer credential of a request to `/mcp` is: an API key or an OAuth access token, with its
    * assistant connection. The rate limit and balance rules of `/v1` are applied after (`Service.admit`),
    * by the endpoint, which knows which messages count. With the client's `address`, a credential that
-   * is neither a key nor a token counts against it, and an address past its failed authentications is
-   * refused first (429, issue 20 item 6).
+   * is neither a key nor a token counts against it, or is refused (429, issue 20 item 6) once the address
+   * failed too often; a valid one never is (issue 29 item 4).
    */
   async identify(authorization: string | undefined, address?: string): Promise<Identified> {
     const { gate, accounts } = this.#service;
-    gate.allowAttempt(address);
     const byKey = accounts.authenticate(authorization);
     if (byKey === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key or OAuth access token>.');
     if (typeof byKey !== 'string') {
@@ -95,7 +94,8 @@ export class AssistantSignIn {
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
-      gate.failed(address);
+      // Issue 29 item 4: only a credential found invalid meets the failure limit.
+      gate.guessed(address);
       throw new ServiceError('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).');
     }
     // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).

@@ -31,21 +31,20 @@ export function pathId(noun: string) {
 }
 
 /**
- * An integer in a query string, 0-9 digits only (so `' 5 '`, `1e2` and `-0` are refused), within bounds;
- * an absent or empty parameter is its default. Described to OpenAPI by its output: `{ type: integer, minimum, maximum }`.
+ * An integer in a query string, 0-9 digits only (so `' 5 '`, `1e2`, `-0` and `''` are refused), within bounds
+ * (`max` at most 2^53 - 1, its default); an absent parameter is its default. Described to OpenAPI by its output: `{ type: integer, minimum, maximum }`.
  * @example queryInteger('limit', { min: 1, max: 100, fallback: 20 })
  */
 export function queryInteger(name: string, options: { min: number; max?: number; fallback: number; unit?: string }): z.ZodType<number, string | undefined>;
 export function queryInteger(name: string, options: { min: number; max?: number; unit?: string }): z.ZodType<number | undefined, string | undefined>;
-export function queryInteger(name: string, { min, max, fallback, unit = '' }: { min: number; max?: number; fallback?: number; unit?: string }): z.ZodType {
-  const bounds = max === undefined ? `>= ${min}` : `from ${min} to ${max}`;
-  const detail = () => `${name} is an integer ${bounds}${unit ? ` (${unit})` : ''}.`;
-  let number = z.number().int().min(min);
-  if (max !== undefined) number = number.max(max);
+export function queryInteger(name: string, { min, max = Number.MAX_SAFE_INTEGER, fallback, unit = '' }: { min: number; max?: number; fallback?: number; unit?: string }): z.ZodType {
+  // Issue 29 item 14: the bound is said, and documented as `maximum`: 2^53 was refused as "an integer >= 0".
+  const detail = () => `${name} is an integer from ${min} to ${max}${unit ? ` (${unit})` : ''}.`;
+  const number = z.number().int().min(min).max(max);
   const digits = rule(z.string().regex(/^\d{1,16}$/), { code: 'invalid_parameter', detail });
   const parsed = rule(digits.transform(Number).pipe(rule(number, { code: 'invalid_parameter', detail })), { code: 'invalid_parameter', detail });
-  const blankIsAbsent = (raw: unknown) => (raw === '' ? undefined : raw);
-  return fallback === undefined ? z.preprocess(blankIsAbsent, parsed.optional()) : z.preprocess(blankIsAbsent, parsed.default(fallback));
+  // Issue 29 item 11: `limit=` is no integer, refused as `limit=x` is (an empty `account=` cleared every account's journal).
+  return fallback === undefined ? parsed.optional() : parsed.default(fallback);
 }
 
 /** A query parameter that takes one of `values`. */

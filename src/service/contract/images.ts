@@ -188,7 +188,10 @@ function command(input: Fields, refuse: Refuse): ImageCommand | null {
 /** POST /images (spec 4.7, 4.8): the body, checked field by field and across fields, as its command with its price. */
 export const ImageRequest = ImageFields.superRefine((input, ctx) => {
   command(input, (path, message, code, extra) => ctx.addIssue({ code: 'custom', path, message, params: cross(code, extra) }));
-}).transform((input) => command(input, () => undefined)!);
+})
+  .transform((input) => command(input, () => undefined)!)
+  // Issue 29 item 14: "fields go with a template" as JSON Schema too (null is absent, as `command` reads it).
+  .meta({ if: { required: ['fields'], properties: { fields: { type: 'object' } } }, then: { required: ['template'], properties: { template: { type: 'string' } } } });
 export type ImageRequestInput = z.input<typeof ImageRequest>;
 
 const SCRIPTS = ['Cyrillic', 'Greek', 'Hebrew', 'Devanagari', 'Bengali', 'Tamil', 'Thai', 'Hangul', 'Hiragana', 'Katakana', 'Armenian', 'Georgian', 'Ethiopic'];

@@ -93,11 +93,11 @@ function operation(route: RouteSpec): Json {
   const parameters: Json[] = [];
   for (const [name, schema] of Object.entries(route.params?.shape ?? {})) {
     // Described by what it means (an integer id), as a client generator needs it, not by its path text.
-    const described = schemaOf(schema as z.ZodType, 'output');
+    const described = schemaOf(schema as z.ZodType, 'output', true);
     parameters.push({ name, in: 'path', required: true, ...(typeof described.description === 'string' ? { description: described.description } : {}), schema: described });
   }
   for (const [name, schema] of Object.entries(route.query?.shape ?? {})) {
-    const described = schemaOf(schema as z.ZodType, 'output');
+    const described = schemaOf(schema as z.ZodType, 'output', true);
     const required = !(schema as z.ZodType).safeParse(undefined).success;
     parameters.push({ name, in: 'query', required, ...(typeof described.description === 'string' ? { description: described.description } : {}), schema: described });
   }
@@ -182,14 +182,14 @@ function components(routes: readonly RouteSpec[]): Record<string, Json> {
   const schemas: Record<string, Json> = {};
   for (const [registry, io] of [[outputs, 'output'], [inputs, 'input']] as const) {
     const written = z.toJSONSchema(registry, { target: TARGET, io, uri: (id) => `${SCHEMA_REF}${id}`, unrepresentable: 'any' }) as { schemas: Record<string, Json> };
-    for (const [id, schema] of Object.entries(written.schemas)) schemas[id] = tidy(schema);
+    for (const [id, schema] of Object.entries(written.schemas)) schemas[id] = tidy(schema, io === 'input');
   }
   return Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-/** A schema inline (a parameter's). */
-function schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
-  return tidy(z.toJSONSchema(schema, { target: TARGET, io, unrepresentable: 'any' }) as Json);
+/** A schema inline (a parameter's); `safeBounds` keeps the integer bounds a request is refused beyond. */
+function schemaOf(schema: z.ZodType, io: 'input' | 'output', safeBounds = false): Json {
+  return tidy(z.toJSONSchema(schema, { target: TARGET, io, unrepresentable: 'any' }) as Json, safeBounds);
 }
 
 /** The schemas with an `id` inside `schema`, itself included. */
@@ -203,15 +203,19 @@ function withIds(schema: z.ZodType, seen = new Set<unknown>()): z.ZodType[] {
   return found;
 }
 
-/** Drops what OpenAPI does not need: `$schema` and `$id` of components, and the bounds zod puts on every integer. */
-function tidy(value: Json): Json {
+/**
+ * Drops what OpenAPI does not need: `$schema` and `$id` of components, and the bounds zod puts on every
+ * integer of an answer. A request's integers keep them (`safeBounds`): the service refuses 2^53 and beyond,
+ * and a validator of the document must too (issue 29 item 14).
+ */
+function tidy(value: Json, safeBounds = false): Json {
   const walk = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(walk);
     if (node === null || typeof node !== 'object') return node;
     const out: Json = {};
     for (const [key, child] of Object.entries(node as Json)) {
       if (key === '$schema' || key === '$id') continue;
-      if ((key === 'minimum' && child === Number.MIN_SAFE_INTEGER) || (key === 'maximum' && child === Number.MAX_SAFE_INTEGER)) continue;
+      if (!safeBounds && ((key === 'minimum' && child === Number.MIN_SAFE_INTEGER) || (key === 'maximum' && child === Number.MAX_SAFE_INTEGER))) continue;
       out[key] = walk(child);
     }
     return out;

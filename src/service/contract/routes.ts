@@ -268,7 +268,8 @@ export function commonProblems(route: RouteSpec): ProblemCode[] {
   if (route.auth !== 'none') codes.push('invalid_auth_header', 'invalid_api_key', 'rate_limit_exceeded');
   if (route.auth === 'key') codes.push('insufficient_credits');
   if (route.idempotent) codes.push('invalid_idempotency_key', 'idempotency_in_progress', 'idempotency_key_reused', 'insufficient_credits');
-  if (route.body) codes.push('invalid_json', 'body_too_large');
+  // Issue 29 item 13: a JSON body must say so (Content-Type: application/json or a +json type).
+  if (route.body) codes.push('invalid_json', 'body_too_large', 'unsupported_media_type');
   // Redis (serve --redis) that does not answer a rate-limit or idempotency lookup: nothing was done.
   if (route.auth !== 'none') codes.push('upstream_busy');
   codes.push('internal_error');

@@ -28,6 +28,7 @@ const OURS: Partial<Record<ProblemCode, string>> = {
   key_limit_reached: 'a sixth API key (spec 5.2 sets the limit without naming the refusal)',
   range_not_satisfiable: 'a `Range` outside a media file (RFC 9110)',
   method_not_allowed: 'a known path with another method, with `Allow`',
+  unsupported_media_type: 'a JSON body sent without `Content-Type: application/json` (or a `+json` type): as `text/plain`, what `fetch` sends for a string, or with none; nothing is done',
 };
 
 const SUCCESS = (route: RouteSpec) => Object.keys(route.responses).join(', ');

@@ -155,7 +155,11 @@ export const FaultMatch = z
       ctx.addIssue({ code: 'custom', path: ['operation'], message: 'match takes operation, or method and/or path: not both.', params: cross('invalid_parameter', { parameter: 'match.operation' }) });
     }
   })
-  .meta({ description: 'Which requests: operation, or method and/or path; and account. Test helper routes cannot be matched.' });
+  // Issue 29 item 14: the superRefine's rule as JSON Schema too, so a validator of the document enforces it.
+  .meta({
+    description: 'Which requests: operation, or method and/or path; and account. Test helper routes cannot be matched.',
+    dependentSchemas: { operation: { properties: { method: false, path: false } } },
+  });
 
 /** What a fault rule does to a matched request. */
 export const FaultAction = z
@@ -179,7 +183,12 @@ export const FaultAction = z
       ctx.addIssue({ code: 'custom', path: ['retry_after'], message: 'action.retry_after goes with action.problem.', params: cross('invalid_parameter', { parameter: 'action.retry_after' }) });
     }
   })
-  .meta({ description: 'Exactly one of problem, delay_ms, cut and hang.' });
+  // Issue 29 item 14: exactly one action, and retry_after with problem, as JSON Schema too.
+  .meta({
+    description: 'Exactly one of problem, delay_ms, cut and hang.',
+    oneOf: (['problem', 'delay_ms', 'cut', 'hang'] as const).map((name) => ({ required: [name] })),
+    dependentRequired: { retry_after: ['problem'] },
+  });
 
 /** POST /test_helpers/faults. */
 export const FaultRuleRequest = z

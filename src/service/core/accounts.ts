@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
 import type { ChaosMode } from '../contract/test-helpers.js';
+import { SecretIndex } from '../testing/redact.js';
 
 /** Spec 5.2-5.3 and 8. */
 export const MAX_KEYS_PER_ACCOUNT = 5;
@@ -70,13 +71,16 @@ export class Accounts {
   readonly #now: () => number;
   /** Live keys by token; revoked keys are not in it. */
   readonly #byToken = new Map<string, ApiKey>();
+  /** Issue 29 items 2 and 9: every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
+  readonly secrets: SecretIndex;
 
-  constructor(store: ServiceStore<AccountTables>, now: () => number) {
+  constructor(store: ServiceStore<AccountTables>, now: () => number, secrets = new SecretIndex()) {
     this.#store = store;
     this.#accounts = store.table('account');
     this.#keys = store.table('key');
     this.#now = now;
-    for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
+    this.secrets = secrets;
+    this.resync();
   }
 
   get(id: number): Account | undefined {
@@ -118,6 +122,7 @@ export class Accounts {
       defaultAssetIds: [],
     });
     this.#byToken.set(token, key);
+    this.#index(key);
     return key;
   }
 
@@ -131,6 +136,7 @@ export class Accounts {
     }
     if (change.webhookSecret !== undefined) key.webhookSecret = change.webhookSecret;
     if (change.defaultAssetIds !== undefined) key.defaultAssetIds = [...change.defaultAssetIds];
+    this.#index(key);
     return this.#keys.put(key);
   }
 
@@ -152,6 +158,7 @@ export class Accounts {
     for (const key of this.keysOf(accountId)) {
       this.#byToken.delete(key.token);
       this.#keys.remove(key.id);
+      this.secrets.delete(key.id);
     }
     return this.#accounts.remove(accountId);
   }
@@ -160,6 +167,13 @@ export class Accounts {
   resync(): void {
     this.#byToken.clear();
     for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
+    for (const group of [...this.secrets.groups()]) if (group.startsWith('key_') && !this.#keys.get(group)) this.secrets.delete(group);
+    for (const key of this.#keys.values()) this.#index(key);
+  }
+
+  /** A revoked key's secrets stay: its clips' webhooks are still signed with its webhook secret. */
+  #index(key: ApiKey): void {
+    this.secrets.set(key.id, [key.token, key.webhookSecret, key.previousWebhookSecret]);
   }
 
   keysOf(accountId: number): ApiKey[] {

@@ -4,7 +4,7 @@ import { isIPv6 } from 'node:net';
 export const AUTH_FAILURES_PER_WINDOW = 30;
 /** The window, on the service's clock: a fixed minute, starting at the address's first failure in it. */
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
-/** Addresses tracked at most; past it the oldest window is forgotten first. */
+/** Addresses counted at most, and locked at most (two tables): past it the oldest count is forgotten first, never a lock. */
 export const MAX_TRACKED_ADDRESSES = 10_000;
 
 /** Whether an address may try a credential now, and if not, for how long. */
@@ -17,29 +17,43 @@ export interface AuthFailuresOptions {
   limit?: number;
   /** @default AUTH_FAILURE_WINDOW_MS */
   windowMs?: number;
-  /** @default MAX_TRACKED_ADDRESSES */
+  /**
+   * Addresses whose failures are counted at most, and as many locked ones besides. A new count past it
+   * forgets the oldest count; a lock is never forgotten before its window ends, and while the locked
+   * table is full every address's wrong credentials are refused. @default MAX_TRACKED_ADDRESSES
+   */
   maxAddresses?: number;
+}
+
+interface Window {
+  start: number;
+  count: number;
 }
 
 /**
  * Counts failed authentications per client address (issue 20 item 6: unknown API keys were never limited,
  * 700-990 guesses a second). Once an address has failed `limit` times in its window, every credential it
- * sends is refused (429 with `Retry-After`) until the window ends, the right one too: answering a right
- * key differently from a wrong one would let the guessing go on. IPv6 addresses count per /64, the
- * block one subscriber holds. Memory is bounded: windows end on the injected clock and at most
- * `maxAddresses` are kept.
- * @example if (!failures.gate(address).allowed) refuse429(); else if (wrongKey) failures.fail(address);
+ * sends that is not valid is refused (429 with `Retry-After`) until the window ends. It is asked only
+ * about credentials already found invalid (issue 29 item 4): a valid key or the admin token is never
+ * refused, so no local process can lock out another by sending wrong keys. IPv6 addresses count per /64,
+ * the block one subscriber holds. Memory is bounded: windows end on the injected clock, at most
+ * `maxAddresses` are counted and as many locked, and a flood of fresh addresses never unlocks one.
+ * @example if (wrongKey) { if (!failures.gate(address).allowed) refuse429(); failures.fail(address); refuse401(); }
  */
 export class AuthFailures {
   readonly limit: number;
   readonly windowMs: number;
   readonly #now: () => number;
   readonly #maxAddresses: number;
-  readonly #windows = new Map<string, { start: number; count: number }>();
+  /** Addresses below the limit, oldest window first (each is added with the clock's now). */
+  readonly #counting = new Map<string, Window>();
+  /** Addresses at the limit, in the order they got there. */
+  readonly #locked = new Map<string, Window>();
 
   /** Forgets every window (issue 22's reset). */
   clear(): void {
-    this.#windows.clear();
+    this.#counting.clear();
+    this.#locked.clear();
   }
 
   constructor({ now, limit = AUTH_FAILURES_PER_WINDOW, windowMs = AUTH_FAILURE_WINDOW_MS, maxAddresses = MAX_TRACKED_ADDRESSES }: AuthFailuresOptions) {
@@ -53,43 +67,64 @@ export class AuthFailures {
     this.#maxAddresses = maxAddresses;
   }
 
-  /** Whether `address` may present a credential now. */
+  /** Whether `address` may present another credential that is not valid now. */
   gate(address: string | undefined): AuthGate {
-    const window = this.#live(addressKey(address));
-    if (!window || window.count < this.limit) return { allowed: true };
-    return { allowed: false, limit: this.limit, retryAfter: Math.max(1, Math.ceil((window.start + this.windowMs - this.#now()) / 1000)) };
+    const key = addressKey(address);
+    const window = this.#live(this.#locked, key) ?? this.#live(this.#counting, key);
+    if (window && window.count >= this.limit) return this.#refusal(window);
+    // Issue 29 item 4: a full table of live locks (a flood of addresses) refuses every guess rather than
+    // unlock one, until the oldest lock ends.
+    this.#expire(this.#locked);
+    const oldest = this.#locked.values().next().value;
+    if (oldest && this.#locked.size >= this.#maxAddresses) return this.#refusal(oldest);
+    return { allowed: true };
   }
 
   /** Counts one failed authentication of `address`. */
   fail(address: string | undefined): void {
     const key = addressKey(address);
-    const window = this.#live(key);
-    if (window) {
-      window.count++;
-      return;
+    if (this.#live(this.#locked, key)) return;
+    let window = this.#live(this.#counting, key);
+    if (!window) {
+      this.#expire(this.#counting);
+      // Issue 29 item 4: a new count forgets the oldest count, never a lock.
+      if (this.#counting.size >= this.#maxAddresses) this.#counting.delete(this.#counting.keys().next().value!);
+      this.#counting.set(key, (window = { start: this.#now(), count: 0 }));
     }
-    if (this.#windows.size >= this.#maxAddresses) this.#sweep();
-    if (this.#windows.size >= this.#maxAddresses) this.#windows.delete(this.#windows.keys().next().value!);
-    this.#windows.set(key, { start: this.#now(), count: 1 });
+    window.count++;
+    if (window.count < this.limit) return;
+    this.#expire(this.#locked);
+    // With no room for the lock it stays a full count (refused all the same) until there is.
+    if (this.#locked.size >= this.#maxAddresses) return;
+    this.#counting.delete(key);
+    this.#locked.set(key, window);
   }
 
-  /** Addresses currently tracked. */
+  /** Addresses currently tracked (counted and locked). */
   get size(): number {
-    return this.#windows.size;
+    return this.#counting.size + this.#locked.size;
   }
 
-  #live(key: string): { start: number; count: number } | undefined {
-    const window = this.#windows.get(key);
+  #refusal(window: Window): AuthGate {
+    return { allowed: false, limit: this.limit, retryAfter: Math.max(1, Math.ceil((window.start + this.windowMs - this.#now()) / 1000)) };
+  }
+
+  #live(table: Map<string, Window>, key: string): Window | undefined {
+    const window = table.get(key);
     if (window && this.#now() >= window.start + this.windowMs) {
-      this.#windows.delete(key);
+      table.delete(key);
       return undefined;
     }
     return window;
   }
 
-  #sweep(): void {
+  /** Drops the ended windows at the head of `table`: each call costs what it removes, whatever the table holds. */
+  #expire(table: Map<string, Window>): void {
     const now = this.#now();
-    for (const [key, window] of this.#windows) if (now >= window.start + this.windowMs) this.#windows.delete(key);
+    for (const [key, window] of table) {
+      if (now < window.start + this.windowMs) return;
+      table.delete(key);
+    }
   }
 }
 

@@ -109,17 +109,21 @@ export class SimulatedClock {
   /** The account the current request or timer acts for. */
   readonly #acting = new AsyncLocalStorage<Acting>();
   readonly #sources = new Set<LaneSource>();
-  /** The account whose time an `advance()` is moving now: its lane is kept even while empty. */
-  #laneInAdvance: number | null = null;
+  /** The accounts whose time an `advance()` is moving now: their lanes are kept even while empty. */
+  readonly #lanesInAdvance = new Set<number>();
   /** Simulated minus real time (running), or the simulated time itself (frozen), of the service's own time. */
   #offset: number;
   #seq = 0;
   /** The real timer armed for the earliest timer, and the real time it fires at. */
   #armed: { handle: unknown; at: number } | null = null;
-  /** Further settle conditions registered by the service (its webhooks in flight). */
-  readonly #settlers = new Set<() => Promise<void>>();
-  /** `advance()` calls run one after another. */
+  /** Further settle conditions registered by the service (its webhooks in flight), told whose advance asks. */
+  readonly #settlers = new Set<(account: number | null) => Promise<void>>();
+  /**
+   * Issue 29 item 3: one account's `advance()` calls run one after another, after any of the service's;
+   * the service's run after every account's. Two accounts' advances never wait for each other.
+   */
   #advancing: Promise<void> = Promise.resolve();
+  readonly #laneAdvancing = new Map<number, Promise<void>>();
   /** Told after each advance (the service keeps how far ahead it is in its data file). */
   readonly #advanced = new Set<() => void>();
   #stopped = false;
@@ -243,21 +247,32 @@ export class SimulatedClock {
    * Moves time forward by `ms`, firing every timer that falls due on the way at its own instant, in order,
    * settling after each. Resolves once time has reached the target and what it fired has settled. With
    * `account`, only that account's time moves (issue 22, as a Stripe test clock moves only what is attached
-   * to it): its timers and what its lane sources hold; every other account's time stays.
+   * to it): its timers and what its lane sources hold; every other account's time stays. It runs after the
+   * account's earlier advances and any of the service's, never behind another account's (issue 29 item 3).
    */
   advance(ms: number, { account }: { account?: number | null } = {}): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new RangeError(`Expected a number of milliseconds >= 0, got ${String(ms)}.`));
-    const run = this.#advancing.then(() => (account === undefined || account === null ? this.#advanceNow(ms) : this.#advanceLane(account, ms)));
-    this.#advancing = run.catch(() => undefined);
+    if (account === undefined || account === null) {
+      const run = Promise.all([this.#advancing, ...this.#laneAdvancing.values()]).then(() => this.#advanceNow(ms));
+      this.#advancing = run.catch(() => undefined);
+      return run;
+    }
+    const run = Promise.all([this.#advancing, this.#laneAdvancing.get(account)]).then(() => this.#advanceLane(account, ms));
+    const done = run.catch(() => undefined);
+    this.#laneAdvancing.set(account, done);
+    // Forgotten once it is the account's last: the map holds accounts with an advance waiting or running only.
+    void done.then(() => this.#laneAdvancing.get(account) === done && this.#laneAdvancing.delete(account));
     return run;
   }
 
   /**
    * Adds a condition `advance()` waits for after each timer it fires, as Stripe's test clocks wait for the
    * work an advance starts: the service registers its webhook attempts in flight, so a retry schedule
-   * walked by `advance()` sees each attempt's outcome before time moves on. Returns the unregister.
+   * walked by `advance()` sees each attempt's outcome before time moves on. It is told whose advance asks:
+   * an account's (wait for that account's work only, issue 29 item 3) or `null`, the service's (wait for
+   * every account's). Returns the unregister.
    */
-  settleWith(settle: () => Promise<void>): () => void {
+  settleWith(settle: (account: number | null) => Promise<void>): () => void {
     this.#settlers.add(settle);
     return () => void this.#settlers.delete(settle);
   }
@@ -326,7 +341,7 @@ export class SimulatedClock {
     for (let next = this.#earliest(); next && next.due <= target; next = this.#earliest()) {
       this.#moveTo(next.due);
       this.#fire(pop(next.lane.heap)!);
-      await this.#settled();
+      await this.#settled(null);
     }
     this.#moveTo(target);
     this.#arm();
@@ -335,11 +350,11 @@ export class SimulatedClock {
 
   /** One account's time moves: its timers and its sources' due things fire in order, each at its own instant. */
   async #advanceLane(account: number, ms: number): Promise<void> {
-    this.#laneInAdvance = account;
+    this.#lanesInAdvance.add(account);
     try {
       await this.#moveLane(account, ms);
     } finally {
-      this.#laneInAdvance = null;
+      this.#lanesInAdvance.delete(account);
     }
   }
 
@@ -373,16 +388,16 @@ export class SimulatedClock {
         fired = null;
         this.#fire(pop(lane.heap)!);
       }
-      await this.#settled();
+      await this.#settled(account);
     }
     lane.lead = Math.max(lane.lead, target);
     this.#arm();
     for (const listener of this.#advanced) listener();
   }
 
-  async #settled(): Promise<void> {
+  async #settled(account: number | null): Promise<void> {
     await this.#settle();
-    for (const settle of this.#settlers) await settle();
+    for (const settle of this.#settlers) await settle(account);
   }
 
   /** The earliest pending timer of any lane, and when it is due on the service's time. */
@@ -392,7 +407,7 @@ export class SimulatedClock {
       const timer = peek(lane.heap);
       if (!timer) {
         // An account at the service's time with nothing pending costs nothing to keep track of.
-        if (account !== null && lane.lead === 0 && account !== this.#laneInAdvance) this.#lanes.delete(account);
+        if (account !== null && lane.lead === 0 && !this.#lanesInAdvance.has(account)) this.#lanes.delete(account);
         continue;
       }
       const due = timer.at - lane.lead;

@@ -46,8 +46,8 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * The checks every keyed request passes first (spec 4, 5.3-5.4, 8 and issue 20 item 6), without HTTP: who
- * the bearer key is (401, and 429 for an address that failed too often), 60 requests a minute per key
- * (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
+ * the bearer key is (401, and 429 to a wrong one from an address that failed too often), 60 requests a
+ * minute per key (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
  * is a `ServiceError`; the adapters add the headers (`WWW-Authenticate`, `X-RateLimit-*`).
  * @example
  * const who = gate.identify(req.headers.authorization, req.socket.remoteAddress);
@@ -61,12 +61,15 @@ export class Gate {
     this.#options = options;
   }
 
-  /** Whether `address` may still try a credential (issue 20 item 6); throws 429 when it may not. */
+  /**
+   * Whether `address` may still present a credential that is not valid (issue 20 item 6); throws 429 when
+   * it may not. Ask it only once the credential was found invalid (issue 29 item 4): a valid one always passes.
+   */
   allowAttempt(address: string | undefined): void {
     if (address === undefined) return;
     const gate = this.#options.failures.gate(address);
     if (gate.allowed) return;
-    throw new ServiceError('rate_limit_exceeded', `Too many failed authentications from this address (${gate.limit} a minute): every credential it sends is refused for ${gate.retryAfter} s.`, { retryAfter: gate.retryAfter });
+    throw new ServiceError('rate_limit_exceeded', `Too many failed authentications from this address (${gate.limit} a minute): every credential it sends that is not valid is refused for ${gate.retryAfter} s.`, { retryAfter: gate.retryAfter });
   }
 
   /** Counts a failed credential against `address`. */
@@ -74,13 +77,22 @@ export class Gate {
     if (address !== undefined) this.#options.failures.fail(address);
   }
 
-  /** Who an `Authorization` header names (spec 5.4): 401 invalid_auth_header or invalid_api_key otherwise. */
-  identify(authorization: string | undefined, address?: string): Identified {
+  /** A credential found invalid: 429 when `address` failed too often (issue 20 item 6), else counted against it. */
+  guessed(address: string | undefined): void {
     this.allowAttempt(address);
+    this.failed(address);
+  }
+
+  /**
+   * Who an `Authorization` header names (spec 5.4): 401 invalid_auth_header or invalid_api_key otherwise.
+   * Issue 29 item 4: the key is looked up first, so a valid one is never refused by the failure limit.
+   */
+  identify(authorization: string | undefined, address?: string): Identified {
     const who = this.#options.accounts.authenticate(authorization);
     if (who === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key>.');
     if (who === 'invalid_api_key') {
-      this.failed(address);
+      // The admin token on a keyed route is a mistake, not a guess.
+      if (!this.isAdmin(authorization)) this.guessed(address);
       throw new ServiceError('invalid_api_key', 'This API key is unknown or was revoked.');
     }
     this.#options.identified?.(who.account.id);
@@ -98,15 +110,14 @@ export class Gate {
    * Who a test helper's credential names (issue 22): the admin token, or with `orKey` an API key (spec 5.4,
    * as `identify`). Anything else is 401: `invalid_auth_header` without a bearer token, `invalid_api_key`
    * for a token that is not the admin's (a live API key on an admin-only helper included, though it does
-   * not count as a failed attempt of the address).
+   * not count as a failed attempt of the address). Only a token that is neither meets the failure limit.
    */
   identifyAdmin(authorization: string | undefined, address: string | undefined, { orKey }: { orKey: boolean }): AdminOrKey {
-    this.allowAttempt(address);
     if (this.isAdmin(authorization)) return { admin: true };
     if (orKey) return { admin: false, who: this.identify(authorization, address) };
     const who = this.#options.accounts.authenticate(authorization);
     if (who === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <admin token> (cliphook serve prints it; startService answers it as adminToken).');
-    if (who === 'invalid_api_key') this.failed(address);
+    if (who === 'invalid_api_key') this.guessed(address);
     throw new ServiceError('invalid_api_key', who === 'invalid_api_key' ? 'This is not the admin token.' : 'This test helper takes the admin token, not an API key.');
   }
 

@@ -14,12 +14,21 @@ import type { Handler } from './pipeline.js';
 import { sendProblem } from './respond.js';
 import type { Caller } from '../core/gate.js';
 
+/**
+ * The assistant endpoint as an app sees it. Issue 29 item 15: the published declarations name no
+ * OAuth-server, Koa or MCP SDK type, so the endpoint's own class stays internal (`assistantEndpoint`).
+ */
+export interface ServiceAssistant {
+  /** Ends its connections and its authorization server; `close()` of the app does it too. */
+  close(): Promise<void>;
+}
+
 /** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
 export interface ServiceApp {
   (req: IncomingMessage, res: ServerResponse): void;
   readonly service: Service;
   /** The assistant endpoint at `/mcp`, or `null` when it is turned off. */
-  readonly assistant: AssistantEndpoint | null;
+  readonly assistant: ServiceAssistant | null;
   /** Every route it serves, `METHOD /path`, for the test that it and the contract agree. */
   readonly routes: readonly string[];
   /** Stops the service's timers and emitter and writes its data file. */
@@ -110,7 +119,7 @@ export interface StartedService extends TestHelpers {
  * stripe-mock, with state, webhooks and a clock the test moves. In memory unless `file` is given.
  * @example
  * const svc = await startService();
- * const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}` }, body: JSON.stringify({ prompt: 'a fox' }) });
+ * const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers: { authorization: `Bearer ${svc.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a fox' }) });
  * await svc.clock.advance(10_000);
  * await svc.close();
  */

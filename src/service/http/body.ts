@@ -16,9 +16,34 @@ export const MAX_JSON_DEPTH = 32;
 /** A request's JSON body (`undefined` when it has none), or the refusal of what was sent. */
 export type JsonBody = { ok: true; value: unknown } | { ok: false; error: ServiceError };
 
-/** Reads and parses a JSON body with the project's one body reader: 413 body_too_large past 1 MiB, 400 invalid_json. */
+/**
+ * Whether a `Content-Type` names JSON: `application/json` (with any parameters, `charset=utf-8` say) or a
+ * `+json` structured syntax suffix type (RFC 6839: `application/merge-patch+json`), in any case.
+ */
+export function isJsonMediaType(header: string | undefined): boolean {
+  const type = header?.split(';', 1)[0]!.trim().toLowerCase() ?? '';
+  return type === 'application/json' || /^application\/[a-z0-9!#$&^_.-][a-z0-9!#$&^_.+-]{0,120}\+json$/.test(type);
+}
+
+/** The 415 of a body whose `Content-Type` is not JSON (issue 29 item 13). */
+function notJson(header: string | undefined): ServiceError {
+  const sent = header === undefined ? 'with no Content-Type' : `as ${JSON.stringify(header.slice(0, 100))}`;
+  return new ServiceError('unsupported_media_type', `The body was sent ${sent}; send it as application/json (Content-Type: application/json).`);
+}
+
+/**
+ * Reads and parses a JSON body with the project's one body reader: 413 body_too_large past 1 MiB, 400
+ * invalid_json, 415 unsupported_media_type for bytes not declared JSON. No body at all needs no type.
+ */
 export async function readJsonBody(req: IncomingMessage): Promise<JsonBody> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  const type = req.headers['content-type'];
+  // Issue 29 item 13: a body sent as text/plain (fetch's default for a string) or untyped is refused, before
+  // anything is charged, so an integration that forgets the header fails here and not in production.
+  if (declared > 0 && !isJsonMediaType(type)) {
+    req.resume();
+    return { ok: false, error: notJson(type) };
+  }
   let bytes: Buffer;
   try {
     const read = readBody(req, MAX_JSON_BYTES, declared);
@@ -31,6 +56,7 @@ export async function readJsonBody(req: IncomingMessage): Promise<JsonBody> {
     return { ok: false, error: new ServiceError('invalid_json', 'The body could not be read.') };
   }
   if (bytes.length === 0) return { ok: true, value: undefined };
+  if (!isJsonMediaType(type)) return { ok: false, error: notJson(type) };
   const text = bytes.toString('utf8');
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return { ok: false, error: new ServiceError('invalid_json', `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`) };
   try {

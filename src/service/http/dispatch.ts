@@ -15,46 +15,86 @@ export interface ExtraRoute {
   handle(req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>): Promise<void> | void;
 }
 
-interface Compiled {
-  method: string;
+type Run = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => Promise<void> | void;
+
+/** A path template as segments, and the routes on it by method. */
+interface Template {
   template: string;
-  pattern: RegExp;
+  /** Each segment: its fixed text, or `null` for a `{param}`. */
+  segments: readonly (string | null)[];
   names: string[];
-  run: (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => Promise<void> | void;
+  /** Which of two matching templates wins: the one whose first differing segment is fixed (`0` before `1`). */
+  rank: string;
+  methods: Map<string, Run>;
 }
 
-/** `/v1/videos/{id}` as a regex, and its parameters' names. */
-function compile(template: string): { pattern: RegExp; names: string[] } {
+/** `/v1/videos/{id}` as its segments (`['v1', 'videos', null]`) and its parameters' names. */
+function compile(template: string): Pick<Template, 'segments' | 'names' | 'rank'> {
   const names: string[] = [];
-  const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{([a-z_]+)\\?\}/gi, (_, name: string) => {
-    names.push(name);
-    return '([^/]+)';
+  const segments = template.split('/').slice(1).map((segment) => {
+    const param = /^\{([a-z_]+)\}$/i.exec(segment);
+    if (param) {
+      names.push(param[1]!);
+      return null;
+    }
+    if (segment.includes('{') || segment.includes('}')) throw new TypeError(`A route's path parameter is a whole segment: got ${template}.`);
+    return segment;
   });
-  return { pattern: new RegExp(`^${source}$`), names };
+  return { segments, names, rank: segments.map((segment) => (segment === null ? '1' : '0')).join('') };
+}
+
+/** The decoded values of a template's parameters when it matches the (decoded) segments of a path, else `null`. */
+function matchOf(template: Template, path: readonly string[]): Record<string, string> | null {
+  if (template.segments.length !== path.length) return null;
+  const params: Record<string, string> = {};
+  let name = 0;
+  for (const [i, segment] of template.segments.entries()) {
+    if (segment === null) {
+      if (path[i] === '') return null;
+      params[template.names[name++]!] = path[i]!;
+    } else if (segment !== path[i]) return null;
+  }
+  return params;
 }
 
 /**
  * The service's router on node:http, built from the contract's routes (each bound to its handler) and the
- * routes outside it. Unknown paths are 404 `not_found`; a known path with another method is 405
- * `method_not_allowed` with `Allow`; `HEAD` is `GET` without the body (RFC 9110 §9.3.2).
+ * routes outside it. A path matches templates segment by segment, and where two match, the one with a fixed
+ * segment where the other has a parameter wins (`/v1/videos/batch` over `/v1/videos/{id}`). Unknown paths
+ * are 404 `not_found`; a known path with another method is 405 `method_not_allowed` with `Allow` (its own
+ * template's methods); `HEAD` is `GET` without the body (RFC 9110 §9.3.2).
  */
 export class ServiceRouter<C> {
-  readonly #routes: Compiled[] = [];
-  readonly #deps: PipelineDeps<C>;
+  readonly #templates = new Map<string, Template>();
   readonly #onError: (error: Error) => void;
 
   constructor(contract: ReadonlyArray<{ route: RouteSpec; handler: Handler<C> }>, extras: readonly ExtraRoute[], deps: PipelineDeps<C>, onError: (error: Error) => void) {
-    this.#deps = deps;
     this.#onError = onError;
-    for (const { route, handler } of contract) {
-      this.#routes.push({ method: route.method, template: route.path, ...compile(route.path), run: (req, res, params, query) => runRoute(route, handler, params, query, req, res, deps) });
-    }
-    for (const extra of extras) this.#routes.push({ method: extra.method, template: extra.path, ...compile(extra.path), run: extra.handle });
+    for (const { route, handler } of contract) this.#add(route.method, route.path, (req, res, params, query) => runRoute(route, handler, params, query, req, res, deps));
+    for (const extra of extras) this.#add(extra.method, extra.path, extra.handle);
+  }
+
+  #add(method: string, path: string, run: Run): void {
+    let template = this.#templates.get(path);
+    if (!template) this.#templates.set(path, (template = { template: path, ...compile(path), methods: new Map() }));
+    if (template.methods.has(method)) throw new TypeError(`${method} ${path} is routed twice.`);
+    template.methods.set(method, run);
   }
 
   /** `METHOD /path/{param}` of every route, for the test that the contract and the router agree. */
   get routes(): string[] {
-    return this.#routes.map((route) => `${route.method} ${route.template}`);
+    return [...this.#templates.values()].flatMap((template) => [...template.methods.keys()].map((method) => `${method} ${template.template}`));
+  }
+
+  /** The template a path's decoded segments name (the fixed one of two that match), and its parameters. */
+  #find(segments: readonly string[]): { template: Template; params: Record<string, string> } | null {
+    let best: { template: Template; params: Record<string, string> } | null = null;
+    for (const template of this.#templates.values()) {
+      if (best && template.rank >= best.template.rank) continue;
+      const params = matchOf(template, segments);
+      if (params) best = { template, params };
+    }
+    return best;
   }
 
   /** Answers one request; never throws (an unexpected failure is a 500 with no internals, spec 7). */
@@ -64,22 +104,14 @@ export class ServiceRouter<C> {
     const url = URL.canParse(target, 'http://service.invalid') ? new URL(target, 'http://service.invalid') : null;
     const path = url?.pathname ?? '/';
     try {
-      const method = req.method === 'HEAD' ? 'GET' : req.method;
-      let allowed: string[] | null = null;
-      for (const route of this.#routes) {
-        const match = url && route.pattern.exec(path);
-        if (!match) continue;
-        if (route.method !== method) {
-          (allowed ??= []).push(route.method);
-          continue;
-        }
-        const params: Record<string, string> = {};
-        for (const [i, name] of route.names.entries()) params[name] = decodeURIComponent(match[i + 1]!);
-        return await route.run(req, res, params, Object.fromEntries(url.searchParams));
-      }
+      const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
+      // Issue 29 item 12: segments are compared decoded, so `/v1/videos/%62atch` is the batch path too.
+      const found = url ? this.#find(path.split('/').slice(1).map(decodeURIComponent)) : null;
+      const run = found?.template.methods.get(method);
+      if (found && run) return await run(req, res, found.params, Object.fromEntries(url!.searchParams));
       req.resume();
-      if (!allowed) return sendProblem(res, problem('not_found', { detail: `Nothing at ${path}.`, instance: path }));
-      const methods = [...new Set(allowed)];
+      if (!found) return sendProblem(res, problem('not_found', { detail: `Nothing at ${path}.`, instance: path }));
+      const methods = [...found.template.methods.keys()];
       const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
       sendProblem(res, problem('method_not_allowed', { detail: `${path} takes ${allow}.`, instance: path }), { allow });
     } catch (error) {

@@ -32,12 +32,12 @@ export function chaosModesOf(prompt: string | null | undefined): ChaosMode[] {
 }
 
 /**
- * The modes of a clip's webhook: its prompt's and its account's together, in the order of `CHAOS_MODES`.
- * @example combineModes(chaosModesOf(video.prompt), accountModes)
+ * The modes of a clip's webhook (its prompt's and its account's together), or an account's as sent: each
+ * once, in the order given. Issue 29 item 18: `svc.webhookChaos` answers the modes in the order sent.
+ * @example combineModes(['webhook_late', 'webhook_duplicate', 'webhook_late']) // ['webhook_late', 'webhook_duplicate']
  */
 export function combineModes(...lists: ReadonlyArray<readonly ChaosMode[]>): ChaosMode[] {
-  const all = new Set(lists.flat());
-  return CHAOS_MODES.filter((mode) => all.has(mode));
+  return [...new Set(lists.flat())];
 }
 
 /** One request of an attempt. */

@@ -60,7 +60,13 @@ export interface FaultCaller {
   account: number | null;
 }
 
-/** The edges of `FaultRules`: its clock, the routes, the accounts. */
+/**
+ * The most fault rules one account holds (made with its key or by the admin token for it), and the most
+ * service-wide rules (the admin's, without `match.account`): issue 29 item 6, where 20,001 rules took ~40 MB.
+ */
+export const MAX_FAULT_RULES = 100;
+
+/** The edges of `FaultRules`: its clock, the routes, the accounts, its bound. */
 export interface FaultRulesOptions {
   /** The time rules are made at (`created_at`). */
   now: () => number;
@@ -68,6 +74,8 @@ export interface FaultRulesOptions {
   routes?: readonly RouteSpec[];
   /** Whether an account exists, for `match.account` given with the admin token. @default every id exists */
   accountExists?: (id: number) => boolean;
+  /** The most rules per account, and service-wide; one more is 400 `invalid_parameter`. @default MAX_FAULT_RULES (100) */
+  maxRules?: number;
 }
 
 interface Rule {
@@ -180,11 +188,16 @@ export class FaultRules {
   readonly #now: () => number;
   readonly #routes: readonly RouteSpec[];
   readonly #accountExists: (id: number) => boolean;
-  #rules: Rule[] = [];
+  readonly #maxRules: number;
+  /** Each account's rules, and the service-wide ones (`null`), in the order made: a request is tried against two lists (issue 29 item 6). */
+  readonly #scopes = new Map<number | null, Rule[]>();
+  readonly #byId = new Map<string, Rule>();
   #seq = 0;
 
-  constructor({ now, routes = ROUTES, accountExists = () => true }: FaultRulesOptions) {
+  constructor({ now, routes = ROUTES, accountExists = () => true, maxRules = MAX_FAULT_RULES }: FaultRulesOptions) {
     if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function that returns the time in milliseconds.');
+    if (!Number.isSafeInteger(maxRules) || maxRules < 1) throw new TypeError(`Expected \`maxRules\` to be a whole number >= 1, got ${maxRules}.`);
+    this.#maxRules = maxRules;
     this.#now = now;
     this.#routes = routes;
     this.#accountExists = accountExists;
@@ -198,6 +211,11 @@ export class FaultRules {
       if (account !== null && account !== caller.account) throw refuse('match.account', `An API key makes rules for its own account (${caller.account}) only; use the admin token for account ${account}.`);
       account = caller.account;
     } else if (account !== null && !this.#accountExists(account)) throw refuse('match.account', `No account ${account}.`);
+    const scope = this.#scopes.get(account) ?? [];
+    if (scope.length >= this.#maxRules) {
+      const holder = account === null ? 'The service-wide set' : `Account ${account}`;
+      throw new ServiceError('invalid_parameter', `${holder} holds ${scope.length} fault rules, the most it may: delete one (DELETE /test_helpers/faults/{id}) or reset first.`, { extra: { parameter: 'match.account', limit: this.#maxRules } });
+    }
     const seq = ++this.#seq;
     const seed = input.seed ?? seq;
     const rule: Rule = {
@@ -205,30 +223,39 @@ export class FaultRules {
       match: { operation: input.match.operation ?? null, method: input.match.method ?? null, path: input.match.path ?? null, account },
       action: actionOf(input.action), hits: 0, applied: 0, createdAt: this.#now(),
     };
-    this.#rules.push(rule);
+    scope.push(rule);
+    this.#scopes.set(account, scope);
+    this.#byId.set(rule.id, rule);
     return viewOf(rule);
   }
 
   /** The rules the caller may see, in order: the admin's all (or one account's), a key's its own account's. */
   list(caller: FaultCaller, { account }: { account?: number | undefined } = {}): FaultRuleView[] {
     const scope = caller.account ?? account;
-    return this.#rules.filter((rule) => scope === undefined || rule.match.account === scope).map(viewOf);
+    const rules = scope === undefined ? [...this.#scopes.values()].flat().sort((a, b) => a.seq - b.seq) : (this.#scopes.get(scope) ?? []);
+    return rules.map(viewOf);
   }
 
   /** Deletes a rule the caller may see; another's, or none, is 404 `not_found`. */
   remove(id: string, caller: FaultCaller): FaultRuleView {
-    const index = this.#rules.findIndex((rule) => rule.id === id && (caller.account === null || rule.match.account === caller.account));
-    if (index < 0) throw new ServiceError('not_found', `No fault rule ${id}.`);
-    const [rule] = this.#rules.splice(index, 1);
-    return viewOf(rule!);
+    const rule = this.#byId.get(id);
+    if (!rule || (caller.account !== null && rule.match.account !== caller.account)) throw new ServiceError('not_found', `No fault rule ${id}.`);
+    const scope = this.#scopes.get(rule.match.account)!;
+    scope.splice(scope.indexOf(rule), 1);
+    if (scope.length === 0) this.#scopes.delete(rule.match.account);
+    this.#byId.delete(id);
+    return viewOf(rule);
   }
 
   /** Deletes an account's rules (an account deleted), or all of them (a reset: ids start again at flt_1). */
   clear({ account }: { account?: number | undefined } = {}): number {
-    const before = this.#rules.length;
-    this.#rules = account === undefined ? [] : this.#rules.filter((rule) => rule.match.account !== account);
-    if (account === undefined) this.#seq = 0;
-    return before - this.#rules.length;
+    const gone = account === undefined ? [...this.#scopes.values()].flat() : (this.#scopes.get(account) ?? []);
+    for (const rule of gone) this.#byId.delete(rule.id);
+    if (account === undefined) {
+      this.#scopes.clear();
+      this.#seq = 0;
+    } else this.#scopes.delete(account);
+    return gone.length;
   }
 
   /**
@@ -239,7 +266,7 @@ export class FaultRules {
   decide(request: FaultRequest): FaultDecision | null {
     const route = faultableRoutes(this.#routes).find((candidate) => candidate.operationId === request.operation);
     if (!route) return null;
-    for (const rule of this.#rules) {
+    for (const rule of this.#candidates(request.account)) {
       if (rule.times !== null && rule.applied >= rule.times) continue;
       const { match } = rule;
       if (match.account !== null && match.account !== request.account) continue;
@@ -251,5 +278,17 @@ export class FaultRules {
       return { rule: viewOf(rule), action: rule.action, route, itemCodes: route.indexed ? route.problems : [] };
     }
     return null;
+  }
+
+  /** The rules that may match a request of `account`, in the order made: its own and the service-wide ones, merged by `seq`. */
+  *#candidates(account: number | null): Generator<Rule> {
+    const shared = this.#scopes.get(null) ?? [];
+    const own = account === null ? [] : (this.#scopes.get(account) ?? []);
+    let i = 0;
+    let j = 0;
+    while (i < shared.length || j < own.length) {
+      if (j >= own.length || (i < shared.length && shared[i]!.seq < own[j]!.seq)) yield shared[i++]!;
+      else yield own[j++]!;
+    }
   }
 }

@@ -1,12 +1,22 @@
 import { JOURNAL_CAP } from '../contract/test-helpers.js';
-import { createRedactor, isSecretName, REDACTED, type Redactor } from './redact.js';
+import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
+import { JournalLanes } from './journal-lanes.js';
+import { createRedactor, isSecretName, REDACTED, SecretIndex, type Redactor } from './redact.js';
 
 // The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
 // answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
-// after a 503?". Bounded: a ring of `cap` entries, each cut to fixed sizes, and redacted before it is
-// kept (redact.ts), so no secret is ever stored, let alone answered.
+// after a 503?". Bounded: each account's entries apart from every other's (journal-lanes.ts), each entry
+// cut to fixed sizes, and redacted before it is kept (redact.ts), so no secret is ever stored, let alone
+// answered.
 
 export { JOURNAL_CAP };
+export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './journal-filter.js';
+/** Entries kept of one account (issue 29 item 5). */
+export const JOURNAL_ACCOUNT_CAP = JOURNAL_CAP;
+/** Entries kept of requests that named no valid key (no key, a refused one, the admin token, a public route), apart from every account's. */
+export const JOURNAL_KEYLESS_CAP = JOURNAL_CAP;
+/** Entries kept of every account together; past it the oldest of any account goes. */
+export const JOURNAL_TOTAL_CAP = 4 * JOURNAL_CAP;
 /** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
 export const MAX_BODY_CHARS = 4096;
 /** The longest path kept. */
@@ -18,8 +28,8 @@ const MAX_QUERY_NAME_CHARS = 64;
 /** Spec 4.1 allows 255 characters; a longer (invalid) key is cut. */
 export const MAX_IDEMPOTENCY_KEY_CHARS = 256;
 /**
- * An upper bound on one entry's characters (its strings and the JSON of its body): with `JOURNAL_CAP`
- * entries, the journal holds at most about 7 million characters.
+ * An upper bound on one entry's characters (its strings and the JSON of its body): with the default caps
+ * (`JOURNAL_TOTAL_CAP` + `JOURNAL_KEYLESS_CAP` entries), the journal holds at most about 35 million characters.
  */
 export const MAX_ENTRY_CHARS = MAX_BODY_CHARS + MAX_PATH_CHARS + MAX_QUERY_CHARS + MAX_IDEMPOTENCY_KEY_CHARS + 512;
 
@@ -65,7 +75,7 @@ export interface JournalEntry {
 /** Which entries to answer (all given ones must match). */
 export interface JournalFilter {
   method?: string | undefined;
-  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`). */
+  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`), matched segment by segment (`pathMatches`); at most `MAX_PATH_FILTER_CHARS` characters and `MAX_PATH_FILTER_SEGMENTS` segments. */
   path?: string | undefined;
   operation?: string | undefined;
   /** A status (`404`) or a class (`'4xx'`). */
@@ -77,54 +87,71 @@ export interface JournalFilter {
 
 /** Options of `RequestJournal`. */
 export interface RequestJournalOptions {
-  /** Entries kept; the oldest is dropped past it. @default JOURNAL_CAP (1,000) */
+  /** Entries kept of one account; its oldest goes past it. @default JOURNAL_ACCOUNT_CAP (1,000) */
+  accountCap?: number;
+  /** Entries kept of requests that named no valid key, which never evict an account's. @default JOURNAL_KEYLESS_CAP (1,000) */
+  keylessCap?: number;
+  /** Entries kept of every account together; the oldest of any account goes past it. @default JOURNAL_TOTAL_CAP (4,000) */
   cap?: number;
-  /** The secrets to cut out of every entry, read at each record: the live API keys, webhook secrets, admin token. */
-  secrets?: () => Iterable<string>;
+  /**
+   * The secrets to cut out of every entry wherever they occur, kept up to date by their owner (the service:
+   * every key's token and webhook secrets, the one before a rotation too, and the admin token).
+   * @default an empty index (only secret-named members and secret shapes are redacted)
+   */
+  secrets?: SecretIndex;
 }
 
 /**
  * A bounded journal of requests, newest first.
  * @example
- * const journal = new RequestJournal({ secrets: () => service.secrets() });
+ * const secrets = new SecretIndex();
+ * secrets.set('admin', [adminToken]);
+ * const journal = new RequestJournal({ secrets });
  * journal.record({ at: clock.now(), account: 1, keyId: 'key_a', operation: 'createVideo', method: 'POST', path: '/v1/videos', query: {}, idempotencyKey: 'k-1', replayed: false, status: 503, code: 'upstream_busy', body });
  * journal.list({ operation: 'createVideo' })[0].idempotency_key // 'k-1'
  */
 export class RequestJournal {
+  /** Entries kept of every account together. */
   readonly cap: number;
-  readonly #secrets: () => Iterable<string>;
-  readonly #ring: Array<JournalEntry | undefined>;
-  /** Where the next entry goes. */
-  #head = 0;
-  #size = 0;
+  readonly accountCap: number;
+  readonly keylessCap: number;
+  /** The known secrets every entry is redacted against (issue 29 item 2: looked up, never searched for one by one). */
+  readonly secrets: SecretIndex;
+  readonly #redactor: Redactor;
+  readonly #lanes: JournalLanes<JournalEntry>;
 
-  constructor({ cap = JOURNAL_CAP, secrets = () => [] }: RequestJournalOptions = {}) {
-    if (!Number.isSafeInteger(cap) || cap < 1) throw new TypeError(`Expected \`cap\` to be a whole number >= 1, got ${cap}.`);
-    if (typeof secrets !== 'function') throw new TypeError('Expected `secrets` to be a function that returns the secrets to redact.');
+  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, cap = JOURNAL_TOTAL_CAP, secrets = new SecretIndex() }: RequestJournalOptions = {}) {
+    for (const [name, value] of Object.entries({ accountCap, keylessCap, cap })) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`Expected \`${name}\` to be a whole number >= 1, got ${value}.`);
+    }
+    if (!(secrets instanceof SecretIndex)) throw new TypeError('Expected `secrets` to be a SecretIndex of the secrets to redact.');
     this.cap = cap;
-    this.#secrets = secrets;
-    this.#ring = new Array<JournalEntry | undefined>(cap);
+    this.accountCap = accountCap;
+    this.keylessCap = keylessCap;
+    this.secrets = secrets;
+    this.#redactor = createRedactor(secrets);
+    this.#lanes = new JournalLanes({ account: accountCap, keyless: keylessCap, total: cap });
   }
 
   /** Entries held now. */
   get size(): number {
-    return this.#size;
+    return this.#lanes.size;
   }
 
-  /** Keeps one request, redacted and cut to its bounds; the oldest entry goes when the journal is full. */
+  /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
-    const entry = deepFreeze(toEntry(request, createRedactor(this.#secrets())));
-    this.#push(entry);
+    const entry = deepFreeze(toEntry(request, this.#redactor));
+    this.#lanes.push(entry.account, entry);
     return entry;
   }
 
-  /** The entries that match, newest first. */
+  /** The entries that match, newest first. A `path` filter past its bounds is a TypeError (`pathFilterProblem`). */
   list(filter: JournalFilter = {}): JournalEntry[] {
-    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap));
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap + this.keylessCap));
     const matches = matcher(filter);
     const out: JournalEntry[] = [];
-    for (let i = 0; i < this.#size && out.length < limit; i++) {
-      const entry = this.#ring[(this.#head - 1 - i + this.cap) % this.cap]!;
+    for (const entry of this.#lanes.newest(filter.account)) {
+      if (out.length >= limit) break;
       if (matches(entry)) out.push(entry);
     }
     return out;
@@ -132,19 +159,7 @@ export class RequestJournal {
 
   /** Removes the entries of one account, or all; answers how many went. */
   clear({ account }: { account?: number | undefined } = {}): number {
-    const before = this.#size;
-    const kept = account === undefined ? [] : this.list({ limit: this.cap }).filter((entry) => entry.account !== account).reverse();
-    this.#ring.fill(undefined);
-    this.#head = 0;
-    this.#size = 0;
-    for (const entry of kept) this.#push(entry);
-    return before - this.#size;
-  }
-
-  #push(entry: JournalEntry): void {
-    this.#ring[this.#head] = entry;
-    this.#head = (this.#head + 1) % this.cap;
-    this.#size = Math.min(this.#size + 1, this.cap);
+    return this.#lanes.clear(account);
   }
 }
 
@@ -158,7 +173,7 @@ function cut(text: string, max: number): { text: string; cut: boolean } {
 function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
   let truncated = false;
   const bounded = (text: string, max: number) => {
-    const result = cut(redactor.text(text), max);
+    const result = cut(redactor.text(text, max), max);
     truncated ||= result.cut;
     return result.text;
   };
@@ -195,33 +210,32 @@ function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
   };
 }
 
-/** The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`. */
+/**
+ * The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`.
+ * Issue 29 item 2: only what can be kept is walked and scanned, however large the body.
+ */
 function bodyOf(body: unknown, redactor: Redactor): { value: unknown; cut: boolean } {
   if (body === undefined || body === null) return { value: null, cut: false };
   if (typeof body === 'string') {
-    const result = cut(redactor.text(body), MAX_BODY_CHARS);
+    const result = cut(redactor.text(body, MAX_BODY_CHARS), MAX_BODY_CHARS);
     return { value: result.text, cut: result.cut };
   }
-  const value = redactor.value(body) ?? null;
+  const value = redactor.value(body, MAX_BODY_CHARS) ?? null;
   const text = JSON.stringify(value);
   if (text.length <= MAX_BODY_CHARS) return { value, cut: false };
   return { value: cut(text, MAX_BODY_CHARS).text, cut: true };
 }
 
-/** A path template (`/v1/videos/{id}`) as a regular expression of the paths it names. */
-function templatePattern(template: string): RegExp {
-  const parts = template.split(/\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${parts.join('[^/]+')}$`);
-}
-
 function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
   const method = filter.method?.toUpperCase();
-  const path = filter.path === undefined ? undefined : filter.path.includes('{') ? templatePattern(filter.path) : filter.path;
+  const problem = filter.path === undefined ? null : pathFilterProblem(filter.path);
+  if (problem) throw new TypeError(`Expected a \`path\` filter within its bounds: ${problem}`);
+  const path = filter.path === undefined ? undefined : pathSegments(filter.path);
   const status = filter.status === undefined ? undefined : String(filter.status);
   const statusClass = status?.endsWith('xx') ? status[0] : undefined;
   return (entry) =>
     (method === undefined || entry.method === method) &&
-    (path === undefined || (typeof path === 'string' ? entry.path === path : path.test(entry.path))) &&
+    (path === undefined || pathMatches(path, entry.path)) &&
     (filter.operation === undefined || entry.operation === filter.operation) &&
     (status === undefined || (statusClass ? String(entry.status)[0] === statusClass : String(entry.status) === status)) &&
     (filter.account === undefined || entry.account === filter.account);

@@ -5,6 +5,7 @@ import { DEFAULT_ACCOUNT, SeedFixture, seedModel, type SeedFixtureValue } from '
 import type { Ratio, VideoStatus } from '../contract/videos.js';
 import type { VideoErrorCode } from '../../protocol/events.js';
 import type { ProblemCode } from '../../protocol/problem.js';
+import { checkClipCallback } from '../core/callback-url.js';
 import { jsonPointer } from './pointer.js';
 
 // Seeding (issue 22): the fixture is checked whole before anything is made (every error, each with its
@@ -33,22 +34,48 @@ export const MAX_LISTED_ERRORS = 20;
  * spec 2.9 and 2.10 where the status has one). A fixture that is not a JSON object is `invalid_json`.
  * @example checkFixture({ clips: [{ name: 'a', account: 'nobody', status: 'done' }] }) // { ok: false, errors: [{ code: 'invalid_parameter', pointer: '/clips/0/account', … }] }
  */
-export function checkFixture(input: unknown): FixtureCheck {
+export function checkFixture(input: unknown, { strict = false }: FixtureCheckOptions = {}): FixtureCheck {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return { ok: false, errors: [{ code: 'invalid_json', detail: 'A seed fixture is a JSON object: { "accounts", "assets", "clips", "images" }.', pointer: '' }] };
   }
   const parsed = SeedFixture.safeParse(input, { reportInput: true });
-  if (parsed.success) return { ok: true, fixture: parsed.data };
   // The rules across entries run too when the members only break a bound, so a member can fail twice
   // (a duration of 31 for a standard clip): one error per member, the first.
   const errors = new Map<string, SeedError>();
-  for (const issue of parsed.error.issues) {
+  for (const issue of parsed.success ? [] : parsed.error.issues) {
     const pointer = jsonPointer(issue.path);
     if (errors.has(pointer)) continue;
     const refusal = refusalOf(SeedFixture, [issue], input);
     errors.set(pointer, { code: refusal.code, detail: refusal.detail, pointer, ...(refusal.extra ? { extra: refusal.extra } : {}) });
   }
+  callbacks((input as { clips?: unknown }).clips, strict, errors);
+  if (parsed.success && errors.size === 0) return { ok: true, fixture: parsed.data };
   return { ok: false, errors: [...errors.values()] };
+}
+
+/** How the service that makes a fixture checks it. */
+export interface FixtureCheckOptions {
+  /** `--strict`: a clip's `callback_url` is https to a public host, as `POST /v1/videos` then requires. @default false */
+  strict?: boolean;
+}
+
+/**
+ * Issue 29 item 10: each clip's `callback_url` by the rule of `POST /v1/videos` (core/callback-url.ts), so
+ * `--strict` refuses a loopback or plain-http one here too; a member that already failed is not told twice.
+ */
+function callbacks(clips: unknown, strict: boolean, errors: Map<string, SeedError>): void {
+  if (!Array.isArray(clips)) return;
+  for (const [index, clip] of clips.entries()) {
+    const url = (clip as { callback_url?: unknown } | null)?.callback_url;
+    const pointer = jsonPointer(['clips', index, 'callback_url']);
+    if (typeof url !== 'string' || errors.has(pointer)) continue;
+    try {
+      checkClipCallback(url, { strict });
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      errors.set(pointer, { code: error.code, detail: error.detail, pointer });
+    }
+  }
 }
 
 /**

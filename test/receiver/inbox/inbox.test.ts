@@ -200,6 +200,24 @@ describe('receiver inbox', () => {
     expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file: tmp.file('inbox.json') } })).toThrow(/already open by another inbox/);
   });
 
+  it('ingest (reconciliation) goes through the inbox: stored, run with source reconcile, then a webhook of that event is a duplicate', async () => {
+    const { receiver, send, clock } = await setup();
+    const seen: Array<Pick<WebhookContext, 'deliveryId' | 'source' | 'attempt'>> = [];
+    receiver.onAny((_event, { deliveryId, source, attempt }) => void seen.push({ deliveryId, source, attempt }));
+    const hook = createTestWebhook('video.completed', { secret: SECRET, now: clock.now() });
+    const { delivered_at: _, ...event } = hook.event;
+    expect(await receiver.ingest({ ...event, delivered_at: new Date(clock.now()).toISOString() }, { source: 'reconcile' })).toBe('handled');
+    const id = `reconcile:video.completed:${hook.event.id}`;
+    await vi.waitFor(async () => expect(await receiver.inbox!.get(id)).toMatchObject({ state: 'done', source: 'reconcile' }));
+    expect(seen).toEqual([{ deliveryId: id, source: 'reconcile', attempt: 1 }]);
+    expect(await receiver.ingest(hook.event, { source: 'reconcile' })).toBe('duplicate');
+    const late = await send(hook);
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ duplicate: true });
+    await settle();
+    expect(seen).toHaveLength(1);
+  });
+
   it('validates its options at construction, naming the option', () => {
     const make = (inbox: unknown) => () => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: inbox as never });
     expect(make({ concurrency: 0 })).toThrow(/`inbox.concurrency`/);

@@ -58,14 +58,16 @@ describe('wrong API keys on the consent page', () => {
     expect((await jar.fetch(consentUrl)).status).toBe(400);
   });
 
-  it('count against the address too: past 30 failed authentications, the page answers 429 even to the right key', async () => {
+  // Issue 29 item 4: the right key used to be refused too, so any local process could lock out sign-ins.
+  it('count against the address too: past 30 failed authentications, the page answers 429 to a wrong key, and the right key still signs in', async () => {
     const svc = await start();
     const { post } = await openSignIn(svc.origin);
     for (let i = 0; i < 30; i++) expect((await fetch(`${svc.origin}/v1/account`, { headers: { authorization: `Bearer sk_not_a_key_at_all_${i}` } })).status).toBe(401);
-    const refused = await post(svc.apiKey);
+    const refused = await post('sk_not_a_key_at_all_either_30');
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('60');
     expect(await refused.text()).toContain('Too many wrong API keys');
+    expect((await post(svc.apiKey)).status).toBe(303);
   });
 
   it('an approved sign-in is not answered twice before its redirect is followed', async () => {

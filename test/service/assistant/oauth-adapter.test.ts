@@ -2,6 +2,7 @@
 // memory only, and a grant's codes and tokens revoked together.
 import { describe, expect, it } from 'vitest';
 import { MAX_INTERACTIONS, MAX_REGISTERED_CLIENTS, StoreAdapterFactory, type OAuthTables } from '../../../src/service/assistant/oauth/adapter.js';
+import { OAUTH_TTL } from '../../../src/service/assistant/oauth/paths.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 
 const open = () => ServiceStore.open<OAuthTables>({ file: false, tables: ['oauth'] });
@@ -87,5 +88,25 @@ describe('StoreAdapterFactory', () => {
     expect(await refresh.find('r1')).toBeUndefined();
     now -= 61_000;
     expect(await tokens.find('t2')).toBeDefined();
+  });
+
+  it('shows a refresh token as unused for the grace period after its first use, and only a refresh token', async () => {
+    let now = 1_000_000_000;
+    const store = await open();
+    const factory = new StoreAdapterFactory(store, { now: () => now });
+    const refresh = factory.adapter('RefreshToken');
+    const codes = factory.adapter('AuthorizationCode');
+    await refresh.upsert('r1', { grantId: 'g1' }, 3_600);
+    await codes.upsert('c1', { grantId: 'g1' }, 60);
+    await refresh.consume('r1');
+    await codes.consume('c1');
+    expect((await refresh.find('r1'))?.consumed).toBeUndefined();
+    expect((await codes.find('c1'))?.consumed).toBe(now / 1000);
+    // A second use within the period does not move its start.
+    now += (OAUTH_TTL.rotatedRefreshGrace - 1) * 1000;
+    await refresh.consume('r1');
+    expect((await refresh.find('r1'))?.consumed).toBeUndefined();
+    now += 1000;
+    expect((await refresh.find('r1'))?.consumed).toBe(1_000_000);
   });
 });

@@ -1,12 +1,15 @@
 // Issue 20 item 3: the scopes of the assistant's sign-in. No scope means `mcp` (OAuth 2.1 lets the server
-// apply a default), `offline_access` adds a refresh token, an unknown scope is `invalid_scope` before the
-// person is asked anything, and /mcp takes only a token that carries `mcp` (403 insufficient_scope).
+// apply a default), an unknown scope is `invalid_scope` before the person is asked anything, and /mcp takes
+// only a token that carries `mcp` (403 insufficient_scope). Issue 29 item 19: a refresh token goes with the
+// client's registration for the refresh_token grant (the default when `grant_types` is left out), asked
+// for with `offline_access` or not; a client registered for the authorization code grant only gets none.
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { assistantEndpoint } from '../../../src/service/http/app-internals.js';
 import { answerConsent } from './oauth-helpers.js';
 
 interface StartedService {
@@ -36,8 +39,9 @@ async function start(): Promise<StartedService> {
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
-async function register(svc: StartedService): Promise<string> {
-  const res = await fetch(`${svc.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Scoped', redirect_uris: [REDIRECT] }) });
+async function register(svc: StartedService, grantTypes?: string[]): Promise<string> {
+  const metadata = { client_name: 'Scoped', redirect_uris: [REDIRECT], ...(grantTypes ? { grant_types: grantTypes } : {}) };
+  const res = await fetch(`${svc.origin}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) });
   return ((await res.json()) as { client_id: string }).client_id;
 }
 
@@ -53,8 +57,8 @@ function authorizationUrl(svc: StartedService, clientId: string, scope: string |
 }
 
 /** Register, ask for `scope`, approve on the consent page, and exchange the code: the token response. */
-async function signIn(svc: StartedService, scope: string | undefined) {
-  const clientId = await register(svc);
+async function signIn(svc: StartedService, scope: string | undefined, grantTypes?: string[]) {
+  const clientId = await register(svc, grantTypes);
   const verifier = randomBytes(32).toString('base64url');
   const { landed } = await answerConsent(authorizationUrl(svc, clientId, scope, verifier), { apiKey: svc.apiKey });
   expect(landed.searchParams.get('error'), landed.search).toBeNull();
@@ -72,25 +76,30 @@ const toolsList = (svc: StartedService, token: string) =>
   });
 
 describe('OAuth scopes of the assistant endpoint', () => {
-  it('applies mcp when no scope (or an empty one) is asked for, with no refresh token', async () => {
+  it('applies mcp when no scope (or an empty one) is asked for', async () => {
     const svc = await start();
     for (const scope of [undefined, '']) {
       const tokens = await signIn(svc, scope);
       expect(tokens.scope).toBe('mcp');
-      expect(tokens.refresh_token).toBeUndefined();
       expect((await toolsList(svc, tokens.access_token)).status).toBe(200);
     }
   });
 
-  it('adds a refresh token for offline_access, alone or with mcp, and works at /mcp', async () => {
+  it('gives a refresh token to a client registered for the refresh_token grant, with offline_access or without, and none to one registered without it', async () => {
     const svc = await start();
-    for (const scope of ['offline_access', 'mcp offline_access']) {
-      const tokens = await signIn(svc, scope);
-      expect(tokens.scope, scope).toBe('mcp');
-      expect(tokens.refresh_token, scope).toEqual(expect.any(String));
+    for (const grantTypes of [undefined, ['authorization_code', 'refresh_token']]) {
+      for (const scope of [undefined, 'mcp', 'offline_access', 'mcp offline_access']) {
+        const tokens = await signIn(svc, scope, grantTypes);
+        expect(tokens.scope, scope).toBe('mcp');
+        expect(tokens.refresh_token, `${scope} ${grantTypes}`).toEqual(expect.any(String));
+        expect((await toolsList(svc, tokens.access_token)).status).toBe(200);
+      }
+    }
+    for (const scope of ['mcp', 'mcp offline_access']) {
+      const tokens = await signIn(svc, scope, ['authorization_code']);
+      expect(tokens.refresh_token, scope).toBeUndefined();
       expect((await toolsList(svc, tokens.access_token)).status).toBe(200);
     }
-    expect((await signIn(svc, 'mcp')).refresh_token).toBeUndefined();
   });
 
   it('refuses an unknown scope as invalid_scope before the consent page', async () => {
@@ -107,7 +116,7 @@ describe('OAuth scopes of the assistant endpoint', () => {
   it('answers 403 insufficient_scope to a token without mcp, naming the scope and the metadata', async () => {
     const svc = await start();
     const tokens = await signIn(svc, 'mcp');
-    const { provider, resource } = await svc.app.assistant!.signIn.oauth();
+    const { provider, resource } = await assistantEndpoint(svc.app)!.signIn.oauth();
     const found = (await provider.AccessToken.find(tokens.access_token))!;
     const client = (await provider.Client.find(found.clientId!))!;
     // A token as one for `scope=openid` was issued before the default scope existed: scope "".

@@ -13,6 +13,7 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type AppOptions, type ServiceApp } from '../../../src/service/http/app.js';
+import { assistantEndpoint } from '../../../src/service/http/app-internals.js';
 import { answerConsent, CookieJar, MemoryOAuthClient } from './oauth-helpers.js';
 
 interface Running {
@@ -115,6 +116,11 @@ describe('assistant sign-in with OAuth 2.1', () => {
     const { client, oauth, page } = await signIn(svc, undefined, { dailyLimit: '15' });
     expect(page).toContain('Test Assistant');
     expect(oauth.clientInfo?.client_id).toBeTruthy();
+    // Issue 29 item 19: the SDK 2.x adds offline_access (listed by the server's metadata, and the client registers
+    // for refresh_token) with prompt=consent, beyond the challenge's scope; either way it gets a refresh token.
+    expect(oauth.authorizationUrl!.searchParams.get('scope')).toBe('mcp offline_access');
+    expect(oauth.authorizationUrl!.searchParams.get('prompt')).toBe('consent');
+    expect(oauth.savedTokens?.refresh_token).toEqual(expect.any(String));
     const account = await tool(client, 'get_account');
     expect(account.data.assistant).toMatchObject({ daily_limit: 15, used_today: 0 });
 
@@ -172,7 +178,7 @@ describe('assistant sign-in with OAuth 2.1', () => {
     // A real token of this server, but for another audience (as another resource server's would be).
     const { client, oauth } = await signIn(svc);
     await client.close();
-    const { provider } = await svc.app.assistant!.signIn.oauth();
+    const { provider } = await assistantEndpoint(svc.app)!.signIn.oauth();
     const good = await provider.AccessToken.find(oauth.savedTokens!.access_token);
     const foreign = new provider.AccessToken({ accountId: good!.accountId, clientId: good!.clientId, grantId: good!.grantId!, aud: 'https://api.elsewhere.example/mcp', scope: 'mcp', gty: 'authorization_code' } as never);
     const foreignToken = await foreign.save();

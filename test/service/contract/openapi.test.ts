@@ -7,8 +7,14 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import createClient from 'openapi-fetch';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { z } from 'zod';
+import { ImageRequest } from '../../../src/service/contract/images.js';
 import { openApiDocument } from '../../../src/service/contract/openapi.js';
-import { ROUTES } from '../../../src/service/contract/routes.js';
+import { parseOrThrow, ServiceError } from '../../../src/service/contract/problems.js';
+import { routeOf, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
+import { FaultRuleRequest } from '../../../src/service/contract/test-helpers.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -83,6 +89,85 @@ describe('the OpenAPI 3.1 document (issue 21), made from contract/routes.ts', ()
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('the rules the document once stated only in words, as schema (issue 29 item 14)', () => {
+  const doc = openApiDocument();
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+  ajv.addSchema({ $id: 'openapi', components: doc.components } as object, 'openapi');
+  const schemas = (doc.components as { schemas: Record<string, object> }).schemas;
+  /** Whether the document's schema `id` takes `body`. */
+  const documented = (id: string, body: unknown) => ajv.validate(JSON.parse(JSON.stringify(schemas[id]).replaceAll('"#/components/', '"openapi#/components/')) as object, body);
+  /** What the service answers for `body`: `ok`, or the refusal's code and the member it names. */
+  const answered = (schema: z.ZodType, body: unknown) => {
+    try {
+      parseOrThrow(schema, body);
+      return 'ok';
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      return `${error.code} ${String(error.extra?.parameter ?? '')}`.trim();
+    }
+  };
+
+  it("a fault rule's match takes operation, or method and/or path, not both; its action exactly one of problem, delay_ms, cut, hang; retry_after only with problem", () => {
+    const cases: Array<[unknown, string]> = [
+      [{ match: { operation: 'getVideo' }, action: { problem: 'upstream_busy' } }, 'ok'],
+      [{ match: { method: 'GET', path: '/v1/videos/{id}' }, action: { delay_ms: 10 } }, 'ok'],
+      [{ match: { path: '/v1/videos' }, action: { cut: 'before' } }, 'ok'],
+      [{ match: {}, action: { hang: true } }, 'ok'],
+      [{ match: { account: 2 }, action: { problem: 'upstream_busy', retry_after: 3 } }, 'ok'],
+      [{ match: { operation: 'getVideo', method: 'GET' }, action: { problem: 'upstream_busy' } }, 'invalid_parameter match.operation'],
+      [{ match: { operation: 'getVideo', path: '/v1/videos/{id}' }, action: { problem: 'upstream_busy' } }, 'invalid_parameter match.operation'],
+      [{ match: { operation: 'getVideo' }, action: {} }, 'invalid_parameter action'],
+      [{ match: { operation: 'getVideo' }, action: { problem: 'upstream_busy', hang: true } }, 'invalid_parameter action'],
+      [{ match: { operation: 'getVideo' }, action: { delay_ms: 5, cut: 'after' } }, 'invalid_parameter action'],
+      [{ match: { operation: 'getVideo' }, action: { delay_ms: 5, retry_after: 1 } }, 'invalid_parameter action.retry_after'],
+      [{ match: { operation: 'getVideo' }, action: { retry_after: 1 } }, 'invalid_parameter action'],
+    ];
+    for (const [body, expected] of cases) {
+      expect(answered(FaultRuleRequest, body), JSON.stringify(body)).toBe(expected);
+      expect(documented('CreateFaultRuleRequest', body), JSON.stringify(body)).toBe(expected === 'ok');
+    }
+  });
+
+  it("an image's fields need a template (null is absent, as the service reads it)", () => {
+    const cases: Array<[unknown, string]> = [
+      [{ template: 'poster', fields: { headline: 'Grand opening' } }, 'ok'],
+      [{ description: 'a fox', fields: null }, 'ok'],
+      [{ description: 'a fox', template: null, fields: null }, 'ok'],
+      [{ description: 'a fox' }, 'ok'],
+      [{ description: 'a fox', fields: { headline: 'x' } }, 'invalid_parameter fields'],
+      [{ description: 'a fox', fields: {} }, 'invalid_parameter fields'],
+      [{ description: 'a fox', template: null, fields: { headline: 'x' } }, 'invalid_parameter fields'],
+    ];
+    for (const [body, expected] of cases) {
+      expect(answered(ImageRequest, body), JSON.stringify(body)).toBe(expected);
+      expect(documented('CreateImageRequest', body), JSON.stringify(body)).toBe(expected === 'ok');
+    }
+  });
+
+  it('gives every integer parameter a maximum, and the service takes it and refuses one more with the same code', () => {
+    const checked: string[] = [];
+    for (const route of ROUTES as readonly RouteSpec[]) {
+      const parameters = ((doc.paths[route.path]![route.method.toLowerCase()] as Operation).parameters ?? []) as Array<{ name: string; in: string; schema?: { type?: string; maximum?: number } }>;
+      for (const parameter of parameters.filter((each) => each.schema?.type === 'integer')) {
+        const where = `${route.operationId} ${parameter.in} ${parameter.name}`;
+        expect(parameter.schema!.maximum, where).toBeTypeOf('number');
+        if (parameter.in !== 'query') continue;
+        const schema = (route.query!.shape as Record<string, z.ZodType>)[parameter.name]!;
+        const max = parameter.schema!.maximum!;
+        expect(schema.safeParse(String(max)).success, `${where} takes ${max}`).toBe(true);
+        const above = String(BigInt(max) + 1n);
+        expect(schema.safeParse(above).success, `${where} refuses ${above}`).toBe(false);
+        checked.push(where);
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['listImages query before', 'listVideos query offset', 'getImage query wait', 'listRequests query account', 'clearRequests query account', 'getMedia query exp']));
+    // 2^53 is refused naming the bound the document gives, with the code of any bad integer.
+    expect(answered((routeOf('listImages').query as z.ZodObject), { before: String(2 ** 53) })).toBe('invalid_parameter before');
+    expect(() => parseOrThrow(routeOf('listImages').query as z.ZodType, { before: String(2 ** 53) })).toThrow('before is an integer from 1 to 9007199254740991.');
+  });
 });
 
 describe('a typed client generated from the document (openapi-typescript + openapi-fetch)', () => {

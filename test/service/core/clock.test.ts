@@ -248,4 +248,36 @@ describe('SimulatedClock: a time per account', () => {
     expect(Math.abs(clock.ahead)).toBeLessThan(1_000);
     clock.stop();
   });
+
+  // Issue 29 item 3: every advance used to queue behind every other and wait for every account's work.
+  it('an account’s advance waits for its own work only, never behind another account’s; advance(ms) still waits for all', async () => {
+    const clock = new SimulatedClock({ frozen: true, start: T0 });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const asked: Array<number | null> = [];
+    // Account 1's work (a webhook at a receiver that does not answer) is in flight until released.
+    let working = false;
+    clock.settleWith(async (account) => {
+      asked.push(account);
+      if (working && account !== 2) await held;
+    });
+    clock.as(1, () => clock.setTimeout(() => (working = true), 1_000));
+    clock.as(2, () => clock.setTimeout(() => undefined, 1_000));
+    const order: string[] = [];
+    const first = clock.advance(5_000, { account: 1 }).then(() => order.push('1'));
+    const second = clock.advance(5_000, { account: 2 }).then(() => order.push('2'));
+    // Account 2 is done while account 1's work is still held; a second advance of 1 and the service's wait.
+    const again = clock.advance(1_000, { account: 1 }).then(() => order.push('1 again'));
+    clock.setTimeout(() => undefined, 500);
+    const all = clock.advance(1_000).then(() => order.push('all'));
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['2']);
+    expect(clock.leadOf(2)).toBe(5_000);
+    expect(asked).toContain(2);
+    release();
+    await Promise.all([first, second, again, all]);
+    expect(order).toEqual(['2', '1', '1 again', 'all']);
+    expect(asked).toContain(null);
+    expect([clock.leadOf(1), clock.leadOf(2), clock.now() - T0]).toEqual([6_000, 5_000, 1_000]);
+  });
 });

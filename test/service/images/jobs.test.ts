@@ -34,6 +34,27 @@ async function setup(balance = 100, { renderer = fakeRenderer, onError }: { rend
 }
 
 describe('ImageJobs: the state table of spec 3.3', () => {
+  // Issue 29 item 3: an account's advance waits for its own renders only.
+  it('says whose job is being rendered: busyOf(account) for that account only', async () => {
+    let began!: () => void;
+    const rendering = new Promise<void>((resolve) => (began = resolve));
+    let finish!: () => void;
+    const hold = new Promise<void>((resolve) => (finish = resolve));
+    const renderer: ImageRenderer = { render: async (job, index) => (began(), await hold, fakeRenderer.render(job, index)) };
+    const { clock, jobs, account, start } = await setup(100, { renderer });
+    const job = start({ description: 'a lighthouse', count: 1 });
+    expect(jobs.busyOf(account.id)).toBe(false);
+    const ended = new Promise((resolve) => jobs.once('ended', resolve));
+    void clock.advance(60_000, { account: account.id });
+    await rendering;
+    expect([jobs.busy, jobs.busyOf(account.id), jobs.busyOf(account.id + 1)]).toEqual([true, true, false]);
+    finish();
+    await ended;
+    expect(job.status).toBe('done');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(jobs.busyOf(account.id)).toBe(false);
+  });
+
   it('(none) → generating (reserved) → done, credits_charged final', async () => {
     const { clock, jobs, account, start } = await setup();
     const job = start({ description: 'a lighthouse', count: 4 });
@@ -135,6 +156,26 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     await clock.advance(60_000);
     expect(job).toMatchObject({ status: 'done', images: [], imagesDeleted: true, creditsCharged: 7, creditsRefunded: 0 });
     expect(account.balance).toBe(93);
+  });
+
+  it('a job whose row goes while it renders (its account deleted, issue 29 item 8) is not written back, and what it made is discarded', async () => {
+    let release!: () => void;
+    const rendering = new Promise<void>((resolve) => (release = resolve));
+    const discarded: string[] = [];
+    const renderer: ImageRenderer = {
+      render: async (job, index) => (await rendering, fakeRenderer.render(job, index)),
+      discard: async (images) => void discarded.push(...images.map((image) => image.token)),
+    };
+    const { clock, jobs, start, store } = await setup(100, { renderer });
+    const job = start({ description: 'a kite', count: 1 });
+    const ended = clock.advance(60_000);
+    await vi.waitFor(() => expect(jobs.busy).toBe(true));
+    store.table('image_job').remove(job.id);
+    release();
+    await ended;
+    await vi.waitFor(() => expect(jobs.busy).toBe(false));
+    expect(store.table('image_job').get(job.id)).toBeUndefined();
+    expect(discarded).toEqual([`t${job.id}-0`]);
   });
 
   it('generating → failed when an image cannot be made (issue 20 item 2): nothing charged, made files discarded, waiters woken', async () => {

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -210,6 +210,45 @@ describe('a clock per account (issue 22)', () => {
     expect(service.clock.leads().has(a.id)).toBe(false);
     expect(service.clock.timersOf(a.id)).toBe(0);
   });
+
+  // Issue 29 item 3: B's own advance took 15 s while A's webhook hung at a receiver that never answers:
+  // advances queued, and each waited until no webhook of any account was in flight.
+  it('an account’s advance never waits for another account’s webhook held at a receiver that never answers; its own does', async () => {
+    const held: ServerResponse[] = [];
+    let arrived!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    const holder = createServer((req, res) => {
+      held.push(res);
+      req.resume();
+      arrived();
+    });
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(holder.address() as AddressInfo).port}/hooks`;
+      await client.post('/v1/videos', { prompt: 'a fox', callback_url: url }, { key: a.api_key });
+      const theirClip = (await client.post('/v1/videos', { prompt: 'a hen' }, { key: b.api_key })).body.id as number;
+      const order: string[] = [];
+      // A's advance ends its clip, whose webhook is then held open at the receiver: A's advance waits for it.
+      const mine = advance(a.api_key, 10).then((answer) => (order.push('a'), answer));
+      await reached;
+      // B's advance ends B's clip (and settles it) while A's request is still held.
+      const theirs = advance(b.api_key, 60).then((answer) => (order.push('b'), answer));
+      await Promise.race([theirs, mine]);
+      expect(order).toEqual(['b']);
+      expect(await theirs).toMatchObject({ status: 200, body: { account: b.id, advanced_seconds: 60 } });
+      expect(await status(b.api_key, theirClip)).toBe('done');
+      expect(held).toHaveLength(1);
+      expect(service.emitter.stats.inFlight).toBe(1);
+      expect(order).toEqual(['b']);
+      held[0]!.writeHead(200).end();
+      expect(await mine).toMatchObject({ status: 200, body: { account: a.id, advanced_seconds: 10 } });
+      expect(order).toEqual(['b', 'a']);
+      expect(service.emitter.list({ limit: 1 })[0]).toMatchObject({ state: 'delivered' });
+    } finally {
+      holder.closeAllConnections();
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  }, 40_000);
 
   it('reset gives every account the service’s time again', async () => {
     await advance(a.api_key, 3_600);

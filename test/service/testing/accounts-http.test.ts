@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { startService } from '../../../src/service/http/app.js';
@@ -85,5 +88,83 @@ describe('accounts on demand (issue 22)', () => {
     expect(await client.post('/test_helpers/accounts', { balance: -1 }, { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'balance' } });
     expect(await client.post('/test_helpers/accounts', { name: '' }, { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
     expect(await client.post('/test_helpers/accounts', '[1', { key: ADMIN, headers: { 'content-type': 'application/json' } })).toMatchObject({ status: 400, body: { code: 'invalid_json' } });
+  });
+});
+
+describe('deleting an account removes all it owns (issue 29 item 8)', () => {
+  /** The tables of a data file as they stand: its snapshot with its journal replayed (as the store loads it). */
+  function dataFileTables(file: string): Record<string, Array<Record<string, unknown>>> {
+    const snapshot = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { tables: Record<string, Array<Record<string, unknown>>> }) : { tables: {} };
+    const tables = new Map(Object.entries(snapshot.tables).map(([name, rows]) => [name, new Map(rows.map((row) => [row.id, row]))]));
+    const journal = `${file}.journal`;
+    for (const line of existsSync(journal) ? readFileSync(journal, 'utf8').split('\n') : []) {
+      if (line.trim() === '') continue;
+      const [name, id, row] = JSON.parse(line) as [string, unknown, Record<string, unknown> | null];
+      if (!tables.has(name)) tables.set(name, new Map());
+      if (row === null) tables.get(name)!.delete(id);
+      else tables.get(name)!.set(id, row);
+    }
+    return Object.fromEntries([...tables].map(([name, rows]) => [name, [...rows.values()]]));
+  }
+
+  it('its rows leave the data file, its fault rules, journal entries, clock lead and image files go; another account keeps all of its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-delete-account-'));
+    const file = join(dir, 'service.json');
+    // The service's own clock, which keeps each account's lead in the data file.
+    const svc = await Service.open({ file, adminToken: ADMIN, rateLimitPerMinute: 1e6, warn: () => undefined });
+    const http = await serviceClient(svc);
+    try {
+      const both = (kind: string, extra: Record<string, unknown>) => ['gone', 'kept'].map((account) => ({ name: `${kind}-${account}`, account, ...extra }));
+      const seeded = (await http.post('/test_helpers/seed', {
+        accounts: [{ name: 'gone' }, { name: 'kept' }],
+        assets: both('asset', {}),
+        clips: [...both('done', { status: 'done' }), ...both('pending', { status: 'pending' })],
+        images: both('image', { status: 'done' }),
+      }, { key: ADMIN })).body;
+      const gone = seeded.accounts.gone as { id: number; api_key: string };
+      const kept = seeded.accounts.kept as { id: number; api_key: string };
+      for (const who of [gone, kept]) {
+        expect((await http.post('/v1/videos', { prompt: 'a fox' }, { key: who.api_key, headers: { 'idempotency-key': `fox-${who.id}` } })).status).toBe(202);
+        expect((await http.post('/test_helpers/faults', { match: { operation: 'getAccount' }, action: { delay_ms: 1 } }, { key: who.api_key })).status).toBe(201);
+        expect((await http.post('/test_helpers/clock/advance', { seconds: 60, account: who.id }, { key: ADMIN })).status).toBe(200);
+        const keyId = svc.accounts.keysOf(who.id)[0]!.id;
+        svc.photoUploads.create({ accountId: who.id, keyId });
+        await svc.store.unit(() => {
+          svc.store.table('assistant').put({ id: `asst_${who.id}`, accountId: who.id, kind: 'api_key', keyId, grantId: null, clientId: null, name: 'sk_…', dailyLimit: null, createdAt: 0, disconnectedAt: null } as never);
+          svc.store.table('assistant_spend').put({ id: svc.store.nextId('assistant_spend'), assistant: `asst_${who.id}`, kind: 'clip', targetId: 1, at: 0, credits: 10 } as never);
+          svc.store.table('oauth').put({ id: `Grant:g${who.id}`, payload: { accountId: String(who.id), clientId: 'c' }, expiresAt: null } as never);
+        });
+      }
+      const imageOf = async (who: { api_key: string }, id: number) => (await http.get(`/v1/images/${id}`, { key: who.api_key })).body.images[0].url as string;
+      const goneImage = await imageOf(gone, seeded.images['image-gone']);
+      const keptImage = await imageOf(kept, seeded.images['image-kept']);
+      const fileStatus = async (url: string) => (await fetch(`${http.origin}${new URL(url).pathname}`)).status;
+      expect(await fileStatus(goneImage)).toBe(200);
+      expect(svc.journal.list({ account: gone.id }).length).toBeGreaterThan(0);
+
+      expect(await http.delete(`/test_helpers/accounts/${gone.id}`, { key: ADMIN })).toMatchObject({ status: 200, body: { id: gone.id, deleted: true } });
+
+      expect(svc.faultRules.list({ account: null }, { account: gone.id })).toEqual([]);
+      expect(svc.faultRules.list({ account: null }, { account: kept.id })).toHaveLength(1);
+      expect(svc.journal.list({ account: gone.id })).toEqual([]);
+      expect(svc.journal.list({ account: kept.id }).length).toBeGreaterThan(0);
+      expect(svc.clock.leads().has(gone.id)).toBe(false);
+      expect(await fileStatus(goneImage)).toBe(404);
+      expect(await fileStatus(keptImage)).toBe(200);
+
+      const tables = dataFileTables(file);
+      const owned = (id: number) => Object.entries(tables).flatMap(([name, rows]) => rows
+        .filter((row) => (name === 'account' ? row.id === id : row.accountId === id) || (name === 'idempotency' && String(row.id).startsWith(`${id}:`)) || (name === 'assistant_spend' && row.assistant === `asst_${id}`) || (name === 'oauth' && (row.payload as { accountId?: string }).accountId === String(id)))
+        .map((row) => `${name}:${String(row.id)}`));
+      expect(owned(gone.id)).toEqual([]);
+      const keptRows = owned(kept.id).map((row) => row.split(':')[0]);
+      for (const table of ['account', 'key', 'video', 'asset', 'image_job', 'photo_upload', 'idempotency', 'assistant', 'assistant_spend', 'oauth']) expect(keptRows).toContain(table);
+      const clock = tables.meta!.find((row) => row.id === 'clock') as { accounts?: Record<string, number> };
+      expect(Object.keys(clock.accounts ?? {})).toEqual([String(kept.id)]);
+    } finally {
+      await http.close();
+      await svc.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,6 +4,7 @@ import { RETRY_SCHEDULE_MS, MAX_ATTEMPTS } from '../../../src/protocol/schedule.
 import { sign } from '../../../src/protocol/signature.js';
 import { MemoryDeliveryStore, Receiver } from '../../../src/receiver/index.js';
 import { freshEvent } from '../../../src/receiver/test-webhook.js';
+import { startService } from '../../../src/service/http/app.js';
 import { attemptOutcome, batchRelease, chaosModesOf, combineModes, LATE_BACKDATE_MS, planAttempt, RECEIVER_WINDOW_MS, type AttemptPlan, type ChaosMode } from '../../../src/service/testing/chaos.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
@@ -16,6 +17,18 @@ describe('chaos modes from prompts and accounts', () => {
     expect(chaosModesOf('(simulate:webhook_cut)')).toEqual(['webhook_cut']);
     expect(chaosModesOf(null)).toEqual([]);
     expect(combineModes(['webhook_late'], ['webhook_previous_secret', 'webhook_late'], [])).toEqual(['webhook_late', 'webhook_previous_secret']);
+  });
+
+  // Issue 29 item 18: svc.webhookChaos answered ['webhook_duplicate', 'webhook_late'] to ['webhook_late', 'webhook_duplicate'].
+  it('keeps the modes in the order sent, each once: combineModes and what svc.webhookChaos answers', async () => {
+    expect(combineModes(['webhook_late', 'webhook_duplicate', 'webhook_late'])).toEqual(['webhook_late', 'webhook_duplicate']);
+    const svc = await startService();
+    try {
+      const sent: ChaosMode[] = ['webhook_previous_secret', 'webhook_late', 'webhook_duplicate', 'webhook_late'];
+      expect(await svc.webhookChaos({ account: 1, modes: sent })).toEqual({ object: 'webhook_chaos', account: 1, modes: ['webhook_previous_secret', 'webhook_late', 'webhook_duplicate'] });
+    } finally {
+      await svc.close();
+    }
   });
 });
 

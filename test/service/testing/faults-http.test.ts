@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Service } from '../../../src/service/service.js';
+import { MAX_FAULT_RULES } from '../../../src/service/testing/faults.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
 // Issue 22 over HTTP: fault rules, applied by the pipeline before the handler.
@@ -94,5 +95,16 @@ describe('fault rules (issue 22)', () => {
     expect(await client.delete(`/test_helpers/faults/${admins.id}`, { key: ADMIN })).toMatchObject({ status: 200 });
     expect(await client.delete('/test_helpers/faults/flt_999', { key: ADMIN })).toMatchObject({ status: 404, body: { code: 'not_found' } });
     expect(await client.get('/test_helpers/faults', { key: null })).toMatchObject({ status: 401 });
+  });
+
+  it('an account holds at most MAX_FAULT_RULES rules: one more is a 400 problem, and nothing is kept (issue 29 item 6)', async () => {
+    const c = (await client.post('/test_helpers/accounts', { name: 'c' }, { key: ADMIN })).body;
+    const body = { match: { operation: 'getAccount' }, action: { delay_ms: 1 } };
+    for (let i = 0; i < MAX_FAULT_RULES; i++) expect((await client.post('/test_helpers/faults', body, { key: c.api_key })).status).toBe(201);
+    const refused = await client.post('/test_helpers/faults', body, { key: c.api_key });
+    expect(refused).toMatchObject({ status: 400, body: { code: 'invalid_parameter', parameter: 'match.account', limit: MAX_FAULT_RULES }, headers: { 'content-type': 'application/problem+json' } });
+    expect(refused.body.detail).toMatch(/^Account \d+ holds 100 fault rules, the most it may/);
+    expect(await client.post('/test_helpers/faults', { ...body, match: { ...body.match, account: c.id } }, { key: ADMIN })).toMatchObject({ status: 400, body: { code: 'invalid_parameter' } });
+    expect((await client.get('/test_helpers/faults', { key: c.api_key })).body.data).toHaveLength(MAX_FAULT_RULES);
   });
 });

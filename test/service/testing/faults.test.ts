@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import { FaultRule, FaultRuleRequest, type FaultRuleInput } from '../../../src/service/contract/test-helpers.js';
-import { answerableCodes, checkFaultRule, FaultRules, faultableRoutes, seededRandom } from '../../../src/service/testing/faults.js';
+import { answerableCodes, checkFaultRule, FaultRules, faultableRoutes, MAX_FAULT_RULES, seededRandom } from '../../../src/service/testing/faults.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const ADMIN = { account: null };
@@ -159,6 +159,46 @@ describe('FaultRules: rules in order, with their counts', () => {
     const faults = make();
     faults.add(rule({ match: { operation: 'createVideoBatch' }, action: { problem: 'consent_required' } }), ADMIN);
     expect(faults.decide({ operation: 'createVideoBatch', account: 1 })!.itemCodes).toContain('consent_required');
+  });
+
+  it('holds at most MAX_FAULT_RULES rules per account and as many service-wide, refusing the next with 400 (issue 29 item 6)', () => {
+    expect(MAX_FAULT_RULES).toBe(100);
+    const faults = make();
+    const hang = (match: Record<string, unknown>) => rule({ match: { operation: 'getVideo', ...match }, action: { hang: true } });
+    for (let i = 0; i < MAX_FAULT_RULES; i++) faults.add(hang({}), { account: 2 });
+    // The admin's rules for account 2 count against account 2's room too.
+    const full = refusal(() => faults.add(hang({ account: 2 }), ADMIN));
+    expect(full).toMatchObject({ code: 'invalid_parameter', extra: { parameter: 'match.account', limit: MAX_FAULT_RULES } });
+    expect(full.detail).toBe('Account 2 holds 100 fault rules, the most it may: delete one (DELETE /test_helpers/faults/{id}) or reset first.');
+    expect(refusal(() => faults.add(hang({}), { account: 2 })).code).toBe('invalid_parameter');
+    // Another account, and the service-wide set, have their own room.
+    expect(faults.add(hang({}), { account: 3 }).match.account).toBe(3);
+    for (let i = 0; i < MAX_FAULT_RULES; i++) faults.add(hang({}), ADMIN);
+    expect(refusal(() => faults.add(hang({}), ADMIN)).detail).toBe('The service-wide set holds 100 fault rules, the most it may: delete one (DELETE /test_helpers/faults/{id}) or reset first.');
+    expect(faults.list({ account: 2 })).toHaveLength(MAX_FAULT_RULES);
+    // Deleting one makes room again; nothing refused was kept.
+    faults.remove(faults.list({ account: 2 })[0]!.id, { account: 2 });
+    expect(faults.add(hang({}), { account: 2 }).match.account).toBe(2);
+    expect(faults.list(ADMIN)).toHaveLength(2 * MAX_FAULT_RULES + 1);
+    const small = new FaultRules({ now: () => T0, maxRules: 1 });
+    small.add(hang({}), { account: 1 });
+    expect(refusal(() => small.add(hang({}), { account: 1 })).extra).toMatchObject({ limit: 1 });
+    expect(() => new FaultRules({ now: () => T0, maxRules: 0 })).toThrow('Expected `maxRules` to be a whole number >= 1, got 0.');
+  });
+
+  it('tries a request against its own account’s rules and the service-wide ones only, in the order they were made (issue 29 item 6)', () => {
+    const faults = make();
+    const add = (match: Record<string, unknown>, caller: { account: number | null }, problem = 'upstream_busy') => faults.add(rule({ match: { operation: 'getVideo', ...match }, times: 1, action: { problem } }), caller).id;
+    const first = add({}, ADMIN);
+    for (let account = 10; account < 60; account++) add({}, { account });
+    const own = add({}, { account: 7 }, 'internal_error');
+    const second = add({}, ADMIN);
+    expect(faults.decide({ operation: 'getVideo', account: 7 })!.rule.id).toBe(first);
+    expect(faults.decide({ operation: 'getVideo', account: 7 })!.rule.id).toBe(own);
+    expect(faults.decide({ operation: 'getVideo', account: 7 })!.rule.id).toBe(second);
+    expect(faults.decide({ operation: 'getVideo', account: 7 })).toBeNull();
+    // Other accounts' rules saw none of it.
+    expect(faults.list(ADMIN, { account: 10 })[0]).toMatchObject({ hits: 0, applied: 0 });
   });
 
   it('refuses a rule it cannot check, and a missing clock', () => {

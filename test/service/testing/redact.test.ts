@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, isSecretName, REDACTED } from '../../../src/service/testing/redact.js';
+import { createRedactor, isSecretName, MIN_SECRET_LENGTH, REDACTED, SecretIndex } from '../../../src/service/testing/redact.js';
 
 // Issue 22: no API key, webhook secret, bearer token or admin token ever appears in the journal.
 
@@ -49,5 +49,89 @@ describe('createRedactor', () => {
 
   it('ignores known "secrets" under 8 characters, which would blank out prose', () => {
     expect(createRedactor(['a', 'fox']).text('a fox')).toBe('a fox');
+  });
+});
+
+describe('SecretIndex and a redaction whose cost is the text, not the secrets (issue 29 item 2)', () => {
+  it('holds secrets by group, replaced and forgotten as their owner changes them; one held by two groups stays until both let go', () => {
+    const index = new SecretIndex();
+    index.set('key_a', ['token-of-key-a-0123', 'shared-signing-secret', undefined, 'short']);
+    index.set('key_b', ['token-of-key-b-0123', 'shared-signing-secret']);
+    expect(index.size).toBe(3);
+    const redactor = createRedactor(index);
+    expect(redactor.text('a token-of-key-a-0123 b token-of-key-b-0123 s shared-signing-secret short')).toBe(`a ${REDACTED} b ${REDACTED} s ${REDACTED} short`);
+    index.set('key_a', ['token-of-key-a-4567']);
+    expect(redactor.text('token-of-key-a-0123 token-of-key-a-4567 shared-signing-secret')).toBe(`token-of-key-a-0123 ${REDACTED} ${REDACTED}`);
+    expect(index.delete('key_b')).toBe(true);
+    expect(index.delete('key_b')).toBe(false);
+    expect(redactor.text('shared-signing-secret token-of-key-b-0123')).toBe('shared-signing-secret token-of-key-b-0123');
+    expect([...index.groups()]).toEqual(['key_a']);
+  });
+
+  it('cuts the longest secret that starts at a place, and one that starts inside a shape and runs past it', () => {
+    const index = new SecretIndex();
+    index.set('a', ['prefix-12345', 'prefix-1234567890']);
+    index.set('b', ['abcdefgh!!secret-tail']);
+    const redactor = createRedactor(index);
+    expect(redactor.text('x prefix-1234567890 y prefix-12345 z')).toBe(`x ${REDACTED} y ${REDACTED} z`);
+    // The sk_ shape ends at '!', the known secret that starts inside it does not: both go, whole.
+    expect(redactor.text(`sk_0123abcdefgh!!secret-tail end`)).toBe(`sk_${REDACTED}${REDACTED} end`);
+    // Only the places where a known secret could still start are looked up inside a long shape.
+    const before = index.lookups;
+    expect(redactor.text(`sk_${'a'.repeat(100_000)} end`)).toBe(`sk_${REDACTED} end`);
+    expect(index.lookups - before).toBeLessThan(100);
+  });
+
+  it('makes one lookup a character, and one more for each length of secret under a prefix that occurs, however many secrets are held', () => {
+    const text = 'a fox jumps over the lazy dog; user-chosen words here. '.repeat(40);
+    const lookups = (secrets: number) => {
+      const index = new SecretIndex();
+      for (let i = 0; i < secrets; i++) index.set(`key_${i}`, [`user-chosen-key-${String(i).padStart(5, '0')}`, `sk_${String(i).padStart(32, 'x')}`]);
+      const before = index.lookups;
+      createRedactor(index).text(text);
+      return index.lookups - before;
+    };
+    const one = lookups(1);
+    expect(lookups(20_000)).toBe(one);
+    // One lookup at each place a secret could start, one more where "user-cho" occurs (40 times).
+    expect(one).toBe(text.length - MIN_SECRET_LENGTH + 1 + 40);
+  });
+
+  it('stops scanning once it has made more than maxChars, so a cut never reads past what it keeps', () => {
+    const index = new SecretIndex();
+    index.set('k', ['a-known-secret-value']);
+    const redactor = createRedactor(index);
+    const long = `${'x'.repeat(100)} a-known-secret-value ${'y'.repeat(100_000)}`;
+    const before = index.lookups;
+    const kept = redactor.text(long, 120);
+    expect(kept.length).toBeGreaterThan(120);
+    expect(kept.startsWith(`${'x'.repeat(100)} ${REDACTED} yyy`)).toBe(true);
+    expect(index.lookups - before).toBeLessThan(200);
+    // A secret across the cut is replaced whole, never kept in part.
+    expect(redactor.text(`${'x'.repeat(10)}a-known-secret-value`, 12)).toBe(`${'x'.repeat(10)}${REDACTED}`);
+    expect(redactor.text('short', 120)).toBe('short');
+  });
+
+  it('walks a large value only as far as its JSON can be kept, and what it keeps is the start of the whole copy', () => {
+    const redactor = createRedactor(['a-known-secret-value']);
+    const body = { prompt: 'a fox a-known-secret-value', api_key: 'x', items: Array.from({ length: 10_000 }, (_, i) => ({ n: i, text: 'word '.repeat(20) })) };
+    const whole = JSON.stringify(redactor.value(body));
+    const partial = redactor.value(body, 1000) as { items: unknown[] };
+    const text = JSON.stringify(partial);
+    expect(partial.items.length).toBeLessThan(20);
+    expect(text.length).toBeGreaterThan(1000);
+    expect(text.slice(0, 1000)).toBe(whole.slice(0, 1000));
+    expect(text).toContain(`"prompt":"a fox ${REDACTED}","api_key":"${REDACTED}"`);
+    // A value that fits is copied whole.
+    expect(redactor.value({ a: [1, 'two', null, true] }, 1000)).toEqual({ a: [1, 'two', null, true] });
+  });
+
+  it('finds no JWT in a run of "eyJ-" without walking it once per start (a guard against quadratic time)', () => {
+    const redactor = createRedactor();
+    const hostile = 'eyJ-'.repeat(250_000);
+    const started = performance.now();
+    expect(redactor.text(hostile)).toBe(hostile);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(redactor.text(`x eyJ-eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln y`)).toBe(`x ${REDACTED} y`);
   });
 });

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SharpRenderer } from '../../../src/service/resources/images/render.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 import { Service } from '../../../src/service/service.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
@@ -81,8 +82,87 @@ describe('seed (issue 22)', () => {
     expect((await client.get('/test_helpers/accounts', { key: ADMIN })).body.data.length).toBe(before);
   });
 
+  it('renders each kind of picture once per seed and gives every image its own working file (issue 29 item 6)', async () => {
+    const render = vi.spyOn(SharpRenderer.prototype, 'render');
+    try {
+      const posters = Array.from({ length: 6 }, (_, i) => ({ name: `poster${i}`, account: 'shop', status: 'done', count: 4 }));
+      const faces = Array.from({ length: 2 }, (_, i) => ({ name: `face${i}`, account: 'shop', status: 'done', type: 'character' }));
+      const seeded = await client.post('/test_helpers/seed', { accounts: [{ name: 'shop' }], images: [...posters, ...faces, { name: 'wide', account: 'shop', status: 'done', aspect_ratio: '16:9', quality: 'hd' }] }, { key: ADMIN });
+      expect(seeded.status).toBe(201);
+      // One scene per ratio and quality, and a character's four poses: 6 renders, not 6 × 4 + 2 × 4 + 1 = 33.
+      expect(render).toHaveBeenCalledTimes(6);
+      const key = seeded.body.accounts.shop.api_key;
+      const jobs = await Promise.all(Object.values(seeded.body.images as Record<string, number>).map(async (id) => (await client.get(`/v1/images/${id}`, { key })).body));
+      const urls = jobs.flatMap((job: { images: { url: string; thumbnail_url: string }[] }) => job.images.flatMap((image) => [image.url, image.thumbnail_url]));
+      expect(urls).toHaveLength(2 * (6 * 4 + 2 * 4 + 1));
+      expect(new Set(urls).size).toBe(urls.length);
+      const fetchFile = async (url: string) => (await fetch(`${client.origin}${new URL(url).pathname}`)).status;
+      // Deleting one job's images leaves the others' files, made of the same picture, answering.
+      expect((await client.delete(`/v1/images/${seeded.body.images.poster0}`, { key })).status).toBe(200);
+      for (const url of urls.slice(8)) expect(await fetchFile(url)).toBe(200);
+      for (const url of urls.slice(0, 8)) expect(await fetchFile(url)).toBe(404);
+    } finally {
+      render.mockRestore();
+    }
+  }, 60_000);
+
+  it('answers every name, `__proto__`, `constructor` and `prototype` included, over HTTP and in process (issue 29 item 7)', async () => {
+    const NAMES = ['__proto__', 'constructor', 'prototype'];
+    const fixture = {
+      accounts: NAMES.map((name) => ({ name })),
+      assets: NAMES.map((name) => ({ name, account: name })),
+      clips: NAMES.map((name) => ({ name, account: name, status: 'done' as const })),
+      images: NAMES.map((name) => ({ name, account: name, status: 'failed' as const, error_code: 'prompt_blocked' as const })),
+    };
+    const seeded = await client.post('/test_helpers/seed', fixture, { key: ADMIN });
+    expect(seeded.status).toBe(201);
+    const check = (answer: Record<string, Record<string, unknown>>) => {
+      for (const kind of ['accounts', 'assets', 'clips', 'images']) expect(Object.keys(answer[kind]!)).toEqual(NAMES);
+    };
+    check(seeded.body);
+    // Each name's key is shown, and it is that account's.
+    for (const name of NAMES) {
+      const { id, api_key } = Object.getOwnPropertyDescriptor(seeded.body.accounts, name)!.value as { id: number; api_key: string };
+      expect((await client.get('/v1/account', { key: api_key })).body).toMatchObject({ id });
+      const clip = Object.getOwnPropertyDescriptor(seeded.body.clips, name)!.value as number;
+      expect((await client.get(`/v1/videos/${clip}`, { key: api_key })).body).toMatchObject({ status: 'done' });
+    }
+    const handle = await startService({ seed: fixture, warn: () => undefined });
+    try {
+      check(handle.seeded as never);
+      expect(JSON.parse(JSON.stringify(handle.seeded)).accounts.__proto__).toMatchObject({ api_key: expect.stringMatching(/^sk_/) });
+      check((await handle.seed(fixture)) as never);
+    } finally {
+      await handle.close();
+    }
+  });
+
   it('takes the admin token only', async () => {
     expect(await client.post('/test_helpers/seed', {}, { key: service.first().apiKey })).toMatchObject({ status: 401 });
+  });
+});
+
+describe('seed under --strict (issue 29 item 10)', () => {
+  it('refuses a clip whose callback_url is loopback or plain http as /v1 does, with a pointer, and makes nothing', async () => {
+    const strict = await Service.open({ file: false, strict: true, adminToken: ADMIN, warn: () => undefined });
+    const http = await serviceClient(strict);
+    try {
+      for (const url of ['http://127.0.0.1:3000/hooks', 'https://127.0.0.1/hooks', 'https://[::1]/hooks', 'http://example.com/hooks']) {
+        const v1 = await http.post('/v1/videos', { prompt: 'a fox', callback_url: url });
+        expect(v1).toMatchObject({ status: 400, body: { code: 'invalid_callback_url' } });
+        const seeded = await http.post('/test_helpers/seed', { accounts: [{ name: 'shop' }], clips: [{ name: 'later', account: 'shop', status: 'pending', callback_url: url }] }, { key: ADMIN });
+        expect(seeded).toMatchObject({ status: 400, body: { code: 'invalid_callback_url', pointer: '/clips/0/callback_url', detail: v1.body.detail } });
+      }
+      expect((await http.get('/test_helpers/accounts', { key: ADMIN })).body.data).toHaveLength(1);
+      // A host name passes both (its addresses are checked when the webhook connects).
+      expect((await http.post('/v1/videos', { prompt: 'a fox', callback_url: 'https://localhost/hooks' })).status).toBe(202);
+      expect((await http.post('/test_helpers/seed', { clips: [{ name: 'named', account: 'default', status: 'pending', callback_url: 'https://localhost/hooks' }] }, { key: ADMIN })).status).toBe(201);
+      expect((await http.post('/test_helpers/seed', { clips: [{ name: 'later', account: 'default', status: 'pending', callback_url: 'https://example.com/hooks' }] }, { key: ADMIN })).status).toBe(201);
+      await expect(startService({ strict: true, seed: { clips: [{ name: 'x', account: 'default', status: 'pending', callback_url: 'http://127.0.0.1:9/x' }] }, warn: () => undefined })).rejects.toMatchObject({ code: 'invalid_callback_url', extra: expect.objectContaining({ pointer: '/clips/0/callback_url' }) });
+    } finally {
+      await http.close();
+      await strict.close();
+    }
   });
 });
 

@@ -117,6 +117,36 @@ describe('checkFixture: a seed fixture, checked whole before anything is made (i
     expect(errorsOf({ clips: 'all of them' })[0]).toMatchObject({ pointer: '/clips', detail: 'clips is an array of clips.' });
   });
 
+  it('takes at most 1,000 image jobs per fixture, so one seed request’s cost stays bounded (issue 29 item 6)', () => {
+    expect(SEED_LIMITS.images).toBe(1_000);
+    const image = (i: number) => ({ name: `i${i}`, account: 'default', status: 'done', count: 4 });
+    expect(checkFixture({ images: Array.from({ length: 1_000 }, (_, i) => image(i)) }).ok).toBe(true);
+    expect(errorsOf({ images: Array.from({ length: 1_001 }, (_, i) => image(i)) })[0]).toMatchObject({ code: 'invalid_parameter', pointer: '/images', detail: 'images holds at most 1000 image jobs.' });
+  });
+
+  it('checks a clip’s callback_url as POST /v1/videos does: https, plain http for a loopback host only, and under --strict no private or loopback host (issue 29 item 10)', () => {
+    const clip = (callback_url: string, status = 'pending') => ({ name: callback_url, account: 'default', status, callback_url });
+    const loose = ['https://example.com/hooks', 'http://127.0.0.1:3000/hooks', 'http://localhost/hooks', 'https://10.0.0.8/hooks'];
+    expect(checkFixture({ clips: loose.map((url) => clip(url)) }).ok).toBe(true);
+    expect(checkFixture({ clips: loose.map((url) => clip(url)) }, { strict: false }).ok).toBe(true);
+    // Plain http to another host is refused by /v1 without --strict too.
+    expect(errorsOf({ clips: [clip('https://example.com/a'), clip('http://example.com/hooks')] })).toEqual([
+      { code: 'invalid_callback_url', pointer: '/clips/1/callback_url', detail: 'callback_url must be https; plain http is taken only for a loopback host (localhost, 127.0.0.1, [::1]).' },
+    ]);
+    const strict = (input: unknown) => {
+      const check = checkFixture(input, { strict: true });
+      if (check.ok) throw new Error('expected the fixture to be refused under --strict');
+      return check.errors;
+    };
+    const refused = strict({ clips: [clip('https://example.com/hooks'), clip('http://127.0.0.1:3000/hooks'), clip('https://127.0.0.1/hooks', 'generating'), clip('https://[::1]/hooks'), clip('https://192.168.1.4/hooks'), clip('http://example.com/hooks', 'done')] });
+    expect(refused.map(({ code, pointer }) => [code, pointer])).toEqual([1, 2, 3, 4, 5].map((i) => ['invalid_callback_url', `/clips/${i}/callback_url`]));
+    expect(refused[0]!.detail).toBe('callback_url must use https, got http.');
+    expect(refused[1]!.detail).toMatch(/^callback_url points to a loopback address/);
+    expect(checkFixture({ clips: [clip('https://example.com/hooks')] }, { strict: true }).ok).toBe(true);
+    // A member that already broke its own rule is reported once.
+    expect(strict({ clips: [clip('ftp://x.test/')] })).toHaveLength(1);
+  });
+
   it('calls a body that is not a JSON object invalid_json, pointing at the whole fixture', () => {
     for (const input of [null, [], 'fixture', 3]) expect(errorsOf(input)).toEqual([{ code: 'invalid_json', pointer: '', detail: 'A seed fixture is a JSON object: { "accounts", "assets", "clips", "images" }.' }]);
   });

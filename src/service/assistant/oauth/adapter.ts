@@ -1,5 +1,6 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { ServiceStore, Table } from '../../core/store.js';
+import { OAUTH_TTL } from './paths.js';
 
 /** One record of the authorization server (a client, a grant, a code, a token, a session…), as kept in the data file. */
 export interface OAuthRow {
@@ -78,7 +79,16 @@ export class StoreAdapterFactory {
         this.#index(row);
         await this.#store.commit();
       },
-      find: async (id) => this.#live(key(id))?.payload,
+      find: async (id) => {
+        const payload = this.#live(key(id))?.payload;
+        // Issue 29 item 19: a refresh token rotated away moments ago is taken again (the SDK 1.x refreshes once per
+        // request that met a 401, all with the same token); later, the library sees it used and revokes the grant.
+        if (model === 'RefreshToken' && typeof payload?.consumed === 'number' && this.#now() < (payload.consumed + OAUTH_TTL.rotatedRefreshGrace) * 1000) {
+          const { consumed: _consumed, ...unused } = payload;
+          return unused;
+        }
+        return payload;
+      },
       findByUid: async (uid) => {
         const id = this.#byUid.get(uid);
         return id === undefined ? undefined : this.#live(id)?.payload;
@@ -90,7 +100,8 @@ export class StoreAdapterFactory {
       consume: async (id) => {
         const row = this.#live(key(id));
         if (!row) return;
-        this.#table.put({ ...row, payload: { ...row.payload, consumed: Math.floor(this.#now() / 1000) } });
+        // The first use stands: taking a token again within its grace period does not extend that period.
+        this.#table.put({ ...row, payload: { ...row.payload, consumed: row.payload.consumed ?? Math.floor(this.#now() / 1000) } });
         await this.#store.commit();
       },
       destroy: async (id) => {

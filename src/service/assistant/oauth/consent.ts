@@ -3,7 +3,7 @@ import type { ServiceError } from '../../contract/problems.js';
 import type { Service } from '../../service.js';
 import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
-import { MCP_SCOPE } from './paths.js';
+import { MCP_SCOPE, OAUTH_TTL } from './paths.js';
 import type { OAuthServer } from './provider.js';
 
 /** The scopes an approval grants when the assistant asks for them. */
@@ -20,6 +20,8 @@ interface Shown {
   redirectUri: string;
   redirectHost: string;
   resource: string;
+  /** Whether the client is registered for the refresh_token grant, so it will stay connected without asking again. */
+  staysConnected: boolean;
 }
 
 /**
@@ -68,17 +70,17 @@ export class ConsentPage {
     if (limit !== null && !isDailyLimit(limit)) {
       return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
-    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6).
+    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6); a right key is
+    // never refused by the address's count (issue 29 item 4).
     const address = req.socket.remoteAddress;
-    try {
-      this.#service.gate.allowAttempt(address);
-    } catch (error) {
-      const wait = (error as ServiceError).retryAfter ?? 60;
-      return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
-    }
     const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
-      this.#service.gate.failed(address);
+      try {
+        this.#service.gate.guessed(address);
+      } catch (error) {
+        const wait = (error as ServiceError).retryAfter ?? 60;
+        return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
+      }
       // The sign-in ends at the fifth; its answer is recorded, so later posts find it over (see #details).
       if (adapters.recordFailure(shown.uid) >= MAX_SIGN_IN_ATTEMPTS) {
         await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'Too many wrong API keys.' }, { mergeWithLastSubmission: false });
@@ -115,7 +117,10 @@ export class ConsentPage {
     const client = await oauth.provider.Client.find(clientId).catch(() => undefined);
     if (!client) return null;
     const redirect = URL.parse(String(details.params.redirect_uri ?? ''));
-    return { uid, clientId, clientName: client.clientName ?? null, redirectUri: String(details.params.redirect_uri ?? ''), redirectHost: redirect ? redirect.host || redirect.protocol : 'unknown', resource: oauth.resource };
+    return {
+      uid, clientId, clientName: client.clientName ?? null, redirectUri: String(details.params.redirect_uri ?? ''), redirectHost: redirect ? redirect.host || redirect.protocol : 'unknown',
+      resource: oauth.resource, staysConnected: client.grantTypeAllowed('refresh_token'),
+    };
   }
 
   #ended(res: ServerResponse): undefined {
@@ -135,10 +140,15 @@ export class ConsentPage {
     const action = `${this.#service.origin}/oauth/consent/${encodeURIComponent(shown.uid)}`;
     const name = shown.clientName ?? 'An assistant without a name';
     const notice: SafeHtml | null = error ? html`<div class="notice error" role="alert" id="form-error"><p>${error}</p></div>` : null;
+    // Issue 29 item 19: such a client gets a refresh token without asking for offline_access; the person is told here.
+    const lasting: SafeHtml | null = shown.staysConnected
+      ? html`<p>It stays connected, without asking you again, until you disconnect it in the account settings or it goes ${OAUTH_TTL.refreshToken / 86_400} days unused.</p>`
+      : null;
     return renderPage({
       title: 'Connect an assistant',
       main: html`${notice}
 <p><strong>${name}</strong> asks to use this cliphook account: to make clips and images, which spend credits, and to read the account's clips, images and balance.</p>
+${lasting}
 <dl class="facts">
 <dt>Client</dt><dd><code>${shown.clientId}</code></dd>
 <dt>Answer goes to</dt><dd><code>${shown.redirectHost}</code></dd>

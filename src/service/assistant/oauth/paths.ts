@@ -17,8 +17,11 @@ export const OAUTH_PATHS = Object.freeze({
 /** The one scope the assistant endpoint grants: use the account's tools, within the connection's daily limit. */
 export const MCP_SCOPE = 'mcp';
 
-/** Lifetimes, in seconds. An access token lasts an hour; the refresh token keeps the connection for 30 days of disuse. */
-export const OAUTH_TTL = Object.freeze({ accessToken: 3_600, authorizationCode: 60, interaction: 600, refreshToken: 30 * 86_400, session: 14 * 86_400, grant: 365 * 86_400 });
+/**
+ * Lifetimes, in seconds. An access token lasts an hour; the refresh token keeps the connection for 30 days of
+ * disuse; a refresh token just rotated away is still taken for `rotatedRefreshGrace` (requests sent in parallel).
+ */
+export const OAUTH_TTL = Object.freeze({ accessToken: 3_600, rotatedRefreshGrace: 30, authorizationCode: 60, interaction: 600, refreshToken: 30 * 86_400, session: 14 * 86_400, grant: 365 * 86_400 });
 
 /** Whether the authorization server answers `path` (its endpoints and metadata; not the consent page, which the service serves). */
 export function isOAuthPath(path: string): boolean {

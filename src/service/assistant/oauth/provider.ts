@@ -121,9 +121,13 @@ export class OAuthServer {
       clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
       findAccount: async (_ctx, sub) => (accountExists(sub) ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
       interactions: { url: (_ctx, interaction) => `${OAUTH_PATHS.consent}/${interaction.uid}` },
-      // A refresh token lets an assistant keep working without the person: given when it asked for
-      // `offline_access` (as the MCP clients do when the metadata lists it) and may use the grant type.
-      issueRefreshToken: async (_ctx, client, code) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+      // Issue 29 item 19: a client registered for the refresh_token grant gets a refresh token whether or not it
+      // asked for `offline_access` (the MCP SDK 1.x never does), so the person is not asked again every hour.
+      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      // Issue 29 item 19: such a grant lasts as its connection does (until disconnected, or 30 days unused), not as the
+      // browser's session on the consent page, which the person never sees nor ends (the library's default binds it).
+      expiresWithSession: async (ctx, code) => !code.scopes.has('offline_access') && !ctx.oidc.client?.grantTypeAllowed('refresh_token'),
+      // Public clients: each use gives a new refresh token, and a used one sent again revokes the grant (RFC 9700 §4.14.2).
       rotateRefreshToken: true,
       ttl: {
         AccessToken: OAUTH_TTL.accessToken,

@@ -110,8 +110,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   readonly #options: ImageJobsOptions;
   readonly #timers = new Map<number, unknown>();
   #nextImageId = 1;
-  /** Jobs whose files are being made: `clock.advance()` waits for them (the service registers it). */
-  readonly #rendering = new Set<number>();
+  /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
+  readonly #rendering = new Map<number, number>();
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -183,16 +183,17 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /**
    * A job made in any state by a seed fixture (issue 22), charging nothing: a generating one ends on its
-   * plan; a done or partial one has its `made` images rendered now; a failed one has none.
+   * plan; a done or partial one has its `made` images rendered now (by `renderer`, default the service's); a failed one has none.
    */
-  async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null }): Promise<ImageJob> {
+  async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode, renderer }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null; renderer?: ImageRenderer }): Promise<ImageJob> {
     const job = this.start(account, keyId, { ...command, price: 0 });
     if (status === 'generating') return job;
     this.#options.clock.clearTimeout(this.#timers.get(job.id));
     this.#timers.delete(job.id);
     const now = this.#options.clock.now();
     job.plan = { endAt: now, make: status === 'failed' ? 0 : made, failWith: errorCode ?? (status === 'failed' ? 'failed' : null) };
-    const { refund: _refund, ...fields } = await this.#make(job, []);
+    // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
+    const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
     return this.#jobs.put(job);
   }
@@ -229,6 +230,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     return this.#rendering.size > 0;
   }
 
+  /** Whether a job of `account` is having its files made now (issue 29 item 3: what its own advance waits for). */
+  busyOf(account: number): boolean {
+    for (const owner of this.#rendering.values()) if (owner === account) return true;
+    return false;
+  }
+
   resume(): void {
     for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
   }
@@ -259,7 +266,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const endAt = Number.isFinite(job.plan?.endAt) ? job.plan.endAt : this.#options.clock.now();
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
-      this.#rendering.add(job.id);
+      this.#rendering.set(job.id, job.accountId);
       void this.#finish(job).finally(() => this.#rendering.delete(job.id));
     }, Math.max(0, endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
@@ -282,6 +289,11 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       await this.#options.renderer.discard?.(made).catch(() => undefined);
       end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
     }
+    // Issue 29 item 8: its row went while it rendered (its account deleted): nothing to write back.
+    if (this.#jobs.get(job.id) === undefined) {
+      await this.#options.renderer.discard?.(end.images ?? []).catch(() => undefined);
+      return;
+    }
     const { refund, ...fields } = end;
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
@@ -296,12 +308,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   }
 
   /** Makes a job's images (pushed to `made` as they come) and says how it ends; throws when one cannot be made. */
-  async #make(job: ImageJob, made: ImageItem[]): Promise<Partial<ImageJob> & { refund: number }> {
+  async #make(job: ImageJob, made: ImageItem[], renderer = this.#options.renderer): Promise<Partial<ImageJob> & { refund: number }> {
     const { make, failWith } = job.plan;
     // Images deleted while the job ran (spec 4.11: no refund) are made and charged, but never written.
     const keep = !job.imagesDeleted;
     for (let index = 0; index < make && keep; index++) {
-      const rendered = await this.#options.renderer.render(job, index);
+      const rendered = await renderer.render(job, index);
       const character = job.command.type === 'character';
       made.push({
         ...rendered,

@@ -7,7 +7,15 @@ export interface TestAccountCommandsOptions {
   accounts: Accounts;
   /** The balance a new account starts with when the request names none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
-  /** Told an account was deleted: its own time and timers go too (issue 22). */
+  /**
+   * Removes the rows an account owns besides its own and its keys (clips, assets, image jobs, upload links,
+   * `Idempotency-Key` records, assistants; issue 29 item 8), inside the request's unit of work, and returns
+   * what to do once that removal is saved (remove their files). @default nothing else is owned
+   */
+  owned?: (id: number) => () => void;
+  /** Saves the removal before anything outside the data file goes. @default nothing to save */
+  commit?: () => Promise<void>;
+  /** Told an account was deleted, once that is saved: its own time and timers, fault rules and journal entries go too (issues 22, 29). */
   forgotten?: (id: number) => void;
 }
 
@@ -37,13 +45,18 @@ export class TestAccountCommands {
   }
 
   /**
-   * Deletes an account and its keys: they are 401 at once, and its clips' webhooks no longer go. The
-   * configured first account stays (reset brings it back to its start): deleting it is 400.
+   * Deletes an account and all it owns (issue 29 item 8): its keys are 401 at once, its clips' webhooks no
+   * longer go, and its rows leave the data file. Nothing outside the data file (files, fault rules, journal,
+   * its time) goes until that is saved, so a failed write takes the whole removal back. The configured
+   * first account stays (reset brings it back to its start): deleting it is 400.
    */
-  remove(id: number) {
+  async remove(id: number) {
     if (!this.#options.accounts.get(id)) throw new ServiceError('not_found', `No account ${id}.`);
     if (id === 1) throw new ServiceError('invalid_parameter', 'The configured first account (1) cannot be deleted; POST /test_helpers/reset brings it back to its start.', { extra: { parameter: 'id' } });
     this.#options.accounts.remove(id);
+    const saved = this.#options.owned?.(id);
+    await this.#options.commit?.();
+    saved?.();
     this.#options.forgotten?.(id);
     return { id, deleted: true as const };
   }

@@ -1,5 +1,6 @@
 import { ServiceError } from '../../contract/problems.js';
 import type { Caller } from '../../core/gate.js';
+import { pathFilterProblem } from '../../testing/journal-filter.js';
 import type { JournalFilter, RequestJournal } from '../../testing/journal.js';
 
 /**
@@ -16,6 +17,9 @@ export class RequestJournalCommands {
 
   /** The matching entries, newest first. */
   list(caller: Caller | null, filter: JournalFilter) {
+    // Issue 29 item 1: the filter is bounded, so what it costs is bounded too.
+    const problem = filter.path === undefined ? null : pathFilterProblem(filter.path);
+    if (problem) throw new ServiceError('invalid_parameter', problem, { extra: { parameter: 'path' } });
     return { data: this.#journal.list({ ...filter, account: scope(caller, filter.account) }) };
   }
 

@@ -11,8 +11,12 @@ import { parseSimulation } from '../../core/simulate.js';
 import type { ServiceStore } from '../../core/store.js';
 import { checkFixture, fixtureError, planSeed, type SeedOwner } from '../../testing/seed.js';
 import type { Assets } from '../assets/assets.js';
-import type { ImageJobs } from '../images/jobs.js';
+import type { ImageJobs, ImageRenderer } from '../images/jobs.js';
 import type { VideoLifecycle } from '../videos/lifecycle.js';
+import { SeedPictures } from './seed-pictures.js';
+
+/** An empty record whose every name, `__proto__` included, is an own member (JSON.stringify writes them all). */
+const byName = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
 
 /** The built-in sample photos of a seeded asset (the sample posters the service already ships). */
 const SAMPLES = { photo: 'poster-1x1.jpg', product: 'poster-4x3.jpg' } as const;
@@ -24,8 +28,12 @@ export interface SeedCommandsOptions {
   files: Files;
   videos: VideoLifecycle;
   images: ImageJobs;
+  /** What draws an image job's pictures: the service's; a seed draws each kind once (`SeedPictures`, issue 29 item 6). */
+  renderer: ImageRenderer;
   /** The starting balance of an account the fixture gives none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
+  /** `--strict`: a clip's `callback_url` is checked as `POST /v1/videos` then checks it (issue 29 item 10). @default false */
+  strict?: boolean;
   /** Puts what is made for an account on its own time (issue 22). @default no accounts' times */
   clock?: LaneClock;
 }
@@ -52,12 +60,14 @@ export class SeedCommands {
 
   /** Checks and makes a fixture; run inside a unit of work (the HTTP pipeline's, or `run`'s). */
   async apply(input: unknown): Promise<SeedAnswer> {
-    const check = checkFixture(input);
+    const check = checkFixture(input, { strict: this.#options.strict ?? false });
     if (!check.ok) throw fixtureError(check.errors);
     const { accounts, assets, files, videos, images } = this.#options;
     const clock: LaneClock = this.#options.clock ?? { now: Date.now, setTimeout: () => undefined, clearTimeout: () => undefined };
     const made = new Map<string, { account: Account; key: ApiKey }>();
-    const answer: SeedAnswer = { accounts: {}, assets: {}, clips: {}, images: {} };
+    // Issue 29 item 7: records without a prototype, so a name such as `__proto__` is a member like any other.
+    const answer: SeedAnswer = { accounts: byName(), assets: byName(), clips: byName(), images: byName() };
+    const pictures = new SeedPictures(this.#options.renderer, files);
     const owner = (who: SeedOwner) => {
       const found = who.kind === 'default' ? accounts.first() : made.get(who.name);
       if (!found) throw new TypeError(`No account ${who.kind === 'default' ? 'default' : who.name} to seed into.`);
@@ -96,7 +106,7 @@ export class SeedCommands {
           description: step.description, type: step.type, template: null, fields: {}, text: null, aspectRatio: step.aspectRatio, quality: step.quality, count: step.count,
           character: character ? { age: CHARACTER_AGES[1], style: CHARACTER_STYLES[0] } : null, assetIds: [], imageUrls: [], subjectConsent: null, maxCredits: null, price: 0,
         };
-        const job = await onTimeOf(clock, account.id, () => images.seed(account, key.id, command, { status: step.status, made: step.made, errorCode: step.errorCode }));
+        const job = await onTimeOf(clock, account.id, () => images.seed(account, key.id, command, { status: step.status, made: step.made, errorCode: step.errorCode, renderer: pictures }));
         answer.images[step.name] = job.id;
       }
     }

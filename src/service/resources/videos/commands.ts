@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { checkCallbackUrl } from '../../../emitter/index.js';
-import { isLoopbackHost } from '../../../http/loopback.js';
 import { clipPrice, type VideoModel } from '../../contract/pricing.js';
 import { ServiceError } from '../../contract/problems.js';
 import { videoCommand, type CanonicalVideo, type VideoCommand, type VideoStatus } from '../../contract/videos.js';
+import { checkClipCallback } from '../../core/callback-url.js';
 import type { Credits } from '../../core/credits.js';
 import type { Files } from '../../core/files.js';
 import { insufficient, type Caller } from '../../core/gate.js';
@@ -156,24 +155,9 @@ export class VideoCommands {
     return { origin: origin(), signer, now, estimate: (video) => Math.max(0, Math.ceil((video.plan.endAt - now) / 1000)) };
   }
 
-  /**
-   * The callback URL's safety check (spec 4.1): https, at most 2048 characters, and under `--strict` no
-   * private address; outside it http is taken for a loopback host, with a warning.
-   */
+  /** The callback URL's safety check (spec 4.1), shared with seed fixtures (core/callback-url.ts). */
   #callback(url: string): { url: string; warning?: { code: string; detail: string } } {
-    const { strict } = this.#options;
-    let parsed: URL;
-    try {
-      parsed = checkCallbackUrl(url, { allowPrivateNetworks: !strict });
-    } catch (error) {
-      // The emitter's sentences name its library option; here the switch is the service's --strict.
-      const detail = (error as Error).message.replace(' (http only with `allowPrivateNetworks`)', '').replace('; allow it with `allowPrivateNetworks`', '');
-      throw new ServiceError('invalid_callback_url', detail.replace(/^The callback URL/, 'callback_url'));
-    }
-    if (parsed.protocol === 'https:') return { url: parsed.href };
-    if (!isLoopbackHost(parsed.hostname)) throw new ServiceError('invalid_callback_url', 'callback_url must be https; plain http is taken only for a loopback host (localhost, 127.0.0.1, [::1]).');
-    // Taken here for local development; the real service would refuse it (spec 4.1): say so now.
-    return { url: parsed.href, warning: { code: 'callback_url_not_https', detail: 'The real service takes https callback URLs only; cliphook serve --strict refuses this one.' } };
+    return checkClipCallback(url, { strict: this.#options.strict });
   }
 
   /**

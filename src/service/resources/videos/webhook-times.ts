@@ -25,8 +25,10 @@ export class WebhookTimes implements LaneSource {
   readonly #options: WebhookTimesOptions;
   /** The account of each delivery attempted, and how far ahead its time was at its latest attempt. */
   readonly #attempts = new Map<string, { account: number; lead: number }>();
-  /** Deliveries being brought forward now: not offered again until the emitter has taken them. */
-  readonly #firing = new Set<string>();
+  /** Deliveries being brought forward now, with their account: not offered again until the emitter has taken them. */
+  readonly #firing = new Map<string, number>();
+  /** Deliveries whose attempt began (the emitter's stamp) and has not ended, with their account (issue 29 item 3). */
+  readonly #attempting = new Map<string, number>();
   /** The account of each delivery handed to the emitter (its clip's), so a rotated-away secret still finds it. */
   readonly #owners = new Map<string, number>();
   /** The `nextAttemptAt` each delivery had when it was last brought forward: one that did not change made no progress. */
@@ -51,7 +53,14 @@ export class WebhookTimes implements LaneSource {
     this.#attempts.delete(record.id);
     this.#attempts.set(record.id, { account, lead: clock.leadOf(account) });
     while (this.#attempts.size > MAX_TIMED_DELIVERIES) this.#attempts.delete(this.#attempts.keys().next().value!);
+    this.#attempting.set(record.id, account);
+    while (this.#attempting.size > MAX_TIMED_DELIVERIES) this.#attempting.delete(this.#attempting.keys().next().value!);
     return clock.nowOf(account);
+  }
+
+  /** An attempt of delivery `id` ended (the emitter's `attempt` event). */
+  ended(id: string): void {
+    this.#attempting.delete(id);
   }
 
   next(account: number): number | undefined {
@@ -66,7 +75,7 @@ export class WebhookTimes implements LaneSource {
     const now = this.#options.clock.nowOf(account);
     for (const { id, due } of this.#pending(account)) {
       if (due > now || this.#firing.has(id)) continue;
-      this.#firing.add(id);
+      this.#firing.set(id, account);
       this.#brought.set(id, emitter.get(id)?.nextAttemptAt ?? null);
       emitter
         .redeliver(id)
@@ -80,9 +89,23 @@ export class WebhookTimes implements LaneSource {
     return this.#firing.size > 0;
   }
 
+  /**
+   * Whether a retry of `account` is being brought forward, or an attempt of its webhooks is in flight:
+   * what its own advance waits for (issue 29 item 3), not what other accounts' webhooks do.
+   */
+  busyOf(account: number): boolean {
+    for (const owner of this.#firing.values()) if (owner === account) return true;
+    // An attempt whose end was never told (a record the emitter could not update) holds nobody once the emitter is idle.
+    const inFlight = (this.#options.emitter()?.stats as { inFlight?: number } | undefined)?.inFlight ?? 0;
+    if (inFlight === 0) return false;
+    for (const owner of this.#attempting.values()) if (owner === account) return true;
+    return false;
+  }
+
   /** Forgets every delivery (a reset). */
   clear(): void {
     this.#attempts.clear();
+    this.#attempting.clear();
     this.#owners.clear();
     this.#brought.clear();
   }

@@ -38,8 +38,8 @@ const LAST_RETRY_MS = 60_000;
  */
 export class ClipWebhooks {
   readonly #options: ClipWebhooksOptions;
-  /** Webhooks being handed to the emitter (its outbox write). */
-  #sending = 0;
+  /** Webhooks being handed to the emitter (its outbox write), by account. */
+  readonly #sending = new Map<number, number>();
   #retry: unknown = null;
   #retryDelay = FIRST_RETRY_MS;
 
@@ -49,9 +49,24 @@ export class ClipWebhooks {
 
   /** Whether a webhook is being queued or attempted now: `clock.advance()` waits for it. */
   get busy(): boolean {
+    return this.#sending.size > 0 || this.attempting;
+  }
+
+  /** Whether the emitter has an attempt in flight, of any account. */
+  get attempting(): boolean {
     // `stats` is read defensively: tests may hand in a minimal emitter that only records what it is sent.
-    const inFlight = (this.#options.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0;
-    return this.#sending > 0 || inFlight > 0;
+    return ((this.#options.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0) > 0;
+  }
+
+  /** Whether a webhook of `account` is being handed to the emitter (issue 29 item 3: what its own advance waits for). */
+  sendingOf(account: number): boolean {
+    return this.#sending.has(account);
+  }
+
+  #sent(account: number, step: 1 | -1): void {
+    const count = (this.#sending.get(account) ?? 0) + step;
+    if (count > 0) this.#sending.set(account, count);
+    else this.#sending.delete(account);
   }
 
   /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22). */
@@ -96,7 +111,8 @@ export class ClipWebhooks {
     if (!release.ready) return;
     const chaos = this.#options.chaos!;
     this.#releasing.add(batchId);
-    this.#sending++;
+    const account = batch[0]!.accountId;
+    this.#sent(account, 1);
     try {
       for (const clipId of release.order) {
         const clip = this.#options.store.table('video').get(clipId);
@@ -112,7 +128,7 @@ export class ClipWebhooks {
       }
     } finally {
       this.#releasing.delete(batchId);
-      this.#sending--;
+      this.#sent(account, -1);
     }
   }
 
@@ -127,7 +143,7 @@ export class ClipWebhooks {
     const key = accounts.key(video.keyId);
     if (!key) return undefined;
     const { event, payload } = webhookPayload(video, { origin: origin() });
-    this.#sending++;
+    this.#sent(video.accountId, 1);
     try {
       const id = this.#deliveryId(video);
       const modes = chaos ? combineModes(this.modesOf(video), batchModes) : [];
@@ -146,7 +162,7 @@ export class ClipWebhooks {
       if (!video.webhookQueued) this.#retryLater();
       return undefined;
     } finally {
-      this.#sending--;
+      this.#sent(video.accountId, -1);
     }
   }
 

@@ -1,0 +1,172 @@
+// Issue 30 item 2: the clips that reached a terminal state since a time, read through the service's own
+// API (spec 4.3: GET /videos, newest first by creation, `status` filter, `limit` 1-100 and `offset`).
+// No Node module: the web receiver reconciles too.
+import { ReconcileError } from '../protocol/errors.js';
+
+/** A clip of the list that reached done or error, as GET /videos shows it (spec 2.1). */
+export interface TerminalClip {
+  id: number;
+  status: 'done' | 'error';
+  /** `completed_at` in milliseconds; `null` when the service gave none (such a clip is always taken). */
+  completedAt: number | null;
+  /** The list item itself, every field of spec 2.1. */
+  item: Record<string, unknown>;
+}
+
+export interface ListOptions {
+  apiKey: string;
+  /** The service's base URL, with `/v1` and without a trailing slash. */
+  baseUrl: string;
+  /** Milliseconds: clips whose `completed_at` is at or after it. */
+  since: number;
+  fetch: typeof globalThis.fetch;
+  sleep: (ms: number) => Promise<void>;
+  maxWaits: number;
+  maxPages: number;
+  maxGenerationMs: number;
+  /** Aborted when the receiver closes: a wait ends at once and the listing stops. */
+  signal?: AbortSignal | undefined;
+}
+
+/** The page size: spec 4.3's largest. */
+export const PAGE_LIMIT = 100;
+/**
+ * Items each page repeats of the one before. Offset paging newest first is pushed down by new clips (an
+ * item is seen twice, deduped by id), but pulled up by a DELETE of a listed clip, which would skip one
+ * item per deletion between two reads: up to this many are caught.
+ */
+export const PAGE_OVERLAP = 10;
+/** A Retry-After longer than this is waited this long, then asked again (and counts as another wait). */
+export const MAX_WAIT_MS = 120_000;
+/** The largest list answer read: 100 items of spec 2.1 are about 70 KB. */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Every clip of the account that ended (done, error) at or after `since`, oldest `completed_at` first,
+ * each once. The list is ordered by creation, and a clip may end long after it was created, so each
+ * status is paged until a clip was created more than `maxGenerationMs` before `since` (the spec's
+ * 10-minute upstream time-out plus queueing margin): none created earlier can have ended after `since`.
+ * Throws `ReconcileError` when it could not see them all.
+ */
+export async function listTerminalClips(options: ListOptions): Promise<TerminalClip[]> {
+  const seen = new Map<number, TerminalClip>();
+  const waits = { left: options.maxWaits };
+  for (const status of ['done', 'error'] as const) await listStatus(status, options, seen, waits);
+  return [...seen.values()].sort((a, b) => (a.completedAt ?? Infinity) - (b.completedAt ?? Infinity) || a.id - b.id);
+}
+
+async function listStatus(status: 'done' | 'error', options: ListOptions, seen: Map<number, TerminalClip>, waits: { left: number }): Promise<void> {
+  const floor = options.since - options.maxGenerationMs;
+  let offset = 0;
+  for (let page = 0; ; page++) {
+    if (page >= options.maxPages) {
+      throw new ReconcileError('too_many_clips', `More than ${options.maxPages} pages of ${status} clips since ${new Date(options.since).toISOString()}: reconcile from a later \`since\`, or raise \`maxPages\`.`);
+    }
+    const list = await getPage(`${options.baseUrl}/videos?status=${status}&limit=${PAGE_LIMIT}&offset=${offset}`, options, waits);
+    let older = false;
+    for (const item of list.data) {
+      const clip = terminalClip(item, status);
+      if (clip === null) continue;
+      const created = typeof item.created_at === 'string' ? Date.parse(item.created_at) : NaN;
+      if (created < floor) older = true;
+      if (clip.completedAt === null || clip.completedAt >= options.since) seen.set(clip.id, clip);
+    }
+    if (older || list.data.length < PAGE_LIMIT || offset + list.data.length >= list.total) return;
+    offset += PAGE_LIMIT - PAGE_OVERLAP;
+  }
+}
+
+/** The item as a terminal clip of `status`; `null` for an item the filter should not have given. */
+function terminalClip(item: Record<string, unknown>, status: 'done' | 'error'): TerminalClip | null {
+  if (item.status !== status || !Number.isSafeInteger(item.id) || (item.id as number) < 1) return null;
+  const completed = typeof item.completed_at === 'string' ? Date.parse(item.completed_at) : NaN;
+  return { id: item.id as number, status, completedAt: Number.isNaN(completed) ? null : completed, item };
+}
+
+interface VideoList {
+  data: Record<string, unknown>[];
+  total: number;
+}
+
+/** One GET, waiting out 429 and 503 (spec 7: Retry-After) while waits are left. */
+async function getPage(url: string, options: ListOptions, waits: { left: number }): Promise<VideoList> {
+  for (;;) {
+    if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
+    let res: Response;
+    try {
+      res = await options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: options.signal ?? null });
+    } catch (error) {
+      if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
+      throw new ReconcileError('unreachable', `GET ${url} got no answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+    const body = await readJson(res, url);
+    if (res.ok) return asVideoList(body, url);
+    const problem = (typeof body === 'object' && body !== null ? body : {}) as { code?: unknown; retry_after?: unknown; detail?: unknown };
+    const serviceCode = typeof problem.code === 'string' ? problem.code : undefined;
+    if (res.status !== 429 && res.status !== 503) {
+      const detail = typeof problem.detail === 'string' ? `: ${problem.detail.slice(0, 200)}` : '';
+      throw new ReconcileError('service_error', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''}${detail}`, { status: res.status, serviceCode });
+    }
+    if (waits.left <= 0) {
+      throw new ReconcileError('waits_exhausted', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''} after ${options.maxWaits} waits; reconcile again later.`, { status: res.status, serviceCode });
+    }
+    waits.left--;
+    await abortable(options.sleep(retryAfterMs(res.headers.get('retry-after'), problem.retry_after)), options.signal);
+  }
+}
+
+/** Spec 7: whole seconds in `Retry-After` (or the body's `retry_after`); 1 s when neither says. */
+export function retryAfterMs(header: string | null, member: unknown): number {
+  const fromHeader = header !== null && /^\d{1,6}$/.test(header.trim()) ? Number(header.trim()) : NaN;
+  const seconds = Number.isFinite(fromHeader) ? fromHeader : typeof member === 'number' && Number.isFinite(member) && member >= 0 ? member : 1;
+  return Math.min(Math.max(seconds, 0) * 1000, MAX_WAIT_MS);
+}
+
+function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  return new Promise((resolve, reject) => {
+    const stop = () => reject(new ReconcileError('stopped', 'The receiver was closed during reconciliation.'));
+    if (signal.aborted) return stop();
+    signal.addEventListener('abort', stop, { once: true });
+    wait.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
+
+/** The body as JSON, read at most `MAX_PAGE_BYTES`; `null` for a body that is not JSON. */
+async function readJson(res: Response, url: string): Promise<unknown> {
+  const declared = Number(res.headers.get('content-length'));
+  if (declared > MAX_PAGE_BYTES) {
+    await res.body?.cancel();
+    throw new ReconcileError('invalid_response', `GET ${url} answered ${declared} bytes; at most ${MAX_PAGE_BYTES} are read.`, { status: res.status });
+  }
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = res.body?.getReader();
+  if (reader) {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      bytes += read.value.byteLength;
+      if (bytes > MAX_PAGE_BYTES) {
+        await reader.cancel();
+        throw new ReconcileError('invalid_response', `GET ${url} answered more than ${MAX_PAGE_BYTES} bytes.`, { status: res.status });
+      }
+      chunks.push(read.value);
+    }
+  }
+  const all = new Uint8Array(bytes);
+  let at = 0;
+  for (const chunk of chunks) all.set(chunk, (at += chunk.byteLength) - chunk.byteLength);
+  try {
+    return JSON.parse(new TextDecoder().decode(all));
+  } catch {
+    return null;
+  }
+}
+
+function asVideoList(body: unknown, url: string): VideoList {
+  const list = body as { data?: unknown; total?: unknown } | null;
+  if (typeof list !== 'object' || list === null || !Array.isArray(list.data) || !list.data.every((item) => typeof item === 'object' && item !== null)) {
+    throw new ReconcileError('invalid_response', `GET ${url} did not answer a VideoList (spec 2.1: { data, total, limit, offset }).`, { status: 200 });
+  }
+  const total = Number.isSafeInteger(list.total) ? (list.total as number) : Infinity;
+  return { data: list.data as Record<string, unknown>[], total };
+}

@@ -1,0 +1,124 @@
+// The options of `receiver.reconcile()` and of `createReceiver({ reconcile })` (issue 30 item 2), checked
+// once: a misconfiguration is a TypeError naming the option, at construction or at the call.
+import type { ListOptions } from './reconcile-list.js';
+
+export interface ReconcileOptions {
+  /** The account's API key (spec 5), sent as `Authorization: Bearer …` to GET /videos. */
+  apiKey: string;
+  /** The service's base URL, with `/v1`. @example 'https://api.example.com/v1' */
+  baseUrl: string;
+  /**
+   * Clips that ended (`completed_at`) at or after this time: a `Date`, an ISO 8601 string or milliseconds.
+   * @default where the last run got to (the cursor), else 24 hours ago (the delivery store's default retention)
+   */
+  since?: Date | string | number;
+  /** Makes the GET requests. @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch;
+  /** Waits out a 429 or 503's `Retry-After` (capped at 120 s a wait). @default a timer */
+  sleep?: (ms: number) => Promise<void>;
+  /** 429 and 503 answers waited out in one run before it gives up with `waits_exhausted`. @default 5 */
+  maxWaits?: number;
+  /** Pages of 100 clips read per status in one run before it gives up with `too_many_clips`. @default 100 */
+  maxPages?: number;
+  /**
+   * The longest a clip can take from creation to its end. The list is ordered by creation, so each status
+   * is paged until a clip created this long before `since`: the spec's 10-minute upstream time-out
+   * (2.9 `upstream_timeout`) plus 20 minutes for queueing.
+   * @default 1_800_000 (30 minutes)
+   */
+  maxGenerationMs?: number;
+}
+
+/** `createReceiver({ reconcile })`: a reconciliation at start and then every `every` milliseconds. */
+export interface ReconcileSchedule extends Omit<ReconcileOptions, 'since'> {
+  /** Milliseconds between the end of one run and the start of the next; at least 60_000 (spec 8: 60 requests a minute a key). */
+  every: number;
+  /** Where the runs are timed. @default the global timers (unref'd on Node) */
+  timers?: { setTimeout(callback: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+  /** Told when a scheduled run throws (a `ReconcileError`). Handler failures go to `receiver.onError`. @default console.error */
+  onError?: (error: Error) => void;
+}
+
+/** What one run did. `checked` = `handled` + `duplicates` + `failed`. */
+export interface ReconcileResult {
+  /** Distinct clips that ended at or after `since`. */
+  checked: number;
+  /** Events whose handlers ran now. */
+  handled: number;
+  /** Events already handled (by a webhook or an earlier run). */
+  duplicates: number;
+  /** Events a handler threw on, that were being handled elsewhere, or that the store did not take: the next run sees them again. */
+  failed: number;
+  /** ISO 8601: where this run started. */
+  since: string;
+  /** ISO 8601: where the next run without `since` starts. */
+  cursor: string;
+}
+
+/** Where a run starts when no cursor is kept and no `since` is given. */
+export const DEFAULT_SINCE_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_MAX_GENERATION_MS = 30 * 60 * 1000;
+export const MIN_EVERY_MS = 60_000;
+
+type Resolved = Omit<ListOptions, 'since' | 'signal'>;
+
+/** The options checked, with their defaults; `since` in milliseconds, or `undefined` for the cursor's. */
+export function resolveReconcileOptions(options: unknown): Resolved & { since: number | undefined } {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected reconcile options `{ apiKey, baseUrl }`.');
+  const {
+    apiKey,
+    baseUrl,
+    since,
+    fetch = globalThis.fetch,
+    sleep = defaultSleep,
+    maxWaits = 5,
+    maxPages = 100,
+    maxGenerationMs = DEFAULT_MAX_GENERATION_MS,
+  } = options as ReconcileOptions;
+  if (typeof apiKey !== 'string' || apiKey.length === 0 || /[\r\n]/.test(apiKey)) throw new TypeError('Expected `apiKey` to be the API key, a non-empty string on one line.');
+  if (typeof fetch !== 'function') throw new TypeError('Expected `fetch` to be a function.');
+  if (typeof sleep !== 'function') throw new TypeError('Expected `sleep` to be a function of milliseconds returning a promise.');
+  if (!(Number.isSafeInteger(maxWaits) && maxWaits >= 0)) throw new TypeError(`Expected \`maxWaits\` to be a non-negative integer, got ${String(maxWaits)}.`);
+  if (!(Number.isSafeInteger(maxPages) && maxPages >= 1)) throw new TypeError(`Expected \`maxPages\` to be a positive integer, got ${String(maxPages)}.`);
+  if (!(Number.isFinite(maxGenerationMs) && maxGenerationMs >= 0)) throw new TypeError(`Expected \`maxGenerationMs\` to be a non-negative number of milliseconds, got ${String(maxGenerationMs)}.`);
+  return { apiKey, baseUrl: checkBaseUrl(baseUrl), since: since === undefined ? undefined : sinceMs(since), fetch, sleep, maxWaits, maxPages, maxGenerationMs };
+}
+
+/** A timer that does not keep a Node process alive: `close()` abandons a wait rather than ending it. */
+function defaultSleep(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => (setTimeout(resolve, ms) as unknown as { unref?: () => void }).unref?.());
+}
+
+/** Checks `every` and the timers of a schedule; the rest is checked by `resolveReconcileOptions`. */
+export function checkSchedule(schedule: unknown): ReconcileSchedule {
+  if (typeof schedule !== 'object' || schedule === null) throw new TypeError('Expected `reconcile` to be `{ apiKey, baseUrl, every }`.');
+  const { every, timers, onError } = schedule as ReconcileSchedule;
+  if (!(Number.isFinite(every) && every >= MIN_EVERY_MS)) throw new TypeError(`Expected \`reconcile.every\` to be at least ${MIN_EVERY_MS} milliseconds, got ${String(every)}.`);
+  if (timers !== undefined && (typeof timers?.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) throw new TypeError('Expected `reconcile.timers` to have setTimeout and clearTimeout.');
+  if (onError !== undefined && typeof onError !== 'function') throw new TypeError('Expected `reconcile.onError` to be a function.');
+  if ('since' in schedule) throw new TypeError('`reconcile.since` is not taken: a scheduled run starts where the last one got to.');
+  resolveReconcileOptions(schedule);
+  return schedule as ReconcileSchedule;
+}
+
+function checkBaseUrl(baseUrl: unknown): string {
+  let url: URL;
+  try {
+    url = new URL(String(baseUrl));
+  } catch {
+    throw new TypeError(`Expected \`baseUrl\` to be the service's absolute URL with /v1, got ${JSON.stringify(baseUrl)}.`);
+  }
+  if (typeof baseUrl !== 'string' || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search !== '' || url.hash !== '') {
+    throw new TypeError(`Expected \`baseUrl\` to be an http(s) URL without query, such as https://api.example.com/v1, got ${JSON.stringify(baseUrl)}.`);
+  }
+  let href = url.href;
+  while (href.endsWith('/')) href = href.slice(0, -1);
+  return href;
+}
+
+/** `since` in milliseconds: a `Date`, an ISO 8601 string or milliseconds since the epoch. */
+export function sinceMs(since: unknown): number {
+  const ms = since instanceof Date ? since.getTime() : typeof since === 'number' ? since : typeof since === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(since) ? Date.parse(since) : NaN;
+  if (!Number.isFinite(ms)) throw new TypeError(`Expected \`since\` to be a Date, an ISO 8601 time or milliseconds since the epoch, got ${JSON.stringify(since)}.`);
+  return ms;
+}

@@ -1,0 +1,115 @@
+// Issue 30 item 2: `cliphook reconcile` against the simulated service, delivering to a cliphook receiver
+// and to a plain Express handler that knows nothing of cliphook.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createReceiver, MemoryDeliveryStore, verifySignature, type WebhookEvent } from 'cliphook';
+import { startService, type StartedService } from 'cliphook/service';
+import { parseSince } from '../../src/cli/commands/reconcile.js';
+import { cli } from './helpers.js';
+
+let svc: StartedService;
+const servers: Server[] = [];
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  for (const server of servers) await new Promise((resolve) => server.close(resolve));
+  await svc.close();
+});
+
+async function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+}
+
+/** An account with two done clips and one failed, none with a callback_url: no webhook ever went out. */
+async function accountWithClips() {
+  const account = await svc.accounts.create({ balance: 1_000 });
+  const headers = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
+  const ids: number[] = [];
+  for (const prompt of ['a fox', 'a boat', 'x simulate:upstream_busy']) {
+    const res = await fetch(`${svc.url}/videos`, { method: 'POST', headers, body: JSON.stringify({ prompt }) });
+    ids.push(((await res.json()) as { id: number }).id);
+  }
+  await svc.clock.advance(30_000, { account: account.id });
+  return { account, ids };
+}
+
+describe('cliphook reconcile', () => {
+  it('delivers each clip\'s event to a cliphook receiver, a line per clip and a summary; a second run is all duplicates', async () => {
+    const { account, ids } = await accountWithClips();
+    const receiver = createReceiver({ secret: account.webhook_secret, store: new MemoryDeliveryStore() });
+    const handled: WebhookEvent[] = [];
+    receiver.onAny((event) => void handled.push(event));
+    const to = await listen(receiver.express());
+    const args = ['reconcile', '--api-key', account.api_key, '--url', svc.url, '--to', to, '--secret', account.webhook_secret, '--since', '1h'];
+    const first = await cli(...args);
+    expect(first.code).toBe(0);
+    const lines = first.stdout.trim().split('\n');
+    expect(lines).toHaveLength(4);
+    for (const id of ids) expect(lines.some((line) => line.includes(` ${id} completed `) && line.includes('[200] delivered'))).toBe(true);
+    expect(lines[3]).toMatch(/^3 clips ended since .*: 3 delivered, 0 duplicates, 0 failed$/);
+    expect(handled.map((event) => event.id).sort()).toEqual([...ids].sort());
+    expect(handled.find((event) => event.event === 'video.failed')).toMatchObject({ error_code: 'upstream_busy', video_url: null });
+
+    const second = await cli(...args);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('0 delivered, 3 duplicates, 0 failed');
+    expect(handled).toHaveLength(3);
+  });
+
+  it('delivers to a plain Express handler: signed as the service signs, one stable delivery id per event; a 500 exits 1', async () => {
+    const { account, ids } = await accountWithClips();
+    const got: Array<{ body: string; headers: Record<string, unknown> }> = [];
+    let status = 204;
+    const app = express();
+    app.post('/webhooks', express.raw({ type: 'application/json' }), (req, res) => {
+      got.push({ body: (req.body as Buffer).toString('utf8'), headers: req.headers });
+      res.status(status).end();
+    });
+    const to = await listen(app);
+    const args = ['reconcile', '--api-key', account.api_key, '--url', svc.url, '--to', to, '--secret', account.webhook_secret, '--since', new Date(Date.now() - 3_600_000).toISOString()];
+    expect((await cli(...args)).code).toBe(0);
+    expect(got).toHaveLength(3);
+    for (const { body, headers } of got) {
+      expect(verifySignature(body, headers['x-service-signature'] as string, account.webhook_secret)).toBe(true);
+      const event = JSON.parse(body) as WebhookEvent;
+      expect(ids).toContain(event.id);
+      expect(headers['x-service-event']).toBe(event.event);
+      expect(headers['x-service-delivery']).toBe(`reconcile:${event.event}:${event.id}`);
+    }
+    status = 500;
+    const failing = await cli(...args);
+    expect(failing.code).toBe(1);
+    expect(failing.stdout).toContain('0 delivered, 0 duplicates, 3 failed');
+    expect(failing.stderr.trim().split('\n')).toHaveLength(1);
+    expect(failing.stderr).toContain(`3 of 3 events were not acknowledged by ${to}`);
+  });
+
+  it('exits 2 with one line for missing flags, a bad --since, and a --to the guard refuses; 1 when the service refuses the key', async () => {
+    const base = ['--api-key', 'sk_x', '--url', svc.url, '--secret', 'whsec_x'];
+    expect(await cli('reconcile', ...base)).toMatchObject({ code: 2, stderr: expect.stringContaining('--to') });
+    expect(await cli('reconcile', ...base, '--to', 'http://127.0.0.1:9/x', '--since', 'yesterday')).toMatchObject({ code: 2, stderr: expect.stringContaining('--since') });
+    const privateTo = await cli('reconcile', ...base, '--to', 'https://10.0.0.8/hooks');
+    expect(privateTo.code).toBe(2);
+    expect(privateTo.stderr).toContain('private');
+    expect((await cli('reconcile', ...base, '--to', 'http://example.com/hooks')).code).toBe(2); // http only on loopback
+    const refused = await cli('reconcile', ...base, '--to', 'http://127.0.0.1:9/x');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('401 invalid_api_key');
+  });
+
+  it('parses --since as a duration back from now or an ISO time', () => {
+    const now = Date.parse('2026-11-22T12:00:00Z');
+    expect(parseSince('3h', now)).toBe(now - 3 * 3_600_000);
+    expect(parseSince('90m', now)).toBe(now - 90 * 60_000);
+    expect(parseSince('2d', now)).toBe(now - 2 * 86_400_000);
+    expect(parseSince('2026-11-22T09:30:00Z', now)).toBe(Date.parse('2026-11-22T09:30:00Z'));
+    expect(() => parseSince('2026-11-23T00:00:00Z', now)).toThrow(/future/);
+    expect(() => parseSince('3 hours', now)).toThrow(/--since/);
+  });
+});

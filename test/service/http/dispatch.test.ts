@@ -1,0 +1,76 @@
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+
+const apps: ServiceApp[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+async function app() {
+  const made = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+  apps.push(made);
+  return { app: made, auth: `Bearer ${made.service.first().apiKey}` };
+}
+
+/** A route's template as its segments: `null` for a `{param}`. */
+const segmentsOf = (template: string) => template.split('/').slice(1).map((segment) => (segment.startsWith('{') ? null : segment));
+
+/**
+ * Every pair of the router's templates where a fixed segment stands where the other has a parameter and the
+ * rest agrees (`/v1/videos/batch` and `/v1/videos/{id}`): the fixed one's concrete path, and both templates.
+ */
+function clashes(routes: readonly string[]): Array<{ path: string; fixed: string; param: string }> {
+  const templates = [...new Set(routes.map((route) => route.slice(route.indexOf(' ') + 1)))];
+  const found: Array<{ path: string; fixed: string; param: string }> = [];
+  for (const fixed of templates) {
+    if (fixed.includes('{')) continue;
+    for (const param of templates) {
+      const [a, b] = [segmentsOf(fixed), segmentsOf(param)];
+      if (param === fixed || a.length !== b.length) continue;
+      if (b.every((segment, i) => segment === null || segment === a[i])) found.push({ path: fixed, fixed, param });
+    }
+  }
+  return found;
+}
+
+describe('the router (issue 29 item 12)', () => {
+  it('routes GET and DELETE /v1/videos/batch to the batch path, not to a clip whose id is "batch": 405 Allow: POST', async () => {
+    const { app: handler, auth } = await app();
+    for (const method of ['get', 'delete'] as const) {
+      const res = await request(handler)[method]('/v1/videos/batch').set('authorization', auth);
+      expect(res.status, method).toBe(405);
+      expect(res.body, method).toMatchObject({ code: 'method_not_allowed', detail: '/v1/videos/batch takes POST.' });
+      expect(res.headers.allow, method).toBe('POST');
+    }
+    // HEAD is GET without the body (RFC 9110 §9.3.2): refused the same way.
+    expect(await request(handler).head('/v1/videos/batch').set('authorization', auth)).toMatchObject({ status: 405, headers: { allow: 'POST' } });
+    // The batch path itself, and a clip id beside it, still answer as before.
+    expect((await request(handler).post('/v1/videos/batch').set('authorization', auth).send({ items: [{ prompt: 'a fox' }] })).status).toBe(207);
+    const clip = await request(handler).get('/v1/videos/999').set('authorization', auth);
+    expect(clip).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(clip.body.detail, 'the route\'s own 404, not the router\'s').not.toBe('Nothing at /v1/videos/999.');
+  });
+
+  it('gives every fixed path the router has beside a parameter path only its own methods', async () => {
+    const { app: handler, auth } = await app();
+    const found = clashes(handler.routes);
+    expect(found.map(({ fixed, param }) => `${fixed} ~ ${param}`)).toContain('/v1/videos/batch ~ /v1/videos/{id}');
+    for (const { path, fixed, param } of found) {
+      const own = handler.routes.filter((route) => route.endsWith(` ${fixed}`)).map((route) => route.slice(0, route.indexOf(' ')));
+      const others = handler.routes.filter((route) => route.endsWith(` ${param}`)).map((route) => route.slice(0, route.indexOf(' '))).filter((method) => !own.includes(method));
+      for (const method of others) {
+        const res = await request(handler)[method.toLowerCase() as 'get' | 'post' | 'delete' | 'put' | 'patch'](path).set('authorization', auth);
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.allow?.split(', ').filter((each) => each !== 'HEAD').sort(), `${method} ${path}`).toEqual([...new Set(own)].sort());
+      }
+    }
+  });
+
+  it('reads a percent-encoded fixed segment as the segment itself', async () => {
+    const { app: handler, auth } = await app();
+    expect(await request(handler).get('/v1/videos/%62atch').set('authorization', auth)).toMatchObject({ status: 405, headers: { allow: 'POST' } });
+    expect(await request(handler).get('/v1/videos/%zz').set('authorization', auth)).toMatchObject({ status: 404, body: { code: 'not_found' } });
+  });
+});
