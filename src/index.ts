@@ -10,6 +10,7 @@ export {
   InvalidPayloadError,
   InvalidCallbackUrlError,
   FileLockedError,
+  InboxError,
   ReconcileError,
   VIDEO_ERROR_CODES,
   WEBHOOK_EVENTS,
@@ -29,6 +30,7 @@ export {
 export type {
   WebhookVerificationCode,
   LockHolder,
+  InboxErrorCode,
   ReconcileErrorCode,
   VideoErrorCode,
   VideoCompletedEvent,

@@ -73,6 +73,22 @@ export class DeliveryNotFoundError extends CliphookError {
   }
 }
 
+/** Why `receiver.inbox.replay(id)` (or `get` through the CLI) refused: no such record, or one still pending or running. */
+export type InboxErrorCode = 'inbox_record_not_found' | 'inbox_not_replayable';
+
+/**
+ * An inbox operation on a record that does not allow it (issue 30).
+ * @example try { await receiver.inbox.replay(id); } catch (error) { if (error instanceof InboxError && error.code === 'inbox_record_not_found') … }
+ */
+export class InboxError extends CliphookError {
+  declare readonly code: InboxErrorCode;
+  readonly id: string;
+  constructor(code: InboxErrorCode, id: string, message: string) {
+    super(code, message);
+    this.id = id;
+  }
+}
+
 /** Why the emitter cannot take a call: not started, stopped, or (on Redis) its Redis cannot be reached at `start()`. */
 export type EmitterStateCode = 'emitter_not_started' | 'emitter_stopped' | 'redis_unreachable';
 

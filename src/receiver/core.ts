@@ -6,6 +6,9 @@ import { eventKey } from './event-key.js';
 import { parseLimit } from './limit.js';
 import type { ReconcileSchedule } from './reconcile-options.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource, type VerifiedRequest } from './verify-core.js';
+import { Inbox } from './inbox/inbox.js';
+import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/options.js';
+import { newRecord, type InboxBackend, type InboxSource } from './inbox/record.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
 
@@ -38,6 +41,12 @@ export interface ReceiverOptions {
    * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
    */
   reconcile?: ReconcileSchedule;
+  /**
+   * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
+   * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
+   * @default undefined: handlers run before the reply, as without an inbox
+   */
+  inbox?: true | InboxOptions;
 }
 
 /** What a handler learns about the delivery besides the event. */
@@ -48,10 +57,13 @@ export interface WebhookContext {
   rawBody: Uint8Array;
   /** When this receiver took the request. */
   receivedAt: Date;
-  /** Where the event came from: `'reconcile'` for one `receiver.reconcile()` built from GET /videos (issue 30). */
-  source?: 'webhook' | 'reconcile' | 'replay';
-  /** Which run of the handlers this is, from 1. */
-  attempt?: number;
+  /**
+   * Issue 30: where the event came from: `'webhook'`, `'reconcile'` (one `receiver.reconcile()` built from
+   * GET /videos) or `'replay'` (`receiver.inbox.replay(id)`).
+   */
+  source: InboxSource;
+  /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
+  attempt: number;
 }
 
 /** How `ingest` ended for one event (issue 30 item 2). */
@@ -78,10 +90,15 @@ export interface ReceiverRuntime {
   /** Throws (or rejects with) a `WebhookVerificationError`; a promise only where the crypto is async. */
   verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
   defaultStore(clock: () => number): DeliveryStore;
+  /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
+  openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
 }
 
-/** What the shared claim → dispatch → complete step ended with. */
-type Processed = 'handled' | 'processed' | 'in_progress' | 'store_unavailable' | 'failed';
+/**
+ * What the shared claim → dispatch (or queue) → complete step ended with; `queued` and `full` only with
+ * an inbox.
+ */
+type Processed = 'handled' | 'queued' | 'full' | 'processed' | 'in_progress' | 'store_unavailable' | 'failed';
 
 const encoder = new TextEncoder();
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
@@ -93,6 +110,11 @@ const jsonReply = (body: string): ReceiverReply =>
   Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(encoder.encode(body).byteLength) }), body });
 const ACK = jsonReply('{"received":true}');
 const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
+// Issue 30 item 1: stored in the inbox, not yet handled: 202 Accepted says exactly that (any 2xx ends the service's retries).
+const QUEUED = Object.freeze({ ...jsonReply('{"received":true,"queued":true}'), status: 202 });
+/** Seconds a sender waits after `inbox_full`: the service's own first retry comes after 30 s anyway. */
+const INBOX_FULL_RETRY_AFTER_S = 30;
+const decoder = new TextDecoder();
 // The service retries after 30 s anyway; a client that honours Retry-After comes back sooner.
 const IN_PROGRESS_RETRY_AFTER_S = 5;
 /** Seconds a sender waits after `store_unavailable`: long enough for a Redis failover or restart. */
@@ -113,8 +135,10 @@ export class ReceiverCore {
   readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
   readonly #any: WebhookHandler[] = [];
   readonly #errorListeners: ErrorListener[] = [];
+  /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
+  readonly inbox: Inbox | undefined;
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
@@ -123,7 +147,19 @@ export class ReceiverCore {
     this.#leaseMs = leaseMs;
     this.#clock = clock;
     this.#runtime = runtime;
+    const resolved = inbox === undefined ? undefined : resolveInboxOptions(inbox);
+    if (resolved && !runtime.openInbox) throw new TypeError('Expected no `inbox` here: the inbox needs a file or Redis, so the Node entry (cliphook), not cliphook/web.');
     this.store = store ?? runtime.defaultStore(clock);
+    if (resolved) {
+      const backend = runtime.openInbox!(resolved, this.store, clock);
+      this.inbox = new Inbox(backend, resolved, {
+        leaseMs,
+        clock,
+        dispatch: (event, context) => this.#dispatch(event, context),
+        ready: () => this.#any.length > 0 || this.#handlers.size > 0,
+        onError: (error, context) => this.#emitError(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error), context ?? {}, 500),
+      }, resolved.redis !== undefined);
+    }
   }
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */
@@ -132,6 +168,7 @@ export class ReceiverCore {
     const list = this.#handlers.get(name) ?? [];
     list.push(handler as WebhookHandler<never>);
     this.#handlers.set(name, list);
+    this.inbox?.kick();
     return this;
   }
 
@@ -139,6 +176,7 @@ export class ReceiverCore {
   onAny(handler: WebhookHandler): this {
     if (typeof handler !== 'function') throw new TypeError('Expected a handler function.');
     this.#any.push(handler);
+    this.inbox?.kick();
     return this;
   }
 
@@ -170,10 +208,14 @@ export class ReceiverCore {
     // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
     // request replayed under a forged delivery id finds its event already processed.
     const keys = [`d:${deliveryId}`, eventKey(event)];
-    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt) };
+    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
     switch (await this.#claimAndRun(keys, event, context)) {
       case 'handled':
         return ACK;
+      case 'queued':
+        return QUEUED;
+      case 'full':
+        return reply('inbox_full', 'The webhook inbox is full; nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
       case 'processed':
         return DUPLICATE;
       case 'in_progress':
@@ -193,7 +235,9 @@ export class ReceiverCore {
    * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>`, so an
    * event a webhook already delivered is a `'duplicate'`, and a webhook arriving after it is one too.
    * `'failed'` when a handler threw (the claim is released, so a later run tries again), when the store
-   * did not answer, or when the same event is being handled right now; failures reach `onError`.
+   * did not answer, or when the same event is being handled right now; failures reach `onError`. With an
+   * inbox, `'handled'` means durably taken into it (its handlers run from there, `source: 'reconcile'`),
+   * and a full inbox is `'failed'`.
    * @example const outcome = await receiver.ingest(event, { source: 'reconcile' }); // 'handled' | 'duplicate' | 'failed'
    */
   async ingest(event: WebhookEvent, { source }: IngestOptions): Promise<IngestOutcome> {
@@ -206,15 +250,16 @@ export class ReceiverCore {
       attempt: 1,
     };
     const outcome = await this.#claimAndRun([eventKey(event)], event, context);
-    if (outcome === 'handled') return 'handled';
+    if (outcome === 'handled' || outcome === 'queued') return 'handled';
     if (outcome === 'processed') return 'duplicate';
     // In progress elsewhere: not handled by this run, so it is reported as failed and seen again next time.
     return 'failed';
   }
 
   /**
-   * The step `receive` and `ingest` share: claim the keys, run the handlers, mark the keys processed.
-   * Failures are told to the error listeners here; the caller turns the outcome into its answer.
+   * The step `receive` and `ingest` share: claim the keys, run the handlers (or, with an inbox, store the
+   * event durably), mark the keys processed. Failures are told to the error listeners here; the caller
+   * turns the outcome into its answer.
    */
   async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext): Promise<Processed> {
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
@@ -230,6 +275,7 @@ export class ReceiverCore {
       return 'store_unavailable';
     }
     if (outcome !== 'claimed') return outcome;
+    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner);
     try {
       const ran = this.#dispatch(event, context);
       if (isThenable(ran)) await ran;
@@ -253,6 +299,41 @@ export class ReceiverCore {
     return 'handled';
   }
 
+  /**
+   * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
+   * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
+   */
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string): Promise<Processed> {
+    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+    let added;
+    try {
+      added = await inbox.enqueue(record);
+    } catch (error) {
+      await this.#release(keys, owner);
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      return 'store_unavailable';
+    }
+    if (added === 'full') {
+      await this.#release(keys, owner);
+      return 'full';
+    }
+    try {
+      await this.store.complete(keys);
+    } catch (error) {
+      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
+      this.#emitError(new WebhookHandlerError(context.deliveryId, error), context, 500);
+    }
+    return 'queued';
+  }
+
+  async #release(keys: readonly string[], owner: string): Promise<void> {
+    try {
+      await this.store.release(keys, owner);
+    } catch {
+      // The claim then expires with its lease; the outcome is the same either way.
+    }
+  }
+
   /** The reply for an error thrown while reading or verifying a request. */
   refuse(error: unknown, context: Partial<WebhookContext> = {}): ReceiverReply {
     if (!(error instanceof WebhookVerificationError)) throw error;
@@ -261,9 +342,13 @@ export class ReceiverCore {
     return reply(error.code, detail, { status: error.status });
   }
 
-  /** Flushes the store. */
-  close(): Promise<void> {
-    return this.store.close();
+  /**
+   * Stops taking events, lets running inbox handlers finish (up to `inbox.closeTimeout`), keeps the
+   * rest for the next start, and flushes the store.
+   */
+  async close(): Promise<void> {
+    await this.inbox?.close();
+    await this.store.close();
   }
 
   /** Runs the handlers; a single one is called directly, so its own promise is the only one awaited. */

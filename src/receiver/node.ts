@@ -1,8 +1,14 @@
+import { dirname, join } from 'node:path';
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
 import { expressAdapter, type NodeMiddleware } from './express.js';
 import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
-import { FileDeliveryStore } from './file-delivery-store.js';
+import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
+import { FileInboxBackend } from './inbox/file-backend.js';
+import type { ResolvedInboxOptions } from './inbox/options.js';
+import type { InboxBackend } from './inbox/record.js';
+import { RedisInboxBackend } from './inbox/redis-backend.js';
+import type { DeliveryStore } from './delivery-store.js';
 import { koaAdapter, type KoaMiddleware, type KoaReceiverOptions } from './koa.js';
 import { Reconciler } from './reconcile.js';
 import { cursorFor } from './reconcile-cursor.js';
@@ -13,7 +19,16 @@ import { verifyWith } from './verify.js';
 const NODE_RUNTIME: ReceiverRuntime = {
   verify: verifyWith,
   defaultStore: (clock) => FileDeliveryStore.shared({ clock }),
+  openInbox,
 };
+
+/** Issue 30 item 1: Redis when `inbox.redis` is given, else a file (by default `inbox.json` beside the delivery store's file). */
+function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
+  const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
+  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs });
+  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
+  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, clock });
+}
 
 /**
  * The receiver: verification, dedupe and dispatch, independent of any framework. `express()` and
