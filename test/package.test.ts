@@ -88,6 +88,11 @@ export const app = express();
 app.post('/webhooks', receiver.express());
 export const fastifyPlugin: FastifyReceiverPlugin = receiver.fastify();
 export const koaMiddleware: KoaMiddleware = receiver.koa({ path: '/webhooks' });
+export async function deadOnes(): Promise<number> {
+  const durable = createReceiver({ secret: 'whsec_types', inbox: { file: '.cliphook/inbox.json', retries: 3, concurrency: 2 } });
+  durable.on('video.failed', (event, { attempt, source }) => console.log(event.error_code, attempt, source));
+  return (await durable.inbox!.list({ state: 'dead', limit: 10 })).length;
+}
 export async function caughtUp(): Promise<number> {
   const tested = createReceiver({ secret: 'whsec_types', store: new MemoryDeliveryStore() });
   const { checked, handled, duplicates, failed } = await tested.reconcile({ apiKey: 'sk_test', baseUrl: 'http://127.0.0.1:4010/v1', since: new Date(0) });
