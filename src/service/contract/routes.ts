@@ -69,8 +69,9 @@ export interface RouteSpec {
   deprecated?: boolean;
 }
 
-const json = (description: string, schema: z.ZodType, headers?: ResponseSpec['headers']): ResponseSpec => (headers ? { description, schema, headers } : { description, schema });
-const created = (description: string, schema: z.ZodType) => json(description, schema, ['Idempotent-Replayed']);
+// Issue 31 item 4: each response keeps its schema's own type, so a client (contract/client.ts) is typed by it.
+const json = <S extends z.ZodType>(description: string, schema: S, headers?: ResponseSpec['headers']): ResponseSpec & { schema: S } => (headers ? { description, schema, headers } : { description, schema });
+const created = <S extends z.ZodType>(description: string, schema: S) => json(description, schema, ['Idempotent-Replayed']);
 
 /** Every route of the JSON API, in the order of spec section 4, then the settings and the test helpers. */
 export const ROUTES = [
