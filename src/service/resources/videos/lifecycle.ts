@@ -7,6 +7,7 @@ import type { ServiceStore, Table } from '../../core/store.js';
 import type { Resolution, VideoModel } from '../../contract/pricing.js';
 import type { SubjectConsent } from '../../contract/common.js';
 import type { AssetSource, Ratio, VideoStatus } from '../../contract/videos.js';
+import type { DeleteAction } from '../../contract/video-responses.js';
 import { LIMITS } from '../../contract/limits.js';
 import type { Speed } from '../../core/simulate.js';
 
@@ -169,7 +170,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
    * DELETE of a clip (spec 4.5): a pending one is cancelled and refunded, a rendering one refused, a
    * finished one removed. Returns what happened and the credits refunded.
    */
-  remove(video: Video): { action: 'cancelled' | 'deleted'; refunded: number } | 'already_rendering' {
+  remove(video: Video): { action: DeleteAction; refunded: number } | 'already_rendering' {
     if (video.status === 'generating') return 'already_rendering';
     if (video.status === 'pending') {
       this.#disarm(video.id);
