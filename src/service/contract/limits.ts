@@ -6,6 +6,8 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
+/** A day in milliseconds, to say a limit in days (`LIMITS.signedLinkMs / DAY_MS`). */
+export const DAY_MS = DAY;
 
 /** A page size: the smallest, the largest and the default (spec 8 "page size"). */
 export interface PageSize {

@@ -81,7 +81,7 @@ const WORDS: { pattern: RegExp; what: string }[] = [
   { pattern: /\{1,255\}|\b1-255\b/, what: 'Idempotency-Key length (LIMITS.idempotencyKeyChars)' },
   { pattern: /\b2048\b/, what: 'callback_url length (LIMITS.callbackUrlChars)' },
   { pattern: /\b240\b/, what: 'balance to unlock keys (LIMITS.minBalanceToCreateKeys)' },
-  { pattern: /\b24 hours\b/, what: 'the replay window or the daily window (LIMITS)' },
+  { pattern: /\b\d+ (days|hours|minutes)\b/, what: 'a spec window or validity: the replay window, the daily window, signed links, trusted photos (LIMITS)' },
   { pattern: /\b\d+ credits?\b/, what: 'a price or a credit limit (pricing.ts, LIMITS)' },
   { pattern: /\bat most \d+ (image jobs|keys|clips|items|photos|reference images)\b/i, what: 'a spec limit (LIMITS)' },
   { pattern: /\b\d+ (image jobs|requests) per\b/, what: 'a spec rate (LIMITS)' },
@@ -253,6 +253,7 @@ describe('the spec literals live in src/service/contract/ only (issue 31 item 3)
       "const sentence = `At most 3 image jobs run at once`;",
       "const pattern = /^[\\x21-\\x7e]{1,255}$/;",
       "const limit = 2048;",
+      "const gone = 'Signed links last 7 days.';",
       // Not copies: a code thrown by name, a comment, unrelated numbers, one enum value.
       "throw new ServiceError('not_found', `No video ${id}.`); // at most 5 keys, 2048 characters",
       "const PROGRESS_STEPS = 10; const minutes = ttl / 60_000; const width = 5; const status = 'done';",
@@ -270,6 +271,7 @@ describe('the spec literals live in src/service/contract/ only (issue 31 item 3)
       '10 text: `At most 3 image jobs run at once`',
       '11 text: /^[\\x21-\\x7e]{1,255}$/',
       '12 number: 2048',
+      "13 text: 'Signed links last 7 days.'",
     ]);
   });
 });
