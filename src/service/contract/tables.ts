@@ -1,6 +1,7 @@
 import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
 import { ASSET_MIME_TYPES, MAX_ASSET_SIZE_TEXT } from './assets.js';
 import { LIMITS } from './limits.js';
+import { API_DISCOUNT, assistantClipPrice, clipPrice, IMAGE_MEGAPIXELS, IMAGE_PRICES, MODEL_SPECS, VIDEO_MODELS } from './pricing.js';
 import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
 
 // The docs' tables of the service, made from the contract: docs/service.md holds them between markers,
@@ -109,6 +110,29 @@ export function limitsTable(): string {
   return ['| limit | value | spec |', '|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
 }
 
+/** Issue 31 item 3: the price table of docs/service.md (spec 2.13), made from pricing.ts. */
+export function priceTable(): string {
+  const lengths = [5, 10, 15, 30];
+  const clips = VIDEO_MODELS.map((model) => {
+    const spec = MODEL_SPECS[model];
+    const prices = lengths.map((seconds) => (seconds >= spec.minDuration && seconds <= spec.maxDuration ? String(clipPrice(model, seconds)) : 'n/a'));
+    return `| \`${model}\` | ${spec.resolution} | ${spec.minDuration}-${spec.maxDuration} s | ${spec.perSecond} | ${prices.join(' | ')} | ${assistantClipPrice(model, 5)} |`;
+  });
+  const images = (['standard', 'hd'] as const).map((quality) => `| image, ${quality} (about ${IMAGE_MEGAPIXELS[quality]} MP) | ${IMAGE_PRICES[quality][1]} | ${IMAGE_PRICES[quality][4]} |`);
+  return [
+    `| model | resolution | duration | base credits per second | ${lengths.map((seconds) => `${seconds} s`).join(' | ')} | assistant, 5 s |`,
+    `|---|---|---|---|${lengths.map(() => '---|').join('')}---|`,
+    ...clips,
+    '',
+    `Through \`/v1\`: ceil(base per second × seconds × ${1 - API_DISCOUNT}); assistants pay the base price. Images, in credits:`,
+    '',
+    '| job | 1 image | 4 variations |',
+    '|---|---|---|',
+    ...images,
+    `| AI character (4 photos) | ${IMAGE_PRICES.character} | — |`,
+  ].join('\n');
+}
+
 /** Replaces the text between `<!-- contract:<name> -->` and `<!-- /contract:<name> -->` in `doc`. */
 export function withTable(doc: string, name: string, table: string): string {
   const open = `<!-- contract:${name} -->`;
@@ -121,5 +145,5 @@ export function withTable(doc: string, name: string, table: string): string {
 
 /** docs/service.md with its contract tables made afresh. */
 export function withContractTables(doc: string): string {
-  return withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable());
+  return withTable(withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable()), 'prices', priceTable());
 }
