@@ -4,8 +4,9 @@
 // MemoryDeliveryStore, shows what the disk costs. Each server runs in its own child process on
 // 127.0.0.1:0; autocannon loads it from this process with a fresh signature and a unique delivery id on
 // every request, and reports the server's own CPU time per request, which busy neighbours disturb less.
+// Issue 32: each framework adapter (Fastify, Koa, Hono) beside a bare route of its own framework.
 //   node --import tsx bench/middleware.ts [--rounds 4] [--bursts 3] [--seconds 2] [--connections 64]
-//     [--only receiver,bare,…]  (BENCH_PROFILE=<dir>: a CPU profile of each server process over its measured bursts)
+//     [--only receiver,bare,…,fastify-bare,fastify,koa-bare,koa,hono-bare,hono]  (BENCH_PROFILE=<dir>: a CPU profile of each server process over its measured bursts)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -16,26 +17,34 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { eventBody, flags, intOption, median, num, ratio, table, target, windowProfiler } from './lib.js';
 import { code } from './parts/code.js';
+import { FRAMEWORK_KINDS, FRAMEWORK_LABELS, FRAMEWORK_PAIRS, frameworkServer, isFrameworkKind } from './parts/frameworks.js';
 
 const SECRET = 'whsec_bench_middleware';
 const PATH = '/webhooks';
 const LIMIT = '256kb';
-const KINDS = ['receiver', 'bare', 'octokit', 'memory'] as const;
+const KINDS = ['receiver', 'bare', 'octokit', 'memory', ...FRAMEWORK_KINDS] as const;
 type Kind = (typeof KINDS)[number];
 const LABELS: Record<Kind, string> = {
   receiver: 'Express 5 + receiver.express() (verify, FileDeliveryStore, handler)',
   bare: 'Express 5 route: raw-body, then 200',
   octokit: '@octokit/webhooks createNodeMiddleware in Express 5',
   memory: 'Express 5 + receiver.express() with MemoryDeliveryStore (no disk)',
+  ...FRAMEWORK_LABELS,
 };
 /** The exact reply each server gives a first delivery; anything else (a duplicate, an error) is a mismatch. */
-const EXPECTED_BODY: Record<Kind, string> = { receiver: '{"received":true}', bare: '{"received":true}', octokit: 'ok\n', memory: '{"received":true}' };
+const EXPECTED_BODY = (kind: Kind): string => (kind === 'octokit' ? 'ok\n' : '{"received":true}');
+const perKind = (): Record<Kind, number[]> => Object.fromEntries(KINDS.map((kind) => [kind, []])) as unknown as Record<Kind, number[]>;
 
 // ---------------------------------------------------------------------------------------------------
 // Server side: `--serve <kind>` prints {"port"}, answers each `stats` line on stdin with its counters
 // (handler runs, store writes, CPU time used), and exits when stdin closes.
 
 async function serve(kind: Kind): Promise<void> {
+  if (isFrameworkKind(kind)) {
+    const server = await frameworkServer(kind, { secret: SECRET, path: PATH, limit: LIMIT });
+    process.stdout.write(`${JSON.stringify({ port: server.port })}\n`);
+    return control(kind, () => server.handled(), () => server.writes(), () => server.close());
+  }
   const { default: express } = await import('express');
   const app = express();
   let handled = 0;
@@ -81,9 +90,23 @@ async function serve(kind: Kind): Promise<void> {
   const server = app.listen(0, '127.0.0.1', () => {
     process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
   });
+  control(
+    kind,
+    () => handled,
+    () => writes(),
+    async () => {
+      server.close();
+      server.closeAllConnections();
+      await close();
+    },
+  );
+}
+
+/** Answers each `stats` line on stdin with the counters; closes the server and exits when stdin closes. */
+function control(kind: Kind, handled: () => number, writes: () => number, close: () => Promise<void>): void {
   const stats = (): Stats => {
     const cpu = process.cpuUsage();
-    return { handled, writes: writes(), cpuUs: cpu.user + cpu.system };
+    return { handled: handled(), writes: writes(), cpuUs: cpu.user + cpu.system };
   };
   const profiler = windowProfiler(`${kind}-${process.pid}`); // a file per process: each round starts new servers
   const commands = createInterface({ input: process.stdin });
@@ -93,8 +116,6 @@ async function serve(kind: Kind): Promise<void> {
   });
   commands.on('close', async () => {
     await profiler.stop();
-    server.close();
-    server.closeAllConnections();
     await close();
     process.exit(0);
   });
@@ -189,7 +210,7 @@ async function load(kind: Kind, port: number, seconds: number, connections: numb
     connections,
     duration: seconds,
     requests: [{ method: 'POST', path: PATH, setupRequest: signedRequest(kind, sign) }],
-    verifyBody: (body) => body === EXPECTED_BODY[kind],
+    verifyBody: (body) => body === EXPECTED_BODY(kind),
   });
   const bad = result.errors + result.timeouts + result.mismatches + result.non2xx;
   if (bad > 0) {
@@ -210,11 +231,11 @@ async function main(): Promise<void> {
 
   // Other work on the machine comes and goes, so the servers take turns in short bursts and each ratio
   // is taken between bursts that ran next to each other.
-  const rps: Record<Kind, number[]> = { receiver: [], bare: [], octokit: [], memory: [] };
-  const cpu: Record<Kind, number[]> = { receiver: [], bare: [], octokit: [], memory: [] };
+  const rps = perKind();
+  const cpu = perKind();
   const perWrite: number[] = [];
   /** The load generator's CPU per request (autocannon runs in this process), per kind. */
-  const loader: Record<Kind, number[]> = { receiver: [], bare: [], octokit: [], memory: [] };
+  const loader = perKind();
   for (let round = 0; round < rounds; round++) {
     // Fresh servers (and a fresh, empty deliveries file) each round; bench/file-store.ts covers a full one.
     const servers = new Map<Kind, Server>();
@@ -264,7 +285,7 @@ async function main(): Promise<void> {
       kinds.map((kind) => [
         LABELS[kind],
         summary(kind),
-        kind === 'receiver' || !rps.receiver.length ? '–' : ratio(paired(kind), 1),
+        kind === 'receiver' || isFrameworkKind(kind) || !rps.receiver.length ? '–' : ratio(paired(kind), 1),
         num(median(cpu[kind])),
       ]),
     ),
@@ -275,6 +296,7 @@ async function main(): Promise<void> {
       'delivery, and the handler count to match the 200s (no duplicates, no errors).' +
       (perWrite.length ? ` The file store wrote once per ${num(median(perWrite))} requests (group commit).` : ''),
   );
+  frameworkSummary(rps);
   if (rps.receiver.length && rps.bare.length && rps.octokit.length) {
     const vsBare = paired('bare');
     const vsOctokit = paired('octokit');
@@ -294,6 +316,22 @@ async function main(): Promise<void> {
     console.log(target(`receiver ≥ 0.95× bare Express (${vsBare.toFixed(2)}×)`, vsBare >= 0.95));
     console.log(target(`receiver ≥ 1.0× octokit (${vsOctokit.toFixed(2)}×)`, vsOctokit >= 1));
   }
+}
+
+/** Issue 32: each adapter against its own framework's bare route, paired burst by burst (target ≥ 0.9×). */
+function frameworkSummary(rps: Record<Kind, number[]>): void {
+  const pairs = FRAMEWORK_PAIRS.filter(([adapter, bare]) => rps[adapter].length && rps[bare].length);
+  if (!pairs.length) return;
+  const ratios = pairs.map(([adapter, bare]) => median(rps[adapter].map((value, i) => value / rps[bare][i]!)));
+  console.log('');
+  console.log(
+    table(
+      ['adapter', 'its bare route, requests/s', 'adapter, requests/s', 'adapter ÷ bare'],
+      pairs.map(([adapter, bare], i) => [LABELS[adapter], num(median(rps[bare])), num(median(rps[adapter])), ratio(ratios[i]!, 1)]),
+    ),
+  );
+  console.log('');
+  for (const [i, [adapter]] of pairs.entries()) console.log(target(`${adapter} ≥ 0.9× its framework's bare route (${ratios[i]!.toFixed(2)}×)`, ratios[i]! >= 0.9));
 }
 
 /** CPU µs per request of `receiver.receive()` alone, in this process: signed requests as `load` sends them, each new. */

@@ -1,7 +1,9 @@
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
 import { expressAdapter, type NodeMiddleware } from './express.js';
+import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
 import { FileDeliveryStore } from './file-delivery-store.js';
+import { koaAdapter, type KoaMiddleware, type KoaReceiverOptions } from './koa.js';
 import { Reconciler } from './reconcile.js';
 import { cursorFor } from './reconcile-cursor.js';
 import type { ReconcileOptions, ReconcileResult } from './reconcile-options.js';
@@ -61,6 +63,22 @@ export class WebhookReceiver extends Receiver {
    */
   fetch(req: Request): Promise<Response> {
     return fetchAdapter(this, req);
+  }
+
+  /**
+   * Fastify plugin, encapsulated: the app's JSON parser stays for its other routes.
+   * @example app.register(receiver.fastify(), { path: '/webhooks' });
+   */
+  fastify(): FastifyReceiverPlugin {
+    return fastifyAdapter(this);
+  }
+
+  /**
+   * Koa middleware; with `path` it answers `POST` to that path only and passes the rest on.
+   * @example app.use(receiver.koa({ path: '/webhooks' })); // before app.use(bodyParser())
+   */
+  koa(options?: KoaReceiverOptions): KoaMiddleware {
+    return koaAdapter(this, options);
   }
 }
 
