@@ -1,5 +1,6 @@
-/** What a person can do about an error (spec section 7, `user_action.kind`). */
-export type UserActionKind = 'top_up' | 'confirm_consent' | 'raise_budget' | 'upload_photo' | 'contact_support';
+/** What a person can do about an error (spec section 7, `user_action.kind`); the service's contract lists these (issue 31 item 3). */
+export const USER_ACTION_KINDS = Object.freeze(['top_up', 'confirm_consent', 'raise_budget', 'upload_photo', 'contact_support'] as const);
+export type UserActionKind = (typeof USER_ACTION_KINDS)[number];
 
 interface CodeSpec {
   status: number;

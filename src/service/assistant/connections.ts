@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { LIMITS } from '../contract/limits.js';
+import { MAX_DAILY_LIMIT } from '../contract/settings.js';
 import type { Account, ApiKey } from '../core/accounts.js';
 import type { ServiceStore, Table } from '../core/store.js';
 
@@ -26,7 +28,7 @@ export interface AssistantRow {
 export type ConnectionTables = { assistant: AssistantRow };
 
 /** The default daily limits (spec 5.7 and 8) and the highest one the settings accept. */
-export const DAILY_LIMITS = Object.freeze({ default: 30, beforeTopUp: 10, max: 100_000 });
+export const DAILY_LIMITS = Object.freeze({ default: LIMITS.assistant.dailyLimit, beforeTopUp: LIMITS.assistant.dailyLimitBeforeTopUp, max: MAX_DAILY_LIMIT });
 
 /** Whether `value` is a daily limit the settings accept: a whole number of credits from 0 to 100,000. */
 export const isDailyLimit = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= DAILY_LIMITS.max;

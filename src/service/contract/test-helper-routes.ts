@@ -10,7 +10,7 @@ import {
 // service-wide and take the admin token only; `admin_or_key` ones take the admin token, or an API key
 // for its own account's entries and rules.
 
-const json = (description: string, schema: z.ZodType) => ({ description, schema });
+const json = <S extends z.ZodType>(description: string, schema: S) => ({ description, schema });
 const ADMIN = ' (admin token)';
 const EITHER = ' (admin token: every account; API key: its own)';
 

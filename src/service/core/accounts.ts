@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
+import { LIMITS } from '../contract/limits.js';
 import type { ChaosMode } from '../contract/test-helpers.js';
 import { SecretIndex } from '../testing/redact.js';
 
 /** Spec 5.2-5.3 and 8. */
-export const MAX_KEYS_PER_ACCOUNT = 5;
-export const MIN_BALANCE_FOR_KEYS = 10;
-export const MIN_BALANCE_TO_CREATE_KEYS = 240;
+export const MAX_KEYS_PER_ACCOUNT = LIMITS.keysPerAccount;
+export const MIN_BALANCE_FOR_KEYS = LIMITS.minBalanceForKeys;
+export const MIN_BALANCE_TO_CREATE_KEYS = LIMITS.minBalanceToCreateKeys;
 
 export interface Account {
   id: number;

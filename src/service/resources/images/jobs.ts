@@ -5,18 +5,18 @@ import { imageCharge } from '../../contract/pricing.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
-import type { ImageCommand } from '../../contract/images.js';
+import { IMAGE_ERROR_CODES, type ANIMATE_VALUES, type IMAGE_JOB_STATUSES, type ImageCommand, type ImageErrorCode } from '../../contract/images.js';
+import { LIMITS } from '../../contract/limits.js';
 import type { SubjectConsent } from '../../contract/common.js';
 
 /** Spec 2.7 and 3.3. */
-export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
+export type ImageJobStatus = (typeof IMAGE_JOB_STATUSES)[number];
 
 /** Spec 2.10. */
-export const IMAGE_ERROR_CODES = ['prompt_blocked', 'upload_blocked', 'result_blocked', 'copyright_blocked', 'real_person_blocked', 'document_blocked', 'busy', 'timeout', 'failed'] as const;
-export type ImageErrorCode = (typeof IMAGE_ERROR_CODES)[number];
+export { IMAGE_ERROR_CODES, type ImageErrorCode };
 
 /** Spec 2.7 `animate`: whether an image can become a clip. */
-export type Animate = 'trusted' | 'ok' | 'maybe' | 'no';
+export type Animate = (typeof ANIMATE_VALUES)[number];
 
 /** One made image: its files are named by unguessable tokens (spec 2.7: a permanent unguessable link). */
 export interface ImageItem {
@@ -65,11 +65,11 @@ export interface ImageRenderer {
 }
 
 /** Spec 8: 3 image jobs at once per account, 30 per 10 minutes. */
-export const MAX_CONCURRENT_JOBS = 3;
-export const MAX_JOBS_PER_WINDOW = 30;
-export const JOB_WINDOW_MS = 10 * 60 * 1000;
+export const MAX_CONCURRENT_JOBS = LIMITS.concurrentImageJobs;
+export const MAX_JOBS_PER_WINDOW = LIMITS.imageJobsPerWindow;
+export const JOB_WINDOW_MS = LIMITS.imageJobWindowMs;
 /** Spec 2.7: a character photo is trusted for 30 days. */
-export const CHARACTER_TRUST_MS = 30 * 24 * 60 * 60 * 1000;
+export const CHARACTER_TRUST_MS = LIMITS.characterTrustMs;
 
 /** Spec 1: most images take 30-60 s, a character about 2 minutes; `--speed fast` a second or three. */
 const DURATION_MS: Record<Speed, { image: [number, number]; character: [number, number] }> = {
