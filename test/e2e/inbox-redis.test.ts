@@ -111,9 +111,11 @@ it.skipIf(!redis)('a handler slower than the lease keeps its claim while it runs
   const hook = createTestWebhook('video.completed', { secret: 'whsec_redis_inbox', now: clock.now() });
   expect((await a.receive(Buffer.from(hook.body), hook.headers)).status).toBe(202);
   await expect.poll(() => runs.length, { timeout: 5_000, interval: 10 }).toBe(1);
-  for (let ms = 0; ms < 6_000; ms += 100) {
-    await clock.advance(100);
-    await new Promise((resolve) => setTimeout(resolve, 5)); // the Redis round trips of the renewals and polls
+  // Steps of 50 ms with 10 real ms after each: a renewal (every 500 ms) has ten steps, 100 real ms, to reach
+  // Redis before its lease would end; 5 ms after steps of 100 ms failed under load (a 50 ms window).
+  for (let ms = 0; ms < 6_000; ms += 50) {
+    await clock.advance(50);
+    await new Promise((resolve) => setTimeout(resolve, 10)); // the Redis round trips of the renewals and polls
   }
   await expect.poll(async () => (await b.inbox!.stats()).done, { timeout: 5_000, interval: 20 }).toBe(1);
   // Either process may have taken it (both look for work); what matters is that no other started it too.
