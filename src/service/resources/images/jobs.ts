@@ -112,6 +112,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   #nextImageId = 1;
   /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
   readonly #rendering = new Map<number, number>();
+  /** Issue 29 follow-up item 2: the job of each image file token (an image's and its thumbnail's), so a file link is one lookup. */
+  readonly #byToken = new Map<string, number>();
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -119,6 +121,14 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     this.#jobs = store.table('image_job');
     this.#options = options;
     for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
+    this.#reindex();
+  }
+
+  /** The job whose images include the file token `token` (an image's or its thumbnail's), while the job has it. */
+  byToken(token: string): ImageJob | undefined {
+    const id = this.#byToken.get(token);
+    const job = id === undefined ? undefined : this.#jobs.get(id);
+    return job?.images.some((image) => image.token === token || image.thumbToken === token) ? job : undefined;
   }
 
   get(accountId: number, id: number): ImageJob | undefined {
@@ -195,12 +205,14 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
     const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
+    this.#file(job);
     return this.#jobs.put(job);
   }
 
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;
+    this.#unfile(job);
     job.images = [];
     job.imagesDeleted = true;
     this.#jobs.put(job);
@@ -247,7 +259,28 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       this.#options.clock.clearTimeout(timer);
       this.#timers.delete(id);
     }
+    // Rows taken back or removed beside the jobs (an account deleted): the token index follows them.
+    this.#reindex();
     this.resume();
+  }
+
+  #reindex(): void {
+    this.#byToken.clear();
+    for (const job of this.#jobs.values()) this.#file(job);
+  }
+
+  #file(job: ImageJob): void {
+    for (const image of job.images) {
+      this.#byToken.set(image.token, job.id);
+      this.#byToken.set(image.thumbToken, job.id);
+    }
+  }
+
+  #unfile(job: ImageJob): void {
+    for (const image of job.images) {
+      if (this.#byToken.get(image.token) === job.id) this.#byToken.delete(image.token);
+      if (this.#byToken.get(image.thumbToken) === job.id) this.#byToken.delete(image.thumbToken);
+    }
   }
 
   stop(): void {
@@ -298,6 +331,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
     Object.assign(job, fields);
+    this.#file(job);
     this.#jobs.put(job);
     try {
       await this.#store.commit();
