@@ -64,4 +64,18 @@ describe('image file links are one lookup (issue 29 follow-up item 2)', () => {
     await service.reset();
     for (const name of kept) expect(service.images.file(name)).toBeNull();
   });
+
+  it("lists an account's jobs and checks its limits without reading another account's jobs", async () => {
+    const service = await open();
+    await seedJobs(service, 'default', 500);
+    const mine = await seedJobs(service, 'other', 3, 'mine');
+    const other = service.store.table('image_job').get(mine[0]!)!.accountId;
+    const values = vi.spyOn(service.store.table('image_job'), 'values');
+    expect(service.state.images.list(other, { limit: 2, before: null }).map((job) => job.id)).toEqual([mine[2], mine[1]]);
+    expect(service.state.images.list(other, { limit: 10, before: mine[1]! }).map((job) => job.id)).toEqual([mine[0]]);
+    // Three seeded jobs made now: within the window of 30, none generating.
+    expect(service.state.images.limit(other)).toBeNull();
+    expect(values).not.toHaveBeenCalled();
+  });
 });
+

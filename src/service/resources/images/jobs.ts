@@ -7,6 +7,7 @@ import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { ImageCommand } from '../../contract/images.js';
 import type { SubjectConsent } from '../../contract/common.js';
+import { ImageJobIndex } from './job-index.js';
 
 /** Spec 2.7 and 3.3. */
 export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
@@ -112,8 +113,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   #nextImageId = 1;
   /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
   readonly #rendering = new Map<number, number>();
-  /** Issue 29 follow-up item 2: the job of each image file token (an image's and its thumbnail's), so a file link is one lookup. */
-  readonly #byToken = new Map<string, number>();
+  /** Issue 29 follow-up item 2: jobs by file token and by account, so a file link, a list and the limits read no other account's jobs. */
+  readonly #index: ImageJobIndex<ImageJob>;
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -121,14 +122,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     this.#jobs = store.table('image_job');
     this.#options = options;
     for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
-    this.#reindex();
+    this.#index = new ImageJobIndex(this.#jobs);
   }
 
   /** The job whose images include the file token `token` (an image's or its thumbnail's), while the job has it. */
   byToken(token: string): ImageJob | undefined {
-    const id = this.#byToken.get(token);
-    const job = id === undefined ? undefined : this.#jobs.get(id);
-    return job?.images.some((image) => image.token === token || image.thumbToken === token) ? job : undefined;
+    return this.#index.byToken(token);
   }
 
   get(accountId: number, id: number): ImageJob | undefined {
@@ -138,8 +137,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
   list(accountId: number, { limit, before }: { limit: number; before: number | null }): ImageJob[] {
-    return [...this.#jobs.values()]
-      .filter((job) => job.accountId === accountId && (before === null || job.id < before))
+    return this.#index.of(accountId)
+      .filter((job) => before === null || job.id < before)
       .sort((a, b) => b.id - a.id)
       .slice(0, limit);
   }
@@ -147,7 +146,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   /** Whether the account may start a job now (spec 8), checked before anything is reserved. */
   limit(accountId: number): JobLimit | null {
     const now = this.#options.clock.now();
-    const mine = [...this.#jobs.values()].filter((job) => job.accountId === accountId);
+    const mine = this.#index.of(accountId);
     const running = mine.filter((job) => job.status === 'generating');
     if (running.length >= MAX_CONCURRENT_JOBS) {
       const soonest = Math.min(...running.map((job) => job.plan.endAt));
@@ -186,6 +185,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       // A job of one whose only image cannot be made has nothing to show: it fails as result_blocked (spec 3.3).
       plan: { endAt: now + Math.round(low + (high - low) * (this.#options.random ?? Math.random)()), make, failWith: failWith ?? (make === 0 ? 'result_blocked' : null) },
     });
+    this.#index.add(job);
     this.#arm(job);
     return job;
   }
@@ -205,14 +205,14 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
     const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
-    this.#file(job);
+    this.#index.add(job);
     return this.#jobs.put(job);
   }
 
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;
-    this.#unfile(job);
+    this.#index.dropImages(job);
     job.images = [];
     job.imagesDeleted = true;
     this.#jobs.put(job);
@@ -259,28 +259,9 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       this.#options.clock.clearTimeout(timer);
       this.#timers.delete(id);
     }
-    // Rows taken back or removed beside the jobs (an account deleted): the token index follows them.
-    this.#reindex();
+    // Rows taken back or removed beside the jobs (an account deleted): the indexes follow them.
+    this.#index.rebuild();
     this.resume();
-  }
-
-  #reindex(): void {
-    this.#byToken.clear();
-    for (const job of this.#jobs.values()) this.#file(job);
-  }
-
-  #file(job: ImageJob): void {
-    for (const image of job.images) {
-      this.#byToken.set(image.token, job.id);
-      this.#byToken.set(image.thumbToken, job.id);
-    }
-  }
-
-  #unfile(job: ImageJob): void {
-    for (const image of job.images) {
-      if (this.#byToken.get(image.token) === job.id) this.#byToken.delete(image.token);
-      if (this.#byToken.get(image.thumbToken) === job.id) this.#byToken.delete(image.thumbToken);
-    }
   }
 
   stop(): void {
@@ -331,7 +312,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
     Object.assign(job, fields);
-    this.#file(job);
+    this.#index.add(job);
     this.#jobs.put(job);
     try {
       await this.#store.commit();
