@@ -217,6 +217,21 @@ describe('refresh tokens for an assistant on the MCP SDK 1.x auth()', () => {
     expect(again.status).toBe(404);
   });
 
+  it('shows a connection whose refresh token the assistant revoked (RFC 7009) as disconnected too', async () => {
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    await client.close();
+    const revoked = await fetch(`${svc.origin}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: oauth.savedTokens!.refresh_token!, token_type_hint: 'refresh_token', client_id: oauth.clientInfo!.client_id }).toString(),
+    });
+    expect(revoked.status).toBe(200);
+    const list = (await (await fetch(`${svc.origin}/settings/assistants`, { headers: { authorization: `Bearer ${svc.apiKey}` } })).json()) as { data: Array<{ kind: string; disconnected_at: string | null }> };
+    expect(list.data.filter((row) => row.kind === 'oauth')).toEqual([expect.objectContaining({ disconnected_at: expect.any(String) })]);
+  });
+
   it('keeps a connection in use for a year after the approval (the grant), then asks the person again', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
     const svc = await start();
