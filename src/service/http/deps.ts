@@ -59,6 +59,7 @@ export function pipelineDeps(service: Service, report: (error: Error) => void): 
         at: service.clock.now(),
         account: exchange.caller?.account.id ?? null,
         keyId: exchange.caller?.key.id ?? null,
+        admin: exchange.admin,
         operation: route.operationId,
         method: req.method ?? 'GET',
         path: (req.url ?? '/').split('?', 1)[0]!,

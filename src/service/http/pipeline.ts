@@ -72,6 +72,8 @@ export interface Exchange<C> {
   code: string | null;
   /** No answer was sent: a fault rule cut the connection or let it hang. */
   dropped: boolean;
+  /** The admin token was admitted (issue 29 follow-up item 4: the journal keeps its requests apart). */
+  admin: boolean;
 }
 
 /**
@@ -83,7 +85,7 @@ export interface Exchange<C> {
  */
 export async function runRoute<C>(route: RouteSpec, handler: Handler<C>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, deps: PipelineDeps<C>): Promise<void> {
   const header = req.headers['idempotency-key'];
-  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false };
+  const exchange: Exchange<C> = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false, admin: false };
   try {
     await answer(route, handler, rawParams, query, req, res, deps, exchange);
   } finally {
@@ -115,6 +117,7 @@ async function answer<C>(route: RouteSpec, handler: Handler<C>, rawParams: Recor
       headers = admitted.headers;
       exchange.caller = admitted.caller;
       if (admitted.refusal) throw admitted.refusal;
+      exchange.admin = admitted.caller === null;
     } else if (route.auth !== 'none') {
       const admitted = await deps.admit(req);
       ({ caller, headers } = admitted);
