@@ -224,7 +224,6 @@ const PENDING: readonly (readonly [file: string, has: string])[] = [
   // Test controls: a fault's Retry-After for rate_limit_exceeded and its balance floor (LIMITS), the path filter's length, an image status union.
   ['src/service/testing/fault-answer.ts', 'number: 60'],
   ['src/service/testing/fault-answer.ts', 'number: 10'],
-  ['src/service/testing/journal-filter.ts', 'number: 2048'],
   ['src/service/testing/seed.ts', "'generating' | 'done' | 'partial' | 'failed'"],
 ];
 
