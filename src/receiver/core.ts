@@ -148,6 +148,8 @@ export class ReceiverCore {
     this.#clock = clock;
     this.#runtime = runtime;
     const resolved = inbox === undefined ? undefined : resolveInboxOptions(inbox);
+    // Issue 30 follow-up item 1: an event larger than the whole budget would be refused forever.
+    if (resolved && resolved.maxPendingBytes < this.limit) throw new TypeError(`Expected \`inbox.maxPendingBytes\` (${resolved.maxPendingBytes}) to be at least \`limit\` (${this.limit}), so that one event always fits.`);
     if (resolved && !runtime.openInbox) throw new TypeError('Expected no `inbox` here: the inbox needs a file or Redis, so the Node entry (cliphook), not cliphook/web.');
     this.store = store ?? runtime.defaultStore(clock);
     if (resolved) {
@@ -215,7 +217,7 @@ export class ReceiverCore {
       case 'queued':
         return QUEUED;
       case 'full':
-        return reply('inbox_full', 'The webhook inbox is full; nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
+        return reply('inbox_full', 'The webhook inbox is full (maxPending events or maxPendingBytes of bodies waiting); nothing was taken.', { retryAfter: INBOX_FULL_RETRY_AFTER_S });
       case 'processed':
         return DUPLICATE;
       case 'in_progress':

@@ -44,6 +44,8 @@ export class FileInboxBackend implements InboxBackend {
   /** Who runs each running record (memory only: after a restart none is running). */
   readonly #owners = new Map<string, string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
+  /** Issue 30 follow-up item 1: UTF-8 bytes of the pending and running bodies, held here in memory. */
+  #activeBytes = 0;
   readonly #journal: JournalFile<InboxFile, Entry>;
   readonly #lock: FileLock;
   readonly #path: string;
@@ -98,6 +100,7 @@ export class FileInboxBackend implements InboxBackend {
       // Issue 30 item 1: the process that ran it died (at least once: it runs again).
       if (record.state === 'running') Object.assign(record, { state: 'pending', nextAttemptAt: now });
       this.#counts[record.state]++;
+      if (record.state === 'pending') this.#activeBytes += bodyBytes(record);
       if (record.state === 'pending') this.#due.push(record.nextAttemptAt ?? now, record.id);
       if (record.state === 'done') done.push(record);
     }
@@ -106,15 +109,18 @@ export class FileInboxBackend implements InboxBackend {
     this.#trim(now);
   }
 
-  async add(record: InboxRecord, maxPending: number): Promise<AddOutcome> {
+  async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {
     if (this.#records.has(record.id)) {
       // Its line may still be queued after a failed write: this caller too learns once it is durable.
       await this.#journal.commit();
       return 'exists';
     }
     if (this.#counts.pending + this.#counts.running >= maxPending) return 'full';
+    const bytes = bodyBytes(record);
+    if (this.#activeBytes + bytes > maxPendingBytes) return 'full';
     this.#records.set(record.id, record);
     this.#counts.pending++;
+    this.#activeBytes += bytes;
     this.#due.push(record.nextAttemptAt ?? record.receivedAt, record.id);
     this.#journal.append(record);
     await this.#journal.commit();
@@ -224,6 +230,8 @@ export class FileInboxBackend implements InboxBackend {
   }
 
   #move(record: InboxRecord, state: InboxState): void {
+    const was = isActive(record.state);
+    if (was !== isActive(state)) this.#activeBytes += was ? -bodyBytes(record) : bodyBytes(record);
     this.#counts[record.state]--;
     this.#counts[state]++;
     record.state = state;
@@ -233,6 +241,7 @@ export class FileInboxBackend implements InboxBackend {
     this.#records.delete(record.id);
     this.#done.delete(record.id);
     this.#counts[record.state]--;
+    if (isActive(record.state)) this.#activeBytes -= bodyBytes(record);
   }
 
   /** Issue 30 item 1: done records are kept for `keepDoneMs` and at most `keepDone` of them; the snapshot then forgets them. */
@@ -245,4 +254,13 @@ export class FileInboxBackend implements InboxBackend {
       else this.#done.delete(id);
     }
   }
+}
+
+/** Pending and running records are the ones `maxPending` and `maxPendingBytes` count. */
+function isActive(state: InboxState): boolean {
+  return state === 'pending' || state === 'running';
+}
+
+function bodyBytes(record: InboxRecord): number {
+  return Buffer.byteLength(record.body);
 }
