@@ -77,12 +77,15 @@ export class FileInboxBackend implements InboxBackend {
       read = await this.#journal.read();
     } catch (error) {
       this.#release();
+      // Issue 30 follow-up item 2: not moved aside as the delivery store does: it holds acknowledged events.
+      const cause = (error as Error)?.cause;
+      if (cause instanceof SyntaxError) throw new Error(unreadable(this.where, `is not valid JSON (${cause.message})`), { cause: error });
       throw error;
     }
     const snapshot = read.snapshot;
     if (snapshot !== null && (snapshot.version !== 1 || !Array.isArray(snapshot.records))) {
       this.#release();
-      throw new Error(`${this.where} is not a cliphook inbox file (expected version 1).`);
+      throw new Error(unreadable(this.where, 'is not a cliphook inbox file (expected {"version":1,"records":[…]})'));
     }
     for (const record of snapshot?.records ?? []) this.#records.set(record.id, record);
     for (const entry of read.entries) {
@@ -263,4 +266,16 @@ function isActive(state: InboxState): boolean {
 
 function bodyBytes(record: InboxRecord): number {
   return Buffer.byteLength(record.body);
+}
+
+/**
+ * Issue 30 follow-up item 2: the one line an operator sees (in every 503's onError, and from `cliphook
+ * inbox`) when the snapshot cannot be read: the file, why the receiver refuses, and what to do.
+ */
+function unreadable(file: string, why: string): string {
+  return (
+    `The receiver inbox ${file} ${why}. It holds events already acknowledged, so the receiver answers 503 until it opens. ` +
+    `Stop the app, copy ${file} and ${file}.journal, then repair the JSON, or move ${file} aside to start from the journal alone ` +
+    `(the pending and dead events only the file held are then lost): see "A corrupt inbox file" in cliphook's docs/inbox.md.`
+  );
 }

@@ -1,6 +1,8 @@
 // Issue 30 item 1: the receiver with a durable inbox, in-process, on the simulated clock.
+import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createReceiver, createTestWebhook, FileDeliveryStore, InboxError, MemoryDeliveryStore, type WebhookContext, type WebhookEvent } from '../../../src/index.js';
+import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { SECRET, tempDir } from '../../helpers/webhooks.js';
 
@@ -176,6 +178,38 @@ describe('receiver inbox', () => {
     expect(handled.sort()).toEqual([a.hook.event.id, b.hook.event.id, c.hook.event.id].sort());
     // A budget below the largest body accepted would refuse that body forever.
     expect(() => make({ file: undefined, maxPendingBytes: 999 })).toThrow(/`inbox.maxPendingBytes` \(999\) to be at least `limit` \(1000\)/);
+  });
+
+  it('a corrupt inbox file answers every request 503 store_unavailable, and its one-line error names the file and what to do', async () => {
+    // Issue 30 follow-up item 2: the file holds acknowledged events, so it is neither moved aside nor ignored.
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    const file = tmp.file('inbox.json');
+    await writeFile(file, '{"version":1,"records":[{"id":"d1","bo');
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file } });
+    cleanups.push(() => receiver.close());
+    const errors: Error[] = [];
+    receiver.onError((error) => void errors.push(error));
+    receiver.onAny(() => undefined);
+    const hook = createTestWebhook('video.completed', { secret: SECRET });
+    const reply = await receiver.receive(Buffer.from(hook.body), hook.headers);
+    expect(reply.status).toBe(503);
+    expect(JSON.parse(reply.body)).toMatchObject({ code: 'store_unavailable' });
+    expect(reply.headers['retry-after']).toBe('5');
+    const message = (errors.at(-1)!.cause as Error).message;
+    expect(message).not.toContain('\n');
+    expect(message).toContain(`The receiver inbox ${file} is not valid JSON (`);
+    expect(message).toContain(`move ${file} aside`);
+    expect(message).toContain('docs/inbox.md');
+    // Not the inbox's format: the same advice. The lock was released, so the fixed file opens.
+    await writeFile(file, '[]');
+    const backend = new FileInboxBackend({ file, keepDone: 10, keepDoneMs: 1000, clock: Date.now });
+    await expect(backend.open()).rejects.toThrow(`The receiver inbox ${file} is not a cliphook inbox file`);
+    await writeFile(file, '{"version":1,"records":[]}');
+    const fixed = new FileInboxBackend({ file, keepDone: 10, keepDoneMs: 1000, clock: Date.now });
+    await fixed.open();
+    expect(await fixed.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: 0 });
+    await fixed.close();
   });
 
   it('keeps pending events across close and runs them at the next start; close waits for a running handler', async () => {
