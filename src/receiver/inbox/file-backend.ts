@@ -44,6 +44,8 @@ export class FileInboxBackend implements InboxBackend {
   /** Who runs each running record (memory only: after a restart none is running). */
   readonly #owners = new Map<string, string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
+  /** Issue 30 follow-up item 1: UTF-8 bytes of the pending and running bodies, held here in memory. */
+  #activeBytes = 0;
   readonly #journal: JournalFile<InboxFile, Entry>;
   readonly #lock: FileLock;
   readonly #path: string;
@@ -75,12 +77,15 @@ export class FileInboxBackend implements InboxBackend {
       read = await this.#journal.read();
     } catch (error) {
       this.#release();
+      // Issue 30 follow-up item 2: not moved aside as the delivery store does: it holds acknowledged events.
+      const cause = (error as Error)?.cause;
+      if (cause instanceof SyntaxError) throw new Error(unreadable(this.where, `is not valid JSON (${cause.message})`), { cause: error });
       throw error;
     }
     const snapshot = read.snapshot;
     if (snapshot !== null && (snapshot.version !== 1 || !Array.isArray(snapshot.records))) {
       this.#release();
-      throw new Error(`${this.where} is not a cliphook inbox file (expected version 1).`);
+      throw new Error(unreadable(this.where, 'is not a cliphook inbox file (expected {"version":1,"records":[…]})'));
     }
     for (const record of snapshot?.records ?? []) this.#records.set(record.id, record);
     for (const entry of read.entries) {
@@ -98,6 +103,7 @@ export class FileInboxBackend implements InboxBackend {
       // Issue 30 item 1: the process that ran it died (at least once: it runs again).
       if (record.state === 'running') Object.assign(record, { state: 'pending', nextAttemptAt: now });
       this.#counts[record.state]++;
+      if (record.state === 'pending') this.#activeBytes += bodyBytes(record);
       if (record.state === 'pending') this.#due.push(record.nextAttemptAt ?? now, record.id);
       if (record.state === 'done') done.push(record);
     }
@@ -106,15 +112,18 @@ export class FileInboxBackend implements InboxBackend {
     this.#trim(now);
   }
 
-  async add(record: InboxRecord, maxPending: number): Promise<AddOutcome> {
+  async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {
     if (this.#records.has(record.id)) {
       // Its line may still be queued after a failed write: this caller too learns once it is durable.
       await this.#journal.commit();
       return 'exists';
     }
     if (this.#counts.pending + this.#counts.running >= maxPending) return 'full';
+    const bytes = bodyBytes(record);
+    if (this.#activeBytes + bytes > maxPendingBytes) return 'full';
     this.#records.set(record.id, record);
     this.#counts.pending++;
+    this.#activeBytes += bytes;
     this.#due.push(record.nextAttemptAt ?? record.receivedAt, record.id);
     this.#journal.append(record);
     await this.#journal.commit();
@@ -224,6 +233,8 @@ export class FileInboxBackend implements InboxBackend {
   }
 
   #move(record: InboxRecord, state: InboxState): void {
+    const was = isActive(record.state);
+    if (was !== isActive(state)) this.#activeBytes += was ? -bodyBytes(record) : bodyBytes(record);
     this.#counts[record.state]--;
     this.#counts[state]++;
     record.state = state;
@@ -233,6 +244,7 @@ export class FileInboxBackend implements InboxBackend {
     this.#records.delete(record.id);
     this.#done.delete(record.id);
     this.#counts[record.state]--;
+    if (isActive(record.state)) this.#activeBytes -= bodyBytes(record);
   }
 
   /** Issue 30 item 1: done records are kept for `keepDoneMs` and at most `keepDone` of them; the snapshot then forgets them. */
@@ -245,4 +257,25 @@ export class FileInboxBackend implements InboxBackend {
       else this.#done.delete(id);
     }
   }
+}
+
+/** Pending and running records are the ones `maxPending` and `maxPendingBytes` count. */
+function isActive(state: InboxState): boolean {
+  return state === 'pending' || state === 'running';
+}
+
+function bodyBytes(record: InboxRecord): number {
+  return Buffer.byteLength(record.body);
+}
+
+/**
+ * Issue 30 follow-up item 2: the one line an operator sees (in every 503's onError, and from `cliphook
+ * inbox`) when the snapshot cannot be read: the file, why the receiver refuses, and what to do.
+ */
+function unreadable(file: string, why: string): string {
+  return (
+    `The receiver inbox ${file} ${why}. It holds events already acknowledged, so the receiver answers 503 until it opens. ` +
+    `Stop the app, copy ${file} and ${file}.journal, then repair the JSON, or move ${file} aside to start from the journal alone ` +
+    `(the pending and dead events only the file held are then lost): see "A corrupt inbox file" in cliphook's docs/inbox.md.`
+  );
 }

@@ -16,6 +16,7 @@ export class Inbox {
   readonly #runner: InboxRunner;
   readonly #clock: () => number;
   readonly #maxPending: number;
+  readonly #maxPendingBytes: number;
   readonly #opened: Promise<void>;
   #closed: Promise<void> | null = null;
 
@@ -24,6 +25,7 @@ export class Inbox {
     this.#backend = backend;
     this.#clock = runner.clock;
     this.#maxPending = options.maxPending;
+    this.#maxPendingBytes = options.maxPendingBytes;
     this.#runner = new InboxRunner({
       ...runner,
       backend,
@@ -88,7 +90,7 @@ export class Inbox {
   async enqueue(record: InboxRecord): Promise<AddOutcome> {
     if (this.#closed) throw new Error('The receiver is closing: the inbox takes no more events.');
     await this.#opened;
-    const added = await this.#backend.add(record, this.#maxPending);
+    const added = await this.#backend.add(record, this.#maxPending, this.#maxPendingBytes);
     if (added === 'added') this.#runner.kick();
     return added;
   }

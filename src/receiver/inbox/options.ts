@@ -1,5 +1,6 @@
 // Issue 30 item 1: the inbox's options, their defaults, and their checks at construction. No Node module.
 import type { RedisLike } from '../redis-delivery-store.js';
+import { parseLimit } from '../limit.js';
 import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 
 /** The timers the inbox waits with: Node's by default; a `SimulatedClock` (cliphook/service) in tests. */
@@ -33,6 +34,14 @@ export interface InboxOptions {
   factor?: number;
   /** Events pending or running at most; past it a webhook is answered 503 `inbox_full` with Retry-After. @default 10_000 */
   maxPending?: number;
+  /**
+   * Issue 30 follow-up item 1: the bodies of the events pending or running, in bytes at most (a number or
+   * a size like '64mb'); past it a webhook is answered 503 `inbox_full` with Retry-After, as past
+   * `maxPending`. A file inbox holds these bodies in memory, so this bounds its memory; at least the
+   * receiver's `limit`, so one event always fits.
+   * @default '64mb'
+   */
+  maxPendingBytes?: number | string;
   /** Done events kept for inspection at most (the oldest go first). @default 1000 */
   keepDone?: number;
   /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
@@ -53,12 +62,16 @@ export interface ResolvedInboxOptions {
   concurrency: number;
   backoff: BackoffOptions;
   maxPending: number;
+  maxPendingBytes: number;
   keepDone: number;
   keepDoneMs: number;
   closeTimeout: number;
   pollMs: number;
   timers: InboxTimers;
 }
+
+/** Issue 30 follow-up item 1: 64 MiB of bodies waiting by default, not `maxPending` × `limit` (2.5 GB). */
+export const DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024;
 
 const NODE_TIMERS: InboxTimers = {
   setTimeout: (callback, ms) => {
@@ -91,6 +104,7 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     maxTimeout = DEFAULT_BACKOFF.maxTimeout,
     factor = DEFAULT_BACKOFF.factor,
     maxPending = 10_000,
+    maxPendingBytes = DEFAULT_MAX_PENDING_BYTES,
     keepDone = 1000,
     keepDoneMs = 86_400_000,
     closeTimeout = 10_000,
@@ -105,6 +119,7 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   if (typeof prefix !== 'string') throw new TypeError('Expected `inbox.prefix` to be a string.');
   positiveInteger('concurrency', concurrency);
   positiveInteger('maxPending', maxPending);
+  const pendingBytes = parseLimit(maxPendingBytes, 'inbox.maxPendingBytes');
   if (!(Number.isSafeInteger(keepDone) && keepDone >= 0)) throw new TypeError(`Expected \`inbox.keepDone\` to be a non-negative integer, got ${keepDone}.`);
   nonNegative('keepDoneMs', keepDoneMs);
   nonNegative('closeTimeout', closeTimeout);
@@ -113,5 +128,5 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
   }
   const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
-  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
+  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
 }

@@ -53,7 +53,7 @@ export interface InboxPurgeOptions {
   before?: Date | number;
 }
 
-/** What `add` found: stored, already stored under that id, or refused past `maxPending`. */
+/** What `add` found: stored, already stored under that id, or refused past `maxPending` or `maxPendingBytes`. */
 export type AddOutcome = 'added' | 'exists' | 'full';
 
 /**
@@ -65,8 +65,11 @@ export interface InboxBackend {
   readonly where: string;
   /** Loads what a previous run left; a record left `running` by a process that died is run again. */
   open(): Promise<void>;
-  /** Stores `record` durably (resolves once it is), unless `maxPending` records are pending or running. */
-  add(record: InboxRecord, maxPending: number): Promise<AddOutcome>;
+  /**
+   * Stores `record` durably (resolves once it is), unless `maxPending` records are pending or running, or
+   * their bodies and this one's would pass `maxPendingBytes` (UTF-8 bytes).
+   */
+  add(record: InboxRecord, maxPending: number, maxPendingBytes?: number): Promise<AddOutcome>;
   /**
    * Makes up to `limit` due records `running` for `owner` until `leaseUntil` (each one's `attempts` + 1):
    * pending ones whose `nextAttemptAt` has come, and running ones whose lease ended (their worker died).

@@ -54,8 +54,9 @@ export class RedisInboxBackend implements InboxBackend {
     await this.#client;
   }
 
-  async add(record: InboxRecord, maxPending: number): Promise<AddOutcome> {
-    return (await this.#run(ADD, record.id, maxPending, record.nextAttemptAt ?? record.receivedAt, ...encode(record))) as AddOutcome;
+  async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {
+    const limit = Number.isFinite(maxPendingBytes) ? maxPendingBytes : -1;
+    return (await this.#run(ADD, record.id, maxPending, record.nextAttemptAt ?? record.receivedAt, limit, Buffer.byteLength(record.body), ...encode(record))) as AddOutcome;
   }
 
   async claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]> {

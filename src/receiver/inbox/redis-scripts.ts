@@ -3,11 +3,15 @@
 // `<p>pending` (score: due time), `<p>running` (score: lease end), `<p>dead` and `<p>done` (score: end).
 // Not for Redis Cluster: the scripts touch keys they are not given in KEYS.
 
-// ARGV: prefix, id, maxPending, due, field, value, …
+// `<p>bytes` counts the body bytes of pending and running records (issue 30 follow-up item 1: `maxPendingBytes`);
+// each record keeps its own in its `bytes` field. ARGV: prefix, id, maxPending, due, maxPendingBytes (-1: none), bytes, field, value, …
 export const ADD = `local p = ARGV[1] local r = p .. 'r:' .. ARGV[2]
 if redis.call('EXISTS', r) == 1 then return 'exists' end
 if redis.call('ZCARD', p .. 'pending') + redis.call('ZCARD', p .. 'running') >= tonumber(ARGV[3]) then return 'full' end
-redis.call('HSET', r, unpack(ARGV, 5))
+local mb = tonumber(ARGV[5])
+if mb >= 0 and tonumber(redis.call('GET', p .. 'bytes') or '0') + tonumber(ARGV[6]) > mb then return 'full' end
+redis.call('HSET', r, 'bytes', ARGV[6], unpack(ARGV, 7))
+redis.call('INCRBY', p .. 'bytes', ARGV[6])
 redis.call('ZADD', p .. 'pending', ARGV[4], ARGV[2])
 return 'added'`;
 
@@ -40,6 +44,7 @@ redis.call('ZREM', p .. 'running', id)
 redis.call('HDEL', r, 'owner', 'leaseUntil')
 redis.call('HSET', r, 'state', ARGV[4], unpack(ARGV, 9))
 redis.call('ZADD', p .. ARGV[4], ARGV[5], id)
+if ARGV[4] ~= 'pending' then redis.call('DECRBY', p .. 'bytes', redis.call('HGET', r, 'bytes') or 0) end
 if ARGV[4] == 'done' then
   local old = redis.call('ZRANGEBYSCORE', p .. 'done', '-inf', '(' .. (tonumber(ARGV[6]) - tonumber(ARGV[8])))
   local over = redis.call('ZCARD', p .. 'done') - #old - tonumber(ARGV[7])
@@ -56,6 +61,7 @@ if s ~= 'dead' and s ~= 'done' then return s end
 redis.call('ZREM', p .. s, id)
 redis.call('HSET', r, 'state', 'pending', 'source', 'replay', 'attempts', 0, 'nextAttemptAt', ARGV[3], 'finishedAt', '', 'lastError', '')
 redis.call('ZADD', p .. 'pending', ARGV[3], id)
+redis.call('INCRBY', p .. 'bytes', redis.call('HGET', r, 'bytes') or 0)
 return 'replayed'`;
 
 // ARGV: prefix, id.

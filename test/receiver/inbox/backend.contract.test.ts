@@ -81,6 +81,30 @@ describe.each(Object.entries(factories))('InboxBackend contract: %s', (name, mak
     expect(await backend.add(record('c'), 2)).toBe('full');
   });
 
+  it('refuses past maxPendingBytes of pending and running bodies; a dead or done one frees its bytes, a replay takes them again', async () => {
+    // Issue 30 follow-up item 1: each body here is 10 bytes ('{"id":"a"}').
+    now = T0;
+    const { backend, reopen } = await make();
+    expect(await backend.add(record('a'), 100, 20)).toBe('added');
+    expect(await backend.add(record('b'), 100, 20)).toBe('added');
+    expect(await backend.add(record('c'), 100, 20)).toBe('full');
+    const [a, b] = await backend.claim(now, now + 1000, 'w', 10);
+    expect(await backend.add(record('c'), 100, 20)).toBe('full'); // running bodies still count
+    await backend.settle({ ...a!, state: 'pending', nextAttemptAt: now + 5, lastError: 'x' }, 'w', now);
+    expect(await backend.add(record('c'), 100, 20)).toBe('full'); // and so do those waiting for a retry
+    await backend.settle({ ...b!, state: 'dead', finishedAt: now, lastError: 'x' }, 'w', now);
+    expect(await backend.add(record('é'), 100, 20)).toBe('full'); // 11 UTF-8 bytes, 10 characters
+    expect(await backend.add(record('c'), 100, 20)).toBe('added');
+    const again = (await backend.claim(now + 5, now + 1000, 'w', 10)).find((r) => r.id === 'a');
+    await backend.settle({ ...again!, state: 'done', finishedAt: now + 5, lastError: null }, 'w', now + 5);
+    await backend.replay('b', now + 6);
+    expect(await backend.add(record('d'), 100, 20)).toBe('full');
+    // The next start (file) or another process (Redis) counts the same bytes.
+    const other = await reopen();
+    expect(await other.add(record('d'), 100, 20)).toBe('full');
+    expect(await other.add(record('d'), 100, 30)).toBe('added');
+  });
+
   it('settles a run: pending again later, dead, or done; only the claim owner may settle', async () => {
     now = T0;
     const { backend } = await make();

@@ -1,6 +1,8 @@
 // Issue 30 item 1: the receiver with a durable inbox, in-process, on the simulated clock.
+import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createReceiver, createTestWebhook, FileDeliveryStore, InboxError, MemoryDeliveryStore, type WebhookContext, type WebhookEvent } from '../../../src/index.js';
+import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { SECRET, tempDir } from '../../helpers/webhooks.js';
 
@@ -16,13 +18,13 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function setup(inbox: Record<string, unknown> = {}) {
+async function setup(inbox: Record<string, unknown> = {}, options: { limit?: number } = {}) {
   const tmp = await tempDir();
   cleanups.push(tmp.cleanup);
   const clock = new SimulatedClock({ frozen: true });
   const file = tmp.file('inbox.json');
   const make = (extra: Record<string, unknown> = {}) => {
-    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore({ clock: () => clock.now() }), clock: () => clock.now(), inbox: { file, timers: clock, ...inbox, ...extra } });
+    const receiver = createReceiver({ ...options, secret: SECRET, store: new MemoryDeliveryStore({ clock: () => clock.now() }), clock: () => clock.now(), inbox: { file, timers: clock, ...inbox, ...extra } });
     cleanups.push(() => receiver.close());
     return receiver;
   };
@@ -149,6 +151,67 @@ describe('receiver inbox', () => {
     expect(handled.sort()).toEqual([a.hook.event.id, b.hook.event.id, c.hook.event.id].sort());
   });
 
+  it('past maxPendingBytes answers 503 inbox_full with Retry-After and releases the claim; a finished event frees its bytes', async () => {
+    // Issue 30 follow-up item 1: test webhooks are ~391 bytes, so two fit in 1000 and a third does not.
+    const { receiver, send, make } = await setup({ maxPendingBytes: 1000, concurrency: 1 }, { limit: 1000 });
+    const releases: Array<() => void> = [];
+    const handled: number[] = [];
+    receiver.onAny((event: WebhookEvent) => new Promise<void>((resolve) => releases.push(() => (handled.push(event.id), resolve()))));
+    const a = await send();
+    const b = await send();
+    const c = await send();
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(Buffer.byteLength(a.hook.body) + Buffer.byteLength(b.hook.body)).toBeLessThanOrEqual(1000);
+    expect(c.status).toBe(503);
+    expect(c.body).toMatchObject({ code: 'inbox_full', retryable: true });
+    expect(c.headers['retry-after']).toBe('30');
+    expect(await receiver.inbox!.stats()).toEqual({ pending: 1, running: 1, dead: 0, done: 0 });
+    await vi.waitFor(() => expect(releases).toHaveLength(1));
+    releases.shift()!();
+    await vi.waitFor(() => expect(releases).toHaveLength(1));
+    const retry = await send(c.hook);
+    expect(retry.status).toBe(202);
+    while (handled.length < 3) {
+      await vi.waitFor(() => expect(releases.length).toBeGreaterThan(0));
+      releases.shift()!();
+    }
+    expect(handled.sort()).toEqual([a.hook.event.id, b.hook.event.id, c.hook.event.id].sort());
+    // A budget below the largest body accepted would refuse that body forever.
+    expect(() => make({ file: undefined, maxPendingBytes: 999 })).toThrow(/`inbox.maxPendingBytes` \(999\) to be at least `limit` \(1000\)/);
+  });
+
+  it('a corrupt inbox file answers every request 503 store_unavailable, and its one-line error names the file and what to do', async () => {
+    // Issue 30 follow-up item 2: the file holds acknowledged events, so it is neither moved aside nor ignored.
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    const file = tmp.file('inbox.json');
+    await writeFile(file, '{"version":1,"records":[{"id":"d1","bo');
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file } });
+    cleanups.push(() => receiver.close());
+    const errors: Error[] = [];
+    receiver.onError((error) => void errors.push(error));
+    receiver.onAny(() => undefined);
+    const hook = createTestWebhook('video.completed', { secret: SECRET });
+    const reply = await receiver.receive(Buffer.from(hook.body), hook.headers);
+    expect(reply.status).toBe(503);
+    expect(JSON.parse(reply.body)).toMatchObject({ code: 'store_unavailable' });
+    expect(reply.headers['retry-after']).toBe('5');
+    const message = (errors.at(-1)!.cause as Error).message;
+    expect(message).not.toContain('\n');
+    expect(message).toContain(`The receiver inbox ${file} is not valid JSON (`);
+    expect(message).toContain(`move ${file} aside`);
+    expect(message).toContain('docs/inbox.md');
+    // Not the inbox's format: the same advice. The lock was released, so the fixed file opens.
+    await writeFile(file, '[]');
+    const backend = new FileInboxBackend({ file, keepDone: 10, keepDoneMs: 1000, clock: Date.now });
+    await expect(backend.open()).rejects.toThrow(`The receiver inbox ${file} is not a cliphook inbox file`);
+    await writeFile(file, '{"version":1,"records":[]}');
+    const fixed = new FileInboxBackend({ file, keepDone: 10, keepDoneMs: 1000, clock: Date.now });
+    await fixed.open();
+    expect(await fixed.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: 0 });
+    await fixed.close();
+  });
+
   it('keeps pending events across close and runs them at the next start; close waits for a running handler', async () => {
     const { receiver, send, make, clock } = await setup({ concurrency: 1 });
     let finish!: () => void;
@@ -224,6 +287,10 @@ describe('receiver inbox', () => {
     expect(make({ retries: -1 })).toThrow(/`retries`/);
     expect(make({ minTimeout: 10, maxTimeout: 5 })).toThrow(/`maxTimeout`/);
     expect(make({ maxPending: 1.5 })).toThrow(/`inbox.maxPending`/);
+    expect(make({ maxPendingBytes: 0 })).toThrow(/`inbox.maxPendingBytes`/);
+    expect(make({ maxPendingBytes: 'lots' })).toThrow(/`inbox.maxPendingBytes`/);
+    // The default limit is 256kb: a budget below it cannot hold one event.
+    expect(make({ maxPendingBytes: '100kb' })).toThrow(/`inbox.maxPendingBytes` \(102400\) to be at least `limit` \(262144\)/);
     expect(make({ file: 'a.json', redis: 'redis://127.0.0.1:1' })).toThrow(/not both/);
     expect(make('yes')).toThrow(/`inbox`/);
   });
