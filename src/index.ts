@@ -29,6 +29,7 @@ export {
 } from './protocol/index.js';
 export type {
   WebhookVerificationCode,
+  WebhookFailureStage,
   LockHolder,
   InboxErrorCode,
   ReconcileErrorCode,

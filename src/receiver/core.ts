@@ -63,7 +63,8 @@ export class ReceiverCore {
         clock,
         dispatch: (event, context) => this.#dispatch(event, context),
         ready: () => this.#any.length > 0 || this.#handlers.size > 0,
-        onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error), context ?? {}, 500),
+        // With a context a handler run failed; without one the inbox itself (opening it, a poll, a settle).
+        onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
   }
@@ -158,7 +159,7 @@ export class ReceiverCore {
       outcome = this.store.claim(keys, this.#leaseMs, owner);
       if (typeof outcome !== 'string') outcome = await outcome;
     } catch (error) {
-      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 503);
       return 'store_unavailable';
     }
     if (outcome !== 'claimed') return outcome;
@@ -197,7 +198,7 @@ export class ReceiverCore {
       added = await inbox.enqueue(record);
     } catch (error) {
       await this.#release(keys, owner);
-      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error), context, 503);
+      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'inbox'), context, 503);
       return 'store_unavailable';
     }
     if (added === 'full') {
@@ -208,7 +209,7 @@ export class ReceiverCore {
       await this.store.complete(keys);
     } catch (error) {
       // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
-      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error), context, 500);
+      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 500);
     }
     return 'queued';
   }
