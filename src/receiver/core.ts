@@ -10,6 +10,8 @@ import { checkTolerance, normaliseSecrets, type HeaderSource } from './verify-co
 import { Inbox } from './inbox/inbox.js';
 import { resolveInboxOptions } from './inbox/options.js';
 import { newRecord } from './inbox/record.js';
+import { Reconciler } from './reconcile.js';
+import type { ReconcileOptions, ReconcileResult } from './reconcile-options.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
 
@@ -41,8 +43,9 @@ export class ReceiverCore {
   readonly #errors = new ErrorListeners();
   /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
   readonly inbox: Inbox | undefined;
+  readonly #reconciler: Reconciler;
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
@@ -67,6 +70,21 @@ export class ReceiverCore {
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
+    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock);
+    if (reconcile !== undefined) this.#reconciler.start(reconcile);
+  }
+
+  /**
+   * Issue 30: hands every clip that ended since `since` (default: where the last run got to) to the
+   * handlers as the event its webhook carries, through the same dedupe: what a webhook already delivered
+   * is a duplicate, and so is a webhook that arrives later. Runs one at a time. The cursor is kept beside
+   * the store on Node (a file beside the deliveries file, the same Redis, or memory) and in memory in
+   * `cliphook/web` (on Workers, run it from a Cron Trigger with an explicit `since`). Rejects with
+   * `ReconcileError` when it could not list every clip (then nothing was handled).
+   * @example const { checked, handled, duplicates, failed } = await receiver.reconcile({ apiKey, baseUrl: 'https://api.example.com/v1', since: new Date(Date.now() - 4 * 3600_000) });
+   */
+  reconcile(options: ReconcileOptions): Promise<ReconcileResult> {
+    return this.#reconciler.run(options);
   }
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */
@@ -231,10 +249,12 @@ export class ReceiverCore {
   }
 
   /**
-   * Stops taking events, lets running inbox handlers finish (up to `inbox.closeTimeout`), keeps the
+   * Stops reconciliation and taking events, lets running inbox handlers finish (up to `inbox.closeTimeout`), keeps the
    * rest for the next start, and flushes the store.
    */
   async close(): Promise<void> {
+    // Reconciliation first (its timer, and a run waiting on Retry-After): it feeds the inbox and the store.
+    await this.#reconciler.close();
     await this.inbox?.close();
     await this.store.close();
   }

@@ -3,6 +3,7 @@
 import type { WebhookEvent } from '../protocol/events.js';
 import type { DeliveryStore } from './delivery-store.js';
 import type { ReconcileSchedule } from './reconcile-options.js';
+import type { ReconcileCursor } from './reconcile.js';
 import type { HeaderSource, VerifiedRequest } from './verify-core.js';
 import type { InboxOptions, ResolvedInboxOptions } from './inbox/options.js';
 import type { InboxBackend, InboxSource } from './inbox/record.js';
@@ -78,4 +79,6 @@ export interface ReceiverRuntime {
   defaultStore(clock: () => number): DeliveryStore;
   /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
   openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
+  /** Where `reconcile()` remembers how far it got: beside the store on Node (file, Redis, memory), in memory on the web. */
+  reconcileCursor(store: DeliveryStore): ReconcileCursor;
 }

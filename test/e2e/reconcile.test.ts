@@ -161,11 +161,18 @@ describe('reconcile after an outage', () => {
   it('on a timer on the service clock: while the webhook endpoint is down, the scheduled runs hand each clip over once; close() stops them', async () => {
     const app = await setup();
     const clock = () => svc.clock.nowOf(app.account.id);
+    // The next run is armed once a run has ended (its cursor written), after its GETs are answered: the
+    // clock moves only once it is armed, else an advance could pass before the timer exists.
+    let armed = 0;
+    const timers = {
+      setTimeout: (callback: () => void, ms: number) => (armed++, svc.clock.setTimeout(callback, ms)),
+      clearTimeout: (handle: unknown) => svc.clock.clearTimeout(handle),
+    };
     const receiver = createReceiver({
       secret: app.account.webhook_secret,
       clock,
       store: new MemoryDeliveryStore({ clock }),
-      reconcile: { apiKey: app.account.api_key, baseUrl: svc.url, every: 15 * 60_000, timers: svc.clock },
+      reconcile: { apiKey: app.account.api_key, baseUrl: svc.url, every: 15 * 60_000, timers },
     });
     const ids: number[] = [];
     receiver.onAny((event) => void ids.push(event.id));
@@ -174,6 +181,7 @@ describe('reconcile after an outage', () => {
     await vi.waitFor(async () => expect(await lists()).toBe(2), SETTLE); // the run at start
     const made = [await app.create('a fox'), await app.create('q simulate:upstream_error')];
     for (let run = 2; run <= 9; run++) {
+      await vi.waitFor(() => expect(armed).toBe(run), SETTLE);
       await svc.clock.advance(15 * 60_000);
       await vi.waitFor(async () => expect(await lists()).toBe(2 * run), SETTLE);
     }
