@@ -6,7 +6,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * The files that take longest (a run's tail on 2 workers), started first: a clean checkout has no timing
  * cache, so vitest would order by file size and could leave the 75 s package test for last, alone.
  */
-const SLOW_FIRST = ['test/package.test.ts', 'test/cli/serve.test.ts', 'test/e2e/serve-redis.test.ts', 'test/service/contract/bodies.property.test.ts', 'test/e2e/emitter-bullmq.test.ts', 'test/e2e/relay-redis.test.ts', 'test/e2e/relay-faults.test.ts'];
+const SLOW_FIRST = ['test/package.test.ts', 'test/receiver/frameworks/next.test.ts', 'test/cli/serve.test.ts', 'test/e2e/serve-redis.test.ts', 'test/service/contract/bodies.property.test.ts', 'test/e2e/emitter-bullmq.test.ts', 'test/e2e/relay-redis.test.ts', 'test/e2e/relay-faults.test.ts'];
 
 class SlowFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -1,5 +1,5 @@
-// `npm run docs`: writes the tables docs/service.md takes from the contract (its endpoints and its problem
-// codes) between their markers. test/service/contract/docs.test.ts fails when they are stale.
+// `npm run docs`: writes the tables docs/service.md takes from the contract (its endpoints, its problem codes, its
+// limits and its prices) between their markers. test/service/contract/docs.test.ts fails when they are stale.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { withContractTables } from '../src/service/contract/tables.js';

@@ -10,6 +10,7 @@ export {
   InvalidPayloadError,
   InvalidCallbackUrlError,
   FileLockedError,
+  InboxError,
   ReconcileError,
   VIDEO_ERROR_CODES,
   WEBHOOK_EVENTS,
@@ -28,7 +29,9 @@ export {
 } from './protocol/index.js';
 export type {
   WebhookVerificationCode,
+  WebhookFailureStage,
   LockHolder,
+  InboxErrorCode,
   ReconcileErrorCode,
   VideoErrorCode,
   VideoCompletedEvent,

@@ -13,6 +13,7 @@ export { MemoryDeliveryStore, DEFAULT_RETENTION_MS } from './receiver/delivery-s
 export type { DeliveryStore, DeliveryStoreOptions, ClaimOutcome } from './receiver/delivery-store.js';
 export { HEADER_EVENT, HEADER_SIGNATURE, HEADER_DELIVERY, SIGNATURE_PREFIX } from './protocol/headers.js';
 export { CliphookError, WebhookVerificationError, WebhookHandlerError, InvalidPayloadError, ReconcileError } from './protocol/errors.js';
+export type { WebhookFailureStage } from './protocol/errors.js';
 export type { WebhookVerificationCode, ReconcileErrorCode } from './protocol/errors.js';
 export { VIDEO_ERROR_CODES, WEBHOOK_EVENTS, parseEvent, isWebhookEventName } from './protocol/events.js';
 export type { VideoErrorCode, VideoCompletedEvent, VideoFailedEvent, WebhookEvent, WebhookEventName, EventOf } from './protocol/events.js';

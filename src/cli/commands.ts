@@ -7,6 +7,7 @@ import { Option, type Command } from 'commander';
 export const commands: ReadonlyArray<(program: Command) => void> = [
   registerTrigger,
   registerDeliveries,
+  registerInbox,
   registerRelay,
   registerListen,
   registerServe,
@@ -69,6 +70,29 @@ function registerDeliveries(program: Command): void {
     .option('--timeout <ms>', 'time allowed per attempt', '10000')
     .addOption(REDIS_DELIVERIES())
     .action(async (id: string, options) => (await import('./commands/deliveries.js')).redeliver(id, options));
+}
+
+/** Issue 30 item 1: the receiver's inbox (`createReceiver({ inbox })`), on its file or its Redis. */
+function registerInbox(program: Command): void {
+  const inbox = program.command('inbox').description("list, show, replay and purge the events in a receiver's inbox (a file inbox only while its app is stopped; a Redis one live)");
+  const where = (command: Command) =>
+    command
+      .option('--file <file>', 'the inbox file', '.cliphook/inbox.json')
+      .addOption(new Option('--redis <url>', 'the Redis inbox on this Redis (redis://…) instead of --file').env('CLIPHOOK_REDIS_URL'))
+      .option('--prefix <prefix>', "with --redis: the app's inbox.prefix", 'cliphook:inbox:')
+      .option('--json', 'print JSON');
+  where(inbox.command('list').description('list events, newest first'))
+    .option('--state <state>', 'only pending, running, dead or done')
+    .option('--limit <n>', 'at most this many', '20')
+    .action(async (options) => (await import('./commands/inbox.js')).list(options));
+  where(inbox.command('show').description('show one event: its state, runs, last error and body').argument('<id>', 'the event (its delivery id, dlv_…)'))
+    .action(async (id: string, options) => (await import('./commands/inbox.js')).show(id, options));
+  where(inbox.command('replay').description('make a dead or done event pending again, to run with source replay').argument('<id>', 'the event (its delivery id, dlv_…)'))
+    .action(async (id: string, options) => (await import('./commands/inbox.js')).replay(id, options));
+  where(inbox.command('purge').description('drop dead or done events that finished before a time'))
+    .option('--state <state>', 'dead or done (required)')
+    .option('--before <time>', 'an ISO 8601 time, or an age such as 7d (default: now)')
+    .action(async (options) => (await import('./commands/inbox.js')).purge(options));
 }
 
 function registerRelay(program: Command): void {

@@ -4,8 +4,9 @@ import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../protocol/hea
 import { classifyReply, type ReplyClass } from '../protocol/schedule.js';
 import { sign } from '../protocol/signature.js';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
-import { createFetchTransport, createHttpTransport, type FetchFunction, type Transport } from './transport.js';
-import { checkCallbackUrl, type LookupFunction } from './url-guard.js';
+import { createFetchTransport, createHttpTransport, type FetchFunction, type Transport, type TransportReply } from './transport.js';
+import { checkCallbackUrl } from './url-guard.js';
+import type { LookupFunction } from '../http/outbound-guard.js';
 import type { DeliveryAttempt, DeliveryRecord, EmitterClock } from './types.js';
 
 export interface AttemptOptions {
@@ -15,8 +16,8 @@ export interface AttemptOptions {
   clock: EmitterClock;
   timeoutMs: number;
   userAgent: string;
-  /** The local service's per-account time (issue 22): the `delivered_at` of an attempt of `record`, when not the clock's. */
-  stamp?: ((record: DeliveryRecord) => number | undefined) | undefined;
+  /** The `deliveredAt` option: the time of an attempt of `record`, when not the clock's. */
+  deliveredAt?: ((record: Readonly<DeliveryRecord>) => number | undefined) | undefined;
 }
 
 /** What an emitter's options say about its attempts; every backend builds its `AttemptOptions` from them. */
@@ -27,30 +28,28 @@ export interface AttemptSettings {
   concurrency: number;
   fetch: FetchFunction | undefined;
   lookup: LookupFunction | undefined;
-  /** The service's webhook chaos (issue 22): shapes each attempt's requests around the transport. Not public. */
-  wrapTransport?: ((transport: Transport) => Transport) | undefined;
-  stamp?: ((record: DeliveryRecord) => number | undefined) | undefined;
+  wrapTransport?: ((next: Transport) => Transport) | undefined;
+  deliveredAt?: ((record: Readonly<DeliveryRecord>) => number | undefined) | undefined;
 }
-
-/**
- * The option key under which the local service hands its own emitter a transport wrapper (webhook chaos,
- * issue 22). A symbol, so it is no part of `EmitterOptions` and no user sets it by accident.
- */
-export const WRAP_TRANSPORT: unique symbol = Symbol('cliphook.wrapTransport');
-/** Likewise, the local service's `delivered_at` of an attempt (each account's own time, issue 22). Not public. */
-export const STAMP_ATTEMPT: unique symbol = Symbol('cliphook.stampAttempt');
 
 /**
  * The transport and settings of one emitter's attempts: the injected `fetch`, or the built-in client with
  * one keep-alive socket per slot of `concurrency`. `close()` frees the sockets.
  */
 export function createAttemptOptions(settings: AttemptSettings): AttemptOptions & { close(): void } {
-  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup, wrapTransport, stamp } = settings;
+  const { allowPrivateNetworks, clock, timeoutMs, concurrency, fetch, lookup, wrapTransport, deliveredAt } = settings;
   const base: Transport & { close?(): void } = fetch
     ? createFetchTransport(fetch)
     : createHttpTransport({ allowPrivateNetworks, maxSockets: concurrency, lookup });
-  const transport = wrapTransport ? wrapTransport(base) : base;
-  return { transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, stamp, close: () => base.close?.() };
+  let transport: unknown = base;
+  try {
+    if (wrapTransport) transport = wrapTransport(base);
+    if (typeof transport !== 'function') throw new TypeError(`Expected \`wrapTransport\` to return a transport function, got ${transport === null ? 'null' : typeof transport}.`);
+  } catch (error) {
+    base.close?.();
+    throw error;
+  }
+  return { transport: transport as Transport, allowPrivateNetworks, clock, timeoutMs, userAgent: `cliphook/${version}`, deliveredAt, close: () => base.close?.() };
 }
 
 /**
@@ -95,7 +94,13 @@ export function bodyAt(payload: string, at: number): string {
 export async function attemptDelivery(record: DeliveryRecord, options: AttemptOptions): Promise<AttemptResult> {
   const { transport, clock, timeoutMs, userAgent } = options;
   const started = clock.now();
-  const at = options.stamp?.(record) ?? started;
+  let at = started;
+  try {
+    if (options.deliveredAt) at = attemptTime(options.deliveredAt, record, started);
+  } catch (error) {
+    // Issue 31 item 5: a public hook that throws fails this attempt (retried on the schedule), never the emitter.
+    return { attempt: { at, status: null, error: describe(error), latencyMs: clock.now() - started, response: null }, outcome: 'retry' };
+  }
   const body = Buffer.from(bodyAt(record.payload, at), 'utf8');
   const headers = {
     'content-type': 'application/json',
@@ -125,6 +130,7 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
         { retries: QUICK_RETRIES - 1, minTimeout: 20, factor: 1, randomize: false, signal: controller.signal },
       );
     });
+    if (!isReply(reply)) throw new TypeError('Expected the transport (`wrapTransport`) to resolve to { status: an integer, body: a Buffer }.');
     const latencyMs = clock.now() - started;
     const attempt: DeliveryAttempt = { at, status: reply.status, error: null, latencyMs, response: keptText(reply.body) };
     return { attempt, outcome: classifyReply(reply.status) };
@@ -145,6 +151,22 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
  */
 export function keptText(body: Buffer): string {
   return new TextDecoder('utf-8').decode(body, { stream: true });
+}
+
+/** The `deliveredAt` hook's time of an attempt, checked: `undefined` is the clock's `started`. */
+function attemptTime(hook: (record: Readonly<DeliveryRecord>) => number | undefined, record: DeliveryRecord, started: number): number {
+  const at = hook(record);
+  if (at === undefined) return started;
+  // Date's own range: anything else has no ISO form for delivered_at.
+  if (typeof at !== 'number' || !Number.isFinite(at) || Math.abs(at) > 8.64e15) {
+    throw new TypeError(`Expected \`deliveredAt\` to return milliseconds since the epoch or undefined, got ${typeof at === 'number' ? at : typeof at}.`);
+  }
+  return at;
+}
+
+/** Whether a transport's answer is a reply (a wrapper of the user's may answer anything). */
+function isReply(reply: unknown): reply is TransportReply {
+  return typeof reply === 'object' && reply !== null && Number.isInteger((reply as TransportReply).status) && (reply as TransportReply).body instanceof Uint8Array;
 }
 
 /** A connection error before any response, while the attempt still has time. */

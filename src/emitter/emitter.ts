@@ -24,7 +24,17 @@ export class WebhookEmitter {
     const resolved = resolveEmitterOptions(options);
     this.#listeners = new Listeners(resolved.logger);
     // The BullMQ engine loads bullmq and ioredis in start(), so an outbox emitter never loads them.
-    this.#engine = 'queue' in resolved ? new BullmqEngine(resolved, this.#listeners) : new OutboxEngine(resolved, this.#listeners);
+    if ('queue' in resolved) {
+      this.#engine = new BullmqEngine(resolved, this.#listeners);
+      return;
+    }
+    try {
+      this.#engine = new OutboxEngine(resolved, this.#listeners);
+    } catch (error) {
+      // Issue 31 item 5: a refused `wrapTransport` leaves the default outbox's file free (issue 10); a given store stays the caller's.
+      if (options?.store === undefined) void resolved.store.close();
+      throw error;
+    }
   }
 
   /**

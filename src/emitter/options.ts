@@ -4,9 +4,8 @@ import { assertRedisUrl } from '../store/redis-url.js';
 import { FileOutbox } from './file-outbox.js';
 import type { Outbox } from './outbox.js';
 import type { FetchFunction, Transport } from './transport.js';
-import { STAMP_ATTEMPT, WRAP_TRANSPORT } from './attempt.js';
 import { consoleLogger, systemClock, type DeliveryRecord, type EmitterClock, type EmitterLogger } from './types.js';
-import type { LookupFunction } from './url-guard.js';
+import type { LookupFunction } from '../http/outbound-guard.js';
 
 /**
  * The longest `timeoutMs`: Node's timers overflow above 2^31-1 ms and fire at once, which would time out
@@ -81,6 +80,27 @@ export interface EmitterOptions {
   fetch?: FetchFunction;
   /** The DNS lookup behind the built-in client's connect-time check. @default dns.lookup */
   lookup?: LookupFunction;
+  /**
+   * Wraps the transport the attempts send through (the built-in client, or the one over `fetch`): called
+   * once with it when the attempts are set up, and what it returns makes every request. The URL checks
+   * run before it and the connect-time address check stays inside `next`, so a wrapper that calls `next`
+   * keeps both. It may change a request (re-sign a changed body: `sign` from cliphook), send it more than
+   * once or answer without sending; what it resolves to is the attempt's reply, a rejection a failed
+   * connection. For fault injection and instrumentation (the local service's webhook chaos is one).
+   * @example createEmitter({ wrapTransport: (next) => async (request) => { const reply = await next(request); seen.push(reply.status); return reply; } })
+   * @default undefined (the transport as it is)
+   */
+  wrapTransport?: (next: Transport) => Transport;
+  /**
+   * The time of each attempt in ms since the epoch, `undefined` for the clock's: the body's `delivered_at`
+   * (signed with it) and the attempt's `at`. Called as each attempt begins, with the delivery's stored
+   * record (its `attempts` are the earlier ones; it holds the secret: do not keep or log it). Timeouts and
+   * the retry schedule still run on `clock`. A hook that throws or returns something else fails that
+   * attempt (retried on the schedule). The local service gives each account its own time this way.
+   * @example createEmitter({ deliveredAt: (record) => accountClock(record.id) })
+   * @default undefined (the clock's `now()`)
+   */
+  deliveredAt?: (record: Readonly<DeliveryRecord>) => number | undefined;
 }
 
 /** The checked options every backend uses. */
@@ -94,8 +114,8 @@ export interface ResolvedCommonOptions {
   logger: EmitterLogger;
   fetch: FetchFunction | undefined;
   lookup: LookupFunction | undefined;
-  wrapTransport: ((transport: Transport) => Transport) | undefined;
-  stamp: ((record: DeliveryRecord) => number | undefined) | undefined;
+  wrapTransport: ((next: Transport) => Transport) | undefined;
+  deliveredAt: ((record: Readonly<DeliveryRecord>) => number | undefined) | undefined;
 }
 
 /** The checked options of an emitter on an outbox. */
@@ -124,6 +144,8 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
     logger = consoleLogger,
     fetch,
     lookup,
+    wrapTransport,
+    deliveredAt,
   } = options;
   if (givenStore !== undefined) {
     for (const method of ['load', 'save', 'delete', 'close'] as const) {
@@ -156,11 +178,9 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw new TypeError(`Expected \`fetch\` to be a function, got ${typeof fetch}.`);
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
-  const wrapTransport = (options as { [WRAP_TRANSPORT]?: (transport: Transport) => Transport })[WRAP_TRANSPORT];
-  const stamp = (options as { [STAMP_ATTEMPT]?: (record: DeliveryRecord) => number | undefined })[STAMP_ATTEMPT];
-  if (wrapTransport !== undefined && typeof wrapTransport !== 'function') throw new TypeError('Expected the transport wrapper to be a function.');
-  if (stamp !== undefined && typeof stamp !== 'function') throw new TypeError('Expected the attempt stamp to be a function.');
-  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport, stamp };
+  if (wrapTransport !== undefined && typeof wrapTransport !== 'function') throw new TypeError(`Expected \`wrapTransport\` to be a function, got ${typeof wrapTransport}.`);
+  if (deliveredAt !== undefined && typeof deliveredAt !== 'function') throw new TypeError(`Expected \`deliveredAt\` to be a function, got ${typeof deliveredAt}.`);
+  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport, deliveredAt };
   if (queue !== undefined) return { ...common, queue };
   if (redisUrl !== undefined) return { ...common, queue: bullmqQueue({ url: redisUrl }) };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { measured } from './measure.js';
-import { checkHost, guardLookup, type LookupFunction } from './url-guard.js';
+import { checkHost, guardLookup, type LookupFunction } from '../http/outbound-guard.js';
 
 /** One POST, as the attempt hands it to a transport. */
 export interface TransportRequest {

@@ -44,12 +44,24 @@ export class InvalidPayloadError extends CliphookError {
   }
 }
 
-/** A handler registered on a receiver threw; the claim was released so the sender's retry runs it again. */
+/** What failed while a receiver processed a delivery: a handler, the delivery store, or the inbox. */
+export type WebhookFailureStage = 'handler' | 'store' | 'inbox';
+
+/**
+ * A delivery a receiver could not process: a handler threw (`handler_failed`; the claim was released so the
+ * sender's retry runs it again), or the delivery store or the inbox did not answer (`store_unavailable`;
+ * no handler ran). `stage` says which.
+ */
 export class WebhookHandlerError extends CliphookError {
+  declare readonly code: 'handler_failed' | 'store_unavailable';
   readonly deliveryId: string;
-  constructor(deliveryId: string, cause: unknown) {
-    super('handler_failed', `A handler failed for delivery ${deliveryId}: ${describe(cause)}`, { cause });
+  readonly stage: WebhookFailureStage;
+  constructor(deliveryId: string, cause: unknown, stage: WebhookFailureStage = 'handler') {
+    // Issue 30 follow-up: a store or inbox that failed was reported as "A handler failed", though none ran.
+    const what = stage === 'handler' ? 'A handler failed' : stage === 'store' ? 'The delivery store failed' : 'The inbox failed';
+    super(stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describe(cause)}`, { cause });
     this.deliveryId = deliveryId;
+    this.stage = stage;
   }
 }
 
@@ -70,6 +82,22 @@ export class DeliveryNotFoundError extends CliphookError {
   constructor(deliveryId: string) {
     super('delivery_not_found', `No delivery ${JSON.stringify(deliveryId)} in this emitter's outbox.`);
     this.deliveryId = deliveryId;
+  }
+}
+
+/** Why `receiver.inbox.replay(id)` (or `get` through the CLI) refused: no such record, or one still pending or running. */
+export type InboxErrorCode = 'inbox_record_not_found' | 'inbox_not_replayable';
+
+/**
+ * An inbox operation on a record that does not allow it (issue 30).
+ * @example try { await receiver.inbox.replay(id); } catch (error) { if (error instanceof InboxError && error.code === 'inbox_record_not_found') … }
+ */
+export class InboxError extends CliphookError {
+  declare readonly code: InboxErrorCode;
+  readonly id: string;
+  constructor(code: InboxErrorCode, id: string, message: string) {
+    super(code, message);
+    this.id = id;
   }
 }
 

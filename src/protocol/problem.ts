@@ -1,5 +1,6 @@
-/** What a person can do about an error (spec section 7, `user_action.kind`). */
-export type UserActionKind = 'top_up' | 'confirm_consent' | 'raise_budget' | 'upload_photo' | 'contact_support';
+/** What a person can do about an error (spec section 7, `user_action.kind`); the service's contract lists these (issue 31 item 3). */
+export const USER_ACTION_KINDS = Object.freeze(['top_up', 'confirm_consent', 'raise_budget', 'upload_photo', 'contact_support'] as const);
+export type UserActionKind = (typeof USER_ACTION_KINDS)[number];
 
 interface CodeSpec {
   status: number;
@@ -101,6 +102,8 @@ export const PROBLEM_CODES = {
   delivery_in_progress: spec(503, 'This delivery is still being processed', true),
   // The delivery store (Redis, say) did not answer the claim: nothing ran, so the sender's retry is safe.
   store_unavailable: spec(503, 'Delivery store unavailable', true),
+  // Issue 30 item 1: the receiver's inbox holds `maxPending` events: nothing was taken, the sender's retry is safe.
+  inbox_full: spec(503, 'The webhook inbox is full', true),
   // relay (cliphook)
   no_listener: spec(503, 'No listener connected', true),
   local_unreachable: spec(502, 'Local app unreachable', true),

@@ -8,7 +8,8 @@ export { FETCH_PARSED_HINT, readFetchBody } from './fetch-body.js';
 
 export const PARSED_BODY_HINT =
   'The request body was already consumed by a body parser, so the signature cannot be checked over the raw bytes. ' +
-  "Mount the webhook route before express.json(), or use express.raw({ type: 'application/json' }) on it.";
+  "Mount the webhook route before express.json(), or use express.raw({ type: 'application/json' }) on it " +
+  '(NestJS: NestFactory.create(AppModule, { rawBody: true }); Next.js Pages Router: export const config = { api: { bodyParser: false } }).';
 
 /** A Node request as Express leaves it: maybe with a body a parser already set. */
 export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
@@ -44,8 +45,9 @@ export function wireHeaders(req: IncomingMessage): { get(name: string): string |
  * `express.raw()` left in `req.body` or a framework left in `req.rawBody`; fails at once, never hangs,
  * when a JSON parser already consumed the stream. A body that has already arrived whole comes back at
  * once, otherwise a promise of it, which rejects with a `BodyReadError`: map that with `bodyError`.
+ * `parsedHint` is the `body_already_parsed` detail: how to fix the mount in the adapter's framework.
  */
-export function readNodeBody(req: NodeRequest, limit: number, headers = wireHeaders(req)): Buffer | Promise<Buffer> {
+export function readNodeBody(req: NodeRequest, limit: number, headers = wireHeaders(req), parsedHint = PARSED_BODY_HINT): Buffer | Promise<Buffer> {
   const left = Buffer.isBuffer(req.body) ? req.body : Buffer.isBuffer(req.rawBody) ? req.rawBody : null;
   if (left) {
     if (left.length > limit) throw tooLarge(limit);
@@ -55,7 +57,7 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
   // body-parser marks a body it consumed with `_body`; Express 4's parsers also set `req.body = {}` on
   // requests they skip, with the stream untouched, so an empty object alone does not mean consumed.
   if (req.readableEnded || (req as { _body?: boolean })._body === true) {
-    throw new WebhookVerificationError('body_already_parsed', 500, PARSED_BODY_HINT);
+    throw new WebhookVerificationError('body_already_parsed', 500, parsedHint);
   }
   // Text chunks are not the signed bytes (and raw-body refuses such a stream): a misconfigured app, not
   // a client that went away.

@@ -119,6 +119,26 @@ export class DeliveryLedger {
   }
 }
 
+/** The promise every `complete` of this event-loop turn shares; `null` between turns. */
+let turn: Promise<void> | null = null;
+
+/**
+ * Resolves once this turn of the event loop has run (one `setImmediate` shared by every caller of the
+ * turn). Issue 30 item 4b: the memory store answered each request from inside its socket's read callback,
+ * one reply and one wake-up of the sender at a time, and cost more server CPU per request than the file
+ * store (91 against 78 µs), whose group commit sends a turn's replies together; now both do. Where there
+ * is no `setImmediate` (Workers) it resolves at once.
+ */
+function endOfTurn(): Promise<void> {
+  if (typeof setImmediate !== 'function') return Promise.resolve();
+  return (turn ??= new Promise<void>((resolve) =>
+    setImmediate(() => {
+      turn = null;
+      resolve();
+    }),
+  ));
+}
+
 /**
  * Keeps deliveries in memory: for tests and single-process apps that accept forgetting on restart.
  * @example createReceiver({ secret, store: new MemoryDeliveryStore() })
@@ -134,8 +154,9 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return this.#ledger.claim(keys, leaseMs, owner);
   }
 
-  async complete(keys: readonly string[]): Promise<void> {
+  complete(keys: readonly string[]): Promise<void> {
     this.#ledger.complete(keys);
+    return endOfTurn();
   }
 
   async release(keys: readonly string[], owner: string): Promise<void> {

@@ -3,14 +3,14 @@
 import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core.js';
 import { MemoryDeliveryStore } from './delivery-store.js';
 import { fetchAdapter } from './fetch.js';
-import { memoryCursorFor, Reconciler } from './reconcile.js';
-import type { ReconcileOptions, ReconcileResult } from './reconcile-options.js';
+import { memoryCursorFor } from './reconcile.js';
 import { verifyWithWeb } from './web-verify.js';
 
 const WEB_RUNTIME: ReceiverRuntime = {
   verify: verifyWithWeb,
   // Memory lasts as long as the isolate: bring a shared store (DeliveryStore) to dedupe across them.
   defaultStore: (clock) => new MemoryDeliveryStore({ clock }),
+  reconcileCursor: memoryCursorFor,
 };
 
 /**
@@ -20,27 +20,8 @@ const WEB_RUNTIME: ReceiverRuntime = {
  * const receiver: WebhookReceiver = createReceiver({ secret: env.SIGNING_SECRET });
  */
 export class WebReceiver extends ReceiverCore {
-  readonly #reconciler: Reconciler;
-
   constructor(options: ReceiverOptions) {
     super(options, WEB_RUNTIME);
-    this.#reconciler = new Reconciler(this, memoryCursorFor(this.store), options.clock ?? Date.now);
-    if (options.reconcile !== undefined) this.#reconciler.start(options.reconcile);
-  }
-
-  /**
-   * Issue 30: the Node receiver's `reconcile()`, with the cursor in memory (per store): on Workers, run it
-   * from a Cron Trigger with an explicit `since`, as an isolate's memory and timers do not last.
-   * @example ctx.waitUntil(receiver.reconcile({ apiKey: env.API_KEY, baseUrl: env.BASE_URL, since: Date.now() - 3_600_000 }));
-   */
-  reconcile(options: ReconcileOptions): Promise<ReconcileResult> {
-    return this.#reconciler.run(options);
-  }
-
-  /** Stops reconciliation, then flushes the store. */
-  override async close(): Promise<void> {
-    await this.#reconciler.close();
-    await super.close();
   }
 
   /**

@@ -1,9 +1,6 @@
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type EmitterOptions, type WebhookEmitter } from '../emitter/index.js';
-import { STAMP_ATTEMPT, WRAP_TRANSPORT } from '../emitter/attempt.js';
-import type { DeliveryRecord } from '../emitter/types.js';
-import type { Transport } from '../emitter/transport.js';
+import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type DeliveryRecord, type EmitterOptions, type WebhookEmitter } from '../emitter/index.js';
 import type { WebhookChaos } from './testing/chaos-transport.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
@@ -119,10 +116,10 @@ export function serviceEmitter(
   file: string | false,
   clock: SimulatedClock,
   redisOptions: ReturnType<typeof sharedOptions>,
-  hooks: { chaos?: WebhookChaos; stamp?: (record: DeliveryRecord) => number | undefined } = {},
+  hooks: { chaos?: WebhookChaos; stamp?: (record: Readonly<DeliveryRecord>) => number | undefined } = {},
 ): WebhookEmitter {
   const { chaos, stamp } = hooks;
-  const emitterOptions: EmitterOptions & { [WRAP_TRANSPORT]?: (transport: Transport) => Transport; [STAMP_ATTEMPT]?: (record: DeliveryRecord) => number | undefined } = {
+  const emitterOptions: EmitterOptions = {
     ...(redisOptions
       ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
       : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
@@ -133,7 +130,8 @@ export function serviceEmitter(
     logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
   };
   // Issue 22: the chaos wraps the built-in transport, so --strict keeps its connect-time address check.
-  if (chaos) emitterOptions[WRAP_TRANSPORT] = (transport) => chaos.wrap(transport);
-  if (stamp) emitterOptions[STAMP_ATTEMPT] = stamp;
+  // Issue 31 item 5: through the emitter's public options, no longer symbol keys.
+  if (chaos) emitterOptions.wrapTransport = (next) => chaos.wrap(next);
+  if (stamp) emitterOptions.deliveredAt = stamp;
   return createEmitter(emitterOptions);
 }

@@ -49,6 +49,9 @@ function deliveriesOf(ids: number[]) {
   return svc.service.emitter.list({ limit: 1000 }).filter((delivery) => ids.includes(delivery.payload.id as number));
 }
 
+// A scheduled run is real HTTP to the service: on a loaded 2-core machine it can take longer than waitFor's 1 s default.
+const SETTLE = { timeout: 15_000, interval: 10 };
+
 describe('reconcile after an outage', () => {
   it('the receiver down for 4 h (every attempt got 500): reconcile hands each clip over once, a second run handles nothing, a late webhook is a duplicate', async () => {
     const app = await setup();
@@ -158,23 +161,31 @@ describe('reconcile after an outage', () => {
   it('on a timer on the service clock: while the webhook endpoint is down, the scheduled runs hand each clip over once; close() stops them', async () => {
     const app = await setup();
     const clock = () => svc.clock.nowOf(app.account.id);
+    // The next run is armed once a run has ended (its cursor written), after its GETs are answered: the
+    // clock moves only once it is armed, else an advance could pass before the timer exists.
+    let armed = 0;
+    const timers = {
+      setTimeout: (callback: () => void, ms: number) => (armed++, svc.clock.setTimeout(callback, ms)),
+      clearTimeout: (handle: unknown) => svc.clock.clearTimeout(handle),
+    };
     const receiver = createReceiver({
       secret: app.account.webhook_secret,
       clock,
       store: new MemoryDeliveryStore({ clock }),
-      reconcile: { apiKey: app.account.api_key, baseUrl: svc.url, every: 15 * 60_000, timers: svc.clock },
+      reconcile: { apiKey: app.account.api_key, baseUrl: svc.url, every: 15 * 60_000, timers },
     });
     const ids: number[] = [];
     receiver.onAny((event) => void ids.push(event.id));
     // Each run is two GETs (one page of done, one of error): the journal says when one has ended.
     const lists = async () => (await svc.requests.list({ operation: 'listVideos', account: app.account.id, limit: 100 })).data.length;
-    await vi.waitFor(async () => expect(await lists()).toBe(2)); // the run at start
+    await vi.waitFor(async () => expect(await lists()).toBe(2), SETTLE); // the run at start
     const made = [await app.create('a fox'), await app.create('q simulate:upstream_error')];
     for (let run = 2; run <= 9; run++) {
+      await vi.waitFor(() => expect(armed).toBe(run), SETTLE);
       await svc.clock.advance(15 * 60_000);
-      await vi.waitFor(async () => expect(await lists()).toBe(2 * run));
+      await vi.waitFor(async () => expect(await lists()).toBe(2 * run), SETTLE);
     }
-    await vi.waitFor(() => expect([...ids].sort()).toEqual([...made].sort()));
+    await vi.waitFor(() => expect([...ids].sort()).toEqual([...made].sort()), SETTLE);
     expect(app.handled).toEqual([]); // the webhooks themselves all failed
     await receiver.close();
     await svc.clock.advance(60 * 60_000);

@@ -84,6 +84,14 @@ describe.each(cases)('receiver %s with no onError listener', (_name, runtime, se
     expect(await send(receiver, signedRequest(completedEvent(), { deliveryId: 'dlv_store_1' }))).toBe(503);
     expect(logged).toHaveBeenCalledTimes(1);
     expect(printed()).toContain('redis: connection refused');
+    // No handler ran: the log and the listener say the store failed, not a handler (issue 30 follow-up).
+    expect(printed()).toContain('(store_unavailable)');
+    expect(printed()).toContain('The delivery store failed for delivery dlv_store_1');
+    expect(printed()).not.toContain('A handler failed');
+    const heard: Array<[string, string]> = [];
+    receiver.onError((error) => void heard.push([error.code, 'stage' in error ? error.stage : '']));
+    expect(await send(receiver, signedRequest(completedEvent(), { deliveryId: 'dlv_store_2' }))).toBe(503);
+    expect(heard).toEqual([['store_unavailable', 'store']]);
   });
 
   it('stays quiet once onError listens, and for a refused (4xx) request', async () => {

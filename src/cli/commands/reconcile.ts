@@ -1,8 +1,9 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
-import { classifyAddress } from '../../emitter/address.js';
+import { classifyAddress } from '../../http/address.js';
+import type { LookupFunction } from '../../http/outbound-guard.js';
 import { createHttpTransport } from '../../emitter/transport.js';
-import { checkCallbackUrl, type LookupFunction } from '../../emitter/url-guard.js';
+import { checkCallbackUrl } from '../../emitter/url-guard.js';
 import { CliphookError, ReconcileError } from '../../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../../protocol/headers.js';
 import { assertSecret, sign } from '../../protocol/signature.js';

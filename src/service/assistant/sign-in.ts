@@ -54,6 +54,11 @@ export class AssistantSignIn {
         fetch: this.#fetch,
         clientInUse: (clientId) => this.connections.hasLive(clientId),
         approvedBy: (accountId, clientId) => this.connections.hasLive(clientId, Number(accountId)),
+        // Issue 29 follow-up item 3: a grant the library revoked (refresh token reuse) ends its connection, as a disconnect does.
+        grantRevoked: async (grantId) => {
+          const row = this.connections.forGrant(grantId);
+          if (row) await this.disconnect(row);
+        },
         warn: (message) => this.#service.warn(message),
       });
       this.#oauth = { issuer, server };

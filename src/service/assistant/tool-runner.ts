@@ -95,7 +95,7 @@ export function onRunner(server: McpServer, steps: readonly Step<ToolRun>[], cal
       const run: ToolRun = {
         operation: name,
         request: { method: 'POST', path: '/mcp', query: {}, onClose: transport.onClose, status: () => 200 },
-        exchange: { caller, idempotencyKey: typeof key === 'string' ? key : null, replayed: false, body: args, code: null, dropped: false },
+        exchange: { caller, idempotencyKey: typeof key === 'string' ? key : null, replayed: false, body: args, code: null, dropped: false, admin: false },
         caller,
         cutAfter: false,
         outcome: null,

@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import { canonicalConsent, Link, pathId, queryInteger, SubjectConsentInput, Timestamp, type SubjectConsent } from './common.js';
+import { LIMITS } from './limits.js';
 import { rule } from './problems.js';
 
 // Assets: spec 2.6, 3.2 and 4.12-4.15, as data. The upload is read as it streams (assets/upload.ts); its
 // text fields are checked here.
 
 /** Spec 4.12 and 8: "up to 20 MB", read as MiB (20,971,520 bytes). */
-export const MAX_ASSET_BYTES = 20 * 1024 * 1024;
+export const MAX_ASSET_BYTES = LIMITS.assetBytes;
+/** The size in the spec's words, for messages and pages: `20 MB`. */
+export const MAX_ASSET_SIZE_TEXT = `${MAX_ASSET_BYTES / (1024 * 1024)} MB`;
 /** Spec 4.12: jpg, png, webp, gif or heic. */
 export const ASSET_MIME_TYPES = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/heic'] as const;
 /** What an asset may be, by its bytes (spec 4.12: jpg, png, webp, gif or heic; HEIF is HEIC's container). */
@@ -19,12 +22,14 @@ export const ASSET_TYPES: ReadonlyMap<string, string> = new Map([
   ['image/heif', 'heic'],
 ]);
 export const ASSET_STATUSES = ['pending', 'trusted', 'rejected'] as const;
+export type AssetStatus = (typeof ASSET_STATUSES)[number];
 /** `trust_level` of spec 2.6 (its values are not shown; ours). */
 export const TRUST_LEVELS = ['unverified', 'moderated', 'rejected', 'generated'] as const;
+export type TrustLevel = (typeof TRUST_LEVELS)[number];
 /** Reason codes a rejection carries (spec 7 `reason_code`; the values are not shown, these are ours). */
 export const REASON_CODES = ['explicit_content', 'violence', 'minor_detected', 'public_figure', 'copyright', 'not_a_photo'] as const;
 /** Spec 4.13 and 8: the asset list pages 1-100 assets, 50 by default. */
-export const ASSET_PAGE = { min: 1, max: 100, default: 50 } as const;
+export const ASSET_PAGE = LIMITS.assetPage;
 
 /** An HTML form sends a blank field for an unanswered input: that is no declaration, not a bad one. */
 const blankIsAbsent = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);

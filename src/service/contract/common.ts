@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { USER_ACTION_KINDS } from '../../protocol/problem.js';
+import { LIMITS } from './limits.js';
 import { rule } from './problems.js';
 
 // The pieces every part of the contract shares: ids in paths, integers in queries, consent values, the
@@ -15,6 +17,9 @@ export const SubjectConsentInput = rule(
   }),
   { code: 'invalid_subject_consent', allowed: SUBJECT_CONSENTS, detail: ({ where }) => `${where} is self, permission or no_real_person.` },
 );
+
+/** The consents from the strictest (another person's photo) to the least, for the one that counts among several (spec 2.7 `animate`). */
+export const CONSENTS_STRICTEST_FIRST = ['permission', 'self', 'no_real_person'] as const satisfies readonly SubjectConsent[];
 
 /** The canonical consent value of what was sent. */
 export function canonicalConsent(value: (typeof SUBJECT_CONSENTS)[number] | 'third_party_with_permission'): SubjectConsent {
@@ -53,14 +58,17 @@ export function queryEnum<const T extends readonly [string, ...string[]]>(name: 
 }
 
 /** Spec 4.1 and 7: the `Idempotency-Key` header, 1-255 printable ASCII characters (0x21-0x7E). */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+// Issue 31 item 3: built from LIMITS (a constant, never input), so the length is said once.
+export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${LIMITS.idempotencyKeyChars}}$`);
+/** The header's rule in words, for details and descriptions. */
+export const IDEMPOTENCY_KEY_RULE = `1-${LIMITS.idempotencyKeyChars} printable ASCII characters (0x21-0x7E)`;
 export const IdempotencyKey = rule(
-  z.string().regex(IDEMPOTENCY_KEY_PATTERN).meta({ description: '1-255 printable ASCII characters (0x21-0x7E). Same key and same body within 24 hours replays the first response.' }),
-  { code: 'invalid_idempotency_key', detail: () => 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).' },
+  z.string().regex(IDEMPOTENCY_KEY_PATTERN).meta({ description: `${IDEMPOTENCY_KEY_RULE}. Same key and same body within ${LIMITS.idempotencyWindowMs / 3_600_000} hours replays the first response.` }),
+  { code: 'invalid_idempotency_key', detail: () => `Idempotency-Key takes ${IDEMPOTENCY_KEY_RULE}.` },
 );
 
 /** The longest image_urls entry, as spec 4.1 bounds callback_url (issue 20 item 11: nothing a client sends is kept unbounded). */
-export const MAX_IMAGE_URL = 2048;
+export const MAX_IMAGE_URL = LIMITS.callbackUrlChars;
 
 /** `null` for a public http(s) URL or an `asset://<id>` URI; otherwise why the URL is refused. */
 export function imageUrlProblem(url: string): string | null {
@@ -93,8 +101,8 @@ export const Timestamp = z.iso.datetime();
 /** An absolute link. */
 export const Link = z.url();
 
-/** Spec 7 `user_action.kind`. */
-export const USER_ACTIONS = ['top_up', 'confirm_consent', 'raise_budget', 'upload_photo', 'contact_support'] as const;
+/** Spec 7 `user_action.kind`: the values the problem builder of protocol/problem.ts types its `user_action` with. */
+export const USER_ACTIONS = USER_ACTION_KINDS;
 
 /** Spec 2.11 and 7: every error body (RFC 9457), with the members of section 7 and the extra members by code. */
 export const Problem = z

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { canonicalConsent, ImageUrl, Link, pathId, queryInteger, SubjectConsentInput, Timestamp, type SubjectConsent } from './common.js';
+import { LIMITS } from './limits.js';
 import { imagePrice, type ImageQuality } from './pricing.js';
 import { cross, rule } from './problems.js';
 import { TEMPLATE_NAMES, TEMPLATES, type TemplateName } from './templates.js';
@@ -8,9 +9,9 @@ import { TEMPLATE_NAMES, TEMPLATES, type TemplateName } from './templates.js';
 // photos, consent, max_credits), so POST /v1/images and the assistant's create_image run the same ones.
 
 /** Spec 4.7 and 8. */
-export const MAX_DESCRIPTION = 1000;
-export const MAX_TEXT = 60;
-export const MAX_IMAGE_PHOTOS = 3;
+export const MAX_DESCRIPTION = LIMITS.imageDescriptionChars;
+export const MAX_TEXT = LIMITS.imageTextChars;
+export const MAX_IMAGE_PHOTOS = LIMITS.imagePhotos;
 export const IMAGE_RATIOS = ['1:1', '9:16', '4:5', '16:9', '3:4'] as const;
 export type ImageRatio = (typeof IMAGE_RATIOS)[number];
 export const IMAGE_QUALITIES = ['standard', 'hd'] as const satisfies readonly ImageQuality[];
@@ -25,8 +26,8 @@ export type ImageErrorCode = (typeof IMAGE_ERROR_CODES)[number];
 /** Spec 2.7 `animate`. */
 export const ANIMATE_VALUES = ['trusted', 'ok', 'maybe', 'no'] as const;
 /** Spec 4.9 and 8: the image job list pages 1-50 jobs, 20 by default; GET /images/{id} waits 0-30 s. */
-export const IMAGE_PAGE = { min: 1, max: 50, default: 20 } as const;
-export const MAX_WAIT_SECONDS = 30;
+export const IMAGE_PAGE = LIMITS.imagePage;
+export const MAX_WAIT_SECONDS = LIMITS.imageWaitSeconds;
 
 const text = (limit: number, description: string) => rule(z.string().max(limit), { code: 'invalid_parameter' }).nullish().meta({ description });
 

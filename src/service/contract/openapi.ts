@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
 import { IdempotencyKey, Problem } from './common.js';
+import { API_VERSION, LIMITS } from './limits.js';
 import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
 
 /**
@@ -11,13 +12,12 @@ import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
 
 type Json = Record<string, unknown>;
 
-/** The interface description version of the spec (section 9). */
-export const API_VERSION = '1.1.0';
+export { API_VERSION } from './limits.js';
 const SCHEMA_REF = '#/components/schemas/';
 const TARGET = 'draft-2020-12' as const;
 
 const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': { description: 'Requests allowed per minute for this key (spec 4, 8: 60).', schema: { type: 'integer' } },
+  'X-RateLimit-Limit': { description: `Requests allowed per minute for this key (spec 4, 8: ${LIMITS.requestsPerWindow}).`, schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
   'X-RateLimit-Reset': { description: 'When the window ends, in Unix seconds.', schema: { type: 'integer' } },
 } as const;

@@ -1,3 +1,5 @@
+import { LIMITS } from './limits.js';
+
 /**
  * The price tables of spec 2.13, pure: what a clip or an image costs through the API (10% off the base
  * price) and through the assistant endpoint (base price, spec section 5.7). Every other part asks here.
@@ -25,8 +27,8 @@ const family = (name: ModelFamily, resolution: Resolution, perSecond: number): M
   family: name,
   resolution,
   perSecond,
-  minDuration: 4,
-  maxDuration: name === 'standard' ? 15 : 30,
+  minDuration: LIMITS.clipSeconds.min,
+  maxDuration: name === 'standard' ? LIMITS.clipSeconds.maxStandard : LIMITS.clipSeconds.maxCinema,
 });
 
 /** Spec 2.13, row by row. */
@@ -44,7 +46,7 @@ export const API_DISCOUNT = 0.1;
 const API_TENTHS = 9;
 
 /** The default clip duration in seconds (spec 4.1). */
-export const DEFAULT_DURATION = 5;
+export const DEFAULT_DURATION = LIMITS.clipSeconds.default;
 
 export function isVideoModel(value: unknown): value is VideoModel {
   return typeof value === 'string' && Object.hasOwn(MODEL_SPECS, value);

@@ -4,6 +4,7 @@ import { Account, Pricing } from './account.js';
 import { Asset, AssetList, AssetListQuery, AssetPath, AssetUpload, AssetUploadForm, DeleteAssetResponse } from './assets.js';
 import { DeleteImageResponse, ImageJob, ImageJobList, ImageListQuery, ImagePath, ImageRequest, ImageWaitQuery } from './images.js';
 import { MediaPath, MediaQuery } from './media.js';
+import { LIMITS } from './limits.js';
 import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
   ApiKeyView, TopUpRequest, TopUpResponse,
@@ -68,7 +69,7 @@ export interface RouteSpec {
   deprecated?: boolean;
 }
 
-/** A JSON answer; its schema's type is kept, so a handler's answer is typed by it (issue 31 item 4). */
+/** A JSON answer; its schema's type is kept, so a handler's answer and a client are typed by it (issue 31 item 4). */
 const json = <S extends z.ZodType>(description: string, schema: S, headers?: ResponseSpec['headers']): ResponseSpec & { schema: S } => (headers ? { description, schema, headers } : { description, schema });
 const created = <S extends z.ZodType>(description: string, schema: S) => json(description, schema, ['Idempotent-Replayed']);
 
@@ -82,7 +83,7 @@ export const ROUTES = [
   },
   {
     operationId: 'createVideoBatch', method: 'POST', path: '/v1/videos/batch', spec: '4.2', tag: 'Videos', auth: 'key', idempotent: true, body: BatchRequest, indexed: 'items',
-    summary: 'Start 1-5 clips at once, all or nothing',
+    summary: `Start 1-${LIMITS.batchItems} clips at once, all or nothing`,
     responses: { 207: created('Every item was accepted and the total charged (BatchResponse; 207 even when all succeed).', BatchResponse) },
     problems: ['batch_too_large', 'missing_input', 'invalid_duration', 'invalid_ratio', 'invalid_model', 'invalid_resolution', 'resolution_model_mismatch', 'too_many_images', 'invalid_image_url', 'invalid_asset_id', 'invalid_callback_url', 'invalid_subject_consent', 'invalid_parameter', 'reference_media_unavailable', 'consent_required', 'photo_rejected', 'image_fetch_failed', 'region_unavailable', 'task_create_failed', 'upstream_busy', 'no_session_available', 'moderation_pending', 'generation_paused'],
   },
@@ -124,7 +125,7 @@ export const ROUTES = [
   },
   {
     operationId: 'getImage', method: 'GET', path: '/v1/images/{id}', spec: '4.10', tag: 'Images', auth: 'key', params: ImagePath, query: ImageWaitQuery,
-    summary: 'An image job, optionally waiting up to 30 s for it to end',
+    summary: `An image job, optionally waiting up to ${LIMITS.imageWaitSeconds} s for it to end`,
     responses: { 200: json('The image job.', ImageJob) },
     problems: ['not_found', 'invalid_parameter'],
   },
@@ -200,7 +201,7 @@ export const ROUTES = [
   },
   {
     operationId: 'createKey', method: 'POST', path: '/settings/keys', spec: '5.2', tag: 'Settings', auth: 'settings',
-    summary: 'A new API key and its webhook secret, shown once (at most 5; needs a balance of 240)',
+    summary: `A new API key and its webhook secret, shown once (at most ${LIMITS.keysPerAccount}; needs a balance of ${LIMITS.minBalanceToCreateKeys})`,
     responses: { 201: json('The key, its token and its webhook secret.', CreatedApiKey) },
     problems: ['insufficient_credits', 'key_limit_reached'],
   },

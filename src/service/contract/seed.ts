@@ -4,7 +4,8 @@ import { IMAGE_ERROR_CODES, IMAGE_JOB_STATUSES, IMAGE_QUALITIES, IMAGE_RATIOS, I
 import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, type VideoModel } from './pricing.js';
 import { cross, rule } from './problems.js';
 import { MAX_ACCOUNT_NAME, TestBalance } from './test-helpers.js';
-import { MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, VideoFields } from './videos.js';
+import { LIMITS } from './limits.js';
+import { DURATION_RANGES, MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, VideoFields } from './videos.js';
 
 // The seed fixture of POST /test_helpers/seed, `serve --seed file.json` and `startService({ seed })`
 // (issue 22): a known starting state, named so the test can find what was made. The rules that span
@@ -56,7 +57,7 @@ export const SeedClip = z.object({
   error_code: rule(z.enum(VIDEO_ERROR_CODES as [string, ...string[]]), { code: 'invalid_parameter', allowed: VIDEO_ERROR_CODES })
     .optional().meta({ description: 'Spec 2.9: required with status error; cancelled goes with status cancelled.' }),
   model: VideoFields.shape.model,
-  duration: rule(z.int().min(4).max(30), { code: 'invalid_duration', detail: ({ where }) => `${where} is whole seconds: 4-15 for standard models, 4-30 for cinema models.` })
+  duration: rule(z.int().min(LIMITS.clipSeconds.min).max(LIMITS.clipSeconds.maxCinema), { code: 'invalid_duration', detail: ({ where }) => `${where} is whole seconds: ${DURATION_RANGES}.` })
     .optional().meta({ description: `Whole seconds within the model's range (spec 4.1); default ${DEFAULT_DURATION}.` }),
   ratio: VideoFields.shape.ratio,
   callback_url: rule(

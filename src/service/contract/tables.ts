@@ -1,4 +1,7 @@
 import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
+import { ASSET_MIME_TYPES, MAX_ASSET_SIZE_TEXT } from './assets.js';
+import { LIMITS } from './limits.js';
+import { API_DISCOUNT, assistantClipPrice, clipPrice, IMAGE_MEGAPIXELS, IMAGE_PRICES, MODEL_SPECS, VIDEO_MODELS } from './pricing.js';
 import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
 
 // The docs' tables of the service, made from the contract: docs/service.md holds them between markers,
@@ -32,7 +35,7 @@ const OURS: Partial<Record<ProblemCode, string>> = {
 };
 
 const SUCCESS = (route: RouteSpec) => Object.keys(route.responses).join(', ');
-const AUTH: Record<RouteSpec['auth'], string> = { key: 'key', settings: 'key, open below 10 credits', admin: 'admin token', admin_or_key: 'admin token, or a key for its own account', none: 'none' };
+const AUTH: Record<RouteSpec['auth'], string> = { key: 'key', settings: `key, open below ${LIMITS.minBalanceForKeys} credits`, admin: 'admin token', admin_or_key: 'admin token, or a key for its own account', none: 'none' };
 
 /** The endpoint table of docs/service.md. */
 export function endpointTable(): string {
@@ -63,6 +66,73 @@ export function codeTable(): string {
   return ['| status | code | retryable | named by | answered by |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
+/** A duration in the largest whole unit: `24 hours`, `10 minutes`, `45 s`. */
+function span(ms: number): string {
+  const units: [number, string][] = [[86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute']];
+  // A day is said in hours, as the spec does ("24 hours"); a week in days.
+  for (const [size, name] of units) if (ms >= size * (name === 'day' ? 2 : 1) && ms % size === 0) return `${ms / size} ${name}${ms === size ? '' : 's'}`;
+  return `${ms / 1000} s`;
+}
+
+/** `per minute`, `per 10 minutes`. */
+const per = (ms: number) => `per ${span(ms).replace(/^1 /, '')}`;
+
+const page = ({ min, max, default: fallback }: { min: number; max: number; default: number }) => `${min}-${max} (default ${fallback})`;
+
+/** Issue 31 item 3: the limits table of docs/service.md, made from LIMITS, so the docs restate no number. */
+export function limitsTable(): string {
+  const { clipSeconds: clip, assistant } = LIMITS;
+  const types = ASSET_MIME_TYPES.map((type) => type.slice('image/'.length).replace('jpeg', 'jpg')).join(', ');
+  const rows: [string, string, string][] = [
+    ['Requests per API key', `${LIMITS.requestsPerWindow} ${per(LIMITS.rateWindowMs)}; \`429 rate_limit_exceeded\` with \`Retry-After\``, '8'],
+    ['API keys per account', `${LIMITS.keysPerAccount} (a further one: \`409 key_limit_reached\`)`, '5.2, 8'],
+    ['Balance for keys to work / to make one', `${LIMITS.minBalanceForKeys} credits / ${LIMITS.minBalanceToCreateKeys} credits (\`402 insufficient_credits\`)`, '5.2, 5.3, 8'],
+    ['Clip duration', `standard models ${clip.min}-${clip.maxStandard} s; cinema models ${clip.min}-${clip.maxCinema} s; default ${clip.default}`, '4.1, 8'],
+    ['Reference images per clip', `${LIMITS.clipImages}`, '8'],
+    ['Photos per image request', `${LIMITS.imagePhotos}`, '8'],
+    ['Batch size', `1-${LIMITS.batchItems} items`, '4.2, 8'],
+    ['`callback_url` length (and each `image_urls` entry)', `${LIMITS.callbackUrlChars} characters`, '4.1, 8'],
+    ['`Idempotency-Key`', `1-${LIMITS.idempotencyKeyChars} printable ASCII characters; replay window ${span(LIMITS.idempotencyWindowMs)}`, '7, 8'],
+    ['Asset file', `${MAX_ASSET_SIZE_TEXT} (${LIMITS.assetBytes.toLocaleString('en-US')} bytes); ${types}`, '4.12, 8'],
+    ['Asset moderation (realistic speed)', `${LIMITS.assetModerationMs.map((ms) => ms / 1000).join('-')} s`, '3.2, 8'],
+    ['Signed link validity', span(LIMITS.signedLinkMs), '2.1, 8'],
+    ['Image description / template text', `${LIMITS.imageDescriptionChars} / ${LIMITS.imageTextChars} characters`, '4.7, 8'],
+    ['Page size', `images ${page(LIMITS.imagePage)}; videos ${page(LIMITS.videoPage)}; assets ${page(LIMITS.assetPage)}`, '8'],
+    ['`GET /images/{id}` wait', `0-${LIMITS.imageWaitSeconds} s`, '4.10, 8'],
+    ['Image jobs', `${LIMITS.concurrentImageJobs} at once per account (\`429 concurrency_limit\`); ${LIMITS.imageJobsPerWindow} ${per(LIMITS.imageJobWindowMs)} (\`429 rate_limited\`)`, '8'],
+    ['Character photo trusted for', span(LIMITS.characterTrustMs), '2.7, 8'],
+    ['Generation time-out (realistic speed)', `${span(LIMITS.generationTimeoutMs)}, then \`upstream_timeout\``, '2.9'],
+    ['Assistant daily limit', `${assistant.dailyLimit} credits ${per(assistant.dailyWindowMs)} (${assistant.dailyLimitBeforeTopUp} before the first top-up)`, '5.7, 8'],
+    ['Assistant clips running at once', `${assistant.concurrentClips}`, '5.7, 8'],
+    ['Assistant repeat window / tool wait', `${span(assistant.repeatWindowMs)} / ${assistant.toolWaitSeconds} s`, '5.7'],
+    ['JSON body (spec: not shown)', `${LIMITS.jsonBodyBytes / (1024 * 1024)} MiB, then \`413 body_too_large\``, '8'],
+  ];
+  return ['| limit | value | spec |', '|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+}
+
+/** Issue 31 item 3: the price table of docs/service.md (spec 2.13), made from pricing.ts. */
+export function priceTable(): string {
+  const lengths = [5, 10, 15, 30];
+  const clips = VIDEO_MODELS.map((model) => {
+    const spec = MODEL_SPECS[model];
+    const prices = lengths.map((seconds) => (seconds >= spec.minDuration && seconds <= spec.maxDuration ? String(clipPrice(model, seconds)) : 'n/a'));
+    return `| \`${model}\` | ${spec.resolution} | ${spec.minDuration}-${spec.maxDuration} s | ${spec.perSecond} | ${prices.join(' | ')} | ${assistantClipPrice(model, 5)} |`;
+  });
+  const images = (['standard', 'hd'] as const).map((quality) => `| image, ${quality} (about ${IMAGE_MEGAPIXELS[quality]} MP) | ${IMAGE_PRICES[quality][1]} | ${IMAGE_PRICES[quality][4]} |`);
+  return [
+    `| model | resolution | duration | base credits per second | ${lengths.map((seconds) => `${seconds} s`).join(' | ')} | assistant, 5 s |`,
+    `|---|---|---|---|${lengths.map(() => '---|').join('')}---|`,
+    ...clips,
+    '',
+    `Through \`/v1\`: ceil(base per second × seconds × ${1 - API_DISCOUNT}); assistants pay the base price. Images, in credits:`,
+    '',
+    '| job | 1 image | 4 variations |',
+    '|---|---|---|',
+    ...images,
+    `| AI character (4 photos) | ${IMAGE_PRICES.character} | — |`,
+  ].join('\n');
+}
+
 /** Replaces the text between `<!-- contract:<name> -->` and `<!-- /contract:<name> -->` in `doc`. */
 export function withTable(doc: string, name: string, table: string): string {
   const open = `<!-- contract:${name} -->`;
@@ -73,7 +143,7 @@ export function withTable(doc: string, name: string, table: string): string {
   return `${doc.slice(0, start + open.length)}\n${table}\n${doc.slice(end)}`;
 }
 
-/** docs/service.md with both tables made afresh. */
+/** docs/service.md with its contract tables made afresh. */
 export function withContractTables(doc: string): string {
-  return withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable());
+  return withTable(withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable()), 'prices', priceTable());
 }

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { SeedFixture, SeedResult } from './seed.js';
 import {
   CreateTestAccountRequest, DeletedFaultRule, DeletedTestAccount, FaultListQuery, FaultPath, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalClearQuery, JournalList,
-  JournalQuery, ResetResponse, TestAccount, TestAccountList, TestAccountPath, WebhookChaos, WebhookChaosRequest,
+  JournalQuery, MAX_FAULT_RULES, ResetResponse, TestAccount, TestAccountList, TestAccountPath, WebhookChaos, WebhookChaosRequest,
 } from './test-helpers.js';
 
 // The test helpers of issue 22 as routes (routes.ts spreads the served ones, SERVED_TEST_HELPER_ROUTES, into ROUTES, which checks them against
@@ -10,7 +10,7 @@ import {
 // service-wide and take the admin token only; `admin_or_key` ones take the admin token, or an API key
 // for its own account's entries and rules.
 
-const json = (description: string, schema: z.ZodType) => ({ description, schema });
+const json = <S extends z.ZodType>(description: string, schema: S) => ({ description, schema });
 const ADMIN = ' (admin token)';
 const EITHER = ' (admin token: every account; API key: its own)';
 
@@ -60,7 +60,8 @@ export const TEST_HELPER_ROUTES = [
   },
   {
     operationId: 'createFaultRule', method: 'POST', path: '/test_helpers/faults', tag: 'Test helpers', auth: 'admin_or_key', body: FaultRuleRequest,
-    summary: `Make matching requests fail, wait, lose their answer or hang${EITHER}`,
+    // Issue 29 follow-up item 5: the bound a client meets as a 400, stated in the document.
+    summary: `Make matching requests fail, wait, lose their answer or hang; at most ${MAX_FAULT_RULES} rules per account and ${MAX_FAULT_RULES} service-wide${EITHER}`,
     responses: { 201: json('The rule, first among those made later.', FaultRule) },
     problems: ['invalid_parameter'],
   },

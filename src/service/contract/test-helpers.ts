@@ -89,16 +89,24 @@ export const ResetResponse = z
 
 /** Entries the journal keeps (newest kept, oldest dropped). */
 export const JOURNAL_CAP = 1000;
+/** The most fault rules of one account, and of the service-wide ones (issue 29 item 6; testing/faults.ts re-exports it). */
+export const MAX_FAULT_RULES = 100;
+/** The longest journal `path` filter taken (issue 29 item 1; testing/journal-filter.ts re-exports it). */
+export const MAX_PATH_FILTER_CHARS = 2048;
+/** The most `/`-separated segments of a journal `path` filter (the document's paths have at most 5). */
+export const MAX_PATH_FILTER_SEGMENTS = 32;
 /** The methods a journal entry may have (the `method` filter). */
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 /** A path (`/v1/videos/7`) or a path template of the document (`/v1/videos/{id}`). */
-const PATH_PATTERN = /^\/[\x21-\x7e]{0,2047}$/;
+// Built from a constant of this module, never from input.
+const PATH_PATTERN = new RegExp(`^\\/[\\x21-\\x7e]{0,${MAX_PATH_FILTER_CHARS - 1}}$`);
 
 /** GET /test_helpers/requests: every filter given must match; newest first, `limit` of them. */
 export const JournalQuery = z.object({
   method: queryEnum('method', HTTP_METHODS),
-  path: rule(z.string().regex(PATH_PATTERN), { code: 'invalid_parameter', detail: () => 'path is a path (/v1/videos/7) or a path template (/v1/videos/{id}), at most 2048 characters.' })
-    .optional().meta({ description: 'A path (/v1/videos/7) or a path template of this document (/v1/videos/{id}).' }),
+  path: rule(z.string().regex(PATH_PATTERN), { code: 'invalid_parameter', detail: () => `path is a path (/v1/videos/7) or a path template (/v1/videos/{id}), at most ${MAX_PATH_FILTER_CHARS} characters.` })
+    // Issue 29 follow-up item 5: the bounds the journal enforces (journal-filter.ts), stated where a client reads them.
+    .optional().meta({ description: `A path (/v1/videos/7) or a path template of this document (/v1/videos/{id}), matched segment by segment; at most ${MAX_PATH_FILTER_CHARS} characters and ${MAX_PATH_FILTER_SEGMENTS} segments.` }),
   operation: rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' })
     .optional().meta({ description: `An operationId of this document (getVideo), or the name of an assistant tool of /mcp (${ASSISTANT_TOOL_NAMES.join(', ')}).` }),
   status: rule(z.string().regex(/^[1-5](?:\d\d|xx)$/), { code: 'invalid_parameter', detail: () => 'status is an HTTP status (404) or a class (4xx).' })

@@ -79,7 +79,10 @@ export const RetryResponse = z
   .meta({ id: 'RetryResponse' });
 
 /** Spec 2.4. */
-export const DeleteVideoResponse = z.object({ success: z.boolean(), action: z.enum(['cancelled', 'deleted']), id: z.int(), credits_refunded: z.int() }).meta({ id: 'DeleteVideoResponse' });
+/** Spec 2.4 `action`: a queued clip is cancelled, an ended one deleted. */
+export const DELETE_ACTIONS = ['cancelled', 'deleted'] as const;
+export type DeleteAction = (typeof DELETE_ACTIONS)[number];
+export const DeleteVideoResponse = z.object({ success: z.boolean(), action: z.enum(DELETE_ACTIONS), id: z.int(), credits_refunded: z.int() }).meta({ id: 'DeleteVideoResponse' });
 
 /** Spec 2.5. */
 export const BatchResponse = z

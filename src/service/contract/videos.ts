@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { VideoErrorCode } from '../../protocol/events.js';
 import { assetUriId, canonicalConsent, ImageUrl, pathId, queryEnum, queryInteger, SubjectConsentInput, type SubjectConsent } from './common.js';
+import { LIMITS } from './limits.js';
 import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, VIDEO_MODELS, type Resolution, type VideoModel } from './pricing.js';
 import { cross, rule, ServiceError } from './problems.js';
 
@@ -29,11 +31,11 @@ export const MODEL_ALIASES: Readonly<Record<string, VideoModel>> = Object.freeze
 });
 
 /** Reference images and asset ids per clip (spec 8). */
-export const MAX_CLIP_IMAGES = 5;
+export const MAX_CLIP_IMAGES = LIMITS.clipImages;
 /** Spec 4.2 and 8: a batch has 1-5 items. */
-export const MAX_BATCH_ITEMS = 5;
+export const MAX_BATCH_ITEMS = LIMITS.batchItems;
 /** Spec 4.1 and 8: callback_url length. */
-export const MAX_CALLBACK_URL = 2048;
+export const MAX_CALLBACK_URL = LIMITS.callbackUrlChars;
 /**
  * The longest prompt (spec: not shown). 2,000 characters: what clip models read, and it bounds what a
  * stranger can make the service store and list (issue 20 item 11).
@@ -43,6 +45,13 @@ export const MAX_PROMPT = 2000;
 /** Where a clip's reference photos come from (spec 2.2 `asset_source`). */
 export const ASSET_SOURCES = ['asset_ids', 'image_urls', 'default_asset_ids', 'none'] as const;
 export type AssetSource = (typeof ASSET_SOURCES)[number];
+
+const CLIP_SECONDS = LIMITS.clipSeconds;
+/** Spec 8's clip durations in words: `4-15 for standard models, 4-30 for cinema models`. */
+export const DURATION_RANGES = `${CLIP_SECONDS.min}-${CLIP_SECONDS.maxStandard} for standard models, ${CLIP_SECONDS.min}-${CLIP_SECONDS.maxCinema} for cinema models`;
+
+/** The error_codes of spec 2.9 that POST /videos/{id}/retry accepts (spec 3.1). */
+export const RETRYABLE_ERROR_CODES: ReadonlySet<VideoErrorCode> = new Set(['upstream_busy', 'upstream_unavailable', 'upstream_timeout', 'upstream_error']);
 
 const ALL_MODEL_IDS = [...VIDEO_MODELS, ...Object.keys(MODEL_ALIASES)] as [string, ...string[]];
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -60,11 +69,11 @@ const referenceMedia = (kind: 'video' | 'audio') =>
 export const VideoFields = z.object({
   prompt: rule(z.string().max(MAX_PROMPT), { code: 'invalid_parameter' })
     .nullish().meta({ description: `Required unless image_urls, asset_ids or the key's default assets are present. English gives best results. At most ${MAX_PROMPT} characters.` }),
-  duration: rule(z.int().min(4).max(30), {
+  duration: rule(z.int().min(CLIP_SECONDS.min).max(CLIP_SECONDS.maxCinema), {
     code: 'invalid_duration',
     allowed: (root) => durationsOf(modelOf(root)),
     detail: ({ value, root }) => (typeof value === 'number' && Number.isInteger(value) ? durationSentence(modelOf(root), value) : 'duration must be a whole number of seconds.'),
-  }).nullish().meta({ description: `Whole seconds: 4-15 for standard models, 4-30 for cinema models. Default ${DEFAULT_DURATION}.` }),
+  }).nullish().meta({ description: `Whole seconds: ${DURATION_RANGES}. Default ${DEFAULT_DURATION}.` }),
   ratio: rule(z.enum(RATIOS), { code: 'invalid_ratio', allowed: RATIOS }).nullish().meta({ description: 'Default 16:9.' }),
   aspect_ratio: rule(z.enum(RATIOS), { code: 'invalid_ratio', allowed: RATIOS }).nullish().meta({ description: 'Alias of ratio; when both are sent they must agree.' }),
   model: rule(z.enum(ALL_MODEL_IDS), { code: 'invalid_model', allowed: VIDEO_MODELS, detail: ({ value }) => `Unknown model ${JSON.stringify(value)}.` })
@@ -274,7 +283,7 @@ function durationSentence(model: VideoModel, seconds: number): string {
 }
 
 /** Spec 4.3 and 8: the video list pages 1-100 clips, 20 by default. */
-export const VIDEO_PAGE = { min: 1, max: 100, default: 20 } as const;
+export const VIDEO_PAGE = LIMITS.videoPage;
 
 /** GET /videos (spec 4.3). */
 export const VideoListQuery = z.object({

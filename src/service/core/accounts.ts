@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
+import { LIMITS } from '../contract/limits.js';
 import type { ChaosMode } from '../contract/test-helpers.js';
 import { SecretIndex } from '../testing/redact.js';
 
 /** Spec 5.2-5.3 and 8. */
-export const MAX_KEYS_PER_ACCOUNT = 5;
-export const MIN_BALANCE_FOR_KEYS = 10;
-export const MIN_BALANCE_TO_CREATE_KEYS = 240;
+export const MAX_KEYS_PER_ACCOUNT = LIMITS.keysPerAccount;
+export const MIN_BALANCE_FOR_KEYS = LIMITS.minBalanceForKeys;
+export const MIN_BALANCE_TO_CREATE_KEYS = LIMITS.minBalanceToCreateKeys;
 
 export interface Account {
   id: number;
@@ -73,6 +74,12 @@ export class Accounts {
   readonly #byToken = new Map<string, ApiKey>();
   /** Issue 29 items 2 and 9: every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
   readonly secrets: SecretIndex;
+  /** Every key (revoked ones too) by account, in the order made: `keysOf` is a lookup, not a scan of every key ever made. */
+  readonly #byAccount = new Map<number, Map<string, ApiKey>>();
+  /** The keys that sign with each webhook secret (current or previous), for `ofSecret`. */
+  readonly #bySecret = new Map<string, Map<string, ApiKey>>();
+  /** The secrets each key is filed under in `#bySecret`, so a rotation takes the old ones out. */
+  readonly #secretsOf = new Map<string, string[]>();
 
   constructor(store: ServiceStore<AccountTables>, now: () => number, secrets = new SecretIndex()) {
     this.#store = store;
@@ -159,13 +166,18 @@ export class Accounts {
       this.#byToken.delete(key.token);
       this.#keys.remove(key.id);
       this.secrets.delete(key.id);
+      this.#unfile(key.id);
     }
+    this.#byAccount.delete(accountId);
     return this.#accounts.remove(accountId);
   }
 
-  /** Rebuilds the token index from the keys: after a request's changes were taken back (issue 20 item 9). */
+  /** Rebuilds the indexes from the keys: after a request's changes were taken back (issue 20 item 9), or rows removed beside it. */
   resync(): void {
     this.#byToken.clear();
+    this.#byAccount.clear();
+    this.#bySecret.clear();
+    this.#secretsOf.clear();
     for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
     for (const group of [...this.secrets.groups()]) if (group.startsWith('key_') && !this.#keys.get(group)) this.secrets.delete(group);
     for (const key of this.#keys.values()) this.#index(key);
@@ -174,10 +186,33 @@ export class Accounts {
   /** A revoked key's secrets stay: its clips' webhooks are still signed with its webhook secret. */
   #index(key: ApiKey): void {
     this.secrets.set(key.id, [key.token, key.webhookSecret, key.previousWebhookSecret]);
+    // Issue 29 follow-up item 1: keys by account and by signing secret, so neither lookup scans every key ever made.
+    let mine = this.#byAccount.get(key.accountId);
+    if (!mine) this.#byAccount.set(key.accountId, (mine = new Map()));
+    mine.set(key.id, key);
+    this.#unfile(key.id);
+    const signing = [...new Set([key.webhookSecret, key.previousWebhookSecret].filter((secret): secret is string => typeof secret === 'string'))];
+    for (const secret of signing) {
+      let keys = this.#bySecret.get(secret);
+      if (!keys) this.#bySecret.set(secret, (keys = new Map()));
+      keys.set(key.id, key);
+    }
+    this.#secretsOf.set(key.id, signing);
   }
 
+  /** Takes a key out of the secret index (the secrets it was filed under). */
+  #unfile(keyId: string): void {
+    for (const secret of this.#secretsOf.get(keyId) ?? []) {
+      const keys = this.#bySecret.get(secret);
+      keys?.delete(keyId);
+      if (keys?.size === 0) this.#bySecret.delete(secret);
+    }
+    this.#secretsOf.delete(keyId);
+  }
+
+  /** The account's keys, revoked ones too, in the order made: one lookup (issue 29 follow-up item 1). */
   keysOf(accountId: number): ApiKey[] {
-    return [...this.#keys.values()].filter((key) => key.accountId === accountId);
+    return [...(this.#byAccount.get(accountId)?.values() ?? [])];
   }
 
   key(id: string): ApiKey | undefined {
@@ -196,13 +231,13 @@ export class Accounts {
     return key && account ? { account, key } : 'invalid_api_key';
   }
 
-  /** Saves a changed account. */
-  /** The account whose key signs webhooks with `secret` (its current secret, or the one before its last rotation). */
+  /** The account whose key signs webhooks with `secret` (its current secret, or the one before its last rotation): one lookup. */
   ofSecret(secret: string): number | undefined {
-    for (const key of this.#keys.values()) if (key.webhookSecret === secret || key.previousWebhookSecret === secret) return key.accountId;
-    return undefined;
+    const keys = this.#bySecret.get(secret);
+    return keys ? keys.values().next().value?.accountId : undefined;
   }
 
+  /** Saves a changed account. */
   save(account: Account): Account {
     return this.#accounts.put(account);
   }

@@ -1,4 +1,4 @@
-import { checkCallbackUrl } from '../../emitter/url-guard.js';
+import { checkCallbackUrl } from '../../emitter/index.js';
 import { isLoopbackHost } from '../../http/loopback.js';
 import { ServiceError } from '../contract/problems.js';
 

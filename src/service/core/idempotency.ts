@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
+import { LIMITS } from '../contract/limits.js';
 import type { Table } from './store.js';
 
 /** Spec section 7: a key's replay window. */
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_WINDOW_MS = LIMITS.idempotencyWindowMs;
 
 /** A response kept for replay: what the first request answered. */
 export interface StoredResponse {
@@ -58,7 +60,7 @@ export interface SharedIdempotency {
 export function parseIdempotencyKey(header: string | readonly string[] | undefined): string | null | false {
   if (header === undefined) return null;
   if (typeof header !== 'string') return false;
-  return /^[\x21-\x7e]{1,255}$/.test(header) ? header : false;
+  return IDEMPOTENCY_KEY_PATTERN.test(header) ? header : false;
 }
 
 /**

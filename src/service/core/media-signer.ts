@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { LIMITS } from '../contract/limits.js';
 
 /** Spec 2.1 and 4.18: signed media links are valid 7 days. */
-export const MEDIA_LINK_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+export const MEDIA_LINK_TTL_MS = LIMITS.signedLinkMs;
 
 /** Spec 4.18: "digits followed by .mp4 or .jpg". */
 export const MEDIA_FILE = /^([1-9]\d{0,15})\.(mp4|jpg)$/;

@@ -1,14 +1,14 @@
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
-import { classifyAddress } from '../../emitter/address.js';
-import { guardLookup, type LookupFunction } from '../../emitter/url-guard.js';
+import { classifyAddress } from '../../http/address.js';
+import { guardLookup, type LookupFunction } from '../../http/outbound-guard.js';
 
 /** How `guardedFetch` reaches the network. */
 export interface GuardedFetchOptions {
   /**
    * Replaces the connection itself (tests use it to stay on this machine); the URL checks still run first.
-   * @default https with the webhooks' connect-time address guard
+   * @default https with the outbound connect-time address guard (the webhooks' too)
    */
   transport?: typeof fetch | undefined;
   /** The DNS lookup of every connection (tests answer names with it). @default dns.lookup */
@@ -26,7 +26,7 @@ export class OutboundRefusedError extends Error {
  * 20 item 1). https only, no credentials, and no private, loopback, link-local or metadata address:
  * a literal address (in any spelling: `127.1`, `0x7f000001`, `[::ffff:127.0.0.1]`, `0`…, which the URL
  * parser turns into the dotted form) and `localhost` are refused here, and a name is checked by the
- * webhooks' own connect-time guard (`guardLookup`), which refuses a private answer before the socket
+ * outbound connect-time guard the webhooks use too (`guardLookup`, http/outbound-guard.ts), which refuses a private answer before the socket
  * opens. So nothing is connected to, and an open port answers exactly as a closed one: no port scanner.
  * Redirects are never followed (a 3xx is the answer).
  * @example const fetchDocument = guardedFetch(); await fetchDocument('https://assistant.example/client.json');

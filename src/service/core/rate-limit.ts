@@ -1,6 +1,8 @@
+import { LIMITS } from '../contract/limits.js';
+
 /** Spec section 8: 60 requests per minute per API key. */
-export const RATE_LIMIT = 60;
-export const RATE_WINDOW_MS = 60_000;
+export const RATE_LIMIT = LIMITS.requestsPerWindow;
+export const RATE_WINDOW_MS = LIMITS.rateWindowMs;
 
 /** What one request's check found, for the X-RateLimit-* headers and a 429. */
 export interface RateDecision {

@@ -29,9 +29,6 @@ export const REQUEST_CODES = [
 ] as const satisfies readonly ProblemCode[];
 export type RequestCode = (typeof REQUEST_CODES)[number];
 
-/** The error_codes of spec 2.9 that POST /videos/{id}/retry accepts (spec 3.1). */
-export const RETRYABLE_CODES: ReadonlySet<VideoErrorCode> = new Set(['upstream_busy', 'upstream_unavailable', 'upstream_timeout', 'upstream_error']);
-
 export type Simulation =
   | { kind: 'task'; code: VideoErrorCode; sticky: boolean }
   | { kind: 'request'; code: RequestCode };

@@ -98,7 +98,7 @@ class HttpRun implements GateRun {
     this.operation = route.operationId;
     this.request = new HttpRequest(params, query, req, res);
     const header = this.request.idempotencyKey;
-    this.exchange = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false };
+    this.exchange = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false, admin: false };
   }
 
   command(input: { caller: Caller; params: any; query: any; body: any }): unknown {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_ASSET_BYTES } from '../contract/assets.js';
+import { MAX_ASSET_BYTES, MAX_ASSET_SIZE_TEXT } from '../contract/assets.js';
+import { SUBJECT_CONSENTS, type SubjectConsent } from '../contract/common.js';
 import { ServiceError } from '../contract/problems.js';
 import { drain, receiveUpload } from '../http/multipart.js';
 import { type LinkState, type PhotoUpload } from '../resources/photos/uploads.js';
@@ -24,7 +25,7 @@ export const MAX_PHOTO_FORM_BYTES = MAX_ASSET_BYTES + FORM_OVERHEAD_BYTES;
 const MESSAGES: Partial<Record<string, string>> = {
   no_file: 'Choose a photo first.',
   bad_mime: 'This file is not a photo the service takes. Choose a JPG, PNG, WebP, GIF or HEIC image.',
-  too_large: 'This photo is larger than 20 MB. Choose a smaller one.',
+  too_large: `This photo is larger than ${MAX_ASSET_SIZE_TEXT}. Choose a smaller one.`,
   consent_required: 'Choose who is in the photo.',
   invalid_subject_consent: 'Choose who is in the photo.',
   moderation_rejected: 'This photo cannot be used: it did not pass the service\'s checks. Choose another photo.',
@@ -121,11 +122,13 @@ function refuse(req: IncomingMessage, res: ServerResponse, result: Result, uploa
 const notice = (kind: 'error' | 'success', text: string): SafeHtml =>
   html`<div class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}" tabindex="-1" id="message-box"><p>${text}</p></div>`;
 
-const CONSENTS = [
-  { value: 'self', label: 'Me', hint: 'I am in the photo, or the person my assistant acts for is.' },
-  { value: 'permission', label: 'Someone who agreed', hint: 'The people in the photo agreed to its use in a video clip.' },
-  { value: 'no_real_person', label: 'No real person', hint: 'Objects, pets, places or artwork.' },
-] as const;
+/** The page's words for each consent of the contract, in its order (issue 31 item 3: the values are not restated). */
+const CONSENT_WORDS: Readonly<Record<SubjectConsent, { label: string; hint: string }>> = {
+  self: { label: 'Me', hint: 'I am in the photo, or the person my assistant acts for is.' },
+  permission: { label: 'Someone who agreed', hint: 'The people in the photo agreed to its use in a video clip.' },
+  no_real_person: { label: 'No real person', hint: 'Objects, pets, places or artwork.' },
+};
+const CONSENTS = SUBJECT_CONSENTS.map((value) => ({ value, ...CONSENT_WORDS[value] }));
 
 /**
  * The form: the photo (with a preview once picked) and who is in it, required, with no default. It has no
@@ -140,7 +143,7 @@ This link works once, until <time datetime="${expires}">${expires.slice(0, 16).r
 <div class="field">
 <label for="photo-file">Photo</label>
 <input type="file" id="photo-file" name="file" required accept="image/jpeg,image/png,image/webp,image/gif,image/heic,image/heif,.jpg,.jpeg,.png,.webp,.gif,.heic,.heif" aria-describedby="photo-file-hint">
-<p class="hint" id="photo-file-hint">JPG, PNG, WebP, GIF or HEIC, up to 20 MB.</p>
+<p class="hint" id="photo-file-hint">JPG, PNG, WebP, GIF or HEIC, up to ${MAX_ASSET_SIZE_TEXT}.</p>
 <img class="preview" id="photo-preview" alt="Preview of the chosen photo" hidden>
 </div>
 <fieldset id="photo-consent" aria-describedby="photo-consent-hint">

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceError } from '../contract/problems.js';
+import { LIMITS } from '../contract/limits.js';
 import { MAX_TOP_UP } from '../contract/settings.js';
 import type { Service } from '../service.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
@@ -46,7 +47,7 @@ export async function receiveTopUp(service: Service, req: IncomingMessage, res: 
     const wait = refusal.retryAfter;
     const message =
       status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.'
-      : status === 429 ? `Too many requests with this key, or too many wrong keys from this computer; wait ${wait ?? 60} seconds and send it again.`
+      : status === 429 ? `Too many requests with this key, or too many wrong keys from this computer; wait ${wait ?? LIMITS.rateWindowMs / 1000} seconds and send it again.`
       : 'The service is busy; nothing was added. Send it again in a few seconds.';
     return sendPage(res, status, topUpPage({ error: message, credits }), wait === undefined ? {} : { 'retry-after': String(wait) });
   }

@@ -1,4 +1,4 @@
-import { assetUriId, type SubjectConsent } from '../contract/common.js';
+import { assetUriId, CONSENTS_STRICTEST_FIRST, type SubjectConsent } from '../contract/common.js';
 import { ServiceError } from '../contract/problems.js';
 import type { FetchedBytes, ImageFetcher } from '../core/fetch-image.js';
 import type { Asset, Assets } from './assets/assets.js';
@@ -46,7 +46,7 @@ export class References {
    */
   recordedConsent(accountId: number, ids: readonly number[]): SubjectConsent | null {
     const recorded = new Set(ids.map((id) => this.#options.assets.get(accountId, id)?.subjectConsent ?? null));
-    return (['permission', 'self', 'no_real_person'] as const).find((consent) => recorded.has(consent)) ?? null;
+    return CONSENTS_STRICTEST_FIRST.find((consent) => recorded.has(consent)) ?? null;
   }
 
   /** Every id names a usable asset of the caller's, or 400 invalid_asset_id. */

@@ -29,6 +29,8 @@ export interface Exchange<C> {
   code: string | null;
   /** No answer was sent: a fault rule cut the connection or let it hang. */
   dropped: boolean;
+  /** The admin token was admitted (issue 29 follow-up item 4: the journal keeps its requests apart). */
+  admin: boolean;
 }
 
 /** How a run ends, for its adapter to send. */

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
+import { LIMITS } from '../contract/limits.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 import type { Caller, Gate, Identified } from '../core/gate.js';
@@ -28,7 +29,8 @@ export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<G
     const { authorization, address } = run.request;
     if (auth === 'admin' || auth === 'admin_or_key') {
       const credential = gate.identifyAdmin(authorization, address, { orKey: auth === 'admin_or_key' });
-      if (!credential.admin) run.who = credential.who;
+      if (credential.admin) run.exchange.admin = true;
+      else run.who = credential.who;
     } else if (auth !== 'none') run.who = gate.identify(authorization, address);
     return next();
   });
@@ -124,7 +126,7 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
       }
     }
     if (!run.pending && !json.ok) run.pending = json.error;
-    if (!run.pending && header !== undefined && !valid) run.pending = new ServiceError('invalid_idempotency_key', 'Idempotency-Key takes 1-255 printable ASCII characters (0x21-0x7E).');
+    if (!run.pending && header !== undefined && !valid) run.pending = new ServiceError('invalid_idempotency_key', `Idempotency-Key takes 1-${LIMITS.idempotencyKeyChars} printable ASCII characters (0x21-0x7E).`);
     const lease = run.lease;
     if (!lease) return next();
     try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Transport, TransportReply, TransportRequest } from '../../emitter/transport.js';
+import type { Transport, TransportReply, TransportRequest } from '../../emitter/index.js';
 import { HEADER_DELIVERY, HEADER_SIGNATURE } from '../../protocol/headers.js';
 import { sign } from '../../protocol/signature.js';
 import { attemptOutcome, planAttempt, type ChaosMode, type PlannedSend } from './chaos.js';

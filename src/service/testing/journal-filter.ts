@@ -2,10 +2,10 @@
 // against a long path blocked the event loop for good. A template is now matched segment by segment, with
 // no expression built from it: its cost is the path's length, whatever the filter holds.
 
-/** The longest `path` filter taken (as the contract's `GET /test_helpers/requests` does). */
-export const MAX_PATH_FILTER_CHARS = 2048;
-/** The most `/`-separated segments of a `path` filter (the document's paths have at most 5). */
-export const MAX_PATH_FILTER_SEGMENTS = 32;
+// The bounds of a `path` filter (at most 2,048 characters and 32 segments) are the contract's, which states them.
+import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from '../contract/test-helpers.js';
+
+export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS };
 
 /** Why a `path` filter is refused, or null: it must fit `MAX_PATH_FILTER_CHARS` and `MAX_PATH_FILTER_SEGMENTS`. */
 export function pathFilterProblem(path: string): string | null {

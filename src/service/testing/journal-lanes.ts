@@ -27,6 +27,8 @@ export interface JournalLaneCaps {
   account: number;
   /** Entries of requests that named no valid key. */
   keyless: number;
+  /** Entries of the admin token's requests (issue 29 follow-up item 4). @default keyless */
+  admin?: number;
   /** Entries of every account together. */
   total: number;
 }
@@ -39,6 +41,8 @@ export class JournalLanes<E> {
   readonly caps: Readonly<JournalLaneCaps>;
   readonly #lanes = new Map<number, Lane<E>>();
   #keyless: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
+  /** Issue 29 follow-up item 4: the admin token's requests, in a lane of their own, so a flood of key-less ones leaves them. */
+  #admin: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
   /** The oldest and newest of every account's entries. */
   #allOldest: Node<E> | null = null;
   #allNewest: Node<E> | null = null;
@@ -46,33 +50,36 @@ export class JournalLanes<E> {
   #seq = 0;
 
   constructor(caps: JournalLaneCaps) {
-    this.caps = Object.freeze({ ...caps });
+    this.caps = Object.freeze({ admin: caps.keyless, ...caps });
   }
 
   get size(): number {
-    return this.#accountEntries + this.#keyless.size;
+    return this.#accountEntries + this.#keyless.size + this.#admin.size;
   }
 
-  /** Adds an entry; the oldest of its lane goes past the lane's bound, and the oldest of any account's past the total. */
-  push(account: number | null, entry: E): void {
-    const lane = account === null ? this.#keyless : this.#laneOf(account);
+  /**
+   * Adds an entry (`'admin'`: a request of the admin token; `null`: one that named no valid key); the oldest
+   * of its lane goes past the lane's bound, and the oldest of any account's past the total.
+   */
+  push(account: number | null | 'admin', entry: E): void {
+    const lane = account === 'admin' ? this.#admin : account === null ? this.#keyless : this.#laneOf(account);
     const node: Node<E> = { entry, seq: this.#seq++, lane, older: lane.newest, newer: null, allOlder: null, allNewer: null };
     if (lane.newest) lane.newest.newer = node;
     else lane.oldest = node;
     lane.newest = node;
     lane.size++;
-    if (account !== null) {
+    if (lane.account !== null) {
       node.allOlder = this.#allNewest;
       if (this.#allNewest) this.#allNewest.allNewer = node;
       else this.#allOldest = node;
       this.#allNewest = node;
       this.#accountEntries++;
     }
-    if (lane.size > (account === null ? this.caps.keyless : this.caps.account)) this.#remove(lane.oldest!);
+    if (lane.size > (lane === this.#admin ? this.caps.admin! : lane === this.#keyless ? this.caps.keyless : this.caps.account)) this.#remove(lane.oldest!);
     if (this.#accountEntries > this.caps.total) this.#remove(this.#allOldest!);
   }
 
-  /** The entries of one account, or of everyone (the key-less lane too), newest first. */
+  /** The entries of one account, or of everyone (the key-less and admin lanes too), newest first. */
   *newest(account?: number): Generator<E> {
     if (account !== undefined) {
       for (let node = this.#lanes.get(account)?.newest ?? null; node; node = node.older) yield node.entry;
@@ -80,14 +87,14 @@ export class JournalLanes<E> {
     }
     let accounts = this.#allNewest;
     let keyless = this.#keyless.newest;
-    while (accounts || keyless) {
-      if (accounts && (!keyless || accounts.seq > keyless.seq)) {
-        yield accounts.entry;
-        accounts = accounts.allOlder;
-      } else {
-        yield keyless!.entry;
-        keyless = keyless!.older;
-      }
+    let admin = this.#admin.newest;
+    for (;;) {
+      const next = [accounts, keyless, admin].reduce<Node<E> | null>((best, node) => (node && (!best || node.seq > best.seq) ? node : best), null);
+      if (!next) return;
+      yield next.entry;
+      if (next === accounts) accounts = accounts.allOlder;
+      else if (next === keyless) keyless = keyless.older;
+      else admin = next.older;
     }
   }
 
@@ -97,6 +104,7 @@ export class JournalLanes<E> {
       const all = this.size;
       this.#lanes.clear();
       this.#keyless = { account: null, oldest: null, newest: null, size: 0 };
+      this.#admin = { account: null, oldest: null, newest: null, size: 0 };
       this.#allOldest = this.#allNewest = null;
       this.#accountEntries = 0;
       return all;

@@ -13,8 +13,10 @@ export { JOURNAL_CAP };
 export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './journal-filter.js';
 /** Entries kept of one account (issue 29 item 5). */
 export const JOURNAL_ACCOUNT_CAP = JOURNAL_CAP;
-/** Entries kept of requests that named no valid key (no key, a refused one, the admin token, a public route), apart from every account's. */
+/** Entries kept of requests that named no valid key (no key, a refused one, a public route), apart from every account's. */
 export const JOURNAL_KEYLESS_CAP = JOURNAL_CAP;
+/** Entries kept of the admin token's requests, apart from the key-less ones and every account's (issue 29 follow-up item 4). */
+export const JOURNAL_ADMIN_CAP = JOURNAL_CAP;
 /** Entries kept of every account together; past it the oldest of any account goes. */
 export const JOURNAL_TOTAL_CAP = 4 * JOURNAL_CAP;
 /** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
@@ -29,7 +31,7 @@ const MAX_QUERY_NAME_CHARS = 64;
 export const MAX_IDEMPOTENCY_KEY_CHARS = 256;
 /**
  * An upper bound on one entry's characters (its strings and the JSON of its body): with the default caps
- * (`JOURNAL_TOTAL_CAP` + `JOURNAL_KEYLESS_CAP` entries), the journal holds at most about 35 million characters.
+ * (`JOURNAL_TOTAL_CAP` + `JOURNAL_KEYLESS_CAP` + `JOURNAL_ADMIN_CAP` entries), the journal holds at most about 42 million characters.
  */
 export const MAX_ENTRY_CHARS = MAX_BODY_CHARS + MAX_PATH_CHARS + MAX_QUERY_CHARS + MAX_IDEMPOTENCY_KEY_CHARS + 512;
 
@@ -39,6 +41,8 @@ export interface JournalRecord {
   at: number;
   account: number | null;
   keyId: string | null;
+  /** The admin token was admitted (its request is kept in the admin's own lane). @default false */
+  admin?: boolean;
   /** The operationId of the contract route, or null. */
   operation: string | null;
   method: string;
@@ -91,6 +95,8 @@ export interface RequestJournalOptions {
   accountCap?: number;
   /** Entries kept of requests that named no valid key, which never evict an account's. @default JOURNAL_KEYLESS_CAP (1,000) */
   keylessCap?: number;
+  /** Entries kept of the admin token's requests, which neither evict nor are evicted by any other. @default JOURNAL_ADMIN_CAP (1,000) */
+  adminCap?: number;
   /** Entries kept of every account together; the oldest of any account goes past it. @default JOURNAL_TOTAL_CAP (4,000) */
   cap?: number;
   /**
@@ -115,22 +121,24 @@ export class RequestJournal {
   readonly cap: number;
   readonly accountCap: number;
   readonly keylessCap: number;
+  readonly adminCap: number;
   /** The known secrets every entry is redacted against (issue 29 item 2: looked up, never searched for one by one). */
   readonly secrets: SecretIndex;
   readonly #redactor: Redactor;
   readonly #lanes: JournalLanes<JournalEntry>;
 
-  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, cap = JOURNAL_TOTAL_CAP, secrets = new SecretIndex() }: RequestJournalOptions = {}) {
-    for (const [name, value] of Object.entries({ accountCap, keylessCap, cap })) {
+  constructor({ accountCap = JOURNAL_ACCOUNT_CAP, keylessCap = JOURNAL_KEYLESS_CAP, adminCap = JOURNAL_ADMIN_CAP, cap = JOURNAL_TOTAL_CAP, secrets = new SecretIndex() }: RequestJournalOptions = {}) {
+    for (const [name, value] of Object.entries({ accountCap, keylessCap, adminCap, cap })) {
       if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`Expected \`${name}\` to be a whole number >= 1, got ${value}.`);
     }
     if (!(secrets instanceof SecretIndex)) throw new TypeError('Expected `secrets` to be a SecretIndex of the secrets to redact.');
     this.cap = cap;
     this.accountCap = accountCap;
     this.keylessCap = keylessCap;
+    this.adminCap = adminCap;
     this.secrets = secrets;
     this.#redactor = createRedactor(secrets);
-    this.#lanes = new JournalLanes({ account: accountCap, keyless: keylessCap, total: cap });
+    this.#lanes = new JournalLanes({ account: accountCap, keyless: keylessCap, admin: adminCap, total: cap });
   }
 
   /** Entries held now. */
@@ -138,16 +146,16 @@ export class RequestJournal {
     return this.#lanes.size;
   }
 
-  /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the key-less) goes when that is full. */
+  /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the admin's, or the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
     const entry = deepFreeze(toEntry(request, this.#redactor));
-    this.#lanes.push(entry.account, entry);
+    this.#lanes.push(request.admin === true && entry.account === null ? 'admin' : entry.account, entry);
     return entry;
   }
 
   /** The entries that match, newest first. A `path` filter past its bounds is a TypeError (`pathFilterProblem`). */
   list(filter: JournalFilter = {}): JournalEntry[] {
-    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap + this.keylessCap));
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, this.cap + this.keylessCap + this.adminCap));
     const matches = matcher(filter);
     const out: JournalEntry[] = [];
     for (const entry of this.#lanes.newest(filter.account)) {

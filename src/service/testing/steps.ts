@@ -74,6 +74,7 @@ export function journal({ journal: requests, now }: { journal: Pick<RequestJourn
           at: now(),
           account: exchange.caller?.account.id ?? null,
           keyId: exchange.caller?.key.id ?? null,
+          admin: exchange.admin,
           operation,
           method: request.method,
           path: request.path,

@@ -192,6 +192,46 @@ describe('refresh tokens for an assistant on the MCP SDK 1.x auth()', () => {
     for (const token of [rotated.refresh_token, twinTokens.refresh_token]) expect((await refreshWith(svc, oauth, token)).status).toBe(400);
   });
 
+  it('shows a connection whose grant reuse detection revoked as disconnected in /settings/assistants (issue 29 follow-up item 3)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    await client.close();
+    const assistants = async () => {
+      const answer = await fetch(`${svc.origin}/settings/assistants`, { headers: { authorization: `Bearer ${svc.apiKey}` } });
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { data: Array<{ id: string; kind: string; disconnected_at: string | null }> }).data.filter((row) => row.kind === 'oauth');
+    };
+    const [live] = await assistants();
+    expect(live).toMatchObject({ disconnected_at: null });
+    const first = oauth.savedTokens!.refresh_token!;
+    expect((await refreshWith(svc, oauth, first)).status).toBe(200);
+    vi.setSystemTime(Date.now() + (OAUTH_TTL.rotatedRefreshGrace + 1) * 1000);
+    expect((await refreshWith(svc, oauth, first)).status).toBe(400);
+    const after = await assistants();
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: live!.id, disconnected_at: expect.any(String) });
+    // As after a disconnect in the settings: it cannot be disconnected again, and a new sign-in is a new connection.
+    const again = await fetch(`${svc.origin}/settings/assistants/${live!.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${svc.apiKey}` } });
+    expect(again.status).toBe(404);
+  });
+
+  it('shows a connection whose refresh token the assistant revoked (RFC 7009) as disconnected too', async () => {
+    const svc = await start();
+    const oauth = new Sdk1Client();
+    const { client } = await signIn(svc, oauth);
+    await client.close();
+    const revoked = await fetch(`${svc.origin}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: oauth.savedTokens!.refresh_token!, token_type_hint: 'refresh_token', client_id: oauth.clientInfo!.client_id }).toString(),
+    });
+    expect(revoked.status).toBe(200);
+    const list = (await (await fetch(`${svc.origin}/settings/assistants`, { headers: { authorization: `Bearer ${svc.apiKey}` } })).json()) as { data: Array<{ kind: string; disconnected_at: string | null }> };
+    expect(list.data.filter((row) => row.kind === 'oauth')).toEqual([expect.objectContaining({ disconnected_at: expect.any(String) })]);
+  });
+
   it('keeps a connection in use for a year after the approval (the grant), then asks the person again', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
     const svc = await start();

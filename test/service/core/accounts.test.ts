@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
 import { Credits } from '../../../src/service/core/credits.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
@@ -43,6 +43,50 @@ describe('Accounts and keys (spec 5)', () => {
     expect(isValidToken('sk_twenty_three_chars_x')).toBe(false);
     expect(isValidToken('sk_twenty_four_chars_xyz')).toBe(true);
     expect(isValidToken('has space in it, and long enough')).toBe(false);
+  });
+});
+
+describe('Accounts: lookups that do not grow with the keys ever made (issue 29 follow-up item 1)', () => {
+  it('keysOf and ofSecret read no key row of other accounts, with 2,000 revoked keys made before', async () => {
+    const { store, accounts } = await setup();
+    const { account: busy } = accounts.create({ balance: 0 });
+    for (let i = 0; i < 2_000; i++) accounts.revoke(accounts.addKey(busy));
+    const { account, key } = accounts.create({ balance: 0, webhookSecret: 'whsec_mine_0123456789' });
+    const values = vi.spyOn(store.table('key'), 'values');
+    expect(accounts.keysOf(account.id).map((k) => k.id)).toEqual([key.id]);
+    expect(accounts.ofSecret('whsec_mine_0123456789')).toBe(account.id);
+    expect(accounts.ofSecret('whsec_nobody_0123456789')).toBeUndefined();
+    expect(accounts.keysOf(busy.id)).toHaveLength(2_001);
+    expect(values).not.toHaveBeenCalled();
+  });
+
+  it('keeps both indexes in step with keys added, rotated, removed and taken back', async () => {
+    const { store, accounts } = await setup();
+    const { account, key } = accounts.create({ balance: 0, webhookSecret: 'whsec_first_0123456789' });
+    const second = accounts.addKey(account, { webhookSecret: 'whsec_second_0123456789' });
+    expect(accounts.keysOf(account.id).map((k) => k.id)).toEqual([key.id, second.id]);
+    expect(accounts.ofSecret('whsec_second_0123456789')).toBe(account.id);
+    // A rotation (commands.ts): the secret before it still finds the account, the one before that does not.
+    key.previousWebhookSecret = key.webhookSecret;
+    accounts.update(key, { webhookSecret: 'whsec_rotated_0123456789' });
+    key.previousWebhookSecret = key.webhookSecret;
+    accounts.update(key, { webhookSecret: 'whsec_again_0123456789' });
+    expect(accounts.ofSecret('whsec_again_0123456789')).toBe(account.id);
+    expect(accounts.ofSecret('whsec_rotated_0123456789')).toBe(account.id);
+    expect(accounts.ofSecret('whsec_first_0123456789')).toBeUndefined();
+    // A revoked key still signs its clips' webhooks.
+    accounts.revoke(second);
+    expect(accounts.ofSecret('whsec_second_0123456789')).toBe(account.id);
+    // Rows removed beside the index (a reset's wipe) are forgotten at the resync that follows.
+    const other = accounts.create({ balance: 0, webhookSecret: 'whsec_other_0123456789' });
+    store.table('key').remove(other.key.id);
+    accounts.resync();
+    expect(accounts.keysOf(other.account.id)).toEqual([]);
+    expect(accounts.ofSecret('whsec_other_0123456789')).toBeUndefined();
+    expect(accounts.remove(account.id)).toBe(true);
+    expect(accounts.keysOf(account.id)).toEqual([]);
+    expect(accounts.ofSecret('whsec_again_0123456789')).toBeUndefined();
+    expect(accounts.ofSecret('whsec_second_0123456789')).toBeUndefined();
   });
 });
 

@@ -4,7 +4,7 @@ import { createServer as createTcpServer, type AddressInfo, type Server } from '
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolver } from '../../helpers/resolver.js';
-import type { LookupFunction } from '../../../src/emitter/url-guard.js';
+import type { LookupFunction } from '../../../src/http/outbound-guard.js';
 import { checkImageTarget, fetchImage, redirectTarget } from '../../../src/service/core/fetch-image.js';
 import { version } from '../../../src/version.js';
 

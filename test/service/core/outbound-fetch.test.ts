@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LookupFunction } from '../../../src/emitter/url-guard.js';
+import type { LookupFunction } from '../../../src/http/outbound-guard.js';
 import { guardedFetch, OutboundRefusedError, publicHttpsFault } from '../../../src/service/core/outbound-fetch.js';
 
 const closers: Array<() => Promise<void>> = [];

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { VIDEO_ERROR_CODES } from '../../../src/protocol/events.js';
 import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
-import { parseSimulation, REQUEST_CODES, RETRYABLE_CODES } from '../../../src/service/core/simulate.js';
+import { RETRYABLE_ERROR_CODES } from '../../../src/service/contract/videos.js';
+import { parseSimulation, REQUEST_CODES } from '../../../src/service/core/simulate.js';
 
 describe('simulate:<code> markers', () => {
   it('makes every video error_code of spec 2.9 a task-level outcome, sticky or not', () => {
@@ -28,7 +29,7 @@ describe('simulate:<code> markers', () => {
   });
 
   it('knows the retryable error_codes of spec 3.1', () => {
-    expect([...RETRYABLE_CODES].sort()).toEqual(['upstream_busy', 'upstream_error', 'upstream_timeout', 'upstream_unavailable']);
+    expect([...RETRYABLE_ERROR_CODES].sort()).toEqual(['upstream_busy', 'upstream_error', 'upstream_timeout', 'upstream_unavailable']);
   });
 });
 

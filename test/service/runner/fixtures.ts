@@ -47,7 +47,7 @@ export function fakeRun(operationId: string, { json = { ok: true, value: undefin
       },
       status: () => (sent[0]?.kind === 'json' ? sent[0].status : sent[0]?.kind === 'problem' ? sent[0].body.status : 0),
     },
-    exchange: { caller: null, idempotencyKey: idempotencyKey ?? null, replayed: false, body: undefined, code: null, dropped: false },
+    exchange: { caller: null, idempotencyKey: idempotencyKey ?? null, replayed: false, body: undefined, code: null, dropped: false, admin: false },
     command,
     respond: (outcome) => void sent.push(outcome),
     caller: null as unknown as Caller,

@@ -82,7 +82,16 @@ describe('the request journal under attack (issue 29)', () => {
     expect((await client.get('/test_helpers/requests', { key: other.api_key })).body.data).toEqual([expect.objectContaining({ operation: 'getVideo', status: 404 })]);
     const keyless = (await client.get(`/test_helpers/requests?operation=getPricing&limit=${JOURNAL_CAP}`, { key: ADMIN })).body.data as unknown[];
     expect(keyless).toHaveLength(JOURNAL_CAP);
-    expect(service.journal.size).toBeLessThanOrEqual(JOURNAL_CAP + 2);
+    // The key-less ring, the two accounts' entries and the admin's own request (its lane, follow-up item 4).
+    expect(service.journal.size).toBeLessThanOrEqual(JOURNAL_CAP + 3);
+  });
+
+  it(`follow-up item 4: the admin token's own requests outlive ${JOURNAL_CAP} requests without a key`, async () => {
+    const { client } = await open();
+    expect((await client.post('/test_helpers/accounts', { name: 'made-by-admin' }, { key: ADMIN })).status).toBe(201);
+    for (let sent = 0; sent < JOURNAL_CAP + 10; sent += 101) await Promise.all(Array.from({ length: 101 }, () => client.get('/v1/pricing', { key: null })));
+    const made = (await client.get('/test_helpers/requests?operation=createTestAccount', { key: ADMIN })).body.data as unknown[];
+    expect(made).toEqual([expect.objectContaining({ operation: 'createTestAccount', account: null, status: 201 })]);
   });
 
   it('item 9: a rotated-away --webhook-secret of any shape, which can still sign, is redacted', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
-import { JOURNAL_ACCOUNT_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
+import { JOURNAL_ACCOUNT_CAP, JOURNAL_ADMIN_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
 import { REDACTED, SecretIndex } from '../../../src/service/testing/redact.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
@@ -239,5 +239,24 @@ describe('RequestJournal under attack (issue 29)', () => {
     expect(journal.size).toBe(5);
     journal.record(request({ account: 3, idempotencyKey: 'c-0' }));
     expect(keys()).toEqual(['c-0', 'n-4', 'n-3', 'b-2', 'b-1', 'b-0']);
+  });
+
+  it('follow-up item 4: the admin token has a bounded lane of its own, which key-less requests never evict', () => {
+    expect(JOURNAL_ADMIN_CAP).toBe(JOURNAL_CAP);
+    const journal = new RequestJournal({ accountCap: 3, keylessCap: 2, adminCap: 2, cap: 5 });
+    const keys = (account?: number) => journal.list({ account }).map((entry) => entry.idempotency_key);
+    journal.record(request({ account: null, keyId: null, admin: true, idempotencyKey: 'adm-0' }));
+    journal.record(request({ account: 1, idempotencyKey: 'a-0' }));
+    for (let i = 0; i < 10; i++) journal.record(request({ account: null, keyId: null, idempotencyKey: `n-${i}` }));
+    expect(keys()).toEqual(['n-9', 'n-8', 'a-0', 'adm-0']);
+    // Answered as any key-less entry (no account), and bounded on its own: the admin's oldest goes past its cap.
+    expect(journal.list({ limit: 1, operation: 'createVideo', status: 202 }).length).toBe(1);
+    for (let i = 1; i < 4; i++) journal.record(request({ account: null, keyId: null, admin: true, idempotencyKey: `adm-${i}` }));
+    expect(keys()).toEqual(['adm-3', 'adm-2', 'n-9', 'n-8', 'a-0']);
+    expect(journal.size).toBe(5);
+    expect(journal.list({ account: 1 }).map((entry) => entry.account)).toEqual([1]);
+    expect(journal.clear()).toBe(5);
+    expect(keys()).toEqual([]);
+    expect(() => new RequestJournal({ adminCap: 0 })).toThrow('Expected `adminCap` to be a whole number >= 1, got 0.');
   });
 });

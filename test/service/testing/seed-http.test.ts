@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { SharpRenderer } from '../../../src/service/resources/images/render.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 import { Service } from '../../../src/service/service.js';
@@ -8,9 +9,13 @@ import { serviceClient, type ServiceClient } from '../../helpers/service-client.
 
 let service: Service;
 let client: ServiceClient;
+// Issue 29 follow-up item 6: on a frozen simulated clock, moved by the tests, never on real time (a clip's
+// start "within 1.5 s" of real time failed under load). With random 0.5 a seeded pending clip starts 1 s
+// after it is made (fast speed: 0.5-1.5 s) and renders for 3 s (2-4 s).
+const clock = new SimulatedClock({ frozen: true, start: Date.parse('2026-03-01T12:00:00Z') });
 const ADMIN = 'adm_seed_admin_token_0123456789ab';
 beforeAll(async () => {
-  service = await Service.open({ file: false, adminToken: ADMIN, balance: 500, warn: () => undefined });
+  service = await Service.open({ file: false, clock, random: () => 0.5, adminToken: ADMIN, balance: 500, warn: () => undefined });
   client = await serviceClient(service);
 });
 afterAll(async () => {
@@ -61,9 +66,20 @@ describe('seed (issue 22)', () => {
     expect(await client.post(`/v1/videos/${clips.failed}/retry`, undefined, { key: alice })).toMatchObject({ status: 202 });
     expect(await client.post(`/v1/videos/${clips.final}/retry`, undefined, { key: alice })).toMatchObject({ status: 400, body: { code: 'not_retryable' } });
 
-    // On the service's running clock: a pending clip starts within 1.5 s, a rendering one ends within 4 s.
-    expect(['pending', 'generating']).toContain((await client.get(`/v1/videos/${clips.waiting}`, { key: accounts.bob.api_key })).body.status);
-    expect(['generating', 'done']).toContain((await client.get(`/v1/videos/${clips.rendering}`)).body.status);
+    // On the service's simulated clock: a pending clip waits until its start, then renders; a rendering one ends on its plan.
+    const status = async (id: number, key?: string) => (await client.get(`/v1/videos/${id}`, key === undefined ? {} : { key })).body.status;
+    expect(await status(clips.waiting, accounts.bob.api_key)).toBe('pending');
+    expect(await status(clips.rendering)).toBe('generating');
+    await clock.advance(999);
+    expect(await status(clips.waiting, accounts.bob.api_key)).toBe('pending');
+    await clock.advance(1);
+    expect(await status(clips.waiting, accounts.bob.api_key)).toBe('generating');
+    expect(await status(clips.rendering)).toBe('generating');
+    await clock.advance(2_000);
+    expect(await status(clips.rendering)).toBe('done');
+    expect(await status(clips.waiting, accounts.bob.api_key)).toBe('generating');
+    await clock.advance(1_000);
+    expect(await status(clips.waiting, accounts.bob.api_key)).toBe('done');
     expect((await client.get(`/v1/videos/${clips.stopped}`, { key: accounts.bob.api_key })).body).toMatchObject({ status: 'cancelled', error_code: 'cancelled' });
     // Another account's clip is a 404.
     expect((await client.get(`/v1/videos/${clips.waiting}`, { key: alice })).status).toBe(404);

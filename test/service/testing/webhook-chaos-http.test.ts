@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReceiver, MemoryDeliveryStore } from '../../../src/receiver/index.js';
+import type { Delivery } from '../../../src/emitter/index.js';
+import { completedPayload } from '../../emitter/helpers.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { Service } from '../../../src/service/service.js';
 import { LATE_BACKDATE_MS } from '../../../src/service/testing/chaos.js';
@@ -276,28 +278,35 @@ describe('webhook chaos over HTTP, against cliphook’s receiver (issue 22)', ()
 
 describe('webhook chaos keeps the emitter’s connect-time address check (--strict)', () => {
   it('a registered delivery to a name that resolves to a private address is refused before connecting, by every copy', async () => {
-    const { createAttemptOptions, attemptDelivery } = await import('../../../src/emitter/attempt.js');
+    const { createEmitter, MemoryOutbox } = await import('../../../src/emitter/index.js');
     const { WebhookChaos } = await import('../../../src/service/testing/chaos-transport.js');
     const chaos = new WebhookChaos();
     let wrapped = 0;
     // DNS rebinding: the name passed the URL check, then resolves to loopback at connect time.
     const lookup = ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) =>
       options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4)) as never;
-    const options = createAttemptOptions({
-      allowPrivateNetworks: false, clock: { now: () => clock.now(), setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
-      timeoutMs: 2_000, concurrency: 2, fetch: undefined, lookup,
-      wrapTransport: (transport) => chaos.wrap(async (request) => {
+    // As the service's own emitter under --strict: the chaos through the public `wrapTransport` (issue 31 item 5).
+    const emitter = createEmitter({
+      store: new MemoryOutbox(), allowPrivateNetworks: false, timeoutMs: 2_000, lookup,
+      wrapTransport: (next) => chaos.wrap(async (request) => {
         wrapped++;
-        return transport(request);
+        return next(request);
       }),
     });
-    const id = 'dlv_strict_0000000000000000';
-    chaos.register(id, { modes: ['webhook_duplicate', 'webhook_concurrent'], secret: 'whsec_strict_secret_000000000000', previousSecret: undefined });
-    const record = { id, url: 'https://hooks.example.com/in', secret: 'whsec_strict_secret_000000000000', event: 'video.completed', payload: '{"id":1}', attempts: [], round: 0, retry: true } as never;
-    const { attempt } = await attemptDelivery(record, options);
-    options.close();
-    expect(wrapped).toBe(3);
-    expect(attempt.status).toBeNull();
-    expect(attempt.error).toMatch(/private|loopback|refused|not allowed/i);
+    await emitter.start();
+    try {
+      const id = 'dlv_strict_0000000000000000';
+      const secret = 'whsec_strict_secret_000000000000';
+      chaos.register(id, { modes: ['webhook_duplicate', 'webhook_concurrent'], secret, previousSecret: undefined });
+      const failed = new Promise<Delivery>((resolve) => emitter.on('failed', resolve));
+      await emitter.send({ id, url: 'https://hooks.example.com/in', secret, event: 'video.completed', payload: completedPayload() });
+      const { attempts } = await failed;
+      expect(wrapped).toBe(3);
+      expect(attempts).toHaveLength(1);
+      expect(attempts[0]!.status).toBeNull();
+      expect(attempts[0]!.error).toMatch(/private|loopback|refused|not allowed/i);
+    } finally {
+      await emitter.stop();
+    }
   });
 });

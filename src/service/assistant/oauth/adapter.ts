@@ -49,6 +49,9 @@ export class StoreAdapterFactory {
   readonly #byUserCode = new Map<string, string>();
   readonly #now: () => number;
   readonly #inUse: (clientId: string) => boolean;
+  readonly #grantRevoked: (grantId: string) => Promise<void>;
+  /** Grants whose connection is being ended (`revokeByGrantId` comes once per model, concurrently). */
+  readonly #revoking = new Set<string>();
   readonly #memory = new Map<string, OAuthRow>();
   readonly #opened = new Set<string>();
   /** Wrong API keys sent on each sign-in's consent page: kept with the sign-in, and gone with it. */
@@ -56,12 +59,19 @@ export class StoreAdapterFactory {
   #clients = 0;
   #writes = 0;
 
-  /** `clientInUse` says whether a registered client has a live connection (an approved assistant): those are never evicted. */
-  constructor(store: ServiceStore<OAuthTables>, { now = Date.now, clientInUse = () => false }: { now?: () => number; clientInUse?: (clientId: string) => boolean } = {}) {
+  /**
+   * `clientInUse` says whether a registered client has a live connection (an approved assistant): those are
+   * never evicted. `grantRevoked` is told of a grant the library revoked itself (`revokeByGrantId`).
+   */
+  constructor(
+    store: ServiceStore<OAuthTables>,
+    { now = Date.now, clientInUse = () => false, grantRevoked = async () => undefined }: { now?: () => number; clientInUse?: (clientId: string) => boolean; grantRevoked?: ((grantId: string) => Promise<void>) | undefined } = {},
+  ) {
     this.#store = store;
     this.#table = store.table('oauth');
     this.#now = now;
     this.#inUse = clientInUse;
+    this.#grantRevoked = grantRevoked;
     for (const row of this.#table.values()) this.#index(row);
   }
 
@@ -109,6 +119,16 @@ export class StoreAdapterFactory {
       },
       revokeByGrantId: async (grantId) => {
         if (this.revokeGrant(grantId)) await this.#store.commit();
+        // Issue 29 follow-up item 3: the library revoked the grant itself (a refresh token used twice): its
+        // connection is disconnected as by the settings, not left listed live without tokens. Once per grant:
+        // the library calls this for each of its models at once.
+        if (this.#revoking.has(grantId)) return;
+        this.#revoking.add(grantId);
+        try {
+          await this.#grantRevoked(grantId);
+        } finally {
+          this.#revoking.delete(grantId);
+        }
       },
     };
   };

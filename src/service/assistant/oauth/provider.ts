@@ -29,6 +29,8 @@ export interface OAuthServerOptions {
   clientInUse(clientId: string): boolean;
   /** Whether an account has a live connection with a client: its own approval lets authorization errors go back to the client. */
   approvedBy(accountId: string, clientId: string): boolean;
+  /** Called once the library revoked a whole grant itself (a refresh token used twice, RFC 9700 §4.14.2; a revocation): its connection ends. */
+  grantRevoked?: ((grantId: string) => Promise<void>) | undefined;
   /**
    * Replaces the connection of the server's outbound fetches (client ID metadata documents, `jwks_uri`);
    * the URL checks of `guardedFetch` still run first. @default https behind the webhooks' address guard
@@ -81,7 +83,7 @@ export class OAuthServer {
     const { store, issuer, resource, accountExists, warn } = options;
     this.issuer = issuer;
     this.resource = resource;
-    this.adapters = new StoreAdapterFactory(store, { clientInUse: options.clientInUse });
+    this.adapters = new StoreAdapterFactory(store, { clientInUse: options.clientInUse, grantRevoked: options.grantRevoked });
     // Wall-clock windows, as the library's own lifetimes: a frozen test clock must not close them for good.
     this.#registrations = new RateLimiter({ now: Date.now, limit: REGISTRATIONS_PER_MINUTE });
     this.#signIns = new RateLimiter({ now: Date.now, limit: SIGN_INS_PER_MINUTE });

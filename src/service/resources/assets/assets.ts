@@ -3,10 +3,12 @@ import { EventEmitter } from 'node:events';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
+import type { AssetStatus } from '../../contract/assets.js';
 import type { SubjectConsent } from '../../contract/common.js';
+import { LIMITS } from '../../contract/limits.js';
 
 /** Spec 3.2. */
-export type AssetStatus = 'pending' | 'trusted' | 'rejected';
+export type { AssetStatus };
 
 /** A reference photo as the service keeps it; the file itself is stored once per sha256. */
 export interface Asset {
@@ -35,11 +37,9 @@ export interface AssetTables {
   asset: Asset;
 }
 
-/** Reason codes a rejection carries (spec 7 `reason_code`; the values are not shown, these are ours). */
-export const REASON_CODES = ['explicit_content', 'violence', 'minor_detected', 'public_figure', 'copyright', 'not_a_photo'] as const;
 
 /** Spec 3.2 and 8: moderation takes 5-60 s; `--speed fast` compresses it to a second or two. */
-const MODERATION_MS: Record<Speed, [number, number]> = { fast: [500, 2_000], realistic: [5_000, 60_000] };
+const MODERATION_MS: Record<Speed, [number, number]> = { fast: [500, 2_000], realistic: [...LIMITS.assetModerationMs] };
 
 /**
  * `simulate` form field of POST /assets: `rejected[:<reason>]` ends moderation rejected,

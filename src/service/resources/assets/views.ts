@@ -1,7 +1,8 @@
+import type { TrustLevel } from '../../contract/assets.js';
 import type { Asset } from './assets.js';
 
 /** `trust_level` of spec 2.6 (its values are not shown): where the asset stands in moderation. */
-export function trustLevel(asset: Asset): 'unverified' | 'moderated' | 'rejected' | 'generated' {
+export function trustLevel(asset: Asset): TrustLevel {
   if (asset.status === 'rejected') return 'rejected';
   if (asset.status === 'pending') return 'unverified';
   return asset.trustedUntil !== null ? 'generated' : 'moderated';

@@ -132,12 +132,12 @@ export class ImageFiles {
     const match = /^([A-Za-z0-9_-]{1,64})(?:\.(png|jpg|webp))?$/.exec(name);
     if (!match) return undefined;
     const [, token, ext] = match;
-    for (const job of this.#options.store.table('image_job').values()) {
-      for (const image of job.images) {
-        const file = this.path(image);
-        if (image.token === token && (ext === undefined || ext === file.ext)) return { job, image, path: file.path, mime: MIME[file.ext] };
-        if (image.thumbToken === token && (ext === undefined || ext === 'webp')) return { job, image, path: this.#options.files.image(token!, 'webp'), mime: MIME.webp };
-      }
+    // Issue 29 follow-up item 2: the token names its job in the jobs' index; no scan of every job.
+    const job = this.#options.jobs.byToken(token!);
+    for (const image of job?.images ?? []) {
+      const file = this.path(image);
+      if (image.token === token && (ext === undefined || ext === file.ext)) return { job: job!, image, path: file.path, mime: MIME[file.ext] };
+      if (image.thumbToken === token && (ext === undefined || ext === 'webp')) return { job: job!, image, path: this.#options.files.image(token!, 'webp'), mime: MIME.webp };
     }
     return undefined;
   }

@@ -1,5 +1,6 @@
 import type { ProblemCode } from '../../../protocol/problem.js';
 import type { ImageCommand } from '../../contract/images.js';
+import { LIMITS } from '../../contract/limits.js';
 import { ServiceError } from '../../contract/problems.js';
 import type { Credits } from '../../core/credits.js';
 import type { Caller } from '../../core/gate.js';
@@ -70,7 +71,7 @@ export class ImageCommands {
     if (refusal) throw refusal;
     const limit = jobs.limit(caller.account.id);
     if (limit) {
-      const detail = limit.code === 'concurrency_limit' ? 'At most 3 image jobs run at once per account.' : 'At most 30 image jobs per 10 minutes per account.';
+      const detail = limit.code === 'concurrency_limit' ? `At most ${LIMITS.concurrentImageJobs} image jobs run at once per account.` : `At most ${LIMITS.imageJobsPerWindow} image jobs per ${LIMITS.imageJobWindowMs / 60_000} minutes per account.`;
       throw new ServiceError(limit.code, detail, { retryAfter: limit.retryAfter });
     }
     if (credits.charge(caller.account, command.price)) throw insufficient(caller.account, command.price);

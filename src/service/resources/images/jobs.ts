@@ -5,18 +5,19 @@ import { imageCharge } from '../../contract/pricing.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
-import type { ImageCommand } from '../../contract/images.js';
+import { IMAGE_ERROR_CODES, type ANIMATE_VALUES, type IMAGE_JOB_STATUSES, type ImageCommand, type ImageErrorCode } from '../../contract/images.js';
+import { LIMITS } from '../../contract/limits.js';
 import type { SubjectConsent } from '../../contract/common.js';
+import { ImageJobIndex } from './job-index.js';
 
 /** Spec 2.7 and 3.3. */
-export type ImageJobStatus = 'generating' | 'done' | 'partial' | 'failed';
+export type ImageJobStatus = (typeof IMAGE_JOB_STATUSES)[number];
 
 /** Spec 2.10. */
-export const IMAGE_ERROR_CODES = ['prompt_blocked', 'upload_blocked', 'result_blocked', 'copyright_blocked', 'real_person_blocked', 'document_blocked', 'busy', 'timeout', 'failed'] as const;
-export type ImageErrorCode = (typeof IMAGE_ERROR_CODES)[number];
+export { IMAGE_ERROR_CODES, type ImageErrorCode };
 
 /** Spec 2.7 `animate`: whether an image can become a clip. */
-export type Animate = 'trusted' | 'ok' | 'maybe' | 'no';
+export type Animate = (typeof ANIMATE_VALUES)[number];
 
 /** One made image: its files are named by unguessable tokens (spec 2.7: a permanent unguessable link). */
 export interface ImageItem {
@@ -65,11 +66,11 @@ export interface ImageRenderer {
 }
 
 /** Spec 8: 3 image jobs at once per account, 30 per 10 minutes. */
-export const MAX_CONCURRENT_JOBS = 3;
-export const MAX_JOBS_PER_WINDOW = 30;
-export const JOB_WINDOW_MS = 10 * 60 * 1000;
+export const MAX_CONCURRENT_JOBS = LIMITS.concurrentImageJobs;
+export const MAX_JOBS_PER_WINDOW = LIMITS.imageJobsPerWindow;
+export const JOB_WINDOW_MS = LIMITS.imageJobWindowMs;
 /** Spec 2.7: a character photo is trusted for 30 days. */
-export const CHARACTER_TRUST_MS = 30 * 24 * 60 * 60 * 1000;
+export const CHARACTER_TRUST_MS = LIMITS.characterTrustMs;
 
 /** Spec 1: most images take 30-60 s, a character about 2 minutes; `--speed fast` a second or three. */
 const DURATION_MS: Record<Speed, { image: [number, number]; character: [number, number] }> = {
@@ -112,6 +113,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   #nextImageId = 1;
   /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
   readonly #rendering = new Map<number, number>();
+  /** Issue 29 follow-up item 2: jobs by file token and by account, so a file link, a list and the limits read no other account's jobs. */
+  readonly #index: ImageJobIndex<ImageJob>;
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -119,6 +122,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     this.#jobs = store.table('image_job');
     this.#options = options;
     for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
+    this.#index = new ImageJobIndex(this.#jobs);
+  }
+
+  /** The job whose images include the file token `token` (an image's or its thumbnail's), while the job has it. */
+  byToken(token: string): ImageJob | undefined {
+    return this.#index.byToken(token);
   }
 
   get(accountId: number, id: number): ImageJob | undefined {
@@ -128,8 +137,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
   list(accountId: number, { limit, before }: { limit: number; before: number | null }): ImageJob[] {
-    return [...this.#jobs.values()]
-      .filter((job) => job.accountId === accountId && (before === null || job.id < before))
+    return this.#index.of(accountId)
+      .filter((job) => before === null || job.id < before)
       .sort((a, b) => b.id - a.id)
       .slice(0, limit);
   }
@@ -137,7 +146,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   /** Whether the account may start a job now (spec 8), checked before anything is reserved. */
   limit(accountId: number): JobLimit | null {
     const now = this.#options.clock.now();
-    const mine = [...this.#jobs.values()].filter((job) => job.accountId === accountId);
+    const mine = this.#index.of(accountId);
     const running = mine.filter((job) => job.status === 'generating');
     if (running.length >= MAX_CONCURRENT_JOBS) {
       const soonest = Math.min(...running.map((job) => job.plan.endAt));
@@ -176,6 +185,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       // A job of one whose only image cannot be made has nothing to show: it fails as result_blocked (spec 3.3).
       plan: { endAt: now + Math.round(low + (high - low) * (this.#options.random ?? Math.random)()), make, failWith: failWith ?? (make === 0 ? 'result_blocked' : null) },
     });
+    this.#index.add(job);
     this.#arm(job);
     return job;
   }
@@ -195,12 +205,14 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
     const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
+    this.#index.add(job);
     return this.#jobs.put(job);
   }
 
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;
+    this.#index.dropImages(job);
     job.images = [];
     job.imagesDeleted = true;
     this.#jobs.put(job);
@@ -247,6 +259,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       this.#options.clock.clearTimeout(timer);
       this.#timers.delete(id);
     }
+    // Rows taken back or removed beside the jobs (an account deleted): the indexes follow them.
+    this.#index.rebuild();
     this.resume();
   }
 
@@ -298,6 +312,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
     Object.assign(job, fields);
+    this.#index.add(job);
     this.#jobs.put(job);
     try {
       await this.#store.commit();

@@ -6,11 +6,13 @@ import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Resolution, VideoModel } from '../../contract/pricing.js';
 import type { SubjectConsent } from '../../contract/common.js';
-import type { AssetSource, Ratio } from '../../contract/videos.js';
+import type { AssetSource, Ratio, VideoStatus } from '../../contract/videos.js';
+import type { DeleteAction } from '../../contract/video-responses.js';
+import { LIMITS } from '../../contract/limits.js';
 import type { Speed } from '../../core/simulate.js';
 
 /** Spec 2.1 and 3.1. */
-export type VideoStatus = 'pending' | 'generating' | 'done' | 'error' | 'cancelled';
+export type { VideoStatus };
 
 
 /** A clip task as the service keeps it. The response shapes of spec 2.1-2.5 are made from it. */
@@ -58,7 +60,7 @@ export interface VideoTables {
 const TIMINGS: Record<Speed, { pending: [number, number]; rendering: [number, number]; timeout: number }> = {
   fast: { pending: [500, 1_500], rendering: [2_000, 4_000], timeout: 6_000 },
   // Spec 1: "a typical clip takes 1-2 minutes"; upstream_timeout is "a 10-minute polling time-out" (2.9).
-  realistic: { pending: [5_000, 15_000], rendering: [55_000, 105_000], timeout: 600_000 },
+  realistic: { pending: [5_000, 15_000], rendering: [55_000, 105_000], timeout: LIMITS.generationTimeoutMs },
 };
 
 /** Progress steps of a rendering clip (realistic speed): `progress` moves in tenths. */
@@ -168,7 +170,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
    * DELETE of a clip (spec 4.5): a pending one is cancelled and refunded, a rendering one refused, a
    * finished one removed. Returns what happened and the credits refunded.
    */
-  remove(video: Video): { action: 'cancelled' | 'deleted'; refunded: number } | 'already_rendering' {
+  remove(video: Video): { action: DeleteAction; refunded: number } | 'already_rendering' {
     if (video.status === 'generating') return 'already_rendering';
     if (video.status === 'pending') {
       this.#disarm(video.id);

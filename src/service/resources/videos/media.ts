@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../../../version.js';
+import { DAY_MS, LIMITS } from '../../contract/limits.js';
 import { MEDIA_FILE } from '../../contract/media.js';
 import { ServiceError } from '../../contract/problems.js';
 import { parseRange, type MediaSigner } from '../../core/media-signer.js';
@@ -74,7 +75,7 @@ export class MediaFiles {
     if (check === 'invalid_signature') throw new ServiceError('invalid_signature', 'The link is not signed by this service, or was changed.');
     const video = this.#options.lifecycle.get(Number(match[1]));
     if (!video || video.status !== 'done') throw new ServiceError('not_found', 'No such clip: it was deleted, or never finished.');
-    if (check === 'link_expired') throw new ServiceError('link_expired', 'Signed links last 7 days: GET /videos/{id} again for a fresh one.');
+    if (check === 'link_expired') throw new ServiceError('link_expired', `Signed links last ${LIMITS.signedLinkMs / DAY_MS} days: GET /videos/{id} again for a fresh one.`);
     const now = this.#options.clock.now();
     const savedAt = (video.completedAt ?? 0) + MEDIA_NOT_READY_MS;
     if (video.prompt.includes('simulate:media_not_ready') && now < savedAt) {

@@ -1,5 +1,5 @@
 import type { VideoErrorCode } from '../../../protocol/events.js';
-import { RETRYABLE_CODES } from '../../core/simulate.js';
+import { RETRYABLE_ERROR_CODES } from '../../contract/videos.js';
 import type { Video } from './lifecycle.js';
 import type { Refusal } from '../../contract/problems.js';
 
@@ -12,8 +12,8 @@ import type { Refusal } from '../../contract/problems.js';
  */
 export function retryRefusal(video: Video, inProgress: boolean, external: (url: string) => boolean = (url) => !url.startsWith('asset://')): Refusal | null {
   if (video.status !== 'error') return { code: 'not_failed', detail: `Task ${video.id} is ${video.status}; only a failed task can be retried.` };
-  if (!RETRYABLE_CODES.has(video.errorCode!)) {
-    return { code: 'not_retryable', detail: `Task ${video.id} failed with ${video.errorCode}; only ${[...RETRYABLE_CODES].join(', ')} can be retried.` };
+  if (!RETRYABLE_ERROR_CODES.has(video.errorCode!)) {
+    return { code: 'not_retryable', detail: `Task ${video.id} failed with ${video.errorCode}; only ${[...RETRYABLE_ERROR_CODES].join(', ')} can be retried.` };
   }
   if (video.retryOf !== null) return { code: 'cannot_retry_a_retry', detail: `Task ${video.id} is a retry of task ${video.retryOf}; submit a new request.` };
   // While the first retry is being saved, a second one is told it is starting, not that it happened.

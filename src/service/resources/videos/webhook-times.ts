@@ -1,5 +1,4 @@
-import type { WebhookEmitter } from '../../../emitter/index.js';
-import type { DeliveryRecord } from '../../../emitter/types.js';
+import type { DeliveryRecord, WebhookEmitter } from '../../../emitter/index.js';
 import type { LaneSource, SimulatedClock } from '../../core/clock.js';
 
 /** Deliveries whose account's time is remembered at once; the oldest are forgotten first (their retries then wait for the service's time). */

@@ -54,7 +54,7 @@ const SIX_TO_FOUR = v6('2002::');
 const TEREDO = v6('2001::');
 
 /**
- * Classifies an IP address (v4, v6, or v4-mapped v6) for the callback URL guard.
+ * Classifies an IP address (v4, v6, or v4-mapped v6) for the outbound address guard (`outbound-guard.ts`).
  * @example classifyAddress('::ffff:127.0.0.1') // 'loopback'
  * @example classifyAddress('93.184.215.14') // null (public)
  */

@@ -1,0 +1,132 @@
+// Issue 30 item 1: the inbox's options, their defaults, and their checks at construction. No Node module.
+import type { RedisLike } from '../redis-delivery-store.js';
+import { parseLimit } from '../limit.js';
+import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+
+/** The timers the inbox waits with: Node's by default; a `SimulatedClock` (cliphook/service) in tests. */
+export interface InboxTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** `createReceiver({ inbox })`: `true` for a file beside the delivery store, or these. */
+export interface InboxOptions {
+  /**
+   * The inbox file (its journal `<file>.journal`, its lock `<file>.lock`): one process at a time.
+   * @default 'inbox.json' in the delivery store's folder ('.cliphook/inbox.json')
+   */
+  file?: string;
+  /** A `redis://` URL or a connected ioredis client: one inbox shared by several processes, each event run by one. */
+  redis?: string | RedisLike;
+  /** Redis only: prefix of every key. @default 'cliphook:inbox:' */
+  prefix?: string;
+  /** File only: `fdatasync` each group commit before answering, so a 2xx survives a power cut. @default false */
+  fsync?: boolean;
+  /** Handlers running at once, in each process of the app. @default 4 */
+  concurrency?: number;
+  /** Retries after a handler's first failure; then the event is dead (kept, replayable). @default 5 */
+  retries?: number;
+  /** Milliseconds before the first retry. @default 1000 */
+  minTimeout?: number;
+  /** The longest wait between two runs, in milliseconds. @default 60_000 */
+  maxTimeout?: number;
+  /** Each wait is the one before times this. @default 2 */
+  factor?: number;
+  /** Events pending or running at most; past it a webhook is answered 503 `inbox_full` with Retry-After. @default 10_000 */
+  maxPending?: number;
+  /**
+   * Issue 30 follow-up item 1: the bodies of the events pending or running, in bytes at most (a number or
+   * a size like '64mb'); past it a webhook is answered 503 `inbox_full` with Retry-After, as past
+   * `maxPending`. A file inbox holds these bodies in memory, so this bounds its memory; at least the
+   * receiver's `limit`, so one event always fits.
+   * @default '64mb'
+   */
+  maxPendingBytes?: number | string;
+  /** Done events kept for inspection at most (the oldest go first). @default 1000 */
+  keepDone?: number;
+  /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
+  keepDoneMs?: number;
+  /** How long `receiver.close()` waits for running handlers, in milliseconds; the rest run at the next start. @default 10_000 */
+  closeTimeout?: number;
+  /** Redis only: how often to look for events other processes queued or left stalled, in milliseconds. @default 1000 */
+  pollMs?: number;
+  /** The timers retries and polls wait on; the time itself is the receiver's `clock`. @default Node's setTimeout */
+  timers?: InboxTimers;
+}
+
+export interface ResolvedInboxOptions {
+  file: string | undefined;
+  redis: string | RedisLike | undefined;
+  prefix: string;
+  fsync: boolean;
+  concurrency: number;
+  backoff: BackoffOptions;
+  maxPending: number;
+  maxPendingBytes: number;
+  keepDone: number;
+  keepDoneMs: number;
+  closeTimeout: number;
+  pollMs: number;
+  timers: InboxTimers;
+}
+
+/** Issue 30 follow-up item 1: 64 MiB of bodies waiting by default, not `maxPending` × `limit` (2.5 GB). */
+export const DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024;
+
+const NODE_TIMERS: InboxTimers = {
+  setTimeout: (callback, ms) => {
+    const handle = setTimeout(callback, ms) as unknown as { unref?: () => void };
+    // A waiting retry must not keep the process alive: close() keeps it for the next start.
+    handle.unref?.();
+    return handle;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
+};
+
+const positiveInteger = (name: string, value: number) => {
+  if (!(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`Expected \`inbox.${name}\` to be a positive integer, got ${value}.`);
+};
+const nonNegative = (name: string, value: number) => {
+  if (!(Number.isFinite(value) && value >= 0)) throw new TypeError(`Expected \`inbox.${name}\` to be a non-negative number, got ${value}.`);
+};
+
+/** Checks `inbox` once, at construction: a misconfiguration fails at start-up, never at the first webhook. */
+export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOptions {
+  if (inbox !== true && (typeof inbox !== 'object' || inbox === null)) throw new TypeError(`Expected \`inbox\` to be true or an options object, got ${String(inbox)}.`);
+  const {
+    file,
+    redis,
+    prefix = 'cliphook:inbox:',
+    fsync = false,
+    concurrency = 4,
+    retries = DEFAULT_BACKOFF.retries,
+    minTimeout = DEFAULT_BACKOFF.minTimeout,
+    maxTimeout = DEFAULT_BACKOFF.maxTimeout,
+    factor = DEFAULT_BACKOFF.factor,
+    maxPending = 10_000,
+    maxPendingBytes = DEFAULT_MAX_PENDING_BYTES,
+    keepDone = 1000,
+    keepDoneMs = 86_400_000,
+    closeTimeout = 10_000,
+    pollMs = 1000,
+    timers = NODE_TIMERS,
+  }: InboxOptions = inbox === true ? {} : inbox;
+  if (file !== undefined && redis !== undefined) throw new TypeError('Expected `inbox.file` or `inbox.redis`, not both.');
+  if (file !== undefined && (typeof file !== 'string' || file.length === 0)) throw new TypeError(`Expected \`inbox.file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
+  if (redis !== undefined && typeof redis !== 'string' && typeof (redis as RedisLike)?.eval !== 'function') {
+    throw new TypeError('Expected `inbox.redis` to be a redis:// URL or an ioredis client (it has no eval()).');
+  }
+  if (typeof prefix !== 'string') throw new TypeError('Expected `inbox.prefix` to be a string.');
+  positiveInteger('concurrency', concurrency);
+  positiveInteger('maxPending', maxPending);
+  const pendingBytes = parseLimit(maxPendingBytes, 'inbox.maxPendingBytes');
+  if (!(Number.isSafeInteger(keepDone) && keepDone >= 0)) throw new TypeError(`Expected \`inbox.keepDone\` to be a non-negative integer, got ${keepDone}.`);
+  nonNegative('keepDoneMs', keepDoneMs);
+  nonNegative('closeTimeout', closeTimeout);
+  if (!(Number.isFinite(pollMs) && pollMs > 0)) throw new TypeError(`Expected \`inbox.pollMs\` to be a positive number, got ${pollMs}.`);
+  if (typeof timers?.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
+    throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
+  }
+  const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
+  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
+}

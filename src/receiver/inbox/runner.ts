@@ -1,0 +1,198 @@
+// Issue 30 item 1: the worker. Takes due records from the back end, `concurrency` at a time, runs the
+// handlers, and writes each outcome: done, pending again after the backoff, or dead. No Node module.
+import type { WebhookEvent } from '../../protocol/events.js';
+import { inboxDelay, type BackoffOptions } from './backoff.js';
+import type { InboxTimers } from './options.js';
+import type { InboxBackend, InboxRecord, InboxSource } from './record.js';
+
+/** What the runner hands the handlers: the receiver's `WebhookContext`. */
+export interface RunContext {
+  deliveryId: string;
+  rawBody: Uint8Array;
+  receivedAt: Date;
+  attempt: number;
+  source: InboxSource;
+}
+
+export interface RunnerOptions {
+  backend: InboxBackend;
+  concurrency: number;
+  backoff: BackoffOptions;
+  /** A claim holds this long; a worker that dies holding one loses it then. */
+  leaseMs: number;
+  clock: () => number;
+  timers: InboxTimers;
+  /** Redis: look for others' events this often; `null` for a file, which only this process fills. */
+  pollMs: number | null;
+  closeTimeout: number;
+  /** Runs the handlers (the receiver's dispatch); throws or rejects when one failed. */
+  dispatch: (event: WebhookEvent, context: RunContext) => unknown;
+  /** Whether any handler is registered: recovered events wait for the app's `on()` calls. */
+  ready: () => boolean;
+  /** A handler failure (with its context) or a back end failure (without). */
+  onError: (error: unknown, context?: RunContext) => void;
+}
+
+const encoder = new TextEncoder();
+
+export class InboxRunner {
+  readonly #o: RunnerOptions;
+  /** Identifies this process's claims in a shared (Redis) inbox. */
+  readonly #owner = `${crypto.randomUUID()}`;
+  readonly #runs = new Set<Promise<void>>();
+  /** Outcomes handed to the back end whose writes have not finished. */
+  readonly #settling = new Set<Promise<void>>();
+  #timer: unknown = null;
+  #pumping = false;
+  #again = false;
+  #closing = false;
+
+  constructor(options: RunnerOptions) {
+    this.#o = options;
+  }
+
+  /** Handlers running now, here. */
+  get active(): number {
+    return this.#runs.size;
+  }
+
+  /** Looks for due records soon (coalesced: many kicks in one turn make one pump). */
+  kick(): void {
+    if (this.#closing) return;
+    if (this.#pumping) {
+      this.#again = true;
+      return;
+    }
+    void this.#pump();
+  }
+
+  /** Takes no more records and waits up to `closeTimeout` for the running ones; the rest stay for the next start. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#clearTimer();
+    if (this.#runs.size > 0) {
+      let timer: unknown;
+      const timeout = new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, this.#o.closeTimeout)));
+      await Promise.race([Promise.allSettled([...this.#runs]), timeout]);
+      this.#o.timers.clearTimeout(timer);
+    }
+    await Promise.allSettled([...this.#settling]);
+  }
+
+  async #pump(): Promise<void> {
+    const { backend, concurrency, leaseMs, clock } = this.#o;
+    this.#pumping = true;
+    try {
+      do {
+        this.#again = false;
+        while (!this.#closing && this.#runs.size < concurrency && this.#o.ready()) {
+          const now = clock();
+          const records = await backend.claim(now, now + leaseMs, this.#owner, concurrency - this.#runs.size);
+          if (records.length === 0) break;
+          for (const record of records) this.#start(record);
+        }
+      } while (this.#again && !this.#closing);
+      await this.#arm();
+    } catch (error) {
+      // The back end failed (Redis away): say so, and look again after a while.
+      this.#o.onError(error);
+      this.#wake(this.#o.pollMs ?? 1000);
+    } finally {
+      this.#pumping = false;
+    }
+    if (this.#again) this.kick();
+  }
+
+  #start(record: InboxRecord): void {
+    const run = this.#run(record).finally(() => {
+      this.#runs.delete(run);
+      this.kick();
+    });
+    this.#runs.add(run);
+  }
+
+  async #run(record: InboxRecord): Promise<void> {
+    const { dispatch, clock, backoff, backend } = this.#o;
+    const context: RunContext = { deliveryId: record.id, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source };
+    const keeping = this.#keepLease(record.id);
+    try {
+      const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
+      if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') await ran;
+      Object.assign(record, { state: 'done', nextAttemptAt: null, finishedAt: clock(), lastError: null });
+    } catch (error) {
+      this.#o.onError(error, context);
+      const now = clock();
+      const delay = inboxDelay(record.attempts, backoff);
+      const lastError = error instanceof Error ? error.message : String(error);
+      // Issue 30 item 1: past `retries` the event is dead: kept, visible, replayable, never dropped.
+      if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
+      else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
+    }
+    keeping.stop();
+    // Issue 30 item 4: the slot is free once the outcome is handed to the back end (the file's is in
+    // memory at once); waiting for its write too held a slot per group commit, and the handlers fell
+    // behind the requests under load.
+    const settling: Promise<void> = backend.settle(record, this.#owner, clock()).then(
+      () => void this.#settling.delete(settling),
+      (error: unknown) => {
+        this.#settling.delete(settling);
+        this.#o.onError(error);
+      },
+    );
+    this.#settling.add(settling);
+  }
+
+  /**
+   * On a shared back end, renews the claim every half lease while the handler runs, so a handler slower
+   * than `leaseMs` is not taken over by another process; only a process that died stops renewing.
+   */
+  #keepLease(id: string): { stop(): void } {
+    const { backend, timers, leaseMs, clock } = this.#o;
+    if (!backend.extend) return { stop: () => undefined };
+    let handle: unknown = null;
+    let stopped = false;
+    const renew = () => {
+      if (stopped) return;
+      handle = timers.setTimeout(() => {
+        if (stopped) return;
+        backend.extend!(id, this.#owner, clock() + leaseMs).then(
+          (kept) => (kept ? renew() : undefined),
+          (error: unknown) => (this.#o.onError(error), renew()),
+        );
+      }, leaseMs / 2);
+    };
+    renew();
+    return {
+      stop: () => {
+        stopped = true;
+        if (handle !== null) timers.clearTimeout(handle);
+      },
+    };
+  }
+
+  /** Sets the timer for the next due record (and, on Redis, the next look for others' records). */
+  async #arm(): Promise<void> {
+    this.#clearTimer();
+    // Full: a run that ends kicks again. No handler yet: on() kicks.
+    if (this.#closing || this.#runs.size >= this.#o.concurrency || !this.#o.ready()) return;
+    const due = await this.#o.backend.nextDue();
+    const { pollMs } = this.#o;
+    let wait = due === null ? null : Math.max(0, due - this.#o.clock());
+    if (pollMs !== null) wait = Math.max(5, Math.min(wait ?? pollMs, pollMs));
+    if (wait !== null) this.#wake(wait);
+  }
+
+  #wake(ms: number): void {
+    this.#clearTimer();
+    if (this.#closing) return;
+    this.#timer = this.#o.timers.setTimeout(() => {
+      this.#timer = null;
+      this.kick();
+    }, ms);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== null) this.#o.timers.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

@@ -1,0 +1,84 @@
+// The receiver's public options and the types its handlers see (split from core.ts: issue 30 follow-up
+// item 3). No Node module: `cliphook/web` shares it.
+import type { WebhookEvent } from '../protocol/events.js';
+import type { DeliveryStore } from './delivery-store.js';
+import type { ReconcileSchedule } from './reconcile-options.js';
+import type { ReconcileCursor } from './reconcile.js';
+import type { HeaderSource, VerifiedRequest } from './verify-core.js';
+import type { InboxOptions, ResolvedInboxOptions } from './inbox/options.js';
+import type { InboxBackend, InboxSource } from './inbox/record.js';
+
+export interface ReceiverOptions {
+  /** The signing secret shown when the key was created, or `[new, old]` during a rotation. */
+  secret: string | readonly string[];
+  /**
+   * Where processed deliveries are remembered.
+   * @default FileDeliveryStore.shared() on '.cliphook/deliveries.json' (the process-wide store); in `cliphook/web`, a MemoryDeliveryStore
+   */
+  store?: DeliveryStore;
+  /**
+   * Replay window: how far the signed `delivered_at` may be from now, in seconds, either way; `false` disables.
+   * @default 300
+   */
+  tolerance?: number | false;
+  /** Largest body accepted, checked before hashing. @default '256kb' */
+  limit?: number | string;
+  /**
+   * How long a claim holds before another request may take it over, in milliseconds: a process that
+   * died mid-handler blocks its delivery no longer than this. Keep it above your slowest handler.
+   * @default 60_000
+   */
+  leaseMs?: number;
+  /** Milliseconds since the epoch. @default Date.now */
+  clock?: () => number;
+  /**
+   * Reconcile on a timer (issue 30): at start, then `every` milliseconds after each run, until `close()`.
+   * @default off
+   * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
+   */
+  reconcile?: ReconcileSchedule;
+  /**
+   * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
+   * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
+   * @default undefined: handlers run before the reply, as without an inbox
+   */
+  inbox?: true | InboxOptions;
+}
+
+/** What a handler learns about the delivery besides the event. */
+export interface WebhookContext {
+  /** `X-Service-Delivery`: the same on every retry and redelivery. */
+  deliveryId: string;
+  /** The exact bytes that were signed. */
+  rawBody: Uint8Array;
+  /** When this receiver took the request. */
+  receivedAt: Date;
+  /**
+   * Issue 30: where the event came from: `'webhook'`, `'reconcile'` (one `receiver.reconcile()` built from
+   * GET /videos) or `'replay'` (`receiver.inbox.replay(id)`).
+   */
+  source: InboxSource;
+  /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
+  attempt: number;
+}
+
+/** How `ingest` ended for one event (issue 30 item 2). */
+export type IngestOutcome = 'handled' | 'duplicate' | 'failed';
+
+/** Where an event given to `ingest` came from. */
+export interface IngestOptions {
+  source: 'reconcile';
+}
+
+export type WebhookHandler<E extends WebhookEvent = WebhookEvent> = (event: E, context: WebhookContext) => unknown;
+
+/** What differs between runtimes: how a request is verified, and the default store. */
+export interface ReceiverRuntime {
+  /** Throws (or rejects with) a `WebhookVerificationError`; a promise only where the crypto is async. */
+  verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
+  defaultStore(clock: () => number): DeliveryStore;
+  /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
+  openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
+  /** Where `reconcile()` remembers how far it got: beside the store on Node (file, Redis, memory), in memory on the web. */
+  reconcileCursor(store: DeliveryStore): ReconcileCursor;
+}
