@@ -207,7 +207,8 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
     { assistant: ctx.assistant, account: caller.account },
     { tool, args: rest, idempotencyKey: key, kind: 'clip', price, maxCredits: maxCreditsValue },
     async (): Promise<Made> => {
-      const made = await service.videos.create(caller, command, { price: assistantClipPrice });
+      // Issue 31 item 1: priced once, above; the command charges that price.
+      const made = await service.videos.create(caller, command, { price: () => price });
       return { id: made.id, value: made };
     },
   );

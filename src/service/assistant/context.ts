@@ -2,6 +2,7 @@ import type { CallToolResult, StandardSchemaWithJSON } from '@modelcontextprotoc
 import type { z } from 'zod';
 import { parseOrThrow, ServiceError } from '../contract/problems.js';
 import { StoreWriteError } from '../core/store.js';
+import { failureOf } from '../runner/failure.js';
 import type { Caller } from '../core/gate.js';
 import type { Service } from '../service.js';
 import { refusalOf, type ToolAnswer } from './answers.js';
@@ -29,9 +30,8 @@ export async function attemptAnswer(run: () => Promise<ToolAnswer> | ToolAnswer)
   try {
     return await run();
   } catch (error) {
-    if (error instanceof ServiceError) return refusalOf(error);
-    // Issue 20 item 9: what the call changed was taken back whole; the same call may be made again.
-    if (error instanceof StoreWriteError) return refusalOf(new ServiceError('upstream_busy', 'The change could not be saved, so nothing was changed or charged. Try again shortly.', { retryAfter: 5 }));
+    // Issue 20 item 9: what the call changed was taken back whole (the runner's one mapping, issue 31 item 1).
+    if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: () => undefined, report: () => undefined }));
     throw error;
   }
 }

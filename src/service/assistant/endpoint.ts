@@ -15,6 +15,9 @@ import { registerPhotoTools } from './photo-tools.js';
 import { AssistantSpending } from './spending.js';
 import { AssistantSignIn } from './sign-in.js';
 import { AssistantSettings } from './settings.js';
+import type { Step } from '../runner/chain.js';
+import { faults, journal } from '../testing/steps.js';
+import { onRunner, toolAnswer, toolCommand, type ToolRun, type ToolTransport } from './tool-runner.js';
 
 /** The path of the assistant endpoint and of its status, at the service's origin. */
 export const MCP_PATH = '/mcp';
@@ -39,6 +42,8 @@ export class AssistantEndpoint {
   readonly spending: AssistantSpending;
   readonly #service: Service;
   readonly #handler: McpHttpHandler;
+  /** Issue 31 item 2: the chain every tool call runs, with the test controls of /v1 (journal, fault rules). */
+  readonly #toolSteps: readonly Step<ToolRun>[];
 
   readonly signIn: AssistantSignIn;
   readonly settings: AssistantSettings;
@@ -52,25 +57,37 @@ export class AssistantEndpoint {
       return row ? connections.dailyLimit(row, account) : 0;
     });
     this.settings = new AssistantSettings(service, this.signIn, this.spending);
+    this.#toolSteps = [
+      journal({ journal: service.journal, now: () => service.clock.now() }),
+      toolAnswer({ warn: service.warn, report: onError }),
+      faults({ rules: service.faultRules, origin: () => service.origin }),
+      toolCommand,
+    ];
     this.#handler = createMcpHandler(
       (ctx) => {
         const caller = ctx.authInfo?.extra?.caller as Caller | undefined;
-        if (!caller) throw new Error('The assistant endpoint was reached without a caller.');
-        return this.server(caller);
+        const transport = ctx.authInfo?.extra?.transport as ToolTransport | undefined;
+        if (!caller || !transport) throw new Error('The assistant endpoint was reached without a caller.');
+        return this.server(caller, transport);
       },
       { onerror: onError, maxRequestBodySize: MAX_MCP_BYTES },
     );
   }
 
-  /** The MCP server of one request, with every tool bound to `caller` and its assistant connection. */
-  server(caller: Caller): McpServer {
+  /**
+   * The MCP server of one request, with every tool bound to `caller` and its assistant connection, each on
+   * the runner's chain. The SDK's `createMcpHandler` asks for a fresh server per HTTP request, so it is not
+   * built once.
+   */
+  server(caller: Caller, transport: ToolTransport): McpServer {
     // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
     const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
     const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
     const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
-    registerClipTools(server, ctx);
-    registerAccountTools(server, ctx);
-    registerPhotoTools(server, ctx);
+    const tools = onRunner(server, this.#toolSteps, caller, transport);
+    registerClipTools(tools, ctx);
+    registerAccountTools(tools, ctx);
+    registerPhotoTools(tools, ctx);
     return server;
   }
 
@@ -149,8 +166,23 @@ export class AssistantEndpoint {
       signal: abort.signal,
       ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
     });
-    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller } };
+    const transport: ToolTransport = {
+      onClose(listener) {
+        res.once('close', listener);
+        return () => void res.off('close', listener);
+      },
+      drop() {
+        if (!req.readableEnded) req.resume();
+        res.destroy();
+      },
+    };
+    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller, transport } };
     const response = await this.#handler.fetch(request, { authInfo });
+    // A fault rule cut the connection (issue 31 item 2): nothing more to send.
+    if (res.destroyed) {
+      void response.body?.cancel().catch(() => undefined);
+      return undefined;
+    }
     const out: Record<string, string> = { ...limits };
     response.headers.forEach((value, name) => {
       out[name] = value;

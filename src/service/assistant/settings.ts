@@ -54,7 +54,7 @@ export class AssistantSettings {
     const used = this.#spending.usedToday(row.id);
     return {
       id: row.id,
-      object: 'assistant',
+      object: 'assistant' as const,
       kind: row.kind,
       name: row.name,
       client_id: row.clientId,

@@ -1,4 +1,8 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson, type Idempotency } from '../core/idempotency.js';
+import type { KeyLease } from '../runner/chain.js';
+import { StoreWriteError } from '../core/store.js';
+import { failureOf } from '../runner/failure.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
@@ -48,7 +52,11 @@ export interface SpendRow {
   credits: number;
 }
 
-/** The first answer of a spending call, kept for its repeat window (2 minutes, or 24 hours for an `idempotency_key`). */
+/**
+ * The first answer of a spending call as an earlier version kept it (2 minutes, or 24 hours for an
+ * `idempotency_key`); now the service's Idempotency-Key records keep it (issue 31 item 1), and a data
+ * file's rows move there when it is opened.
+ */
 export interface CallRow {
   /** sha256 of the assistant, the tool and its arguments (or its `idempotency_key`). */
   id: string;
@@ -73,7 +81,7 @@ export class AssistantSpending {
   readonly #service: Service;
   readonly #limit: (assistant: string, account: Account) => number;
   readonly #spends: Table<SpendRow>;
-  readonly #calls: Table<CallRow>;
+  readonly #keys: Idempotency;
   readonly #ledger = new Map<string, SpendRow[]>();
   /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
   readonly #byClip = new Map<number, SpendRow>();
@@ -86,7 +94,14 @@ export class AssistantSpending {
     this.#service = service;
     this.#limit = limit;
     this.#spends = service.store.table('assistant_spend') as unknown as Table<SpendRow>;
-    this.#calls = service.store.table('assistant_call') as unknown as Table<CallRow>;
+    this.#keys = service.idempotency;
+    // Issue 31 item 1: first answers kept by an earlier version move into the one engine, with their windows.
+    const calls = service.store.table('assistant_call') as unknown as Table<CallRow>;
+    const records = service.store.table('idempotency');
+    for (const call of [...calls.values()]) {
+      records.put({ id: `${CALL_SCOPE}:${call.id}`, fingerprint: CALL_SCOPE, createdAt: call.at, windowMs: call.window, response: { status: 200, body: call.value } });
+      calls.remove(call.id);
+    }
     for (const spend of this.#spends.values()) this.#index(spend);
     service.state.videos.on('change', (video: { id: number }) => {
       const spend = this.#byClip.get(video.id);
@@ -124,21 +139,30 @@ export class AssistantSpending {
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
-    const now = this.#service.clock.now();
-    this.#forgetOld(now);
-    const keys = [{ id: callId(who.assistant, 'args', request.tool, stableJson(request.args)), window: ASSISTANT_LIMITS.repeatWindowMs }];
+    this.#forgetOld(this.#service.clock.now());
+    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: ASSISTANT_LIMITS.repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
-    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), window: ASSISTANT_LIMITS.idempotencyWindowMs });
+    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: ASSISTANT_LIMITS.idempotencyWindowMs });
     // A call still in flight first: its answer is written before its commit, and the commit may yet fail.
     for (const { id } of keys) {
       const pending = this.#pending.get(id);
       if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
     }
-    for (const { id } of keys) {
-      const first = this.#calls.get(id);
-      if (first) return { ok: true, value: { ...first.value, replayed: true } };
+    // Issue 31 item 1: the repeat rules are keys of the service's one Idempotency-Key engine, each with its
+    // window; the fingerprint is the scope, so the same idempotency_key with reworded arguments is a repeat.
+    const leases: KeyLease[] = [];
+    for (const { id, windowMs } of keys) {
+      const start = this.#keys.beginHere(CALL_SCOPE, id, CALL_SCOPE, { windowMs });
+      if (start.kind === 'fresh') {
+        leases.push(start);
+        continue;
+      }
+      for (const lease of leases) lease.finish(null);
+      // Not in flight here (that was answered above), so a stored first answer.
+      if (start.kind === 'replay') return { ok: true, value: { ...(start.response.body as Record<string, unknown>), replayed: true } };
+      throw new Error(`An assistant's call ${start.kind} without a call in flight.`);
     }
-    const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, keys, make));
+    const answer = this.#serially(who.assistant, () => this.#checkAndMake(who, request, leases, make));
     for (const { id } of keys) this.#pending.set(id, answer);
     try {
       return await answer;
@@ -147,7 +171,16 @@ export class AssistantSpending {
     }
   }
 
-  async #checkAndMake(who: Spender, request: SpendRequest, keys: Array<{ id: string; window: number }>, make: () => Promise<Made>): Promise<ToolAnswer> {
+  async #checkAndMake(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
+    try {
+      return await this.#checkAndMakeHeld(who, request, leases, make);
+    } finally {
+      // Refusals are not remembered: the same call may succeed later. (A kept answer was finished already.)
+      for (const lease of leases) lease.finish(null);
+    }
+  }
+
+  async #checkAndMakeHeld(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
     const { price, maxCredits } = request;
     if (price > maxCredits) {
       return refuse('max_credits_exceeded', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { price, max_credits: maxCredits });
@@ -169,15 +202,15 @@ export class AssistantSpending {
         const at = this.#service.clock.now();
         const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
         this.#index(spend);
-        for (const { id: callKey, window } of keys) this.#calls.put({ id: callKey, at, window, value: created.value });
+        for (const lease of leases) lease.finish({ status: 200, body: created.value });
         undo = () => this.#unindex(spend);
         return created;
       });
       return { ok: true, value: made.value };
     } catch (error) {
       (undo as (() => void) | null)?.();
-      if (error instanceof ServiceError) return refusalOf(error);
-      if (error instanceof Error && error.name === 'StoreWriteError') return refuse('upstream_busy', 'The charge could not be saved, so nothing was made or charged. Try again shortly.');
+      // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
+      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#service.warn, report: () => undefined }));
       throw error;
     }
   }
@@ -225,9 +258,8 @@ export class AssistantSpending {
     return next;
   }
 
-  /** Drops first answers past their window and charges past two days (neither counts any more). */
+  /** Drops charges past two days (they count no more); first answers go with the Idempotency-Key records' sweep. */
   #forgetOld(now: number): void {
-    for (const call of [...this.#calls.values()]) if (now - call.at >= call.window) this.#calls.remove(call.id);
     for (const [assistant, spends] of this.#ledger) {
       const kept = spends.filter((spend) => now - spend.at < KEEP_SPENDS_MS);
       if (kept.length === spends.length) continue;
@@ -242,14 +274,7 @@ export class AssistantSpending {
   }
 }
 
-const callId = (...parts: string[]) => createHash('sha256').update(parts.join('\0')).digest('base64url');
+/** The scope of the assistant's repeats among the Idempotency-Key records (a /v1 key's scope is an account id). */
+const CALL_SCOPE = 'assistant';
 
-/** JSON with object keys sorted, so the same arguments in another order are the same call. */
-export function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
+const callId = (...parts: string[]) => createHash('sha256').update(parts.join('\0')).digest('base64url');

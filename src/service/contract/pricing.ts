@@ -109,8 +109,8 @@ export function imageCharge(reserved: number, count: number, made: number): numb
  */
 export function pricingView() {
   return {
-    object: 'pricing',
-    currency: 'credits',
+    object: 'pricing' as const,
+    currency: 'credits' as const,
     api_discount: API_DISCOUNT,
     formula: 'ceil(credits_per_second x seconds x (1 - api_discount))',
     models: VIDEO_MODELS.map((id) => {

@@ -69,7 +69,7 @@ export interface RouteSpec {
   deprecated?: boolean;
 }
 
-// Issue 31 item 4: each response keeps its schema's own type, so a client (contract/client.ts) is typed by it.
+/** A JSON answer; its schema's type is kept, so a handler's answer and a client are typed by it (issue 31 item 4). */
 const json = <S extends z.ZodType>(description: string, schema: S, headers?: ResponseSpec['headers']): ResponseSpec & { schema: S } => (headers ? { description, schema, headers } : { description, schema });
 const created = <S extends z.ZodType>(description: string, schema: S) => json(description, schema, ['Idempotent-Replayed']);
 

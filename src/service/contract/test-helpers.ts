@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ASSISTANT_TOOL_NAMES, OPERATION_NAME_PATTERN } from './assistant.js';
 import { pathId, queryEnum, queryInteger, Timestamp } from './common.js';
 import { cross, rule } from './problems.js';
 
@@ -106,8 +107,8 @@ export const JournalQuery = z.object({
   path: rule(z.string().regex(PATH_PATTERN), { code: 'invalid_parameter', detail: () => `path is a path (/v1/videos/7) or a path template (/v1/videos/{id}), at most ${MAX_PATH_FILTER_CHARS} characters.` })
     // Issue 29 follow-up item 5: the bounds the journal enforces (journal-filter.ts), stated where a client reads them.
     .optional().meta({ description: `A path (/v1/videos/7) or a path template of this document (/v1/videos/{id}), matched segment by segment; at most ${MAX_PATH_FILTER_CHARS} characters and ${MAX_PATH_FILTER_SEGMENTS} segments.` }),
-  operation: rule(z.string().regex(/^[a-zA-Z][a-zA-Z0-9]{0,63}$/), { code: 'invalid_parameter', detail: () => 'operation is an operationId of this document (getVideo).' })
-    .optional().meta({ description: 'An operationId of this document (getVideo).' }),
+  operation: rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' })
+    .optional().meta({ description: `An operationId of this document (getVideo), or the name of an assistant tool of /mcp (${ASSISTANT_TOOL_NAMES.join(', ')}).` }),
   status: rule(z.string().regex(/^[1-5](?:\d\d|xx)$/), { code: 'invalid_parameter', detail: () => 'status is an HTTP status (404) or a class (4xx).' })
     .optional().meta({ description: 'An HTTP status (404) or a class (4xx).' }),
   account: queryInteger('account', { min: 1 }),
@@ -122,7 +123,7 @@ export const JournalEntry = z
     at: Timestamp.meta({ description: 'When it was answered, on the account’s simulated clock.' }),
     account: z.int().nullable(),
     key_id: z.string().nullable().meta({ description: 'The API key’s id (key_…), never the key.' }),
-    operation: z.string().nullable().meta({ description: 'The operationId, or null outside the contract.' }),
+    operation: z.string().nullable().meta({ description: 'The operationId, the assistant tool of a call to /mcp (create_clip: method POST, path /mcp, the arguments as body), or null outside the contract.' }),
     method: z.string(),
     path: z.string(),
     query: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
@@ -151,8 +152,8 @@ const count = (name: string, min: number) => rule(z.int().min(min).max(MAX_FAULT
 /** Which requests a fault rule matches (checked against the routes by testing/faults.ts). */
 export const FaultMatch = z
   .object({
-    operation: rule(z.string().regex(/^[a-zA-Z][a-zA-Z0-9]{0,63}$/), { code: 'invalid_parameter', detail: () => 'match.operation is an operationId of this document (getVideo).' })
-      .optional().meta({ description: 'An operationId of this document. Not with method or path.' }),
+    operation: rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'match.operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' })
+      .optional().meta({ description: `An operationId of this document, or the name of an assistant tool of /mcp (${ASSISTANT_TOOL_NAMES.join(', ')}): its calls get the action, a problem as the tool's refusal. Not with method or path.` }),
     method: rule(z.enum(FAULT_METHODS), { code: 'invalid_parameter', allowed: FAULT_METHODS }).optional(),
     path: rule(z.string().regex(/^\/[A-Za-z0-9_{}./-]{0,255}$/), { code: 'invalid_parameter', detail: () => 'match.path is a path template of this document (/v1/videos/{id}).' })
       .optional().meta({ description: 'A path template of this document (/v1/videos/{id}).' }),

@@ -20,6 +20,14 @@ export interface IdempotencyRow {
   fingerprint: string;
   createdAt: number;
   response: StoredResponse;
+  /** How long it is replayed (issue 31 item 1: the assistant's repeat of the same arguments, 2 minutes). @default 24 h */
+  windowMs?: number;
+}
+
+/** What one key's rules are, beyond the fingerprint (issue 31 item 1: the assistant's repeats are keys too). */
+export interface KeyRules {
+  /** How long the first answer is replayed. @default 24 h (spec 7) */
+  windowMs?: number;
 }
 
 export type IdempotencyStart =
@@ -100,14 +108,22 @@ export class Idempotency {
     return shared;
   }
 
-  #beginHere(scope: string, key: string, fingerprint: string): IdempotencyStart {
+  /**
+   * Looks in this process only, at once (no Redis): what the assistant's spending rules use, so a repeat
+   * that arrives while the first call runs finds it running (issue 31 item 1).
+   */
+  beginHere(scope: string, key: string, fingerprint: string, rules: KeyRules = {}): IdempotencyStart {
+    return this.#beginHere(scope, key, fingerprint, rules);
+  }
+
+  #beginHere(scope: string, key: string, fingerprint: string, { windowMs = IDEMPOTENCY_WINDOW_MS }: KeyRules = {}): IdempotencyStart {
     const id = `${scope}:${key}`;
     const now = this.#now();
     this.#sweep(this.#sweepNow());
     const running = this.#running.get(id);
     if (running !== undefined) return running === fingerprint ? { kind: 'in_progress' } : { kind: 'reused' };
     const row = this.#table.get(id);
-    if (row && now < row.createdAt + IDEMPOTENCY_WINDOW_MS) {
+    if (row && now < row.createdAt + (row.windowMs ?? IDEMPOTENCY_WINDOW_MS)) {
       return row.fingerprint === fingerprint ? { kind: 'replay', response: row.response } : { kind: 'reused' };
     }
     if (row) this.#table.remove(id);
@@ -122,7 +138,7 @@ export class Idempotency {
         this.#running.delete(id);
         // Spec 7: only a request that made its task keeps the key; a failure before one releases it.
         if (response && response.status >= 200 && response.status < 300) {
-          this.#table.put({ id, fingerprint, createdAt: this.#now(), response });
+          this.#table.put({ id, fingerprint, createdAt: this.#now(), response, ...(windowMs === IDEMPOTENCY_WINDOW_MS ? {} : { windowMs }) });
         }
       },
     };
@@ -138,7 +154,7 @@ export class Idempotency {
   #sweep(now: number): void {
     if (now < this.#sweepAt) return;
     this.#sweepAt = now + 60 * 60 * 1000;
-    for (const row of [...this.#table.values()]) if (now >= row.createdAt + IDEMPOTENCY_WINDOW_MS) this.#table.remove(row.id);
+    for (const row of [...this.#table.values()]) if (now >= row.createdAt + (row.windowMs ?? IDEMPOTENCY_WINDOW_MS)) this.#table.remove(row.id);
   }
 }
 
@@ -151,11 +167,16 @@ export function fingerprint(method: string, path: string, body: unknown): string
   return createHash('sha256').update(`${method} ${path}\n`).update(canonicalJson(body)).digest('hex');
 }
 
-/** JSON with object keys sorted at every depth. */
+/**
+ * JSON with object keys sorted at every depth: the one canonical form of a request (an Idempotency-Key's
+ * fingerprint, and the assistant's repeat of the same arguments, issue 31 item 1). A member whose value is
+ * `undefined` is left out, as `JSON.stringify` leaves it out.
+ */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    const record = value as Record<string, unknown>;
+    const entries = Object.keys(value).filter((key) => record[key] !== undefined).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';

@@ -6,11 +6,11 @@ import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';
 import { isOAuthPath } from '../assistant/oauth/paths.js';
 import { Service, type ServiceOptions } from '../service.js';
-import { pipelineDeps } from './deps.js';
+import { routeSteps } from './deps.js';
 import { ServiceRouter } from './dispatch.js';
 import { extraRoutes } from './extras.js';
 import { handlers, type Handlers } from './operations.js';
-import type { Handler } from './pipeline.js';
+import { routeRunner, type Handler } from './pipeline.js';
 import { sendProblem } from './respond.js';
 import type { Caller } from '../core/gate.js';
 
@@ -67,7 +67,11 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
   const bound = handlers(service, assistant?.settings ?? null);
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
-  const router = new ServiceRouter(contract, extraRoutes(service, assistant), pipelineDeps(service, report), report);
+  const runRoute = routeRunner(routeSteps({
+    gate: service.gate, idempotency: service.idempotency, store: service.store, faultRules: service.faultRules, journal: service.journal,
+    now: () => service.clock.now(), origin: () => service.origin, warn: service.warn, report,
+  }));
+  const router = new ServiceRouter(contract, extraRoutes(service, assistant), runRoute, report);
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { problem } from '../../protocol/problem.js';
 import type { RouteSpec } from '../contract/routes.js';
-import { runRoute, type Handler, type PipelineDeps } from './pipeline.js';
+import type { Caller } from '../core/gate.js';
+import type { Handler, RouteRun } from './pipeline.js';
 import { sendProblem } from './respond.js';
 
 /**
@@ -64,13 +65,13 @@ function matchOf(template: Template, path: readonly string[]): Record<string, st
  * are 404 `not_found`; a known path with another method is 405 `method_not_allowed` with `Allow` (its own
  * template's methods); `HEAD` is `GET` without the body (RFC 9110 §9.3.2).
  */
-export class ServiceRouter<C> {
+export class ServiceRouter {
   readonly #templates = new Map<string, Template>();
   readonly #onError: (error: Error) => void;
 
-  constructor(contract: ReadonlyArray<{ route: RouteSpec; handler: Handler<C> }>, extras: readonly ExtraRoute[], deps: PipelineDeps<C>, onError: (error: Error) => void) {
+  constructor(contract: ReadonlyArray<{ route: RouteSpec; handler: Handler<Caller> }>, extras: readonly ExtraRoute[], runRoute: RouteRun, onError: (error: Error) => void) {
     this.#onError = onError;
-    for (const { route, handler } of contract) this.#add(route.method, route.path, (req, res, params, query) => runRoute(route, handler, params, query, req, res, deps));
+    for (const { route, handler } of contract) this.#add(route.method, route.path, (req, res, params, query) => runRoute(route, handler, params, query, req, res));
     for (const extra of extras) this.#add(extra.method, extra.path, extra.handle);
   }
 

@@ -24,15 +24,26 @@ export interface InputOf<R extends Route> {
   res: ServerResponse;
 }
 
-/** One handler per operation of the contract: the compiler refuses a route left out or one too many. */
-export type Handlers = { [R in Route as R['operationId']]: (input: InputOf<R>) => unknown };
+/** The schemas of a route's 2xx answers. */
+type SuccessSchemas<R extends Route> = { [S in keyof R['responses']]: `${S & number}` extends `2${string}` ? (R['responses'][S] extends { schema: infer T extends z.ZodType } ? T : never) : never }[keyof R['responses']];
+
+/**
+ * What a route's handler answers (issue 31 item 4): what its 2xx schema takes (`z.input`, the view before
+ * the schema's transforms), or `WRITTEN` for a route whose 2xx is a file it wrote itself.
+ */
+export type AnswerOf<R extends Route> = [SuccessSchemas<R>] extends [never] ? typeof WRITTEN : z.input<SuccessSchemas<R>>;
+
+/** One handler per operation of the contract: the compiler refuses a route left out or one too many, and an answer its 2xx schema does not describe. */
+export type Handlers = { [R in Route as R['operationId']]: (input: InputOf<R>) => AnswerOf<R> | Promise<AnswerOf<R>> };
 
 /** The assistant settings (`/settings/assistants`), served when the assistant endpoint is on. */
 export interface AssistantSettingsCommands {
-  list(caller: Caller): unknown;
-  update(caller: Caller, id: string, dailyLimit: number | null): Promise<unknown>;
-  disconnect(caller: Caller, id: string): Promise<unknown>;
+  list(caller: Caller): AnswerOf<RouteOf<'listAssistants'>>;
+  update(caller: Caller, id: string, dailyLimit: number | null): Promise<AnswerOf<RouteOf<'updateAssistant'>>>;
+  disconnect(caller: Caller, id: string): Promise<AnswerOf<RouteOf<'disconnectAssistant'>>>;
 }
+
+type RouteOf<O extends Route['operationId']> = Extract<Route, { operationId: O }>;
 
 const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint is off (serve --no-assistant).');
 
@@ -71,7 +82,7 @@ export function handlers(service: Service, assistant: AssistantSettingsCommands 
     deleteAsset: ({ caller, params }) => assets.remove(caller, params.id),
     getAccount: ({ caller }) => account.view(caller),
     getPricing: () => pricingView(),
-    getMedia: async ({ params, query, req, res }) => sendMedia(res, await media.open(params.file, query, req.headers.range)),
+    getMedia: async ({ params, query, req, res }): Promise<typeof WRITTEN> => sendMedia(res, await media.open(params.file, query, req.headers.range)),
     getOpenApi: () => documentFor(service.origin),
     topUp: ({ caller, body }) => account.topUp(caller, body.credits),
     listKeys: ({ caller }) => account.keys(caller),
@@ -109,9 +120,10 @@ export function sendMedia(res: ServerResponse, answer: MediaAnswer): typeof WRIT
   return WRITTEN;
 }
 
-let document: { origin: string; body: unknown } | undefined;
+let document: { origin: string; body: AnswerOf<RouteOf<'getOpenApi'>> } | undefined;
 /** The OpenAPI document for an origin: made once, as it changes with nothing else. */
-function documentFor(origin: string): unknown {
-  if (document?.origin !== origin) document = { origin, body: openApiDocument({ origin }) };
+function documentFor(origin: string): AnswerOf<RouteOf<'getOpenApi'>> {
+  // The document is built to the contract's own schema of it (openapi.ts), which its tests check.
+  if (document?.origin !== origin) document = { origin, body: openApiDocument({ origin }) as AnswerOf<RouteOf<'getOpenApi'>> };
   return document.body;
 }

@@ -1,5 +1,6 @@
 import { isProblemCode, PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
+import { ASSISTANT_TOOLS, isAssistantTool } from '../contract/assistant.js';
 import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
 import { MAX_FAULT_RULES, type FaultRuleInput } from '../contract/test-helpers.js';
 
@@ -135,8 +136,10 @@ export function checkFaultRule(input: Pick<FaultRuleInput, 'match' | 'action'>, 
   const { operation, method, path } = input.match;
   let selected: RouteSpec[];
   if (operation !== undefined) {
-    selected = faultable.filter((route) => route.operationId === operation);
-    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper.`, faultable.map((route) => route.operationId));
+    // Issue 31 item 2: an assistant tool is faulted as the operation it performs (its codes), on /mcp only.
+    const performs = isAssistantTool(operation) ? ASSISTANT_TOOLS[operation] : operation;
+    selected = faultable.filter((route) => route.operationId === performs);
+    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper, or an assistant tool.`, [...faultable.map((route) => route.operationId), ...Object.keys(ASSISTANT_TOOLS)]);
   } else {
     const paths = [...new Set(faultable.map((route) => route.path))];
     if (path !== undefined && !paths.includes(path)) throw refuse('match.path', `No path template ${path} to fault: use one of the document's paths, as /v1/videos/{id}.`, paths);
@@ -265,13 +268,17 @@ export class FaultRules {
    * request in `hits` (and, past `after`, draws for it). Test helper routes are never matched.
    */
   decide(request: FaultRequest): FaultDecision | null {
-    const route = faultableRoutes(this.#routes).find((candidate) => candidate.operationId === request.operation);
+    // A tool call (issue 31 item 2) is matched by a rule that names the tool only, never by a method or a path.
+    const faultable = faultableRoutes(this.#routes);
+    let route = faultable.find((candidate) => candidate.operationId === request.operation);
+    const tool = !route && isAssistantTool(request.operation);
+    if (tool) route = faultable.find((candidate) => candidate.operationId === ASSISTANT_TOOLS[request.operation as keyof typeof ASSISTANT_TOOLS]);
     if (!route) return null;
     for (const rule of this.#candidates(request.account)) {
       if (rule.times !== null && rule.applied >= rule.times) continue;
       const { match } = rule;
       if (match.account !== null && match.account !== request.account) continue;
-      if (match.operation !== null ? match.operation !== route.operationId : (match.method !== null && match.method !== route.method) || (match.path !== null && match.path !== route.path)) continue;
+      if (tool ? match.operation !== request.operation : match.operation !== null ? match.operation !== route.operationId : (match.method !== null && match.method !== route.method) || (match.path !== null && match.path !== route.path)) continue;
       rule.hits++;
       if (rule.hits <= rule.after) continue;
       if (rule.probability !== null && rule.random() >= rule.probability) continue;

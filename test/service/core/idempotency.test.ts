@@ -72,4 +72,9 @@ describe('Idempotency (spec section 7)', () => {
     expect(fingerprint('POST', '/v1/videos', { a: 1, b: 2 })).toBe(fingerprint('POST', '/v1/videos', { b: 2, a: 1 }));
     expect(fingerprint('POST', '/v1/videos', { a: 1 })).not.toBe(fingerprint('POST', '/v1/videos/batch', { a: 1 }));
   });
+
+  it('leaves out a member whose value is undefined, as JSON does: the assistant\'s repeat of the same arguments uses the same form (issue 31 item 1)', () => {
+    expect(canonicalJson({ b: undefined, a: [1, { c: undefined, d: 'x' }] })).toBe(JSON.stringify({ a: [1, { d: 'x' }] }));
+    expect(canonicalJson({ prompt: 'a fox', model: undefined })).toBe(canonicalJson({ prompt: 'a fox' }));
+  });
 });

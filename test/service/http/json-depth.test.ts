@@ -4,7 +4,7 @@ import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
 import { fingerprint } from '../../../src/service/core/idempotency.js';
 import { MAX_JSON_DEPTH } from '../../../src/service/http/body.js';
-import { pipelineDeps } from '../../../src/service/http/deps.js';
+import { failureOf } from '../../../src/service/runner/failure.js';
 
 const apps: ServiceApp[] = [];
 afterEach(async () => {
@@ -55,8 +55,8 @@ describe('JSON nesting depth (issue 20 item 10)', () => {
     expect(() => fingerprint('POST', '/v1/videos', { prompt: 'a fox', x: deep })).toThrow(RangeError);
     // The pipeline answers what is neither a refusal nor a failed write as 500 internal_error, reported, and
     // keeps 503 upstream_busy (the Redis wording) for the idempotency records' own failures.
-    const deps = pipelineDeps(app.service, (error) => void reported.push(error));
-    expect(deps.failure(new RangeError('Maximum call stack size exceeded')).code).toBe('internal_error');
+    const failure = failureOf(new RangeError('Maximum call stack size exceeded'), { warn: app.service.warn, report: (error) => void reported.push(error) });
+    expect(failure.code).toBe('internal_error');
     expect(reported.map((error) => error.name)).toEqual(['RangeError']);
     expect(warnings).toEqual([]);
   });

@@ -33,7 +33,7 @@ describe('checkFaultRule: what a rule may match and answer (issue 22)', () => {
 
   it('refuses an unknown or test-helper operation, an unknown template and a method the path does not take, listing what is allowed', () => {
     const helper = refusal(() => checkFaultRule(rule({ match: { operation: 'createFaultRule' }, action: { hang: true } })));
-    expect(helper).toMatchObject({ code: 'invalid_parameter', detail: 'No operation createFaultRule to fault: it is an operationId of the document, not a test helper.', extra: { parameter: 'match.operation' } });
+    expect(helper).toMatchObject({ code: 'invalid_parameter', detail: 'No operation createFaultRule to fault: it is an operationId of the document, not a test helper, or an assistant tool.', extra: { parameter: 'match.operation' } });
     expect(helper.extra!.allowed_values).toEqual(expect.arrayContaining(['createVideo', 'getVideo']));
     expect(helper.extra!.allowed_values).not.toContain('createFaultRule');
     expect(refusal(() => checkFaultRule(rule({ match: { path: '/v1/videos/7' }, action: { hang: true } })))).toMatchObject({ code: 'invalid_parameter', extra: { parameter: 'match.path' } });

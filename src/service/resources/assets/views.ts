@@ -22,7 +22,8 @@ export function assetUri(asset: Asset): string | null {
 export function uploadView(asset: Asset, deduped: boolean, origin: string) {
   return {
     id: asset.id,
-    status: asset.status,
+    // Issue 31 item 4: an upload answers pending or trusted only; accept() refuses bytes that were rejected (spec 2.6).
+    status: asset.status as 'pending' | 'trusted',
     asset_uri: assetUri(asset),
     public_url: assetPublicUrl(origin, asset),
     name: asset.name,

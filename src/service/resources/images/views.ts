@@ -35,7 +35,7 @@ export function imageJobView(job: ImageJob, origin: string, estimateSeconds: num
     })),
     estimated_time_seconds: estimateSeconds,
     poll_url: `${origin}/v1/images/${job.id}`,
-    ...(job.status === 'failed' ? { error_code: job.errorCode } : {}),
+    ...(job.status === 'failed' && job.errorCode !== null ? { error_code: job.errorCode } : {}),
     created_at: iso(job.createdAt),
     completed_at: iso(job.completedAt),
   };

@@ -73,7 +73,7 @@ export function retryView(video: Video, ctx: ViewContext) {
     retry_of_task_id: video.retryOf!,
     credits_used: video.charged,
     // Spec 9: kept for compatibility, always false.
-    free_retry: false,
+    free_retry: false as const,
     prompt: video.prompt,
     model: video.model,
     duration: video.duration,
