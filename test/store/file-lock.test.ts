@@ -226,6 +226,8 @@ describe('FileLock across processes', () => {
     const stat = () => parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     writeLock({ ...here(), pid, started: stat()!.started, since: new Date().toISOString(), token: 'zombie' });
     expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${pid}`); // alive: held
+    // The shell reaps its child until it has exec'd sleep: killed before that, the child is gone, not a zombie.
+    await vi.waitFor(() => expect(readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim()).toBe('sleep'), { timeout: 10_000 });
     process.kill(pid, 'SIGKILL');
     await vi.waitFor(() => expect(stat()!.state).toBe('Z'));
     expect(() => process.kill(pid, 0)).not.toThrow(); // still there for kill(0), as zombies are
