@@ -30,7 +30,8 @@ function registerTrigger(program: Command): void {
     .option('--url <url>', 'where to POST the event (required)')
     .addOption(new Option('--secret <secret>', 'the signing secret (required)').env('CLIPHOOK_SECRET'))
     .option('--error-code <code>', 'video.failed only: an error_code of spec 2.9, with its error sentence')
-    .option('--set <key=value>', 'override a field of the body (repeatable; JSON values are parsed)', collect, [])
+    // One default in --help, as for listen's flags (issue 29 item 18): the collecting [] printed "(default: [])".
+    .addOption(new Option('--set <key=value>', 'override a field of the body (repeatable; JSON values are parsed)').argParser(collect).default([], 'none'))
     .option('--json', 'print the delivery as JSON instead of lines')
     .option('--retry', 'follow the retry schedule (30 s, 2 min, 10 min, 30 min, 2 h) instead of one attempt')
     .option('--outbox <file>', OUTBOX_HELP, '.cliphook/outbox.json')

@@ -28,6 +28,14 @@ describe('cli entry', () => {
     expect(option('--events <names>')).toContain('(default: every event)');
   });
 
+  it('lists one default for --set in `trigger --help`, not a second "(default: [])"', async () => {
+    const { code, stdout } = await cli('trigger', '--help');
+    expect(code).toBe(0);
+    const help = stdout.replace(/\s+/g, ' ');
+    expect(help).not.toContain('(default: [])');
+    expect(help).toContain('(default: none)');
+  });
+
   it.each([
     [['frobnicate'], "cliphook: unknown command 'frobnicate' (see cliphook --help)"],
     [['trigger', 'video.completed', '--nope'], "cliphook: unknown option '--nope' (see cliphook trigger --help)"],
