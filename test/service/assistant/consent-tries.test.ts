@@ -1,12 +1,8 @@
 // Issue 20 item 6: five wrong API keys end a sign-in, counted on the sign-in itself, whether or not the
 // browser follows the redirect that ends it; a sign-in answered once cannot be answered again.
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { createServiceApp } from '../../../src/service/http/app.js';
-import { CookieJar } from './oauth-helpers.js';
+import { CookieJar, serveApp } from './oauth-helpers.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -14,17 +10,8 @@ afterEach(async () => {
 });
 
 async function start() {
-  const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }) });
-  const server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app.service.origin = origin;
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await app.close();
-  });
-  return { origin, apiKey: app.service.first().apiKey };
+  const { origin, apiKey } = await serveApp(closers);
+  return { origin, apiKey };
 }
 
 /** Registers a client, starts a sign-in, and returns the consent page's URL and a way to post its form. */

@@ -2,6 +2,10 @@
 // page, sends its form with the cookies a browser would keep, and follows the redirects back to the
 // assistant's redirect URI. The browser test (consent-page.test.ts) drives the same page in Chromium.
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthClientProvider, OAuthDiscoveryState, OAuthTokens } from '@modelcontextprotocol/client';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { SimulatedClock } from '../../../src/service/index.js';
 
 export class CookieJar {
   readonly #cookies = new Map<string, string>();
@@ -94,4 +98,19 @@ export class MemoryOAuthClient implements OAuthClientProvider {
   discoveryState() {
     return this.discovery;
   }
+}
+
+/** A service on 127.0.0.1:0 (a frozen clock unless `options` brings one), its origin set for the sign-in; closed by `closers`. */
+export async function serveApp(closers: Array<() => Promise<void>>, options: Parameters<typeof createServiceApp>[0] = {}): Promise<{ app: ServiceApp; origin: string; apiKey: string }> {
+  const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }), ...options });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  app.service.origin = origin;
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await app.close();
+  });
+  return { app, origin, apiKey: app.service.first().apiKey };
 }

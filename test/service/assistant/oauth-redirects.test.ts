@@ -2,12 +2,8 @@
 // back to its redirect URI only after a person answered the consent page in that sign-in, or when the
 // browser's session is of an account that approved the client. Every spelling of the route and every
 // response mode is checked.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
-import { answerConsent, CookieJar } from './oauth-helpers.js';
+import { answerConsent, CookieJar, serveApp } from './oauth-helpers.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -15,17 +11,7 @@ afterEach(async () => {
 });
 
 async function start() {
-  const app: ServiceApp = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }) });
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app.service.origin = origin;
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await app.close();
-  });
-  return { app, origin, apiKey: app.service.first().apiKey };
+  return serveApp(closers);
 }
 
 const EVIL = 'https://evil.example/cb';

@@ -3,17 +3,14 @@
 // `refresh_token` grant still gets a rotated refresh token, so the SDK refreshes when the hour-long access
 // token ends, without the person consenting again; a used refresh token is refused. The library reads the
 // time from `Date` (its tokens, the records in the data file): only `Date` is faked, timers stay real.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { OAUTH_TTL } from '../../../src/service/assistant/oauth/paths.js';
-import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
-import { answerConsent } from './oauth-helpers.js';
+import type { ServiceApp } from '../../../src/service/http/app.js';
+import { answerConsent, serveApp } from './oauth-helpers.js';
 
 interface Started {
   app: ServiceApp;
@@ -28,17 +25,7 @@ afterEach(async () => {
 });
 
 async function start(): Promise<Started> {
-  const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }) });
-  const server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app.service.origin = origin;
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await app.close();
-  });
-  return { app, origin, apiKey: app.service.first().apiKey };
+  return serveApp(closers);
 }
 
 /** The SDK 1.x's `OAuthClientProvider`, kept in memory; "opening" the authorization URL records it. */

@@ -4,13 +4,10 @@
 // client's registration for the refresh_token grant (the default when `grant_types` is left out), asked
 // for with `offline_access` or not; a client registered for the authorization code grant only gets none.
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import type { ServiceApp } from '../../../src/service/http/app.js';
 import { assistantEndpoint } from '../../../src/service/http/app-internals.js';
-import { answerConsent } from './oauth-helpers.js';
+import { answerConsent, serveApp } from './oauth-helpers.js';
 
 interface StartedService {
   app: ServiceApp;
@@ -24,17 +21,7 @@ afterEach(async () => {
 });
 
 async function start(): Promise<StartedService> {
-  const app = await createServiceApp({ file: false, clock: new SimulatedClock({ frozen: true }) });
-  const server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app.service.origin = origin;
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await app.close();
-  });
-  return { app, origin, apiKey: app.service.first().apiKey };
+  return serveApp(closers);
 }
 
 const REDIRECT = 'http://127.0.0.1:9/callback';

@@ -5,8 +5,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { createServiceApp } from '../../../src/service/http/app.js';
+import { serveApp } from './oauth-helpers.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -14,17 +13,7 @@ afterEach(async () => {
 });
 
 async function start(strict: boolean) {
-  const app = await createServiceApp({ file: false, strict, clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
-  const server: Server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app.service.origin = origin;
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await app.close();
-  });
-  return origin;
+  return (await serveApp(closers, { strict, warn: () => undefined })).origin;
 }
 
 /** A port that accepts TCP connections and counts them (a TLS handshake would start with one). */
