@@ -1,12 +1,15 @@
-import { isProblemCode, PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
+import type { ProblemCode } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
 import { ASSISTANT_TOOLS, isAssistantTool } from '../contract/assistant.js';
-import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
+import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { MAX_FAULT_RULES, type FaultRuleInput } from '../contract/test-helpers.js';
+import { answerableCodes, checkFaultRule, faultableRoutes, refuse } from './fault-check.js';
+
+export { answerableCodes, checkFaultRule, faultableRoutes };
 
 // Fault rules of issue 22 (WireMock's faults, for this service's contract): which requests fail, wait,
-// lose their answer or hang. Pure: this module checks a rule, keeps the rules in order with their counts
-// and says which action a request gets; the wiring takes the action (fault-answer.ts builds a problem).
+// lose their answer or hang. Pure: this module keeps the rules in order with their counts (a rule is
+// checked by fault-check.ts) and says which action a request gets; the wiring takes the action (fault-answer.ts builds a problem).
 
 /** What a matched request gets. */
 export type FaultAction =
@@ -109,59 +112,6 @@ export function seededRandom(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
-}
-
-/** The codes a route can answer: its own and those of its auth and body (spec 7), as the document lists them. */
-export function answerableCodes(route: RouteSpec): ReadonlySet<ProblemCode> {
-  return new Set([...route.problems, ...commonProblems(route)]);
-}
-
-/** Routes a rule may match: every route of the contract but the test helpers (a rule must not lock its maker out). */
-export function faultableRoutes(routes: readonly RouteSpec[] = ROUTES): RouteSpec[] {
-  return routes.filter((route) => route.tag !== 'Test helpers');
-}
-
-const refuse = (parameter: string, detail: string, allowed?: readonly unknown[]) =>
-  new ServiceError('invalid_parameter', detail, { extra: { parameter, ...(allowed ? { allowed_values: allowed } : {}) } });
-
-/**
- * The routes a rule's `match` selects, after checking that the rule makes sense for them: an operation or
- * a path template of the contract (not a test helper), a method the path takes, and a `problem` that
- * every selected route can answer (and `retry_after` only with a retryable one). Throws the 400
- * `invalid_parameter` that names what is wrong and lists what is allowed.
- * @example checkFaultRule({ match: { operation: 'getVideo' }, action: { problem: 'upstream_busy' } }) // [the getVideo route]
- */
-export function checkFaultRule(input: Pick<FaultRuleInput, 'match' | 'action'>, routes: readonly RouteSpec[] = ROUTES): RouteSpec[] {
-  const faultable = faultableRoutes(routes);
-  const { operation, method, path } = input.match;
-  let selected: RouteSpec[];
-  if (operation !== undefined) {
-    // Issue 31 item 2: an assistant tool is faulted as the operation it performs (its codes), on /mcp only.
-    const performs = isAssistantTool(operation) ? ASSISTANT_TOOLS[operation] : operation;
-    selected = faultable.filter((route) => route.operationId === performs);
-    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper, or an assistant tool.`, [...faultable.map((route) => route.operationId), ...Object.keys(ASSISTANT_TOOLS)]);
-  } else {
-    const paths = [...new Set(faultable.map((route) => route.path))];
-    if (path !== undefined && !paths.includes(path)) throw refuse('match.path', `No path template ${path} to fault: use one of the document's paths, as /v1/videos/{id}.`, paths);
-    selected = faultable.filter((route) => (method === undefined || route.method === method) && (path === undefined || route.path === path));
-    if (selected.length === 0) {
-      const methods = faultable.filter((route) => route.path === path).map((route) => route.method);
-      throw refuse('match.method', `${path} does not take ${method}; it takes ${methods.join(', ')}.`, methods);
-    }
-  }
-  const code = input.action.problem;
-  if (code !== undefined) {
-    const allowed = [...selected.map(answerableCodes).reduce((common, codes) => new Set([...common].filter((each) => codes.has(each))))].sort();
-    if (!isProblemCode(code) || !allowed.includes(code)) {
-      const cannot = isProblemCode(code) ? selected.find((route) => !answerableCodes(route).has(code)) : undefined;
-      const why = cannot ? `${cannot.method} ${cannot.path} (${cannot.operationId}) never answers ${code}` : `${code} is not a code of spec section 7`;
-      throw refuse('action.problem', `${why}; the matched route${selected.length > 1 ? 's' : ''} can answer ${allowed.join(', ')}.`, allowed);
-    }
-    if (input.action.retry_after !== undefined && !PROBLEM_CODES[code].retryable) {
-      throw refuse('action.retry_after', `retry_after goes with a retryable code; ${code} is not retryable (spec 7).`);
-    }
-  }
-  return selected;
 }
 
 function actionOf(action: FaultRuleInput['action']): FaultAction {
