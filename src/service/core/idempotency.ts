@@ -91,14 +91,15 @@ export class Idempotency {
   /** Looks in this process first, then, for a key it does not know, in Redis. */
   /**
    * `sharedScope` names the caller in Redis (the hash of its API key: account ids are each process's
-   * own); it defaults to `scope`.
+   * own); it defaults to `scope`. Given as a function, it is called only with Redis (issue 31: no Redis,
+   * no Redis code on the request's path).
    */
-  async begin(scope: string, key: string, fingerprint: string, sharedScope = scope): Promise<IdempotencyStart> {
+  async begin(scope: string, key: string, fingerprint: string, sharedScope: string | (() => string) = scope): Promise<IdempotencyStart> {
     const local = this.#beginHere(scope, key, fingerprint);
     if (local.kind !== 'fresh' || !this.#shared) return local;
     let shared;
     try {
-      shared = await this.#shared.begin(`${sharedScope}:${key}`, fingerprint);
+      shared = await this.#shared.begin(`${typeof sharedScope === 'function' ? sharedScope() : sharedScope}:${key}`, fingerprint);
     } catch (error) {
       local.finish(null);
       throw error;

@@ -11,7 +11,7 @@ export interface RouteParts {
   gate: Gate;
   idempotency: Idempotency;
   store: { unit<R>(run: () => Promise<R>): Promise<R> };
-  faultRules: Pick<FaultRules, 'decide'>;
+  faultRules: Pick<FaultRules, 'decide' | 'kept'>;
   journal: Pick<RequestJournal, 'record'>;
   now(): number;
   origin(): string;

@@ -213,7 +213,7 @@ export function keyRecords(records: Pick<Idempotency, 'begin'>, warn: (message: 
     async begin(caller, key, print) {
       try {
         // Each process numbers its own account ids; Redis sees the key's token hash.
-        return await records.begin(String(caller.account.id), key, print, tokenHash(caller.key.token));
+        return await records.begin(String(caller.account.id), key, print, () => tokenHash(caller.key.token));
       } catch (error) {
         warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
         throw new ServiceError('upstream_busy', 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', { retryAfter: 5 });
