@@ -1,10 +1,12 @@
 import type { Problem } from '../../protocol/problem.js';
 import type { ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
-import type { JsonBody } from '../http/body.js';
 
 // Issue 31 item 1: one chain of named steps every operation runs, whoever calls it. A step is a small
 // function of the run and the rest of the chain; one that answers early does not call `next`.
+
+/** A request's JSON body (`undefined` when it has none), or the refusal of what was sent. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false; error: ServiceError };
 
 /** What a handler answers when it wrote the response itself (a file). */
 export const WRITTEN = Symbol('written');
