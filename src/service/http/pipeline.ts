@@ -3,6 +3,7 @@ import { BodyReadError, readBody } from '../../http/read-body.js';
 import type { RouteSpec } from '../contract/routes.js';
 import type { Caller } from '../core/gate.js';
 import type { GateRun } from '../runner/steps.js';
+import { LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import { compose, type Exchange, type JsonBody, type KeyLease, type Outcome, type RunRequest, type Step } from '../runner/chain.js';
 import { sendJson, sendProblem } from './respond.js';
@@ -137,7 +138,7 @@ function send(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Prom
 // The JSON body of a request (issue 31: read here, by the adapter that asks for it, not in a module of its own).
 
 /** The largest JSON body the API takes (spec 8: "not shown"); a larger one is 413 body_too_large. */
-export const MAX_JSON_BYTES = 1024 * 1024;
+export const MAX_JSON_BYTES = LIMITS.jsonBodyBytes;
 
 /**
  * The deepest nesting of arrays and objects a JSON body may have; a deeper one is 400 invalid_json. The
