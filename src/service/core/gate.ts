@@ -129,25 +129,42 @@ export class Gate {
   /**
    * Counts one request in its caller's window (spec 4, 8): the decision, whose headers every answer carries;
    * a request refused by it is `allowed: false` (the adapter answers 429). 503 when the limiter on Redis
-   * does not answer.
+   * does not answer. Issue 31: with the limiter in memory the answer is not a promise (no async frame per request).
    */
-  async admit(who: Identified): Promise<{ caller: Caller; decision: RateDecision }> {
-    let decision: RateDecision;
+  admit(who: Identified): Admitted | Promise<Admitted> {
+    let decision: RateDecision | Promise<RateDecision>;
     try {
-      decision = await this.#options.limiter.check(who.limitName);
+      decision = this.#options.limiter.check(who.limitName);
     } catch (error) {
-      this.#options.warn(`cannot count a request in Redis: ${(error as Error).message}`);
-      throw new ServiceError('upstream_busy', 'The rate limiter did not answer; retry shortly.', { retryAfter: 5 });
+      throw this.#unanswered(error as Error);
     }
-    if (decision.allowed) who.account.usage.requests++;
-    const { limitName: _limitName, ...caller } = who;
-    return { caller, decision };
+    if (!(decision instanceof Promise)) return admitted(who, decision);
+    return decision.then((answered) => admitted(who, answered), (error: Error) => {
+      throw this.#unanswered(error);
+    });
+  }
+
+  #unanswered(error: Error): ServiceError {
+    this.#options.warn(`cannot count a request in Redis: ${error.message}`);
+    return new ServiceError('upstream_busy', 'The rate limiter did not answer; retry shortly.', { retryAfter: 5 });
   }
 
   /** Spec 4 and 5.3: below 10 credits every keyed call answers 402 insufficient_credits. */
   floor(account: Account): void {
     if (account.balance < MIN_BALANCE_FOR_KEYS) throw insufficient(account, MIN_BALANCE_FOR_KEYS, `API keys work while the balance is at least ${MIN_BALANCE_FOR_KEYS} credits.`);
   }
+}
+
+/** A caller the rate limit let through (or not: `decision.allowed`), with the window's decision. */
+export interface Admitted {
+  caller: Caller;
+  decision: RateDecision;
+}
+
+function admitted(who: Identified, decision: RateDecision): Admitted {
+  if (decision.allowed) who.account.usage.requests++;
+  const { limitName: _limitName, ...caller } = who;
+  return { caller, decision };
 }
 
 /** 402 insufficient_credits with `required` and `balance` (spec 7); the adapter adds the top-up link. */

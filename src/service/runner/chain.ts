@@ -142,5 +142,10 @@ export function compose<R>(steps: readonly Step<R>[]): (run: R) => Promise<void>
 
 /** The route's one 2xx status (202 for a new clip, 207 for a batch, 200 elsewhere). */
 export function successOf(route: RouteSpec): number {
-  return Number(Object.keys(route.responses).find((status) => status.startsWith('2')) ?? 200);
+  let status = SUCCESS.get(route);
+  if (status === undefined) SUCCESS.set(route, (status = Number(Object.keys(route.responses).find((code) => code.startsWith('2')) ?? 200)));
+  return status;
 }
+
+/** Each route's 2xx status, found once (issue 31: not a scan of its responses per request). */
+const SUCCESS = new WeakMap<RouteSpec, number>();

@@ -3,7 +3,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { LIMITS } from '../contract/limits.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
-import { rateLimitHeaders, type Caller, type Gate, type Identified } from '../core/gate.js';
+import { rateLimitHeaders, type Admitted, type Caller, type Gate, type Identified } from '../core/gate.js';
 import { fingerprint, type Idempotency } from '../core/idempotency.js';
 import { tokenHash } from '../core/redis/client.js';
 import { headersOf, problemOf } from '../http/respond.js';
@@ -37,14 +37,18 @@ export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<G
 
 /** 60 requests a minute per key (spec 4, 8): every answer carries the window's headers; a full window is 429. */
 export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
-  return named('limits', async (run, next) => {
-    if (!run.who) return next();
-    const { caller, decision } = await gate.admit(run.who);
+  const admit = (run: GateRun, { caller, decision }: Admitted, next: () => Promise<void>): Promise<void> => {
     run.caller = caller;
     run.exchange.caller = caller;
     run.headers = rateLimitHeaders(decision);
     if (!decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${decision.limit} requests a minute per API key.`, { retryAfter: decision.retryAfter });
     return next();
+  };
+  // Plain (no promise of its own) with the limiter in memory; on Redis it waits for the count.
+  return named('limits', (run, next) => {
+    if (!run.who) return next();
+    const admitted = gate.admit(run.who);
+    return admitted instanceof Promise ? admitted.then((answer) => admit(run, answer, next)) : admit(run, admitted, next);
   });
 }
 
@@ -86,7 +90,8 @@ export function answer(parts: AnswerParts): Step<GateRun> {
     if (run.cutAfter && outcome.kind !== 'abort') outcome = { kind: 'drop' };
     if (outcome.kind === 'problem') exchange.code = outcome.body.code;
     if (outcome.kind === 'drop' || outcome.kind === 'hang') exchange.dropped = true;
-    await run.respond(outcome);
+    const sent = run.respond(outcome);
+    if (sent) await sent;
   });
 }
 
@@ -189,9 +194,18 @@ export function unitOfWork(store: { unit<R>(run: () => Promise<R>): Promise<R> }
 }
 
 /** The operation's command, on the input the contract parsed. */
-export const command: Step<GateRun> = named('command', async (run, next) => {
-  run.value = await run.command({ caller: run.caller, ...run.input });
-  return next();
+export const command: Step<GateRun> = named('command', (run, next) => {
+  const { params, query, body } = run.input;
+  const value = run.command({ caller: run.caller, params, query, body });
+  // Plain for a command that answers at once (a read), as most do; a promise is waited for.
+  if (!(value instanceof Promise)) {
+    run.value = value;
+    return next();
+  }
+  return value.then((answered) => {
+    run.value = answered;
+    return next();
+  });
 });
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
