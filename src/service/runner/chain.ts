@@ -14,7 +14,8 @@ export const WRITTEN = Symbol('written');
 /** A fresh Idempotency-Key: kept with the operation's commit (`finish`), then told to other processes (`share`). */
 export interface KeyLease {
   finish(response: { status: number; body: unknown } | null): void;
-  share(response: { status: number; body: unknown } | null): Promise<void>;
+  /** Nothing to wait for (no promise) when no other process shares the keys (issue 31: the bench's figures). */
+  share(response: { status: number; body: unknown } | null): Promise<void> | void;
 }
 
 /** What the runner learnt of one request, for the request journal (issue 22). */

@@ -8,7 +8,7 @@ import { fingerprint, type Idempotency } from '../core/idempotency.js';
 import { tokenHash } from '../core/redis/client.js';
 import { headersOf, problemOf } from '../http/respond.js';
 import { pointerRefusal } from '../testing/pointer.js';
-import { named, successOf, WRITTEN, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
+import { named, successOf, WRITTEN, type JsonBody, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
 import { failureOf } from './failure.js';
 
 // Issue 31 item 1: the runner's steps, each a small function of the run and the rest of the chain, in the
@@ -16,7 +16,11 @@ import { failureOf } from './failure.js';
 // controls' journal and faults plug in from testing/steps.ts). One module, so one request loads few files.
 
 /** A run of the service's routes, with who its credential named until the limits admit it. */
-export type GateRun = Run<Caller> & { who?: Identified };
+export type GateRun = Run<Caller> & {
+  who?: Identified;
+  /** The JSON body once read (by the idempotency step or the parse step). */
+  json?: JsonBody;
+};
 
 /**
  * Who the credential names (spec 5.4; 401): the bearer key of a keyed route, and for a test helper the
@@ -95,10 +99,13 @@ export function answer(parts: AnswerParts): Step<GateRun> {
   });
 }
 
+/** What the records found of a key. */
+export type KeyStart = ({ kind: 'fresh' } & KeyLease) | { kind: 'replay'; response: { status: number; body: unknown } } | { kind: 'in_progress' } | { kind: 'reused' };
+
 /** What the idempotency step asks of the records (core/idempotency.ts, on Redis too). */
 export interface KeyRecords {
   /** Looks a key up: its stored answer, its first request still running, another body, or fresh (503 when Redis does not answer). */
-  begin(caller: Caller, key: string, fingerprint: string): Promise<({ kind: 'fresh' } & KeyLease) | { kind: 'replay'; response: { status: number; body: unknown } } | { kind: 'in_progress' } | { kind: 'reused' }>;
+  begin(caller: Caller, key: string, fingerprint: string): KeyStart | Promise<KeyStart>;
   fingerprint(method: string, path: string, body: unknown): string;
   warn(message: string): void;
 }
@@ -112,11 +119,13 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
   const step = named<GateRun>('idempotency', async (run, next) => {
     const { request, exchange } = run;
     const json = await request.json();
+    run.json = json;
     if (json.ok) exchange.body = json.value;
     const header = request.idempotencyKey;
     const valid = typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header);
     if (valid && json.ok) {
-      const start = await records.begin(run.caller, header, records.fingerprint(request.method, request.path, json.value));
+      const begun = records.begin(run.caller, header, records.fingerprint(request.method, request.path, json.value));
+      const start = begun instanceof Promise ? await begun : begun;
       if (start.kind === 'replay') {
         exchange.replayed = true;
         run.outcome = { kind: 'json', status: start.response.status, body: start.response.body, headers: { ...run.headers, 'idempotent-replayed': 'true' } };
@@ -138,12 +147,13 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
     } catch (error) {
       lease.finish(null);
       // A released key is released in Redis in the background: the refusal is the answer either way.
-      lease.share(null).catch((shareError: Error) => records.warn(`could not release an Idempotency-Key in Redis: ${shareError.message}`));
+      lease.share(null)?.catch((shareError: Error) => records.warn(`could not release an Idempotency-Key in Redis: ${shareError.message}`));
       throw error;
     }
     // Other processes on Redis learn the key once the task is durable here; if Redis fails now the task
     // stands (charged and saved), this process still replays it, and the key's lease holds it elsewhere.
-    await lease.share({ status: successOf(run.route), body: run.value }).catch((error: Error) => records.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
+    const shared = lease.share({ status: successOf(run.route), body: run.value });
+    if (shared) await shared.catch((error: Error) => records.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
   });
   // A route without Idempotency-Key goes straight on.
   return named('idempotency', (run, next) => (run.route.idempotent ? step(run, next) : next()));
@@ -152,7 +162,10 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
 /** The path, query and body by the contract's schemas (404 for a path, 400 and 422 by the contract's codes). */
 export function parseInput(): Step<GateRun> {
   const withBody = async (run: GateRun, schema: z.ZodType, params: unknown, query: unknown, next: () => Promise<void>): Promise<void> => {
-    const json = await run.request.json();
+    run.json = await run.request.json();
+    return parsed(run, run.json, schema, params, query, next);
+  };
+  const parsed = (run: GateRun, json: JsonBody, schema: z.ZodType, params: unknown, query: unknown, next: () => Promise<void>): Promise<void> => {
     if (json.ok) run.exchange.body = json.value;
     if (!json.ok) throw json.error;
     // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
@@ -166,7 +179,8 @@ export function parseInput(): Step<GateRun> {
     const { route, request } = run;
     const params = route.params ? parse(route.params, request.params, route, 'not_found') : {};
     const query = route.query ? parse(route.query, request.query, route) : {};
-    if (route.body) return withBody(run, route.body, params, query, next);
+    // A body the idempotency step read is not waited for again (issue 31: one read, no second async frame).
+    if (route.body) return run.json ? parsed(run, run.json, route.body, params, query, next) : withBody(run, route.body, params, query, next);
     if (!route.multipart && request.method !== 'GET' && request.method !== 'HEAD') request.discard();
     run.input = { params, query, body: undefined };
     return next();
@@ -223,14 +237,14 @@ export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallb
 /** The Idempotency-Key records of a caller: scoped to the account here, and in Redis to the key's token. */
 export function keyRecords(records: Pick<Idempotency, 'begin'>, warn: (message: string) => void): KeyRecords {
   return {
-    async begin(caller, key, print) {
-      try {
-        // Each process numbers its own account ids; Redis sees the key's token hash.
-        return await records.begin(String(caller.account.id), key, print, () => tokenHash(caller.key.token));
-      } catch (error) {
-        warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
+    begin(caller, key, print) {
+      // Each process numbers its own account ids; Redis sees the key's token hash. Without Redis, at once.
+      const start = records.begin(String(caller.account.id), key, print, () => tokenHash(caller.key.token));
+      if (!(start instanceof Promise)) return start;
+      return start.catch((error: Error) => {
+        warn(`cannot look up an Idempotency-Key in Redis: ${error.message}`);
         throw new ServiceError('upstream_busy', 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', { retryAfter: 5 });
-      }
+      });
     },
     fingerprint,
     warn,

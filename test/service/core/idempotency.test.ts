@@ -15,6 +15,10 @@ const B = fingerprint('POST', '/v1/videos', { prompt: 'a cat' });
 describe('Idempotency (spec section 7)', () => {
   it('names the caller in Redis only with Redis: without it, a shared scope given as a function is never called (issue 31, the walk)', async () => {
     const { idem, store } = await setup();
+    // Issue 31 (the bench's figures): in one process the answer is at once, not a promise, and so is sharing it.
+    const here = idem.begin('1', 'k-here', A);
+    expect(here).not.toBeInstanceOf(Promise);
+    expect((here as { share(r: null): unknown }).share(null)).toBeUndefined();
     let asked = 0;
     const scope = () => String(++asked);
     expect((await idem.begin('1', 'k-walk', A, scope)).kind).toBe('fresh');
