@@ -55,7 +55,7 @@ export class RequestJournal {
 
   /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the admin's, or the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
-    const entry = deepFreeze(toEntry(request, this.#redactor));
+    const entry = frozen(toEntry(request, this.#redactor));
     this.#lanes.push(request.admin === true && entry.account === null ? 'admin' : entry.account, entry);
     return entry;
   }
@@ -154,6 +154,14 @@ function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
     (filter.operation === undefined || entry.operation === filter.operation) &&
     (status === undefined || (statusClass ? String(entry.status)[0] === statusClass : String(entry.status) === status)) &&
     (filter.account === undefined || entry.account === filter.account);
+}
+
+/** An entry frozen whole: its own members are strings, numbers and its query; only its body nests (issue 31: not a walk of every member). */
+function frozen(entry: JournalEntry): JournalEntry {
+  for (const value of Object.values(entry.query)) if (Array.isArray(value)) Object.freeze(value);
+  Object.freeze(entry.query);
+  deepFreeze(entry.body);
+  return Object.freeze(entry);
 }
 
 function deepFreeze<T>(value: T): T {
