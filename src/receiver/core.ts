@@ -44,6 +44,8 @@ export class ReceiverCore {
   /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
   readonly inbox: Inbox | undefined;
   readonly #reconciler: Reconciler;
+  /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
+  readonly #marking = new Set<Promise<void>>();
 
   constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
@@ -129,9 +131,10 @@ export class ReceiverCore {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
-    // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
-    // request replayed under a forged delivery id finds its event already processed.
-    const keys = [`d:${deliveryId}`, eventKey(event)];
+    // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
+    // event, so the event key catches its retries too, and a captured request replayed under a forged
+    // delivery id finds its event already processed.
+    const keys = [eventKey(event)];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
     return replyFor(await this.#claimAndRun(keys, event, context));
   }
@@ -223,12 +226,17 @@ export class ReceiverCore {
       await this.#release(keys, owner);
       return 'full';
     }
-    try {
-      await this.store.complete(keys);
-    } catch (error) {
-      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
-      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 500);
-    }
+    // Issue 30 item 4: answered once the event is in the inbox, without waiting for the mark's own write
+    // (a second group commit per request): the event is durable and runs from the inbox either way, and a
+    // retry the mark missed finds it there ('exists').
+    const marking: Promise<void> = this.store.complete(keys).then(
+      () => void this.#marking.delete(marking),
+      (error: unknown) => {
+        this.#marking.delete(marking);
+        this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 500);
+      },
+    );
+    this.#marking.add(marking);
     return 'queued';
   }
 
@@ -256,6 +264,7 @@ export class ReceiverCore {
     // Reconciliation first (its timer, and a run waiting on Retry-After): it feeds the inbox and the store.
     await this.#reconciler.close();
     await this.inbox?.close();
+    await Promise.all([...this.#marking]);
     await this.store.close();
   }
 
