@@ -3,6 +3,7 @@ import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core
 import { expressAdapter, type NodeMiddleware } from './express.js';
 import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
+import { honoAdapter, type HonoHandler } from './hono.js';
 import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
 import { FileInboxBackend } from './inbox/file-backend.js';
 import type { ResolvedInboxOptions } from './inbox/options.js';
@@ -55,6 +56,15 @@ export class WebhookReceiver extends Receiver {
    */
   fetch(req: Request): Promise<Response> {
     return fetchAdapter(this, req);
+  }
+
+  /**
+   * Hono handler. On Node (@hono/node-server) it reads the webhook headers off the Node request, which
+   * spares building a Fetch API `Headers`; elsewhere it is `receiver.fetch(c.req.raw)`.
+   * @example app.post('/webhooks', receiver.hono());
+   */
+  hono(): HonoHandler {
+    return honoAdapter(this);
   }
 
   /**
