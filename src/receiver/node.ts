@@ -85,8 +85,8 @@ export class WebhookReceiver extends Receiver {
 }
 
 /**
- * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by
- * `X-Service-Delivery` and by the signed event, and calls typed handlers.
+ * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by the signed
+ * event (every retry of one `X-Service-Delivery` carries the same event), and calls typed handlers.
  * @example
  * const receiver = createReceiver({ secret: process.env.SIGNING_SECRET! });
  * receiver.on('video.completed', async (event) => console.log(event.video_url));
