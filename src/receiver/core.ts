@@ -136,7 +136,7 @@ export class ReceiverCore {
     // delivery id finds its event already processed.
     const keys = [eventKey(event)];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
-    return replyFor(await this.#claimAndRun(keys, event, context));
+    return replyFor(await this.#claimAndRun(keys, event, context, verified.text));
   }
 
   /**
@@ -170,7 +170,7 @@ export class ReceiverCore {
    * event durably), mark the keys processed. Failures are told to the error listeners here; the caller
    * turns the outcome into its answer.
    */
-  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext): Promise<Processed> {
+  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext, text?: string): Promise<Processed> {
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
@@ -184,7 +184,7 @@ export class ReceiverCore {
       return 'store_unavailable';
     }
     if (outcome !== 'claimed') return outcome;
-    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner);
+    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner, text);
     try {
       const ran = this.#dispatch(event, context);
       if (isThenable(ran)) await ran;
@@ -212,8 +212,9 @@ export class ReceiverCore {
    * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
-  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string): Promise<Processed> {
-    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text?: string): Promise<Processed> {
+    // The body as text: verification decoded it already.
+    const record = newRecord(context.deliveryId, event.event, text ?? decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
     let added;
     try {
       added = await inbox.enqueue(record);
