@@ -1,9 +1,7 @@
 import { IncomingMessage } from 'node:http';
-import { isAborted } from '../http/body-error.js';
 import { wireHeaders } from './body.js';
-import type { ReceiverCore, ReceiverReply } from './core.js';
-import { ABORTED_STATUS, fetchAdapter } from './fetch.js';
-import { readFetchBody } from './fetch-body.js';
+import type { ReceiverCore } from './core.js';
+import { fetchAdapter } from './fetch.js';
 
 // Issue 32 item 4: structural types only, so the published .d.ts names no Hono type; Hono's own `Context` fits.
 
@@ -26,20 +24,8 @@ export type HonoHandler = (c: HonoContextLike) => Promise<Response>;
 export function honoAdapter(receiver: ReceiverCore): HonoHandler {
   return (c) => {
     const incoming = nodeRequestOf(c.env);
-    return incoming ? onNode(receiver, c.req.raw, incoming) : fetchAdapter(receiver, c.req.raw);
+    return incoming ? fetchAdapter(receiver, c.req.raw, wireHeaders(incoming), incoming.headers['content-length'] ?? null) : fetchAdapter(receiver, c.req.raw);
   };
-}
-
-async function onNode(receiver: ReceiverCore, req: Request, incoming: IncomingMessage): Promise<Response> {
-  let result: ReceiverReply;
-  try {
-    const length = incoming.headers['content-length'];
-    result = await receiver.receive(await readFetchBody(req, receiver.limit, length ?? null), wireHeaders(incoming));
-  } catch (error) {
-    if (isAborted(error)) return new Response(null, { status: ABORTED_STATUS });
-    result = receiver.refuse(error);
-  }
-  return new Response(result.body, { status: result.status, headers: result.headers });
 }
 
 /** @hono/node-server's bindings: `{ incoming, outgoing }`, the Node request and response (HTTP/1.1; HTTP/2 takes the Fetch path). */
