@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
+import type { ToolCode } from '../contract/assistant.js';
 import { IdempotencyKey, type SubjectConsent } from '../contract/common.js';
 import { assistantClipPrice, DEFAULT_DURATION } from '../contract/pricing.js';
 import { rule } from '../contract/problems.js';
@@ -220,7 +221,7 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
  */
 function readyPhotos(ctx: ToolContext, ids: number[]): Extract<ToolAnswer, { ok: false }> | { ok: true; value: { uris: string[]; consents: SubjectConsent[] } } {
   const { service, caller } = ctx;
-  const no = (code: string, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
+  const no = (code: ToolCode, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
   const uris: string[] = [];
   const consents: SubjectConsent[] = [];
   for (const id of ids) {

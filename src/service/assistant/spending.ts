@@ -183,7 +183,8 @@ export class AssistantSpending {
   async #checkAndMakeHeld(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
     const { price, maxCredits } = request;
     if (price > maxCredits) {
-      return refuse('max_credits_exceeded', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { price, max_credits: maxCredits });
+      // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
+      return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
     }
     if (request.kind === 'clip' && this.runningClips(who.assistant) >= ASSISTANT_LIMITS.concurrentClips) {
       return refuse('too_many_running_clips', `At most ${ASSISTANT_LIMITS.concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: ASSISTANT_LIMITS.concurrentClips });

@@ -83,7 +83,7 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     const client = await connect(started);
     const start0 = await balance(started);
     const over = await call(client, 'create_clip', { prompt: 'a fox', model: 'standard', duration: 5, max_credits: 9 });
-    expect(over).toMatchObject({ isError: true, error: { error: 'max_credits_exceeded' } });
+    expect(over).toMatchObject({ isError: true, error: { error: 'cost_exceeds_max', details: { cost: 10, max_credits: 9 } } });
     expect(await balance(started)).toBe(start0);
     // Not topped up yet: 10 credits a day. A 5 s standard clip is 10.
     expect((await call(client, 'create_clip', { prompt: 'fox one', max_credits: 10 })).isError).toBe(false);

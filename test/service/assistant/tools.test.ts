@@ -24,7 +24,7 @@ describe('assistant tools', () => {
     await topUpOnce(started);
     const client = await connect(started);
     const refused = await call(client, 'create_image', { description: 'a lighthouse at dusk', quality: 'hd', max_credits: 3 });
-    expect(refused).toMatchObject({ isError: true, error: { error: 'max_credits_exceeded' } });
+    expect(refused).toMatchObject({ isError: true, error: { error: 'cost_exceeds_max', details: { cost: 4, max_credits: 3 } } });
     const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse at dusk', max_credits: 2 }), 5_000);
     expect(image.data).toMatchObject({ status: 'done', credits_charged: 2 });
     const imageId = (image.data.images as Array<{ id: number }>)[0]!.id;
