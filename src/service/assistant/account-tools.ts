@@ -1,18 +1,20 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
+import { ASSISTANT_TEXT } from '../contract/assistant.js';
 import { ImageFields, ImageRequest } from '../contract/images.js';
+import { LIMITS } from '../contract/limits.js';
 import { rule } from '../contract/problems.js';
 import type { ImageJob } from '../resources/images/jobs.js';
 import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, type ToolContext } from './context.js';
 import { idempotencyKey, maxCredits, signalOf } from './clip-tools.js';
-import { ASSISTANT_LIMITS, type Made } from './spending.js';
+import type { Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
 
 const ImageJobView = z.looseObject({ id: z.number(), status: z.string(), images: z.array(z.looseObject({ id: z.number(), url: z.string() })) });
 
 /** create_image's arguments: POST /v1/images' description and look, picked from the contract, and the spending guard rails. */
 const CreateImage = z.object({
-  description: ImageFields.shape.description.unwrap().unwrap().min(1).meta({ description: 'What the image shows (up to 1000 characters).' }),
+  description: ImageFields.shape.description.unwrap().unwrap().min(1).meta({ description: `What the image shows (up to ${LIMITS.imageDescriptionChars} characters).` }),
   ...ImageFields.pick({ quality: true, count: true, aspect_ratio: true }).shape,
   max_credits: maxCredits,
   idempotency_key: idempotencyKey,
@@ -27,7 +29,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
     'get_account',
     {
       title: 'Get the account',
-      description: 'The balance in credits, and this assistant\'s spending: its daily limit, what it used in the last 24 hours, what remains, and its running clips.',
+      description: `The balance in credits, and this assistant's spending: its daily limit, what it used in the last ${ASSISTANT_TEXT.dailyWindow}, what remains, and its running clips.`,
       inputSchema: z.object({}),
       outputSchema: z.looseObject({
         balance: z.number(),
@@ -44,7 +46,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
         used_today: used,
         remaining_today: Math.max(0, limit - used),
         running_clips: spending.runningClips(assistant),
-        max_running_clips: ASSISTANT_LIMITS.concurrentClips,
+        max_running_clips: LIMITS.assistant.concurrentClips,
         pays: 'base prices' as const,
       };
       return toToolResult({ ok: true, value: { ...service.account.view(caller), assistant: mine } });
@@ -55,7 +57,7 @@ export function registerAccountTools(server: McpServer, ctx: ToolContext): void 
     'create_image',
     {
       title: 'Create an image',
-      description: `Makes 1 or 4 images from a description and waits up to ${MAX_TOOL_WAIT_SECONDS} s for them. Price: standard 2 credits (4 variations 7), hd 4 (4 variations 14). The images' ids can be given to create_clip as image_ids.`,
+      description: `Makes 1 or 4 images from a description and waits up to ${MAX_TOOL_WAIT_SECONDS} s for them. Price: ${ASSISTANT_TEXT.imagePrices}. The images' ids can be given to create_clip as image_ids.`,
       inputSchema: contractInput(CreateImage),
       outputSchema: ImageJobView,
       annotations: { destructiveHint: false, openWorldHint: false },

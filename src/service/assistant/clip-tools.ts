@@ -1,7 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { ToolCode } from '../contract/assistant.js';
+import { ASSISTANT_TEXT, EFFECTS, effectPrompt, effectView, findEffect, type ToolCode } from '../contract/assistant.js';
 import { IdempotencyKey, type SubjectConsent } from '../contract/common.js';
+import { LIMITS } from '../contract/limits.js';
 import { assistantClipPrice, DEFAULT_DURATION } from '../contract/pricing.js';
 import { rule } from '../contract/problems.js';
 import { MAX_CLIP_IMAGES, VideoFields, VideoListFields, VideoRequest } from '../contract/videos.js';
@@ -9,7 +10,7 @@ import type { ImageItem } from '../resources/images/jobs.js';
 import { imageFileUrl } from '../resources/images/views.js';
 import { refuse, type ToolAnswer } from './answers.js';
 import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, type ToolContext } from './context.js';
-import { EFFECTS, effectPrompt, effectView, findEffect } from './effects.js';
+
 import type { Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
@@ -17,7 +18,7 @@ import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 export const maxCredits = rule(z.int().min(0), { code: 'invalid_parameter', detail: () => 'max_credits is a whole number of credits >= 0.' })
   .meta({ description: 'The most credits this call may spend. Required: the call is refused (nothing charged) if it costs more. Tell the person the price first.' });
 /** The spending tools' `idempotency_key`: the rules of /v1's Idempotency-Key, from the contract. */
-export const idempotencyKey = IdempotencyKey.optional().meta({ description: 'Optional. 1-255 printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.' });
+export const idempotencyKey = IdempotencyKey.optional().meta({ description: `Optional. 1-${LIMITS.idempotencyKeyChars} printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.` });
 const pictureIds = (what: string) =>
   rule(z.array(z.int().min(1)).max(MAX_CLIP_IMAGES), { code: what === 'photo_ids' ? 'invalid_asset_id' : 'invalid_parameter', when: { too_big: 'too_many_images' }, detail: ({ issue, where }) => (issue.code === 'too_big' ? `At most ${MAX_CLIP_IMAGES} pictures per clip.` : `${where}: ids are integers >= 1.`) }).optional();
 const clipId = rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'clip_id is the integer id create_clip returned.' }).meta({ description: 'The clip id returned by create_clip or create_clip_from_effect.' });
@@ -87,7 +88,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
     'create_clip',
     {
       title: 'Create a clip',
-      description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
+      description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (${ASSISTANT_TEXT.clipPerSecond}) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
       inputSchema: contractInput(CreateClip),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },

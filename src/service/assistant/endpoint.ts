@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { BodyReadError, readBody } from '../../http/read-body.js';
+import { API_VERSION, LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Caller, Identified } from '../core/gate.js';
 import { rateLimitHeaders } from '../core/rate-limit.js';
@@ -24,13 +25,13 @@ export const MCP_PATH = '/mcp';
 export const MCP_STATUS_PATH = '/mcp/status';
 
 /** The largest JSON-RPC body the endpoint reads. */
-const MAX_MCP_BYTES = 1024 * 1024;
+const MAX_MCP_BYTES = LIMITS.jsonBodyBytes;
 
 const INSTRUCTIONS =
-  'Makes video clips and images on the person\'s cliphook account. Every spending tool needs max_credits: tell the person the price first ' +
-  '(list_effects shows prices). The assistant has a daily credit limit (get_account shows what remains) and at most 3 clips running at once. ' +
-  'create_clip returns at once; get_clip waits up to 45 s for the clip to end. ' +
-  'The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip\'s photo_ids.';
+  "Makes video clips and images on the person's cliphook account. Every spending tool needs max_credits: tell the person the price first " +
+  `(list_effects shows prices). The assistant has a daily credit limit (get_account shows what remains) and at most ${LIMITS.assistant.concurrentClips} clips running at once. ` +
+  `create_clip returns at once; get_clip waits up to ${LIMITS.assistant.toolWaitSeconds} s for the clip to end. ` +
+  "The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip's photo_ids.";
 
 /**
  * The assistant endpoint (spec 5.7): MCP over Streamable HTTP, stateless, served by the SDK's own
@@ -81,7 +82,7 @@ export class AssistantEndpoint {
    */
   server(caller: Caller, transport: ToolTransport): McpServer {
     // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
-    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
+    const server = new McpServer({ name: 'cliphook', version: API_VERSION }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
     const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
     const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
     const tools = onRunner(server, this.#toolSteps, caller, transport);

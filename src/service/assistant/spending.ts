@@ -3,6 +3,8 @@ import { canonicalJson, type Idempotency } from '../core/idempotency.js';
 import type { KeyLease } from '../runner/chain.js';
 import { StoreWriteError } from '../core/store.js';
 import { failureOf } from '../runner/failure.js';
+import { ASSISTANT_TEXT } from '../contract/assistant.js';
+import { LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
@@ -10,16 +12,9 @@ import type { Service } from '../service.js';
 import { VideoLifecycle } from '../resources/videos/lifecycle.js';
 import { refuse, refusalOf, type ToolAnswer } from './answers.js';
 
-/** The assistant endpoint's spending limits (spec 5.7 and 8). */
-export const ASSISTANT_LIMITS = Object.freeze({
-  /** Clips of one assistant pending or rendering at once. */
-  concurrentClips: 3,
-  /** A call with the same arguments within this window returns the first result. */
-  repeatWindowMs: 2 * 60_000,
-  /** How long an `idempotency_key` is remembered (as /v1's Idempotency-Key). */
-  idempotencyWindowMs: 24 * 3_600_000,
-  dayMs: 24 * 3_600_000,
-});
+// The spending limits (spec 5.7 and 8) are LIMITS.assistant's; an `idempotency_key` is remembered as /v1's
+// Idempotency-Key (LIMITS.idempotencyWindowMs). Issue 31 item 4.
+const { concurrentClips, repeatWindowMs, dailyWindowMs } = LIMITS.assistant;
 
 /** Who is spending: one assistant connection (an API key used on `/mcp`, or an OAuth approval) of one account. */
 export interface Spender {
@@ -68,7 +63,7 @@ export interface CallRow {
 export type SpendingTables = { assistant_spend: SpendRow; assistant_call: CallRow };
 
 /** How long a charge is kept: past the rolling day, with room for a clip still running. */
-const KEEP_SPENDS_MS = 2 * ASSISTANT_LIMITS.dayMs;
+const KEEP_SPENDS_MS = 2 * dailyWindowMs;
 
 /**
  * The spending rules of the assistant endpoint, enforced before anything is charged: `max_credits`, the
@@ -121,7 +116,7 @@ export class AssistantSpending {
 
   /** Credits the assistant's clips and images of the last 24 hours hold. */
   usedToday(assistant: string): number {
-    const since = this.#service.clock.now() - ASSISTANT_LIMITS.dayMs;
+    const since = this.#service.clock.now() - dailyWindowMs;
     return (this.#ledger.get(assistant) ?? []).filter((spend) => spend.at > since).reduce((sum, spend) => sum + this.#credits(spend), 0);
   }
 
@@ -140,9 +135,9 @@ export class AssistantSpending {
    */
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
     this.#forgetOld(this.#service.clock.now());
-    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: ASSISTANT_LIMITS.repeatWindowMs }];
+    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
-    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: ASSISTANT_LIMITS.idempotencyWindowMs });
+    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: LIMITS.idempotencyWindowMs });
     // A call still in flight first: its answer is written before its commit, and the commit may yet fail.
     for (const { id } of keys) {
       const pending = this.#pending.get(id);
@@ -186,13 +181,13 @@ export class AssistantSpending {
       // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
       return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
     }
-    if (request.kind === 'clip' && this.runningClips(who.assistant) >= ASSISTANT_LIMITS.concurrentClips) {
-      return refuse('too_many_running_clips', `At most ${ASSISTANT_LIMITS.concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: ASSISTANT_LIMITS.concurrentClips });
+    if (request.kind === 'clip' && this.runningClips(who.assistant) >= concurrentClips) {
+      return refuse('too_many_running_clips', `At most ${concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: concurrentClips });
     }
     const limit = this.dailyLimit(who.assistant, who.account);
     const used = this.usedToday(who.assistant);
     if (used + price > limit) {
-      return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last 24 hours. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
+      return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last ${ASSISTANT_TEXT.dailyWindow}. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
     }
     // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
     // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).

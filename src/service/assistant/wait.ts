@@ -1,8 +1,9 @@
+import { LIMITS } from '../contract/limits.js';
 import type { Service } from '../service.js';
 import type { Video } from '../resources/videos/lifecycle.js';
 
 /** The longest a tool waits for a clip or an image to end (spec 5.7: "waits up to 45 s"). */
-export const MAX_TOOL_WAIT_SECONDS = 45;
+export const MAX_TOOL_WAIT_SECONDS = LIMITS.assistant.toolWaitSeconds;
 
 const ended = (video: Video) => video.status === 'done' || video.status === 'error' || video.status === 'cancelled';
 

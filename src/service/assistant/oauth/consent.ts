@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceError } from '../../contract/problems.js';
+import { ASSISTANT_TEXT } from '../../contract/assistant.js';
 import type { Service } from '../../service.js';
 import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
@@ -163,7 +164,7 @@ ${lasting}
 <div class="field">
 <label for="daily_limit">Daily credit limit for this assistant</label>
 <input type="number" id="daily_limit" name="daily_limit" min="0" max="${DAILY_LIMITS.max}" step="1" inputmode="numeric" value="${limit}" aria-describedby="daily_limit-hint">
-<p class="hint" id="daily_limit-hint">Credits it may spend in any 24 hours. Leave empty for the default: ${DAILY_LIMITS.default} a day, or ${DAILY_LIMITS.beforeTopUp} until the account's first top-up. You can change it or disconnect the assistant later in the account settings.</p>
+<p class="hint" id="daily_limit-hint">Credits it may spend in any ${ASSISTANT_TEXT.dailyWindow}. Leave empty for the default: ${DAILY_LIMITS.default} a day, or ${DAILY_LIMITS.beforeTopUp} until the account's first top-up. You can change it or disconnect the assistant later in the account settings.</p>
 </div>
 <div class="actions">
 <button type="submit" name="decision" value="approve">Approve</button>
