@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type Idempotency } from '../core/idempotency.js';
+import { canonicalJson } from '../core/idempotency.js';
 import type { KeyLease } from '../runner/chain.js';
 import { StoreWriteError } from '../core/store.js';
 import { failureOf } from '../runner/failure.js';
@@ -8,7 +8,7 @@ import { LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
-import type { Service } from '../service.js';
+import type { SpendingParts } from './parts.js';
 import { VideoLifecycle } from '../resources/videos/lifecycle.js';
 import { refuse, refusalOf, type ToolAnswer } from './answers.js';
 
@@ -73,10 +73,10 @@ const KEEP_SPENDS_MS = 2 * dailyWindowMs;
  * The ledger and the first answers live in the service's data file, so a restart forgets neither.
  */
 export class AssistantSpending {
-  readonly #service: Service;
+  readonly #parts: SpendingParts;
   readonly #limit: (assistant: string, account: Account) => number;
   readonly #spends: Table<SpendRow>;
-  readonly #keys: Idempotency;
+  readonly #keys: SpendingParts['idempotency'];
   readonly #ledger = new Map<string, SpendRow[]>();
   /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
   readonly #byClip = new Map<number, SpendRow>();
@@ -85,20 +85,20 @@ export class AssistantSpending {
   readonly #queues = new Map<string, Promise<unknown>>();
 
   /** `limit` gives an assistant's daily limit in credits (the one its account holder set, or the default). */
-  constructor(service: Service, limit: (assistant: string, account: Account) => number) {
-    this.#service = service;
+  constructor(parts: SpendingParts, limit: (assistant: string, account: Account) => number) {
+    this.#parts = parts;
     this.#limit = limit;
-    this.#spends = service.store.table('assistant_spend') as unknown as Table<SpendRow>;
-    this.#keys = service.idempotency;
+    this.#spends = parts.store.table('assistant_spend') as unknown as Table<SpendRow>;
+    this.#keys = parts.idempotency;
     // Issue 31 item 1: first answers kept by an earlier version move into the one engine, with their windows.
-    const calls = service.store.table('assistant_call') as unknown as Table<CallRow>;
-    const records = service.store.table('idempotency');
+    const calls = parts.store.table('assistant_call') as unknown as Table<CallRow>;
+    const records = parts.store.table('idempotency');
     for (const call of [...calls.values()]) {
       records.put({ id: `${CALL_SCOPE}:${call.id}`, fingerprint: CALL_SCOPE, createdAt: call.at, windowMs: call.window, response: { status: 200, body: call.value } });
       calls.remove(call.id);
     }
     for (const spend of this.#spends.values()) this.#index(spend);
-    service.state.videos.on('change', (video: { id: number }) => {
+    parts.state.videos.on('change', (video: { id: number }) => {
       const spend = this.#byClip.get(video.id);
       if (spend) this.#credits(spend);
     });
@@ -116,7 +116,7 @@ export class AssistantSpending {
 
   /** Credits the assistant's clips and images of the last 24 hours hold. */
   usedToday(assistant: string): number {
-    const since = this.#service.clock.now() - dailyWindowMs;
+    const since = this.#parts.clock.now() - dailyWindowMs;
     return (this.#ledger.get(assistant) ?? []).filter((spend) => spend.at > since).reduce((sum, spend) => sum + this.#credits(spend), 0);
   }
 
@@ -124,7 +124,7 @@ export class AssistantSpending {
   runningClips(assistant: string): number {
     return (this.#ledger.get(assistant) ?? []).filter((spend) => {
       if (spend.kind !== 'clip') return false;
-      const status = this.#service.state.videos.get(spend.targetId)?.status;
+      const status = this.#parts.state.videos.get(spend.targetId)?.status;
       return status === 'pending' || status === 'generating';
     }).length;
   }
@@ -134,7 +134,7 @@ export class AssistantSpending {
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
-    this.#forgetOld(this.#service.clock.now());
+    this.#forgetOld(this.#parts.clock.now());
     const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
     if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: LIMITS.idempotencyWindowMs });
@@ -193,10 +193,10 @@ export class AssistantSpending {
     // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
     let undo: (() => void) | null = null;
     try {
-      const made = await this.#service.store.unit(async () => {
+      const made = await this.#parts.store.unit(async () => {
         const created = await make();
-        const at = this.#service.clock.now();
-        const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
+        const at = this.#parts.clock.now();
+        const spend = this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
         this.#index(spend);
         for (const lease of leases) lease.finish({ status: 200, body: created.value });
         undo = () => this.#unindex(spend);
@@ -206,7 +206,7 @@ export class AssistantSpending {
     } catch (error) {
       (undo as (() => void) | null)?.();
       // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
-      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#service.warn, report: () => undefined }));
+      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#parts.warn, report: () => undefined }));
       throw error;
     }
   }
@@ -231,10 +231,10 @@ export class AssistantSpending {
   #credits(spend: SpendRow): number {
     let held: number | null = null;
     if (spend.kind === 'clip') {
-      const video = this.#service.state.videos.get(spend.targetId);
+      const video = this.#parts.state.videos.get(spend.targetId);
       if (video) held = VideoLifecycle.creditsUsed(video);
     } else {
-      const job = this.#service.store.table('image_job').get(spend.targetId);
+      const job = this.#parts.store.table('image_job').get(spend.targetId);
       if (job) held = job.creditsCharged ?? job.creditsReserved - job.creditsRefunded;
     }
     if (held === null) return spend.credits;
