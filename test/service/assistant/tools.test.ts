@@ -10,10 +10,17 @@ function fakeEmitter() {
   return { emitter, sent };
 }
 
-/** Lets the clock move while a tool call waits on it. */
+/**
+ * Moves the clock `ms` at a time until the tool call answers (at most ten steps): the call may reach the service
+ * after the first step on a loaded machine, so no real time is slept; each step lets the request's I/O run.
+ */
 async function advanceWhile<T>(started: StartedService, pending: Promise<T>, ms: number): Promise<T> {
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  await started.clock.advance(ms);
+  let settled = false;
+  pending.then(() => (settled = true), () => (settled = true));
+  for (let step = 0; step < 10 && !settled; step++) {
+    await started.clock.advance(ms);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   return pending;
 }
 
