@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { LIMITS } from '../contract/limits.js';
 import type { Asset } from '../resources/assets/assets.js';
 import { assetUri } from '../resources/assets/views.js';
 import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../resources/photos/uploads.js';
@@ -84,7 +85,7 @@ export const PHOTO_TOOLS: readonly ToolDefinition[] = [
       title: 'List photos',
       description: 'The account\'s photos that passed moderation and can be used now, newest first: give an asset_id to create_clip as photo_ids.',
       inputSchema: z.object({
-        limit: z.number().int().min(1).max(100).optional().describe('Default 20.'),
+        limit: z.number().int().min(LIMITS.assetPage.min).max(LIMITS.assetPage.max).optional().describe('Default 20.'),
         offset: z.number().int().min(0).optional(),
       }),
       outputSchema: z.looseObject({ data: z.array(PhotoItem), total: z.number(), limit: z.number(), offset: z.number() }),
@@ -137,7 +138,7 @@ function photoView(ctx: ToolContext, photoId: string | number, upload: PhotoUplo
 const NEXT_STEPS: Record<PhotoState, string> = {
   waiting_for_upload: 'The person has not uploaded the photo yet. Make sure they have the upload_url, then call get_photo again.',
   expired: 'The link expired before a photo was uploaded. Call start_photo_upload for a new link.',
-  pending: 'The photo was uploaded and is being moderated (5-60 s). Call get_photo again.',
+  pending: `The photo was uploaded and is being moderated (${LIMITS.assetModerationMs.map((ms) => ms / 1000).join('-')} s). Call get_photo again.`,
   ready: 'Ready: give asset_id in photo_ids to create_clip or create_clip_from_effect.',
   rejected: 'The photo failed moderation and cannot be used. Ask the person for another one with start_photo_upload.',
 };
