@@ -42,8 +42,29 @@ export interface ToolDefinition {
   readonly run: (ctx: ToolContext, args: any, extra: unknown) => CallToolResult | Promise<CallToolResult>;
 }
 
-/** A tool's definition. */
-export const tool = <A = unknown>(name: AssistantTool, config: ToolConfig, run: (ctx: ToolContext, args: A, extra: unknown) => CallToolResult | Promise<CallToolResult>): ToolDefinition => ({ name, config, run });
+/** A tool's definition, its schemas' JSON Schema made once (`onceJson`). */
+export const tool = <A = unknown>(name: AssistantTool, config: ToolConfig, run: (ctx: ToolContext, args: A, extra: unknown) => CallToolResult | Promise<CallToolResult>): ToolDefinition => ({
+  name,
+  config: { ...config, inputSchema: onceJson(config.inputSchema), outputSchema: onceJson(config.outputSchema) },
+  run,
+});
+
+/**
+ * `schema` with its JSON Schema made on first use and kept (issue 31 item 6): the SDK converts a tool's
+ * schemas on each server it is registered on (its `tools/list`, and the called tool's input on every
+ * `tools/call`), and a server serves one request. Validation is the schema's own.
+ */
+export function onceJson(schema: StandardSchemaWithJSON): StandardSchemaWithJSON {
+  const standard = schema['~standard'];
+  const made = new Map<string, Record<string, unknown>>();
+  const once = (io: 'input' | 'output') => (options: { target: string }) => {
+    const key = `${io} ${options.target}`;
+    let json = made.get(key);
+    if (!json) made.set(key, (json = standard.jsonSchema[io](options as never)));
+    return json;
+  };
+  return { '~standard': { ...standard, jsonSchema: { input: once('input'), output: once('output') } } } as StandardSchemaWithJSON;
+}
 
 /** The HTTP request under a tool call: how a fault rule's cut or hang reaches its connection. */
 export interface ToolTransport {
