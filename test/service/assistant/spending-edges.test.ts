@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { balance, call, connect, start } from './fixtures.js';
+import { advanceWhile, balance, call, connect, start } from './fixtures.js';
 
 const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
 
@@ -29,10 +29,7 @@ describe('assistant spending, edges', () => {
     const client = await connect(started);
     const clip = await call(client, 'create_clip', { prompt: 'a kite', duration: 4, max_credits: 8, idempotency_key: 'same' });
     expect(clip.isError).toBe(false);
-    const pending = call(client, 'create_image', { description: 'a lighthouse', max_credits: 2, idempotency_key: 'same' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await started.clock.advance(5_000);
-    const image = await pending;
+    const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse', max_credits: 2, idempotency_key: 'same' }), 5_000);
     expect(image.isError).toBe(false);
     expect(image.data).toMatchObject({ object: 'image_job', status: 'done' });
     expect(image.data.replayed).toBeUndefined();

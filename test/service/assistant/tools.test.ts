@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import type { StartedService } from '../../../src/service/http/app.js';
-import { balance, call, connect, start } from './fixtures.js';
+import { advanceWhile, balance, call, connect, start } from './fixtures.js';
 
 /** An emitter that records what the service hands it. */
 function fakeEmitter() {
@@ -10,19 +10,6 @@ function fakeEmitter() {
   return { emitter, sent };
 }
 
-/**
- * Moves the clock `ms` at a time until the tool call answers (at most ten steps): the call may reach the service
- * after the first step on a loaded machine, so no real time is slept; each step lets the request's I/O run.
- */
-async function advanceWhile<T>(started: StartedService, pending: Promise<T>, ms: number): Promise<T> {
-  let settled = false;
-  pending.then(() => (settled = true), () => (settled = true));
-  for (let step = 0; step < 10 && !settled; step++) {
-    await started.clock.advance(ms);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return pending;
-}
 
 describe('assistant tools', () => {
   it('create_image waits for its images; create_clip uses them by id and the clip sends its webhook', async () => {
