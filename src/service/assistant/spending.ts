@@ -134,7 +134,7 @@ export class AssistantSpending {
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
-    this.#forgetOld(this.#parts.clock.now());
+    this.#forgetOld(who.assistant, this.#parts.clock.now());
     const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
     if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: LIMITS.idempotencyWindowMs });
@@ -254,19 +254,26 @@ export class AssistantSpending {
     return next;
   }
 
-  /** Drops charges past two days (they count no more); first answers go with the Idempotency-Key records' sweep. */
-  #forgetOld(now: number): void {
-    for (const [assistant, spends] of this.#ledger) {
-      const kept = spends.filter((spend) => now - spend.at < KEEP_SPENDS_MS);
-      if (kept.length === spends.length) continue;
-      for (const spend of spends) {
-        if (kept.includes(spend)) continue;
-        this.#spends.remove(spend.id);
-        if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
+  /**
+   * Drops the assistant's charges past two days (they count no more); first answers go with the Idempotency-Key
+   * records' sweep. Only its own, on its account's own time (issue 22: another account's clock may run days
+   * ahead, and once forgot this one's day), so a call's cost does not grow with other assistants' history.
+   */
+  #forgetOld(assistant: string, now: number): void {
+    const spends = this.#ledger.get(assistant);
+    if (!spends) return;
+    const kept: SpendRow[] = [];
+    for (const spend of spends) {
+      if (now - spend.at < KEEP_SPENDS_MS) {
+        kept.push(spend);
+        continue;
       }
-      if (kept.length === 0) this.#ledger.delete(assistant);
-      else this.#ledger.set(assistant, kept);
+      this.#spends.remove(spend.id);
+      if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
     }
+    if (kept.length === spends.length) return;
+    if (kept.length === 0) this.#ledger.delete(assistant);
+    else this.#ledger.set(assistant, kept);
   }
 }
 

@@ -115,3 +115,18 @@ describe('assistant spending, edges', () => {
     expect(await balance(started)).toBe(990);
   });
 });
+
+describe('the ledger is swept on each assistant\'s own time (issue 22), and only its own', () => {
+  it('another account\'s clock, days ahead, does not forget what this assistant spent today', async () => {
+    const started = await start();
+    const client = await connect(started);
+    // Not topped up yet: 10 credits a day. A 5 s standard clip is 10.
+    expect((await call(client, 'create_clip', { prompt: 'fox one', max_credits: 10 })).isError).toBe(false);
+    const other = await started.accounts.create({});
+    await started.clock.advance(3 * 24 * 3_600_000, { account: other.id });
+    const otherClient = await connect(started, 'modern', other.api_key);
+    expect((await call(otherClient, 'create_clip', { prompt: 'an owl', max_credits: 10 })).isError).toBe(false);
+    expect(await call(client, 'create_clip', { prompt: 'fox two', max_credits: 10 })).toMatchObject({ isError: true, error: { error: 'daily_limit_reached' } });
+    expect((await call(client, 'get_account')).data.assistant).toMatchObject({ used_today: 10, remaining_today: 0 });
+  });
+});
