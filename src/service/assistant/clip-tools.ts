@@ -249,8 +249,9 @@ function requestConsent(consents: SubjectConsent[]): SubjectConsent {
 
 /** One of the caller's made images, by its id. */
 function madeImage(ctx: ToolContext, imageId: number): ImageItem | undefined {
-  for (const job of ctx.parts.store.table('image_job').values()) {
-    if (job.accountId !== ctx.caller.account.id || job.imagesDeleted) continue;
+  // Only the caller's own jobs (the index by account): the cost does not grow with other accounts' jobs.
+  for (const job of ctx.parts.state.images.list(ctx.caller.account.id, { limit: Number.MAX_SAFE_INTEGER, before: null })) {
+    if (job.imagesDeleted) continue;
     const image = job.images.find((item) => item.id === imageId);
     if (image) return image;
   }

@@ -22,6 +22,11 @@ describe('assistant tools', () => {
     const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse at dusk', max_credits: 2 }), 5_000);
     expect(image.data).toMatchObject({ status: 'done', credits_charged: 2 });
     const imageId = (image.data.images as Array<{ id: number }>)[0]!.id;
+    // An image is found among the caller's own jobs: no call reads every account's jobs (its cost would grow with them).
+    const jobs = started.service.store.table('image_job');
+    jobs.values = () => {
+      throw new Error('create_clip read every image job');
+    };
     const clip = await call(client, 'create_clip', { image_ids: [imageId], prompt: 'waves', callback_url: 'http://127.0.0.1:9/hooks', max_credits: 10 });
     expect(clip.isError).toBe(false);
     expect(clip.data).toMatchObject({ credits_used: 10, subject_consent: 'no_real_person' });
