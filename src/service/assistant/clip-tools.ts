@@ -8,9 +8,8 @@ import { MAX_CLIP_IMAGES, VideoFields, VideoListFields, VideoRequest } from '../
 import type { ImageItem } from '../resources/images/jobs.js';
 import { imageFileUrl } from '../resources/images/views.js';
 import { refuse, type ToolAnswer } from './answers.js';
-import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
-
 import type { Made } from './spending.js';
+import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
 /** The spending tools' `max_credits`: the most one call may spend (spec 5.7: required, refused rather than exceeded). */
@@ -59,7 +58,7 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.object({ effects: z.array(z.looseObject({ id: z.string(), name: z.string(), description: z.string(), model: z.string(), duration: z.number(), credits: z.number() })) }),
       annotations: { readOnlyHint: true },
     },
-    async (ctx) => toToolResult({ ok: true, value: { effects: EFFECTS.map(effectView) } }),
+    async () => toToolResult({ ok: true, value: { effects: EFFECTS.map(effectView) } }),
   ),
 
   tool(
@@ -132,7 +131,7 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
     async (ctx, raw) =>
       toToolResult(
         await attempt(() => {
-          const { limit = 20, offset = 0, status } = parseInput(VideoListFields, raw);
+          const { limit = LIMITS.videoPage.default, offset = 0, status } = parseInput(VideoListFields, raw);
           return ctx.parts.videos.list(ctx.caller, { limit, offset, status });
         }),
       ),
