@@ -102,6 +102,7 @@ export class AssistantEndpoint {
    * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12).
    */
   async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
+    // `caller` is set by the identify step, before any step reads it.
     const run = { req, res, origin: this.#parts.origin, route: { auth: 'key' }, headers: {}, exchange: { caller: null }, body: undefined, counted: true } as Omit<EndpointRun, 'caller'> as EndpointRun;
     try {
       await this.#request(run);
