@@ -36,9 +36,17 @@ export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<G
   });
 }
 
+/** What the limits step reads and writes of a run: a route's, or a request to the assistant endpoint (issue 31 item 1). */
+export interface LimitsRun {
+  who?: Identified | undefined;
+  caller: Caller;
+  headers: Record<string, string>;
+  readonly exchange: { caller: Caller | null };
+}
+
 /** 60 requests a minute per key (spec 4, 8): every answer carries the window's headers; a full window is 429. */
-export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
-  return named('limits', async (run, next) => {
+export function limits<R extends LimitsRun = GateRun>(gate: Pick<Gate, 'admit'>): Step<R> {
+  return named<R>('limits', async (run, next) => {
     if (!run.who) return next();
     const { caller, decision } = await gate.admit(run.who);
     run.caller = caller;
@@ -50,8 +58,8 @@ export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
 }
 
 /** Spec 4: below 10 credits every keyed route answers 402 insufficient_credits (the test helpers stay open). */
-export function floor(gate: Pick<Gate, 'floor'>): Step<GateRun> {
-  return named('floor', (run, next) => {
+export function floor<R extends { readonly route: { readonly auth: string }; caller: Caller } = GateRun>(gate: Pick<Gate, 'floor'>): Step<R> {
+  return named<R>('floor', (run, next) => {
     if (run.route.auth === 'key') gate.floor(run.caller.account);
     return next();
   });
