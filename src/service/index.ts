@@ -2,7 +2,7 @@
 // so an app that only receives webhooks never loads the service's image and upload libraries.
 export { createServiceApp, startService } from './http/app.js';
 export type { AppOptions, ServiceApp, ServiceAssistant, StartedService } from './http/app.js';
-export type { TestHelpers, JournalFilter } from './http/test-helpers.js';
+export type { TestHelpers, JournalFilter } from './testing/http/test-helpers.js';
 export { Service, DEFAULT_BALANCE, DEFAULT_FILE } from './service.js';
 export type { ServiceOptions, Caller, ImageFetcher } from './service.js';
 export { SimulatedClock } from './core/clock.js';

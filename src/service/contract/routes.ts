@@ -9,8 +9,8 @@ import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
   ApiKeyView, TopUpRequest, TopUpResponse,
 } from './settings.js';
-import { SERVED_TEST_HELPER_ROUTES } from './test-helper-routes.js';
-import { AdvanceRequest, Clock } from './test-helpers.js';
+import { SERVED_TEST_HELPER_ROUTES } from '../testing/contract/test-helper-routes.js';
+import { AdvanceRequest, Clock } from '../testing/contract/test-helpers.js';
 import { BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList } from './video-responses.js';
 import { BatchRequest, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { testHelpersOf, type TestHelpers } from './test-helpers.js';
+import { testHelpersOf, type TestHelpers } from '../testing/http/test-helpers.js';
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';

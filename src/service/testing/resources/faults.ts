@@ -1,4 +1,4 @@
-import type { FaultRuleInput } from '../../contract/test-helpers.js';
+import type { FaultRuleInput } from '../contract/test-helpers.js';
 import type { Caller } from '../../core/gate.js';
 import type { FaultRules } from '../../testing/faults.js';
 

@@ -1,10 +1,10 @@
 import type { z } from 'zod';
-import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import { ROUTES, type RouteSpec } from '../../contract/routes.js';
 import type { AdvanceRequest, Clock, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
 import type { SeedFixture, SeedResult } from '../contract/seed.js';
-import type { Service } from '../service.js';
-import { handlers, type Handlers } from './operations.js';
-import { parse } from './pipeline.js';
+import type { Service } from '../../service.js';
+import { handlers, type Handlers } from '../../http/operations.js';
+import { parse } from '../../http/pipeline.js';
 
 /** A filter of the request journal, as `GET /test_helpers/requests` takes it (numbers or strings). */
 export interface JournalFilter {

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { VIDEO_ERROR_CODES } from '../../protocol/events.js';
-import { IMAGE_ERROR_CODES, IMAGE_JOB_STATUSES, IMAGE_QUALITIES, IMAGE_RATIOS, IMAGE_TYPES, MAX_DESCRIPTION } from './images.js';
-import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, type VideoModel } from './pricing.js';
-import { cross, rule } from './problems.js';
+import { VIDEO_ERROR_CODES } from '../../../protocol/events.js';
+import { IMAGE_ERROR_CODES, IMAGE_JOB_STATUSES, IMAGE_QUALITIES, IMAGE_RATIOS, IMAGE_TYPES, MAX_DESCRIPTION } from '../../contract/images.js';
+import { DEFAULT_DURATION, isVideoModel, MODEL_SPECS, type VideoModel } from '../../contract/pricing.js';
+import { cross, rule } from '../../contract/problems.js';
 import { MAX_ACCOUNT_NAME, TestBalance } from './test-helpers.js';
-import { LIMITS } from './limits.js';
-import { DURATION_RANGES, MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, VideoFields } from './videos.js';
+import { LIMITS } from '../../contract/limits.js';
+import { DURATION_RANGES, MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, VideoFields } from '../../contract/videos.js';
 
 // The seed fixture of POST /test_helpers/seed, `serve --seed file.json` and `startService({ seed })`
 // (issue 22): a known starting state, named so the test can find what was made. The rules that span

@@ -10,9 +10,9 @@ import type { Files } from '../../core/files.js';
 import { parseSimulation } from '../../core/simulate.js';
 import type { ServiceStore } from '../../core/store.js';
 import { checkFixture, fixtureError, planSeed, type SeedOwner } from '../../testing/seed.js';
-import type { Assets } from '../assets/assets.js';
-import type { ImageJobs, ImageRenderer } from '../images/jobs.js';
-import type { VideoLifecycle } from '../videos/lifecycle.js';
+import type { Assets } from '../../resources/assets/assets.js';
+import type { ImageJobs, ImageRenderer } from '../../resources/images/jobs.js';
+import type { VideoLifecycle } from '../../resources/videos/lifecycle.js';
 import { SeedPictures } from './seed-pictures.js';
 
 /** An empty record whose every name, `__proto__` included, is an own member (JSON.stringify writes them all). */

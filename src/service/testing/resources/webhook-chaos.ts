@@ -1,5 +1,5 @@
 import { ServiceError } from '../../contract/problems.js';
-import type { ChaosMode } from '../../contract/test-helpers.js';
+import type { ChaosMode } from '../contract/test-helpers.js';
 import type { Accounts } from '../../core/accounts.js';
 import type { Caller } from '../../core/gate.js';
 import { combineModes } from '../../testing/chaos.js';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { copyFile, link } from 'node:fs/promises';
 import type { Files } from '../../core/files.js';
-import { drawnText } from '../images/render.js';
-import type { ImageJob, ImageRenderer } from '../images/jobs.js';
+import { drawnText } from '../../resources/images/render.js';
+import type { ImageJob, ImageRenderer } from '../../resources/images/jobs.js';
 
 type Rendered = Awaited<ReturnType<ImageRenderer['render']>>;
 

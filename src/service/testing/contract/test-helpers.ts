@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ASSISTANT_TOOL_NAMES, OPERATION_NAME_PATTERN } from './assistant.js';
-import { pathId, queryEnum, queryInteger, Timestamp } from './common.js';
-import { cross, rule } from './problems.js';
+import { ASSISTANT_TOOL_NAMES, OPERATION_NAME_PATTERN } from '../../contract/assistant.js';
+import { pathId, queryEnum, queryInteger, Timestamp } from '../../contract/common.js';
+import { cross, rule } from '../../contract/problems.js';
 
 // The test helpers (issue 22): what a user's tests call to control the service — Stripe's test clocks,
 // accounts on demand, reset, the request journal, fault rules and webhook chaos. The seed fixture is in
