@@ -7,6 +7,7 @@ import { AssistantEndpoint } from '../assistant/endpoint.js';
 import { isOAuthPath } from '../assistant/oauth/paths.js';
 import { Service, type ServiceOptions } from '../service.js';
 import { routeSteps } from './deps.js';
+import { faults, journal } from '../testing/steps.js';
 import { ServiceRouter } from './dispatch.js';
 import { extraRoutes } from './extras.js';
 import { handlers, type Handlers } from './operations.js';
@@ -67,10 +68,11 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
   const bound = handlers(service, assistant?.settings ?? null);
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
-  const runRoute = routeRunner(routeSteps({
-    gate: service.gate, idempotency: service.idempotency, store: service.store, faultRules: service.faultRules, journal: service.journal,
-    now: () => service.clock.now(), origin: () => service.origin, warn: service.warn, report,
-  }));
+  const now = () => service.clock.now();
+  const origin = () => service.origin;
+  // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
+  const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
+  const runRoute = routeRunner(routeSteps({ gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report }, controls));
   const router = new ServiceRouter(contract, extraRoutes(service, assistant), runRoute, report);
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
