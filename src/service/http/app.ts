@@ -1,15 +1,16 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { testHelpersOf, type TestHelpers } from '../testing/http/test-helpers.js';
+import { HELPER_OPERATIONS, testHelpersOf, type HelperParts, type TestHelpers } from '../testing/http/test-helpers.js';
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';
 import { isOAuthPath } from '../assistant/oauth/paths.js';
 import { Service, type ServiceOptions } from '../service.js';
-import { routeSteps } from './deps.js';
+import { linkedSteps, routeSteps } from './deps.js';
+import { operationRunner, type Command } from '../runner/call.js';
 import { faults, journal } from '../testing/steps.js';
 import { ServiceRouter } from './dispatch.js';
-import { extraRoutes } from './extras.js';
+import { extraRoutes, type ServicePages } from './extras.js';
 import { handlers, type Handlers } from './operations.js';
 import { routeRunner, type Handler } from './pipeline.js';
 import { sendProblem } from './respond.js';
@@ -50,6 +51,9 @@ export type AppOptions = ServiceOptions & {
   fetchClientMetadata?: typeof fetch;
 };
 
+/** The in-process test helpers of each app, for startService (issue 31 item 1: they run on the app's chain). */
+const helpersOf = new WeakMap<ServiceApp, TestHelpers>();
+
 /**
  * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given), its router
  * made from the contract (`contract/routes.ts`): `/v1` (keyed except GET /pricing, GET /media and the
@@ -72,8 +76,29 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const origin = () => service.origin;
   // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
   const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
-  const runRoute = routeRunner(routeSteps({ gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report }, controls));
-  const router = new ServiceRouter(contract, extraRoutes(service, assistant), runRoute, report);
+  const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report };
+  const steps = routeSteps(parts, controls);
+  const runRoute = routeRunner(steps);
+  // Issue 31 item 1: the pages and startService()'s helpers run their operation through the same chain.
+  const runOperation = operationRunner(steps);
+  const commands = bound as unknown as Record<string, Command>;
+  const pages: ServicePages = {
+    topUp: { origin, run: runOperation, topUp: commands.topUp! },
+    photoUploads: {
+      origin,
+      photoUploads: service.photoUploads,
+      uploadsDir: service.files.uploads,
+      assets: service.assets,
+      callerOf: (accountId) => {
+        const account = service.accounts.get(accountId);
+        const keys = account ? service.accounts.keysOf(accountId) : [];
+        const key = keys.find((candidate) => candidate.revokedAt === null) ?? keys[0];
+        return account && key ? { account, key } : null;
+      },
+      run: operationRunner(linkedSteps(parts, controls)),
+    },
+  };
+  const router = new ServiceRouter(contract, extraRoutes(service, assistant, pages), runRoute, report);
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
@@ -86,6 +111,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     }
     void router.handle(req, res);
   })) as ServiceApp;
+  helpersOf.set(app, testHelpersOf({ run: runOperation, commands: Object.fromEntries(HELPER_OPERATIONS.map((id) => [id, commands[id]!])) as HelperParts['commands'], adminToken: service.adminToken }));
   Object.defineProperties(app, {
     service: { value: service },
     assistant: { value: assistant },
@@ -157,7 +183,7 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
       return app.service.seeded;
     },
     service: app.service,
-    ...testHelpersOf(app.service),
+    ...helpersOf.get(app)!,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -44,3 +44,13 @@ export function routeSteps(parts: RouteParts, controls: RouteControls): Step<Gat
     command,
   ];
 }
+
+/**
+ * The subset a page with its own credential runs (the photo upload link, whose token names the account):
+ * the journal, the answer, fault rules, one unit of work and the command. Issue 31 item 1: no key, rate
+ * limit or 402 floor (the link is checked by the page, and was paid for by the assistant that made it), no
+ * Idempotency-Key (a link takes one photo), no parse (the page reads its multipart form, bounded).
+ */
+export function linkedSteps(parts: Pick<RouteParts, 'store' | 'origin' | 'warn' | 'report'>, controls: RouteControls): Step<GateRun>[] {
+  return [controls.journal, answer(parts), controls.faults, unitOfWork(parts.store), command];
+}

@@ -2,9 +2,8 @@ import type { z } from 'zod';
 import { ROUTES, type RouteSpec } from '../../contract/routes.js';
 import type { AdvanceRequest, Clock, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
 import type { SeedFixture, SeedResult } from '../contract/seed.js';
-import type { Service } from '../../service.js';
-import { handlers, type Handlers } from '../../http/operations.js';
-import { parse } from '../../http/pipeline.js';
+import type { Outcome } from '../../runner/chain.js';
+import { CallRequest, errorOfProblem, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
 
 /** A filter of the request journal, as `GET /test_helpers/requests` takes it (numbers or strings). */
 export interface JournalFilter {
@@ -66,17 +65,35 @@ export interface TestHelpers {
 
 type HelperId = 'advanceClock' | 'createTestAccount' | 'listTestAccounts' | 'deleteTestAccount' | 'resetService' | 'seedService' | 'listRequests' | 'clearRequests' | 'createFaultRule' | 'listFaultRules' | 'deleteFaultRule' | 'setWebhookChaos';
 
-/** The test helpers of `service`, acting as the admin token does. */
-export function testHelpersOf(service: Service): TestHelpers {
-  const bound = handlers(service, null) as unknown as Record<HelperId, (input: Record<string, unknown>) => unknown>;
-  const call = async <T>(operationId: HelperId & keyof Handlers, input: { body?: unknown; query?: Record<string, unknown>; params?: Record<string, unknown> } = {}): Promise<T> => {
+/** What the helpers need of the service (issue 31 item 5: not the whole `Service`). */
+export interface HelperParts {
+  /** The chain every route runs (http/app.ts): the journal, the answer, the admin token, fault rules, the parse, the unit of work. */
+  run: OperationRun;
+  /** The helpers' commands, by operationId (the routes' handlers). */
+  commands: Record<HelperId, Command>;
+  /** The admin token each call is made with. */
+  adminToken: string;
+}
+
+/**
+ * The test helpers of a service, acting as the admin token does. Issue 31 item 1: each call runs the
+ * route's own chain in process, so it is journalled (as the admin's `METHOD /test_helpers/…`), checked by
+ * the contract and saved as one unit of work, a failed write refused with 503; fault rules never select a
+ * test helper, over HTTP or here.
+ */
+export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestHelpers {
+  const call = async <T>(operationId: HelperId, input: Omit<CallInput, 'authorization'> = {}): Promise<T> => {
     const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId)!;
-    // As the pipeline reads them: the path and the query as strings, the body as JSON.
-    const strings = (values: Record<string, unknown> = {}) => Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined).map(([name, value]) => [name, String(value)]));
-    const params = route.params ? parse(route.params, strings(input.params), route, 'not_found') : {};
-    const query = route.query ? parse(route.query, strings(input.query), route) : {};
-    const body = route.body ? parse(route.body, input.body === undefined ? {} : JSON.parse(JSON.stringify(input.body)), route, 'invalid_json') : undefined;
-    return (await service.store.unit(async () => bound[operationId]({ caller: null, params, query, body }))) as T;
+    const request = new CallRequest(route, { ...input, authorization: `Bearer ${adminToken}` });
+    let outcome: Outcome | undefined;
+    await run(route, commands[operationId], request, (answer) => {
+      outcome = answer;
+      request.settle(answer);
+    });
+    if (outcome?.kind === 'json') return outcome.body as T;
+    if (outcome?.kind === 'problem') throw errorOfProblem(outcome.body);
+    // A test helper is never faulted (testing/fault-check.ts), so it never goes unanswered.
+    throw new Error(`${operationId} was not answered (${outcome?.kind ?? 'no outcome'}).`);
   };
   return {
     accounts: {
@@ -99,3 +116,6 @@ export function testHelpersOf(service: Service): TestHelpers {
     advanceClock: (input) => call('advanceClock', { body: input }),
   };
 }
+
+/** The helpers' operationIds: what `HelperParts.commands` holds. */
+export const HELPER_OPERATIONS: readonly HelperId[] = ['advanceClock', 'createTestAccount', 'listTestAccounts', 'deleteTestAccount', 'resetService', 'seedService', 'listRequests', 'clearRequests', 'createFaultRule', 'listFaultRules', 'deleteFaultRule', 'setWebhookChaos'];

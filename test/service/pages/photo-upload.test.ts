@@ -3,9 +3,9 @@
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/core/clock.js';
-import { startService, type StartedService } from '../../src/service/http/app.js';
-import { screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
+import { screenshot, seriousViolations, useBrowser } from '../../helpers/browser.js';
 
 const { run, cleanups, browser: launched } = useBrowser();
 
@@ -86,4 +86,38 @@ describe.skipIf(!run)('the photo upload page in Chromium', () => {
     expect(service.service.store.table('asset').size).toBe(0);
     expect(errors).toEqual([]);
   }, 60_000);
+});
+
+describe('the photo upload runs POST /v1/assets’ chain for the link’s account (issue 31 item 1)', () => {
+  const send = async (svc: StartedService, token: string) => {
+    const form = new FormData();
+    const { buffer, name, mimeType } = await photo();
+    form.append('subject_consent', 'self');
+    form.append('file', new Blob([new Uint8Array(buffer)], { type: mimeType }), name);
+    return fetch(`${svc.origin}/photos/upload/${token}`, { method: 'POST', headers: { origin: svc.origin, accept: 'application/json' }, body: form });
+  };
+
+  it('is journalled as uploadAsset of the link’s account, its path without the token', async () => {
+    started = await startService({ clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    const { token } = started.service.photoUploads.create({ accountId: 1, keyId: 'key_1' });
+    const res = await send(started, token);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ object: 'photo_upload', status: 'received', asset_id: 1 });
+    const { data } = await started.requests.list({ operation: 'uploadAsset' });
+    expect(data).toEqual([expect.objectContaining({ method: 'POST', path: '/photos/upload/{token}', status: 200, code: null, account: 1 })]);
+    expect(JSON.stringify(data)).not.toContain(token);
+  });
+
+  it('a fault rule on uploadAsset acts on the page: refused, nothing stored, and the link still takes the photo', async () => {
+    started = await startService({ clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    const { token } = started.service.photoUploads.create({ accountId: 1, keyId: 'key_1' });
+    const rule = await started.faults.add({ match: { operation: 'uploadAsset' }, times: 1, action: { problem: 'upstream_busy' } });
+    const refused = await send(started, token);
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ code: 'upstream_busy', instance: `/photos/upload/${token}` });
+    expect(started.service.store.table('asset').size).toBe(0);
+    expect((await started.faults.list()).data).toEqual([expect.objectContaining({ id: rule.id, applied: 1 })]);
+    expect((await send(started, token)).status).toBe(200);
+    expect(started.service.store.table('asset').size).toBe(1);
+  });
 });

@@ -1,5 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceError, SimulatedClock, startService, type StartedService } from '../../../src/service/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ServiceError, SimulatedClock, startService, type StartedService } from '../../../../src/service/index.js';
 
 // Issue 22: the test helpers on the startService handle, in process, checked by the contract as the routes are.
 
@@ -66,5 +69,47 @@ describe('the test helpers on the startService handle (issue 22)', () => {
     expect(svc.clock.nowOf(1)).toBe(before);
     expect(await svc.advanceClock({ seconds: 1 })).toMatchObject({ account: null, advanced_seconds: 1 });
     expect(svc.clock.nowOf(1)).toBe(before + 1_000);
+  });
+});
+
+describe('the helpers run their route’s chain (issue 31 item 1)', () => {
+  it('each call is journalled as the admin’s request of its route, with its status and refusal code', async () => {
+    await svc.requests.clear();
+    const made = await svc.accounts.create({ name: 'journalled' });
+    await refusal(svc.accounts.remove(999));
+    await svc.advanceClock({ seconds: 5, account: made.id });
+    const { data } = await svc.requests.list();
+    expect(data.map(({ operation, method, path, status, code, account }) => ({ operation, method, path, status, code, account }))).toEqual([
+      { operation: 'advanceClock', method: 'POST', path: '/test_helpers/clock/advance', status: 200, code: null, account: null },
+      { operation: 'deleteTestAccount', method: 'DELETE', path: '/test_helpers/accounts/999', status: 404, code: 'not_found', account: null },
+      { operation: 'createTestAccount', method: 'POST', path: '/test_helpers/accounts', status: 201, code: null, account: null },
+    ]);
+    // The body as sent, as the route journals it; the admin's lane (issue 29 follow-up item 4).
+    expect(data[2]!.body).toEqual({ name: 'journalled' });
+    expect((await svc.requests.list({ operation: 'listRequests' })).data).toEqual([]);
+  });
+
+  it('a fault rule never selects a helper: a rule for every POST leaves svc.accounts.create working', async () => {
+    const rule = await svc.faults.add({ match: { method: 'POST' }, action: { problem: 'upstream_busy' } });
+    try {
+      expect(await svc.accounts.create({ name: 'unfaulted' })).toMatchObject({ name: 'unfaulted' });
+      expect((await svc.faults.list()).data.find((listed) => listed.id === rule.id)).toMatchObject({ applied: 0 });
+    } finally {
+      await svc.faults.remove(rule.id);
+    }
+  });
+
+  it('a write that fails is a 503 upstream_busy ServiceError, and nothing is made (one unit of work)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-helpers-'));
+    const onFile = await startService({ file: join(dir, 'service.json'), clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    try {
+      const commit = vi.spyOn(onFile.service.store, 'commit').mockRejectedValueOnce(new Error('disk full'));
+      expect(await refusal(onFile.accounts.create({ name: 'lost' }))).toMatchObject({ code: 'upstream_busy', retryAfter: 5 });
+      commit.mockRestore();
+      expect((await onFile.accounts.list()).data.map((account) => account.name)).toEqual(['default']);
+    } finally {
+      await onFile.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,10 @@
 // The top-up page: where a 402's user_action and the assistant's get_topup_link send a person. Over HTTP
 // for its refusals, and in Chromium for the person's path through it.
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/core/clock.js';
-import { startService, type StartedService } from '../../src/service/http/app.js';
-import { screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
-import { call, connect } from './assistant/fixtures.js';
+import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { startService, type StartedService } from '../../../src/service/http/app.js';
+import { screenshot, seriousViolations, useBrowser } from '../../helpers/browser.js';
+import { call, connect } from '../assistant/fixtures.js';
 
 const { run, cleanups, browser: launched } = useBrowser();
 
@@ -73,4 +73,31 @@ describe.skipIf(!run)('the top-up page in Chromium', () => {
     }
     expect(started.service.first().balance).toBe(1250);
   }, 60_000);
+});
+
+describe('the top-up form runs POST /settings/top-up’s chain (issue 31 item 1)', () => {
+  it('is journalled as topUp at the form’s path, with the credits and never the key', async () => {
+    started = await startService({ clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    expect((await post(started, { api_key: started.apiKey, credits: '25' })).status).toBe(200);
+    expect((await post(started, { api_key: 'sk_wrong_key_1234567890abc', credits: '25' })).status).toBe(401);
+    const { data } = await started.requests.list({ operation: 'topUp' });
+    expect(data.map(({ method, path, status, code, account, key_id, body }) => ({ method, path, status, code, account, key_id, body }))).toEqual([
+      // As on /v1: a request refused before its body is read journals none.
+      { method: 'POST', path: '/settings/top-up/form', status: 401, code: 'invalid_api_key', account: null, key_id: null, body: null },
+      { method: 'POST', path: '/settings/top-up/form', status: 200, code: null, account: 1, key_id: expect.stringMatching(/^key_/), body: { credits: 25 } },
+    ]);
+    expect(JSON.stringify(data)).not.toContain(started.apiKey);
+  });
+
+  it('a fault rule on topUp acts on the form too: the page refuses with the rule’s status and nothing is added', async () => {
+    started = await startService({ clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    const rule = await started.faults.add({ match: { operation: 'topUp' }, times: 1, action: { problem: 'upstream_busy' } });
+    const refused = await post(started, { api_key: started.apiKey, credits: '50' });
+    expect(refused.status).toBe(503);
+    expect(await refused.text()).toContain('nothing was added');
+    expect(started.service.first().balance).toBe(1000);
+    expect((await started.faults.list()).data).toEqual([expect.objectContaining({ id: rule.id, applied: 1 })]);
+    expect((await post(started, { api_key: started.apiKey, credits: '50' })).status).toBe(200);
+    expect(started.service.first().balance).toBe(1050);
+  });
 });
