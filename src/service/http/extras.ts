@@ -33,6 +33,9 @@ function sendFile(res: ServerResponse, file: { path: string; mime: string } | nu
   createReadStream(file.path).on('error', () => res.destroy()).pipe(res);
 }
 
+/** What the routes outside the contract read of the service (issue 31 item 5): its file links and origin. */
+export type ExtraParts = Pick<Service, 'assets' | 'images' | 'media' | 'origin'>;
+
 /** The pages' collaborators, made by the composition root (http/app.ts) with the runner's chain (issue 31 item 1). */
 export interface ServicePages {
   topUp: TopUpParts;
@@ -44,7 +47,7 @@ export interface ServicePages {
  * storage links of a media 302 (4.18), the clip page a webhook's `video_url` names (6.5), the service's
  * pages (top-up, photo upload), and the assistant endpoint with its status, metadata and consent page.
  */
-export function extraRoutes(service: Service, assistant: AssistantEndpoint | null, pages: ServicePages): ExtraRoute[] {
+export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | null, pages: ServicePages): ExtraRoute[] {
   const path = (req: IncomingMessage) => (req.url ?? '/').split('?', 1)[0]!;
   const routes: ExtraRoute[] = [
     { method: 'GET', path: '/files/assets/{file}', handle: (req, res, { file }) => sendFile(res, service.assets.file(file!), path(req)) },
@@ -95,7 +98,7 @@ export function extraRoutes(service: Service, assistant: AssistantEndpoint | nul
 }
 
 /** GET /mcp/status: whether the assistant endpoint is on, where, and how one signs in (spec 5.7). */
-function assistantStatus(service: Service, enabled: boolean) {
+function assistantStatus(service: Pick<Service, 'origin'>, enabled: boolean) {
   return {
     object: 'assistant_status',
     enabled,

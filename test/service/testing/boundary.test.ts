@@ -17,6 +17,7 @@ const COMPOSITION_ROOT = new Map([
   ['src/service/http/app.ts', 'plugs the journal and fault steps into the chain, and the in-process helpers into startService'],
   ['src/service/contract/routes.ts', 'the route table (and so the document) lists the /test_helpers routes'],
   ['src/service/index.ts', 'the package entry re-exports the helpers’ public types (TestHelpers, JournalFilter)'],
+  ['src/service/http/public.ts', 'the published types of startService’s handle: its helpers, the seed’s answer'],
 ]);
 
 /**

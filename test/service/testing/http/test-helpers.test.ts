@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ServiceError, SimulatedClock, startService, type StartedService } from '../../../../src/service/index.js';
+// The service under the handle (its store), which the package does not publish (issue 31 item 5).
+import { startService as startInternal } from '../../../../src/service/http/app.js';
 
 // Issue 22: the test helpers on the startService handle, in process, checked by the contract as the routes are.
 
@@ -101,7 +103,7 @@ describe('the helpers run their route’s chain (issue 31 item 1)', () => {
 
   it('a write that fails is a 503 upstream_busy ServiceError, and nothing is made (one unit of work)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cliphook-helpers-'));
-    const onFile = await startService({ file: join(dir, 'service.json'), clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    const onFile = await startInternal({ file: join(dir, 'service.json'), clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
     try {
       const commit = vi.spyOn(onFile.service.store, 'commit').mockRejectedValueOnce(new Error('disk full'));
       expect(await refusal(onFile.accounts.create({ name: 'lost' }))).toMatchObject({ code: 'upstream_busy', retryAfter: 5 });
