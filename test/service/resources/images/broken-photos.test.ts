@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service } from '../../../src/service/service.js';
-import { callerOf, serviceClient, type ServiceClient } from '../../helpers/service-client.js';
-import { waiting } from '../../helpers/waiting.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service } from '../../../../src/service/service.js';
+import { callerOf, serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
+import { waiting } from '../../../helpers/waiting.js';
 import { PNG_GARBAGE, pngClaiming } from '../assets/broken-images.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

@@ -2,12 +2,12 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { ImageFiles } from '../../../src/service/resources/images/characters.js';
-import { Service, type ImageFetcher } from '../../../src/service/service.js';
-import { serviceClient, callerOf, type Answer, type ServiceClient } from '../../helpers/service-client.js';
-import { waiting } from '../../helpers/waiting.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { ImageFiles } from '../../../../src/service/resources/images/characters.js';
+import { Service, type ImageFetcher } from '../../../../src/service/service.js';
+import { serviceClient, callerOf, type Answer, type ServiceClient } from '../../../helpers/service-client.js';
+import { waiting } from '../../../helpers/waiting.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const DAY = 86_400_000;

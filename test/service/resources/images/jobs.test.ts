@@ -1,11 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Accounts, type AccountTables } from '../../../src/service/core/accounts.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Credits } from '../../../src/service/core/credits.js';
-import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../src/service/resources/images/jobs.js';
-import { ImageRequest, type ImageCommand } from '../../../src/service/contract/images.js';
-import { parseOrThrow } from '../../../src/service/contract/problems.js';
-import { ServiceStore } from '../../../src/service/core/store.js';
+import { Accounts, type AccountTables } from '../../../../src/service/core/accounts.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Credits } from '../../../../src/service/core/credits.js';
+import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../../src/service/resources/images/jobs.js';
+import { ImageRequest, type ImageCommand } from '../../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../../src/service/contract/problems.js';
+import { ServiceStore } from '../../../../src/service/core/store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 

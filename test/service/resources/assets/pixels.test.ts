@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkPixels, MAX_ASSET_PIXELS } from '../../../src/service/resources/assets/pixels.js';
+import { checkPixels, MAX_ASSET_PIXELS } from '../../../../src/service/resources/assets/pixels.js';
 import { heicClaiming, PNG_GARBAGE, pngClaiming } from './broken-images.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cliphook-pixels-'));

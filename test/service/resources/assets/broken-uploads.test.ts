@@ -3,8 +3,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StartedService } from '../../../src/service/http/app.js';
-import { call, connect, start } from '../assistant/fixtures.js';
+import type { StartedService } from '../../../../src/service/http/app.js';
+import { call, connect, start } from '../../assistant/fixtures.js';
 import { PNG_GARBAGE, pngClaiming } from './broken-images.js';
 
 const CASES: Array<[string, Buffer, number, string]> = [

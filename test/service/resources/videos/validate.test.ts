@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { MAX_IMAGE_URL } from '../../../src/service/contract/common.js';
-import { clipPrice } from '../../../src/service/contract/pricing.js';
-import { MAX_PROMPT, MODEL_ALIASES, VideoRequest, type VideoCommand } from '../../../src/service/contract/videos.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service } from '../../../src/service/service.js';
-import { callerOf, serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { MAX_IMAGE_URL } from '../../../../src/service/contract/common.js';
+import { clipPrice } from '../../../../src/service/contract/pricing.js';
+import { MAX_PROMPT, MODEL_ALIASES, VideoRequest, type VideoCommand } from '../../../../src/service/contract/videos.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service } from '../../../../src/service/service.js';
+import { callerOf, serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
 
 // The rules of a clip request (spec 4.1), declared once in the contract (issue 21): what a body is accepted
 // as is the command the contract makes of it (`VideoRequest`, then the clip commands' `command`, which adds

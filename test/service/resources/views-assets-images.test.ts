@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Asset } from '../../src/service/resources/assets/assets.js';
-import { assetView, uploadView } from '../../src/service/resources/assets/views.js';
-import type { ImageJob } from '../../src/service/resources/images/jobs.js';
-import { ImageRequest } from '../../src/service/contract/images.js';
-import { parseOrThrow } from '../../src/service/contract/problems.js';
-import { imageJobView } from '../../src/service/resources/images/views.js';
+import type { Asset } from '../../../src/service/resources/assets/assets.js';
+import { assetView, uploadView } from '../../../src/service/resources/assets/views.js';
+import type { ImageJob } from '../../../src/service/resources/images/jobs.js';
+import { ImageRequest } from '../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../src/service/contract/problems.js';
+import { imageJobView } from '../../../src/service/resources/images/views.js';
 
 const ORIGIN = 'http://127.0.0.1:8080';
 const asset = (overrides: Partial<Asset> = {}): Asset => ({

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { openApiDocument } from '../../../src/service/contract/openapi.js';
-import { refusalOf } from '../../../src/service/contract/problems.js';
-import { commonProblems, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
-import { SERVED_TEST_HELPER_ROUTES, TEST_HELPER_ROUTES } from '../../../src/service/testing/contract/test-helper-routes.js';
-import { CreateTestAccountRequest, FaultPath, FaultRuleRequest, JournalQuery, TestAccountPath, WebhookChaosRequest } from '../../../src/service/testing/contract/test-helpers.js';
+import { openApiDocument } from '../../../../src/service/contract/openapi.js';
+import { refusalOf } from '../../../../src/service/contract/problems.js';
+import { commonProblems, ROUTES, type RouteSpec } from '../../../../src/service/contract/routes.js';
+import { SERVED_TEST_HELPER_ROUTES, TEST_HELPER_ROUTES } from '../../../../src/service/testing/contract/test-helper-routes.js';
+import { CreateTestAccountRequest, FaultPath, FaultRuleRequest, JournalQuery, TestAccountPath, WebhookChaosRequest } from '../../../../src/service/testing/contract/test-helpers.js';
 
 // The test helpers of issue 22 in the contract: every path of the issue is a route, tagged, with its
 // auth, schemas and codes; every refusal of their schemas has a documented code.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseEvent } from '../../../src/protocol/events.js';
-import { MediaSigner } from '../../../src/service/core/media-signer.js';
-import type { Video } from '../../../src/service/resources/videos/lifecycle.js';
-import { batchItemView, createdView, retryView, videoView, webhookPayload, type ViewContext } from '../../../src/service/resources/videos/views.js';
+import { parseEvent } from '../../../../src/protocol/events.js';
+import { MediaSigner } from '../../../../src/service/core/media-signer.js';
+import type { Video } from '../../../../src/service/resources/videos/lifecycle.js';
+import { batchItemView, createdView, retryView, videoView, webhookPayload, type ViewContext } from '../../../../src/service/resources/videos/views.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const signer = new MediaSigner('media-secret-0123456789');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { openApiDocument } from '../../../src/service/contract/openapi.js';
-import { MAX_FAULT_RULES } from '../../../src/service/testing/faults.js';
-import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from '../../../src/service/testing/journal.js';
+import { openApiDocument } from '../../../../src/service/contract/openapi.js';
+import { MAX_FAULT_RULES } from '../../../../src/service/testing/faults.js';
+import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from '../../../../src/service/testing/journal.js';
 
 // Issue 29 follow-up item 5: the bounds a client meets as a 400 are stated in the document, from the
 // constants the service enforces (no copy of the numbers).

@@ -3,11 +3,11 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { AssetFormFields, assetForm } from '../../../src/service/contract/assets.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service } from '../../../src/service/service.js';
-import { callerOf, serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { AssetFormFields, assetForm } from '../../../../src/service/contract/assets.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service } from '../../../../src/service/service.js';
+import { callerOf, serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const services: Service[] = [];

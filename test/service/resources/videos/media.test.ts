@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { RATIOS } from '../../src/service/contract/videos.js';
+import { RATIOS } from '../../../../src/service/contract/videos.js';
 
-const MEDIA = fileURLToPath(new URL('../../templates/media/', import.meta.url));
+const MEDIA = fileURLToPath(new URL('../../../../templates/media/', import.meta.url));
 
 /** The boxes of an ISO BMFF (MP4) buffer at one level: [type, payload]. */
 function boxes(data: Buffer): Array<[string, Buffer]> {

@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Accounts, type AccountTables } from '../../../src/service/core/accounts.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Credits } from '../../../src/service/core/credits.js';
-import { ServiceStore } from '../../../src/service/core/store.js';
-import { VideoLifecycle, type NewVideo, type Video, type VideoTables } from '../../../src/service/resources/videos/lifecycle.js';
-import type { Speed } from '../../../src/service/core/simulate.js';
+import { Accounts, type AccountTables } from '../../../../src/service/core/accounts.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Credits } from '../../../../src/service/core/credits.js';
+import { ServiceStore } from '../../../../src/service/core/store.js';
+import { VideoLifecycle, type NewVideo, type Video, type VideoTables } from '../../../../src/service/resources/videos/lifecycle.js';
+import type { Speed } from '../../../../src/service/core/simulate.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const dirs: string[] = [];

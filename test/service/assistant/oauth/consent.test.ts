@@ -5,10 +5,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from '../../src/service/core/clock.js';
-import { startService, type StartedService } from '../../src/service/http/app.js';
-import { screenshot, seriousViolations, useBrowser } from '../helpers/browser.js';
-import { MemoryOAuthClient } from './assistant/oauth-helpers.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { startService, type StartedService } from '../../../../src/service/http/app.js';
+import { screenshot, seriousViolations, useBrowser } from '../../../helpers/browser.js';
+import { MemoryOAuthClient } from '../oauth-helpers.js';
 
 const { run, cleanups, browser: launched } = useBrowser();
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Assets, parseAssetSimulation, type AssetTables } from '../../../src/service/resources/assets/assets.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { ServiceStore } from '../../../src/service/core/store.js';
+import { Assets, parseAssetSimulation, type AssetTables } from '../../../../src/service/resources/assets/assets.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { ServiceStore } from '../../../../src/service/core/store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const file = (sha256: string) => ({ sha256, name: 'me.jpg', fileSize: 1234, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' as const });

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ImageJob } from '../../../src/service/resources/images/jobs.js';
-import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../src/service/resources/images/render.js';
-import { IMAGE_RATIOS, ImageRequest } from '../../../src/service/contract/images.js';
-import { parseOrThrow } from '../../../src/service/contract/problems.js';
+import type { ImageJob } from '../../../../src/service/resources/images/jobs.js';
+import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../../src/service/resources/images/render.js';
+import { IMAGE_RATIOS, ImageRequest } from '../../../../src/service/contract/images.js';
+import { parseOrThrow } from '../../../../src/service/contract/problems.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cliphook-render-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { parseEvent } from '../../../src/protocol/events.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service, type ImageFetcher } from '../../../src/service/service.js';
-import { serviceClient, type Answer, type ServiceClient } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { parseEvent } from '../../../../src/protocol/events.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service, type ImageFetcher } from '../../../../src/service/service.js';
+import { serviceClient, type Answer, type ServiceClient } from '../../../helpers/service-client.js';
 
 // The clip operations (spec 4.1-4.6, 4.16) through the real HTTP contract (issue 21): the same request
 // answers the same status, code and body as a client sees them.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { PROBLEM_CODES } from '../../../src/protocol/problem.js';
-import { TEMPLATES } from '../../../src/service/contract/templates.js';
-import { ImageRequest, unsupportedScript, type ImageCommand } from '../../../src/service/contract/images.js';
-import { refusalOf } from '../../../src/service/contract/problems.js';
+import { PROBLEM_CODES } from '../../../../src/protocol/problem.js';
+import { TEMPLATES } from '../../../../src/service/contract/templates.js';
+import { ImageRequest, unsupportedScript, type ImageCommand } from '../../../../src/service/contract/images.js';
+import { refusalOf } from '../../../../src/service/contract/problems.js';
 
 // The rules of POST /images are the contract's schema (issue 21); the refusal is the one the one mapper
 // from zod issues to spec codes makes of its first issue, as the HTTP pipeline answers it.

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service } from '../../../src/service/service.js';
-import { callerOf } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service } from '../../../../src/service/service.js';
+import { callerOf } from '../../../helpers/service-client.js';
 
 const services: Service[] = [];
 afterEach(async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { BatchRequest, videoCommand } from '../../../src/service/contract/videos.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import type { Video } from '../../../src/service/resources/videos/lifecycle.js';
-import { retryOutcome, retryRefusal } from '../../../src/service/resources/videos/retry.js';
-import { Service } from '../../../src/service/service.js';
-import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { BatchRequest, videoCommand } from '../../../../src/service/contract/videos.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import type { Video } from '../../../../src/service/resources/videos/lifecycle.js';
+import { retryOutcome, retryRefusal } from '../../../../src/service/resources/videos/retry.js';
+import { Service } from '../../../../src/service/service.js';
+import { serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
 
 // A batch's rules are the contract's `BatchRequest` (issue 21): what it accepts is read from its output, what
 // it refuses from POST /v1/videos/batch, where a client reads it.

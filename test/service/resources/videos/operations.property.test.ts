@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebhookEmitter } from '../../../src/emitter/index.js';
-import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { Service } from '../../../src/service/service.js';
-import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
+import type { WebhookEmitter } from '../../../../src/emitter/index.js';
+import { SimulatedClock } from '../../../../src/service/core/clock.js';
+import { Service } from '../../../../src/service/service.js';
+import { serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
 
 let service: Service;
 let client: ServiceClient;

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { receiveUpload } from '../../../src/service/http/multipart.js';
+import { receiveUpload } from '../../../../src/service/http/multipart.js';
 
 // The smallest files of each kind that their magic bytes identify.
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000'.padEnd(134, '0'), 'hex');
