@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HELPER_OPERATIONS, testHelpersOf, type HelperParts } from '../testing/http/in-process.js';
-import type { TestHelpers } from '../testing/http/test-helpers.js';
+import { testHelpersOf, type HelperParts } from '../testing/http/in-process.js';
+import { HELPER_OPERATIONS, type TestHelpers } from '../testing/http/test-helpers.js';
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';

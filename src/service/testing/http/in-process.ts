@@ -57,6 +57,3 @@ export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestH
     advanceClock: (input) => call('advanceClock', { body: input }),
   };
 }
-
-/** The helpers' operationIds: what `HelperParts.commands` holds. */
-export const HELPER_OPERATIONS: readonly HelperId[] = ['advanceClock', 'createTestAccount', 'listTestAccounts', 'deleteTestAccount', 'resetService', 'seedService', 'listRequests', 'clearRequests', 'createFaultRule', 'listFaultRules', 'deleteFaultRule', 'setWebhookChaos'];

@@ -60,5 +60,7 @@ export interface TestHelpers {
   advanceClock(input: z.input<typeof AdvanceRequest>): Promise<z.output<typeof Clock>>;
 }
 
-/** The operationIds of the helpers. */
-export type HelperId = 'advanceClock' | 'createTestAccount' | 'listTestAccounts' | 'deleteTestAccount' | 'resetService' | 'seedService' | 'listRequests' | 'clearRequests' | 'createFaultRule' | 'listFaultRules' | 'deleteFaultRule' | 'setWebhookChaos';
+/** The operationIds of the helpers, each a route of the contract. */
+export const HELPER_OPERATIONS = ['advanceClock', 'createTestAccount', 'listTestAccounts', 'deleteTestAccount', 'resetService', 'seedService', 'listRequests', 'clearRequests', 'createFaultRule', 'listFaultRules', 'deleteFaultRule', 'setWebhookChaos'] as const;
+
+export type HelperId = (typeof HELPER_OPERATIONS)[number];
