@@ -15,7 +15,7 @@ const COMPOSITION_ROOT = new Map([
   ['src/service/service.ts', 'builds the journal, fault rules, chaos and the helpers’ commands'],
   ['src/service/options.ts', 'the `seed` option’s type, and the chaos the default emitter wraps'],
   ['src/service/http/app.ts', 'plugs the journal and fault steps into the chain, and the in-process helpers into startService'],
-  ['src/service/contract/routes.ts', 'the route table (and so the document) lists the /test_helpers routes'],
+  ['src/service/contract/routes.ts', 'the one route table the document, the router and the client are made from takes the /test_helpers routes (SERVED_TEST_HELPER_ROUTES) as one spread'],
   ['src/service/index.ts', 'the package entry re-exports the helpers’ public types (TestHelpers, JournalFilter)'],
   ['src/service/http/public.ts', 'the published types of startService’s handle: its helpers, the seed’s answer'],
 ]);

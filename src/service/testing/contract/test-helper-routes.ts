@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { SeedFixture, SeedResult } from './seed.js';
 import {
-  CreateTestAccountRequest, DeletedFaultRule, DeletedTestAccount, FaultListQuery, FaultPath, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalClearQuery, JournalList,
+  AdvanceRequest, Clock, CreateTestAccountRequest, DeletedFaultRule, DeletedTestAccount, FaultListQuery, FaultPath, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalClearQuery, JournalList,
   JournalQuery, MAX_FAULT_RULES, ResetResponse, TestAccount, TestAccountList, TestAccountPath, WebhookChaos, WebhookChaosRequest,
 } from './test-helpers.js';
 
@@ -14,8 +14,20 @@ const json = <S extends z.ZodType>(description: string, schema: S) => ({ descrip
 const ADMIN = ' (admin token)';
 const EITHER = ' (admin token: every account; API key: its own)';
 
-/** The routes of issue 22's test helpers (the clock's are in routes.ts). */
+/** The routes of issue 22's test helpers, the clock's first. */
 export const TEST_HELPER_ROUTES = [
+  {
+    operationId: 'getClock', method: 'GET', path: '/test_helpers/clock', tag: 'Test helpers', auth: 'admin_or_key',
+    summary: 'The simulated time every rule reads for the key’s account (the service’s own with the admin token)',
+    responses: { 200: json('The clock.', Clock) },
+    problems: [],
+  },
+  {
+    operationId: 'advanceClock', method: 'POST', path: '/test_helpers/clock/advance', tag: 'Test helpers', auth: 'admin_or_key', body: AdvanceRequest,
+    summary: 'Move the key’s account’s time (every account’s with the admin token), firing on the way what falls due',
+    responses: { 200: json('The clock once everything due has settled.', Clock) },
+    problems: ['invalid_parameter'],
+  },
   {
     operationId: 'createTestAccount', method: 'POST', path: '/test_helpers/accounts', tag: 'Test helpers', auth: 'admin', body: CreateTestAccountRequest,
     summary: `A new account with its own key, webhook secret, balance, limits and clock${ADMIN}`,
