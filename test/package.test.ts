@@ -62,12 +62,15 @@ const USE = `
   const fromWeb = await web.sign(body, 'whsec_package');
   const svc = await service.startService();
   const pricing = (await fetch(svc.url + '/pricing')).status;
+  // Issue 31 item 5: the service's deliveries through its emitter; the internal Service is not exported.
+  const deliveries = svc.emitter.list().length;
+  const noService = !('Service' in service);
   await svc.close();
   const imported = await import('cliphook');
   // Issue 32: the framework adapters of a receiver, and issue 30's reconcile, in both module systems.
   const fresh = () => cliphook.createReceiver({ secret: 'whsec_package', store: new cliphook.MemoryDeliveryStore() });
   const adapters = [typeof fresh().fastify(), typeof fresh().koa({ path: '/webhooks' }), typeof fresh().hono(), typeof fresh().reconcile];
-  console.log(JSON.stringify({ fromNode, fromWeb, pricing, sameModule: imported.createReceiver === cliphook.createReceiver, adapters }));
+  console.log(JSON.stringify({ fromNode, fromWeb, pricing, deliveries, noService, sameModule: imported.createReceiver === cliphook.createReceiver, adapters }));
 `;
 
 // What a TypeScript app writes against the three entry points; type-checked in both parts of the app.
@@ -103,8 +106,9 @@ app.use(express.json());
 export async function clip(): Promise<string> {
   const svc: StartedService = await startService();
   await svc.clock.advance(1000);
+  const sent: number = svc.emitter.list({ limit: 10 }).length;
   await svc.close();
-  return svc.url;
+  return svc.url + sent;
 }
 `;
 
@@ -134,14 +138,14 @@ describe('the packed tarball, installed in a fresh app', () => {
     const file = join(app, 'cjs', 'main.js');
     writeFileSync(file, `const cliphook = require('cliphook');\nconst web = require('cliphook/web');\nconst service = require('cliphook/service');\n(async () => {${USE}})();\n`);
     const out = run(file);
-    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, deliveries: 0, noService: true, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
   });
 
   it('imports the three entry points from ESM', () => {
     const file = join(app, 'esm', 'main.js');
     writeFileSync(file, `import * as cliphook from 'cliphook';\nimport * as web from 'cliphook/web';\nimport * as service from 'cliphook/service';\n${USE}\n`);
     const out = run(file);
-    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, deliveries: 0, noService: true, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
   });
 
   // Issue 20 item 14: @types/ws and @types/oidc-provider were devDependencies our .d.ts needed (TS7016),
@@ -176,6 +180,8 @@ describe('the packed tarball, installed in a fresh app', () => {
     expect([...fromExports.files].map((file) => relative(installed, file)).sort()).toEqual([...published].sort());
     const foreign = [...everyFile.external.keys()].filter((specifier) => !isNodeBuiltin(specifier)).sort();
     expect(foreign).toEqual(['ioredis', 'zod']);
+    // Issue 31 item 5: the internal Service (its stores and state machines) is no published type.
+    expect(published.filter((file) => /(^|\/)service\/service\.d\.ts$/.test(file))).toEqual([]);
     const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     for (const name of foreign) expect(dependencies).toHaveProperty([name]);
   });

@@ -8,7 +8,7 @@ import { fingerprint, type Idempotency } from '../core/idempotency.js';
 import { rateLimitHeaders } from '../core/rate-limit.js';
 import { tokenHash } from '../core/redis/client.js';
 import { headersOf, problemOf } from '../http/respond.js';
-import { pointerRefusal } from '../testing/pointer.js';
+import { pointerRefusal } from '../contract/pointer.js';
 import { named, successOf, WRITTEN, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
 import { failureOf } from './failure.js';
 

@@ -1,4 +1,4 @@
-import { JOURNAL_CAP } from '../contract/test-helpers.js';
+import { JOURNAL_CAP } from './contract/test-helpers.js';
 import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
 import { JournalLanes } from './journal-lanes.js';
 import { createRedactor, isSecretName, REDACTED, SecretIndex, type Redactor } from './redact.js';

@@ -183,7 +183,8 @@ export function findStrays(file: string, source: string): Stray[] {
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return path.endsWith(join('service', 'contract')) ? [] : sources(path);
+    // Issue 31 item 5: the test helpers' part of the contract lives with them, in testing/contract/.
+    if (entry.isDirectory()) return path.endsWith(join('service', 'contract')) || path.endsWith(join('service', 'testing', 'contract')) ? [] : sources(path);
     return entry.name.endsWith('.ts') ? [path] : [];
   });
 }
