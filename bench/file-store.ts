@@ -19,9 +19,9 @@ const MAX_SECONDS = intOption('max-seconds', 'BENCH_MAX_SECONDS', 30);
 const LEASE_MS = 60_000;
 const TARGET = 5_000;
 
-/** The two keys the receiver claims per delivery: the delivery id and the signed event + id. */
+/** The key the receiver claims per delivery (issue 30: the signed event and its clip id alone). */
 function keysOf(n: number): string[] {
-  return [`d:bench-${n.toString(36).padStart(8, '0')}-4f1c-9a2e`, `e:video.completed:${n}`];
+  return [`e:video.completed:${n}`];
 }
 
 /** A deliveries file as the store writes it, with `count` deliveries completed over the last 23 hours. */

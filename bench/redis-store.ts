@@ -1,5 +1,5 @@
-// RedisDeliveryStore from two processes: claims/s (one script over a delivery's two keys, as the
-// receiver claims) against a bare `SET key 1 NX PX` loop from the same two processes on the same private
+// RedisDeliveryStore from two processes: claims/s (one script over a delivery's key, as the receiver
+// claims since issue 30: `e:<event>:<clip id>` alone) against a bare `SET key 1 NX PX` loop from the same two processes on the same private
 // Redis, and deliveries/s (claim + complete, the receiver's two round trips); with each, the µs Redis spent
 // executing commands per operation (INFO commandstats, reset before each round). Each process keeps
 // `--concurrency` operations in flight on one connection; modes alternate over `--rounds`.
@@ -43,7 +43,7 @@ async function child(mode: Mode, url: string, tag: string): Promise<void> {
           if ((await redis.set(`bench:${tag}:d:${id}`, '1', 'PX', LEASE_MS, 'NX')) !== 'OK') throw new Error('a fresh key was taken');
           continue;
         }
-        const keys = [`d:${id}`, `e:video.completed:${tag}:${n}`];
+        const keys = [`e:video.completed:${tag}:${n}`];
         if ((await store.claim(keys, LEASE_MS, id)) !== 'claimed') throw new Error('a fresh delivery was not claimed');
         if (mode === 'deliver') await store.complete(keys);
       }
@@ -116,7 +116,7 @@ if (process.env.BENCH_CHILD) {
         ['operation (two processes)', 'ops/s', 'vs bare SET NX PX', 'Redis µs per op (commandstats)'],
         [
           ['bare `SET key 1 NX PX` (baseline)', num(set), '1.00×', us('set')],
-          ['`RedisDeliveryStore.claim` (one script: `SET NX PX GET` on both keys of a delivery)', num(claim), ratio(claim, set), us('claim')],
+          ['`RedisDeliveryStore.claim` (one script: `SET NX PX GET` on the delivery key)', num(claim), ratio(claim, set), us('claim')],
           ['deliveries: claim + complete (2 round trips)', num(deliver), ratio(deliver, set), us('deliver')],
         ],
       ),

@@ -62,18 +62,21 @@ const USE = `
   const fromWeb = await web.sign(body, 'whsec_package');
   const svc = await service.startService();
   const pricing = (await fetch(svc.url + '/pricing')).status;
+  // Issue 31 item 5: the service's deliveries through its emitter; the internal Service is not exported.
+  const deliveries = svc.emitter.list().length;
+  const noService = !('Service' in service);
   await svc.close();
   const imported = await import('cliphook');
   // Issue 32: the framework adapters of a receiver, and issue 30's reconcile, in both module systems.
   const fresh = () => cliphook.createReceiver({ secret: 'whsec_package', store: new cliphook.MemoryDeliveryStore() });
-  const adapters = [typeof fresh().fastify(), typeof fresh().koa({ path: '/webhooks' }), typeof fresh().reconcile];
-  console.log(JSON.stringify({ fromNode, fromWeb, pricing, sameModule: imported.createReceiver === cliphook.createReceiver, adapters }));
+  const adapters = [typeof fresh().fastify(), typeof fresh().koa({ path: '/webhooks' }), typeof fresh().hono(), typeof fresh().reconcile];
+  console.log(JSON.stringify({ fromNode, fromWeb, pricing, deliveries, noService, sameModule: imported.createReceiver === cliphook.createReceiver, adapters }));
 `;
 
 // What a TypeScript app writes against the three entry points; type-checked in both parts of the app.
 // Issue 29 item 15: an Express 5 app importing startService from cliphook/service, as the new user's did.
 const CONSUMER = `import express from 'express';
-import { createReceiver, MemoryDeliveryStore, type VideoCompletedEvent, type FastifyReceiverPlugin, type KoaMiddleware } from 'cliphook';
+import { createReceiver, MemoryDeliveryStore, type VideoCompletedEvent, type FastifyReceiverPlugin, type KoaMiddleware, type HonoHandler } from 'cliphook';
 import { createReceiver as createWebReceiver, verifyWebhook } from 'cliphook/web';
 import { startService, type StartedService } from 'cliphook/service';
 
@@ -88,6 +91,7 @@ export const app = express();
 app.post('/webhooks', receiver.express());
 export const fastifyPlugin: FastifyReceiverPlugin = receiver.fastify();
 export const koaMiddleware: KoaMiddleware = receiver.koa({ path: '/webhooks' });
+export const honoHandler: HonoHandler = receiver.hono();
 export async function deadOnes(): Promise<number> {
   const durable = createReceiver({ secret: 'whsec_types', inbox: { file: '.cliphook/inbox.json', retries: 3, concurrency: 2 } });
   durable.on('video.failed', (event, { attempt, source }) => console.log(event.error_code, attempt, source));
@@ -102,8 +106,9 @@ app.use(express.json());
 export async function clip(): Promise<string> {
   const svc: StartedService = await startService();
   await svc.clock.advance(1000);
+  const sent: number = svc.emitter.list({ limit: 10 }).length;
   await svc.close();
-  return svc.url;
+  return svc.url + sent;
 }
 `;
 
@@ -133,14 +138,14 @@ describe('the packed tarball, installed in a fresh app', () => {
     const file = join(app, 'cjs', 'main.js');
     writeFileSync(file, `const cliphook = require('cliphook');\nconst web = require('cliphook/web');\nconst service = require('cliphook/service');\n(async () => {${USE}})();\n`);
     const out = run(file);
-    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true, adapters: ['function', 'function', 'function'] });
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, deliveries: 0, noService: true, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
   });
 
   it('imports the three entry points from ESM', () => {
     const file = join(app, 'esm', 'main.js');
     writeFileSync(file, `import * as cliphook from 'cliphook';\nimport * as web from 'cliphook/web';\nimport * as service from 'cliphook/service';\n${USE}\n`);
     const out = run(file);
-    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, sameModule: true, adapters: ['function', 'function', 'function'] });
+    expect(out).toEqual({ fromNode: expect.stringMatching(/^sha256=[0-9a-f]{64}$/), fromWeb: out.fromNode, pricing: 200, deliveries: 0, noService: true, sameModule: true, adapters: ['function', 'function', 'function', 'function'] });
   });
 
   // Issue 20 item 14: @types/ws and @types/oidc-provider were devDependencies our .d.ts needed (TS7016),
@@ -175,6 +180,8 @@ describe('the packed tarball, installed in a fresh app', () => {
     expect([...fromExports.files].map((file) => relative(installed, file)).sort()).toEqual([...published].sort());
     const foreign = [...everyFile.external.keys()].filter((specifier) => !isNodeBuiltin(specifier)).sort();
     expect(foreign).toEqual(['ioredis', 'zod']);
+    // Issue 31 item 5: the internal Service (its stores and state machines) is no published type.
+    expect(published.filter((file) => /(^|\/)service\/service\.d\.ts$/.test(file))).toEqual([]);
     const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     for (const name of foreign) expect(dependencies).toHaveProperty([name]);
   });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { code } from './code.js';
 
-export const FRAMEWORK_KINDS = ['fastify-bare', 'fastify', 'koa-bare', 'koa', 'hono-bare', 'hono'] as const;
+export const FRAMEWORK_KINDS = ['fastify-bare', 'fastify', 'koa-bare', 'koa', 'hono-bare', 'hono', 'hono-fetch'] as const;
 export type FrameworkKind = (typeof FRAMEWORK_KINDS)[number];
 
 export const FRAMEWORK_LABELS: Record<FrameworkKind, string> = {
@@ -16,7 +16,8 @@ export const FRAMEWORK_LABELS: Record<FrameworkKind, string> = {
   'koa-bare': 'Koa 3 middleware: raw-body, then 200',
   koa: 'Koa 3 + receiver.koa() (verify, FileDeliveryStore, handler)',
   'hono-bare': 'Hono on @hono/node-server: arrayBuffer(), then 200',
-  hono: 'Hono + receiver.fetch(c.req.raw) (verify, FileDeliveryStore, handler)',
+  hono: 'Hono + receiver.hono() (verify, FileDeliveryStore, handler)',
+  'hono-fetch': 'Hono + receiver.fetch(c.req.raw), the Fetch API path (same receiver)',
 };
 
 /** Each adapter's kind and its framework's bare route. */
@@ -24,7 +25,11 @@ export const FRAMEWORK_PAIRS: readonly (readonly [FrameworkKind, FrameworkKind])
   ['fastify', 'fastify-bare'],
   ['koa', 'koa-bare'],
   ['hono', 'hono-bare'],
+  ['hono-fetch', 'hono-bare'],
 ];
+
+/** Rows shown for reference, without the issue's target: `receiver.fetch()` is what Bun, Deno and Workers run. */
+export const FRAMEWORK_REFERENCE: readonly FrameworkKind[] = ['hono-fetch'];
 
 export function isFrameworkKind(kind: string): kind is FrameworkKind {
   return (FRAMEWORK_KINDS as readonly string[]).includes(kind);
@@ -100,6 +105,9 @@ export async function frameworkServer(kind: FrameworkKind, { secret, path, limit
     const { serve } = await import('@hono/node-server');
     const app = new Hono();
     if (kind === 'hono') {
+      const made = await receiver();
+      app.post(path, made.hono());
+    } else if (kind === 'hono-fetch') {
       const made = await receiver();
       app.post(path, (c) => made.fetch(c.req.raw));
     } else {

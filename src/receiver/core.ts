@@ -44,6 +44,8 @@ export class ReceiverCore {
   /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
   readonly inbox: Inbox | undefined;
   readonly #reconciler: Reconciler;
+  /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
+  readonly #marking = new Set<Promise<void>>();
 
   constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
@@ -129,11 +131,12 @@ export class ReceiverCore {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
-    // X-Service-Delivery is not signed, so the signed event is claimed too (event-key.ts): a captured
-    // request replayed under a forged delivery id finds its event already processed.
-    const keys = [`d:${deliveryId}`, eventKey(event)];
+    // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
+    // event, so the event key catches its retries too, and a captured request replayed under a forged
+    // delivery id finds its event already processed.
+    const keys = [eventKey(event)];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
-    return replyFor(await this.#claimAndRun(keys, event, context));
+    return replyFor(await this.#claimAndRun(keys, event, context, verified.text));
   }
 
   /**
@@ -167,7 +170,7 @@ export class ReceiverCore {
    * event durably), mark the keys processed. Failures are told to the error listeners here; the caller
    * turns the outcome into its answer.
    */
-  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext): Promise<Processed> {
+  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext, text?: string): Promise<Processed> {
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
@@ -181,7 +184,7 @@ export class ReceiverCore {
       return 'store_unavailable';
     }
     if (outcome !== 'claimed') return outcome;
-    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner);
+    if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner, text);
     try {
       const ran = this.#dispatch(event, context);
       if (isThenable(ran)) await ran;
@@ -209,8 +212,9 @@ export class ReceiverCore {
    * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
-  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string): Promise<Processed> {
-    const record = newRecord(context.deliveryId, event.event, decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text?: string): Promise<Processed> {
+    // The body as text: verification decoded it already.
+    const record = newRecord(context.deliveryId, event.event, text ?? decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
     let added;
     try {
       added = await inbox.enqueue(record);
@@ -223,12 +227,17 @@ export class ReceiverCore {
       await this.#release(keys, owner);
       return 'full';
     }
-    try {
-      await this.store.complete(keys);
-    } catch (error) {
-      // The event is durably queued and runs from the inbox; a retry the mark missed finds it there ('exists').
-      this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 500);
-    }
+    // Issue 30 item 4: answered once the event is in the inbox, without waiting for the mark's own write
+    // (a second group commit per request): the event is durable and runs from the inbox either way, and a
+    // retry the mark missed finds it there ('exists').
+    const marking: Promise<void> = this.store.complete(keys).then(
+      () => void this.#marking.delete(marking),
+      (error: unknown) => {
+        this.#marking.delete(marking);
+        this.#errors.emit(new WebhookHandlerError(context.deliveryId, error, 'store'), context, 500);
+      },
+    );
+    this.#marking.add(marking);
     return 'queued';
   }
 
@@ -256,6 +265,7 @@ export class ReceiverCore {
     // Reconciliation first (its timer, and a run waiting on Retry-After): it feeds the inbox and the store.
     await this.#reconciler.close();
     await this.inbox?.close();
+    await Promise.all([...this.#marking]);
     await this.store.close();
   }
 

@@ -8,11 +8,11 @@ export const FETCH_PARSED_HINT =
 
 /**
  * The raw body of a Fetch API request: read whole when its declared length is within `limit`, otherwise
- * chunk by chunk and abandoned as soon as it passes `limit`.
+ * chunk by chunk and abandoned as soon as it passes `limit`. `header` is its Content-Length, read from
+ * `req.headers` unless the caller has it cheaper (receiver.hono() on Node, from the Node request).
  * Rejects with a `BodyReadError('aborted')` when the stream fails (the client went away mid-body).
  */
-export async function readFetchBody(req: Request, limit: number): Promise<Uint8Array> {
-  const header = req.headers.get('content-length');
+export async function readFetchBody(req: Request, limit: number, header: string | null = req.headers.get('content-length')): Promise<Uint8Array> {
   // Only digits: a missing or empty header is no declaration (Number(null) and Number('') are 0).
   const declared = header !== null && /^\d{1,15}$/.test(header) ? Number(header) : Number.NaN;
   if (declared > limit) throw tooLarge(limit);

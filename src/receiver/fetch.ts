@@ -1,6 +1,7 @@
 import { isAborted } from '../http/body-error.js';
 import type { ReceiverCore, ReceiverReply } from './core.js';
 import { readFetchBody } from './fetch-body.js';
+import type { HeaderSource } from './verify-core.js';
 
 /**
  * The answer to a request whose client went away mid-body: nobody reads it, and it is not a refused
@@ -11,12 +12,14 @@ export const ABORTED_STATUS = 499;
 
 /**
  * Adapts a receiver to the Fetch API (Next.js route handlers, Hono, Bun, Deno, Workers): reads the raw
- * body of a `Request` up to the limit and answers with a `Response`. Needs no Node module.
+ * body of a `Request` up to the limit and answers with a `Response`. Needs no Node module. An adapter that
+ * has the headers cheaper than `req.headers` (receiver.hono() on Node) passes them, with the Content-Length.
  */
-export async function fetchAdapter(receiver: ReceiverCore, req: Request): Promise<Response> {
+export async function fetchAdapter(receiver: ReceiverCore, req: Request, headers: HeaderSource = req.headers, length?: string | null): Promise<Response> {
   let result: ReceiverReply;
   try {
-    result = await receiver.receive(await readFetchBody(req, receiver.limit), req.headers);
+    const body = length === undefined ? readFetchBody(req, receiver.limit) : readFetchBody(req, receiver.limit, length);
+    result = await receiver.receive(await body, headers);
   } catch (error) {
     if (isAborted(error)) return new Response(null, { status: ABORTED_STATUS });
     result = receiver.refuse(error);

@@ -4,6 +4,7 @@ export type { ReconcileOptions, ReconcileResult, ReconcileSchedule } from './rec
 export type { NodeMiddleware } from './express.js';
 export type { FastifyReceiverPlugin, FastifyReceiverOptions, FastifyInstanceLike, FastifyRequestLike, FastifyReplyLike } from './fastify.js';
 export type { KoaMiddleware, KoaReceiverOptions, KoaContextLike } from './koa.js';
+export type { HonoHandler, HonoContextLike } from './hono.js';
 export { verifyWebhook } from './verify.js';
 export type { VerifyOptions, VerifiedWebhook, HeaderSource } from './verify.js';
 export { MemoryDeliveryStore, DEFAULT_RETENTION_MS } from './delivery-store.js';

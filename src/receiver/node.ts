@@ -3,6 +3,7 @@ import { ReceiverCore, type ReceiverOptions, type ReceiverRuntime } from './core
 import { expressAdapter, type NodeMiddleware } from './express.js';
 import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
+import { honoAdapter, type HonoHandler } from './hono.js';
 import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
 import { FileInboxBackend } from './inbox/file-backend.js';
 import type { ResolvedInboxOptions } from './inbox/options.js';
@@ -58,6 +59,15 @@ export class WebhookReceiver extends Receiver {
   }
 
   /**
+   * Hono handler. On Node (@hono/node-server) it reads the webhook headers off the Node request, which
+   * spares building a Fetch API `Headers`; elsewhere it is `receiver.fetch(c.req.raw)`.
+   * @example app.post('/webhooks', receiver.hono());
+   */
+  hono(): HonoHandler {
+    return honoAdapter(this);
+  }
+
+  /**
    * Fastify plugin, encapsulated: the app's JSON parser stays for its other routes.
    * @example app.register(receiver.fastify(), { path: '/webhooks' });
    */
@@ -75,8 +85,8 @@ export class WebhookReceiver extends Receiver {
 }
 
 /**
- * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by
- * `X-Service-Delivery` and by the signed event, and calls typed handlers.
+ * Creates a webhook receiver: verifies `X-Service-Signature` on the raw body, dedupes by the signed
+ * event (every retry of one `X-Service-Delivery` carries the same event), and calls typed handlers.
  * @example
  * const receiver = createReceiver({ secret: process.env.SIGNING_SECRET! });
  * receiver.on('video.completed', async (event) => console.log(event.video_url));

@@ -31,11 +31,12 @@ export interface RedisDeliveryStoreOptions {
 // *is* the lease or the retention, so a key that exists is valid by Redis's clock and nothing reads the
 // times; with a clock (tests) the PX gets a minute more and the script compares the times with ARGV[3].
 //
-// CLAIM is on every webhook's path, so its common case is one `SET key <claim> NX PX <ms> GET` per key
-// (Redis >= 7.0), about 7 µs of Redis for a delivery's two keys where the MGET-and-compare script before
-// it took 12-15 (INFO commandstats, bench/redis-store.ts). It stays a script because a delivery has two
-// keys: plain SETs from the client would not be atomic over both, and two commands cost the client more
-// CPU than one EVALSHA. A key that exists undoes the keys set before it and goes the slow way, in the same
+// The claim is on every webhook's path. Since issue 30 a delivery has one key, and without an injected clock
+// that claim is one `SET key <claim> NX PX <ms> GET` from the client (Redis >= 7.0), atomic by itself, and
+// the mark one `SET key p<now> PX <retention>`: no script. CLAIM below serves several keys (a store shared
+// with an older receiver, or a caller's own) and clock mode: one `SET NX PX GET` per key in one script,
+// about 7 µs of Redis for two keys where the MGET-and-compare script before it took 12-15 (INFO
+// commandstats, bench/redis-store.ts); plain SETs from the client would not be atomic over several keys. A key that exists undoes the keys set before it and goes the slow way, in the same
 // script and round trip: the values decide, and only a claim or mark that the injected clock says has
 // ended, while Redis still holds it, is taken over.
 // ARGV: claim value, PX, now (clock mode only), retention ms (clock mode only).
@@ -107,6 +108,8 @@ export class RedisDeliveryStore implements DeliveryStore {
   readonly #client: Promise<RedisLike>;
   /** The client once `#client` has resolved, so later calls skip awaiting it. */
   #ready: RedisLike | null = null;
+  /** The ready client's `set`, bound once; `null` when it has none. */
+  #setCommand: SetCommand | null | undefined;
   readonly #owns: boolean;
   #closed: Promise<void> | null = null;
 
@@ -130,13 +133,22 @@ export class RedisDeliveryStore implements DeliveryStore {
     // Whole milliseconds: Redis refuses a fractional PX, and the receiver's `leaseMs` may be one.
     const lease = Math.ceil(leaseMs);
     const clock = this.#clock;
-    if (!clock) return this.#run(CLAIM, keys, `c${Date.now() + lease}|${owner}`, lease) as Promise<ClaimOutcome>;
+    if (!clock) {
+      const value = `c${Date.now() + lease}|${owner}`;
+      const set = this.#set(keys);
+      // Issue 30 item 4: a delivery has one key now, and one `SET NX PX GET` is atomic by itself: no script.
+      if (set) return set(this.#prefix + keys[0]!, value, 'PX', lease, 'NX', 'GET').then(claimOutcome);
+      return this.#run(CLAIM, keys, value, lease) as Promise<ClaimOutcome>;
+    }
     const now = clock();
     return this.#run(CLAIM, keys, `c${now + lease}|${owner}`, lease + CLOCK_MARGIN_MS, now, this.#retentionMs) as Promise<ClaimOutcome>;
   }
 
   async complete(keys: readonly string[]): Promise<void> {
     const clock = this.#clock;
+    const set = clock ? null : this.#set(keys);
+    // Without a clock nothing reads a mark's time (its PX is the retention), so this host's clock will do.
+    if (set) return void (await set(this.#prefix + keys[0]!, `p${Date.now()}`, 'PX', this.#retentionMs));
     await this.#run(COMPLETE, keys, clock ? clock() : -1, clock ? this.#retentionMs + CLOCK_MARGIN_MS : this.#retentionMs);
   }
 
@@ -164,6 +176,16 @@ export class RedisDeliveryStore implements DeliveryStore {
     return this.#closed;
   }
 
+  /** The client's `set` for a single key once the client is ready (ioredis has one; a bare `RedisLike` may not). */
+  #set(keys: readonly string[]): SetCommand | null {
+    if (keys.length !== 1 || this.#ready === null) return null;
+    if (this.#setCommand === undefined) {
+      const set = (this.#ready as RedisLike & { set?: SetCommand }).set;
+      this.#setCommand = typeof set === 'function' ? set.bind(this.#ready) : null;
+    }
+    return this.#setCommand;
+  }
+
   /** One EVALSHA (EVAL when Redis has not cached the script), without a promise layer of its own on the hot path. */
   #run(script: string, keys: readonly string[], ...argv: Array<string | number>): Promise<unknown> {
     const client = this.#ready;
@@ -180,9 +202,17 @@ export class RedisDeliveryStore implements DeliveryStore {
   }
 }
 
+type SetCommand = (...args: Array<string | number>) => Promise<unknown>;
+
 const shas = new Map<string, string>();
 function sha1(script: string): string {
   let sha = shas.get(script);
   if (sha === undefined) shas.set(script, (sha = createHash('sha1').update(script).digest('hex')));
   return sha;
+}
+
+/** What `SET key <claim> NX PX <ms> GET` answered: nothing there (claimed), a mark (`p…`), or another claim (`c…`). */
+function claimOutcome(previous: unknown): ClaimOutcome {
+  if (previous === null || previous === undefined) return 'claimed';
+  return String(previous).startsWith('p') ? 'processed' : 'in_progress';
 }

@@ -36,8 +36,8 @@ export class WebReceiver extends ReceiverCore {
 
 /**
  * Creates a webhook receiver for Cloudflare Workers, Deno, Bun or any Fetch API runtime: verifies
- * `X-Service-Signature` on the raw body with Web Crypto, dedupes by `X-Service-Delivery` and by the
- * signed event, and calls typed handlers. Exported by `cliphook/web` as `createReceiver`.
+ * `X-Service-Signature` on the raw body with Web Crypto, dedupes by the signed event (every retry of one
+ * `X-Service-Delivery` carries the same event), and calls typed handlers. Exported by `cliphook/web` as `createReceiver`.
  * @example
  * import { createReceiver } from 'cliphook/web';
  * const receiver = createReceiver({ secret: env.SIGNING_SECRET });

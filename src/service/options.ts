@@ -4,7 +4,7 @@ import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type DeliveryReco
 import type { WebhookChaos } from './testing/chaos-transport.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
-import type { SeedFixtureInput } from './contract/seed.js';
+import type { SeedFixtureInput } from './testing/contract/seed.js';
 import { sharedOptions } from './core/redis/shared.js';
 import type { Speed } from './core/simulate.js';
 import type { ImageFetcher } from './core/fetch-image.js';

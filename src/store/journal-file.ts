@@ -25,6 +25,11 @@ export interface JournalFileOptions<S, E = unknown> {
    * process crash does not lose and a power cut may.
    */
   fsync?: boolean;
+  /**
+   * Called as each write starts, before it takes the queued entries: an owner may `append` here what it
+   * held back in case a later entry made it unnecessary (the inbox's `running` line, issue 30 item 4).
+   */
+  beforeWrite?: () => void;
 }
 
 /**
@@ -61,8 +66,9 @@ export class JournalFile<S, E> {
 
   readonly #sizeOf: (snapshot: S) => number;
   readonly #fsync: boolean;
+  readonly #beforeWrite: (() => void) | undefined;
 
-  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, stringify, fsync = false }: JournalFileOptions<S, E>) {
+  constructor({ file, snapshot, sizeOf, compactAfter = 10_000, onBadLine = () => undefined, stringify, fsync = false, beforeWrite }: JournalFileOptions<S, E>) {
     if (!(Number.isSafeInteger(compactAfter) && compactAfter > 0)) {
       throw new TypeError(`Expected \`compactAfter\` to be a positive integer, got ${compactAfter}.`);
     }
@@ -80,6 +86,7 @@ export class JournalFile<S, E> {
       fsync,
     });
     this.#fsync = fsync;
+    this.#beforeWrite = beforeWrite;
     this.#compactAfter = compactAfter;
     this.#onBadLine = onBadLine;
   }
@@ -159,6 +166,7 @@ export class JournalFile<S, E> {
   async #flush(): Promise<void> {
     if (!this.#readable) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
     const handle = this.#handle ?? (await this.#open());
+    this.#beforeWrite?.();
     const lines = this.#queued;
     this.#queued = [];
     let appending = false;

@@ -44,7 +44,7 @@ it('handles every one of 20 acknowledged clip webhooks after a SIGKILL and a res
     ids.push(((await res.json()) as { id: number }).id);
   }
   await svc.clock.advance(10_000); // the clips end; each webhook is answered 202 once it is on disk
-  const deliveries = () => svc.service.emitter.list({ limit: 100 });
+  const deliveries = () => svc.emitter.list({ limit: 100 });
   expect(deliveries().map((d) => d.attempts.map((a) => a.status))).toEqual(new Array(20).fill([202]));
   first.proc.kill('SIGKILL');
   await new Promise((resolve) => first.proc.once('exit', resolve));
@@ -61,9 +61,9 @@ it('handles every one of 20 acknowledged clip webhooks after a SIGKILL and a res
   expect(attempts.filter((a) => a === '1').length).toBeGreaterThanOrEqual(18);
   expect(attempts.every((a) => a === '1' || a === '2')).toBe(true);
   // A redelivery of one of them is a duplicate: the delivery store's mark came with the inbox's write.
-  const again = await svc.service.emitter.redeliver(deliveries()[0]!.id);
-  await expect.poll(() => svc.service.emitter.get(again.id)?.attempts.length, { timeout: 5_000 }).toBe(2);
-  expect(svc.service.emitter.get(again.id)!.attempts[1]).toMatchObject({ status: 200, response: expect.stringContaining('"duplicate":true') });
+  const again = await svc.emitter.redeliver(deliveries()[0]!.id);
+  await expect.poll(() => svc.emitter.get(again.id)?.attempts.length, { timeout: 5_000 }).toBe(2);
+  expect(svc.emitter.get(again.id)!.attempts[1]).toMatchObject({ status: 200, response: expect.stringContaining('"duplicate":true') });
   expect((await handled()).length).toBe(20);
   void second;
 }, 60_000);

@@ -32,7 +32,7 @@ async function setup(inbox: Partial<InboxOptions> = {}) {
     return ((await res.json()) as { id: number }).id;
   };
   /** The statuses the service got for each clip's webhook, by clip id. */
-  const attempts = (id: number) => svc.service.emitter.list({ limit: 1000 }).filter((d) => (d.payload as { id: number }).id === id).flatMap((d) => d.attempts.map((a) => a.status));
+  const attempts = (id: number) => svc.emitter.list({ limit: 1000 }).filter((d) => (d.payload as { id: number }).id === id).flatMap((d) => d.attempts.map((a) => a.status));
   return { svc, receiver, clip, attempts, errors };
 }
 

@@ -46,7 +46,7 @@ async function setup({ balance = 5_000 } = {}) {
 
 /** The deliveries of these clips, by clip id. */
 function deliveriesOf(ids: number[]) {
-  return svc.service.emitter.list({ limit: 1000 }).filter((delivery) => ids.includes(delivery.payload.id as number));
+  return svc.emitter.list({ limit: 1000 }).filter((delivery) => ids.includes(delivery.payload.id as number));
 }
 
 // A scheduled run is real HTTP to the service: on a loaded 2-core machine it can take longer than waitFor's 1 s default.
@@ -88,9 +88,9 @@ describe('reconcile after an outage', () => {
     expect(await app.receiver.reconcile({ apiKey: app.account.api_key, baseUrl: svc.url, since: start })).toMatchObject({ checked: 5, handled: 0, duplicates: 5, failed: 0 });
 
     // The service's webhook, redelivered after the reconciliation: a duplicate of the event, acknowledged.
-    await svc.service.emitter.redeliver(deliveries[0]!.id);
-    await expect.poll(() => svc.service.emitter.get(deliveries[0]!.id)?.state).toBe('delivered');
-    expect(svc.service.emitter.get(deliveries[0]!.id)?.attempts.at(-1)?.response).toBe('{"received":true,"duplicate":true}');
+    await svc.emitter.redeliver(deliveries[0]!.id);
+    await expect.poll(() => svc.emitter.get(deliveries[0]!.id)?.state).toBe('delivered');
+    expect(svc.emitter.get(deliveries[0]!.id)?.attempts.at(-1)?.response).toBe('{"received":true,"duplicate":true}');
     expect(app.handled).toHaveLength(5);
     await app.close();
   });
@@ -112,9 +112,9 @@ describe('reconcile after an outage', () => {
     expect(result).toMatchObject({ checked: 3, handled: 3, duplicates: 0, failed: 0 });
     expect(app.handled.map(({ event }) => event.id).sort()).toEqual([...ids].sort());
     for (const delivery of deliveriesOf(ids)) {
-      await svc.service.emitter.redeliver(delivery.id);
-      await expect.poll(() => svc.service.emitter.get(delivery.id)?.state).toBe('delivered');
-      expect(svc.service.emitter.get(delivery.id)?.attempts.at(-1)?.response).toContain('"duplicate":true');
+      await svc.emitter.redeliver(delivery.id);
+      await expect.poll(() => svc.emitter.get(delivery.id)?.state).toBe('delivered');
+      expect(svc.emitter.get(delivery.id)?.attempts.at(-1)?.response).toContain('"duplicate":true');
     }
     // The copies chaos sends (a duplicate, a concurrent one, one 10 minutes late) ran nothing either.
     await svc.clock.advance(60_000, { account: app.account.id });

@@ -1,5 +1,5 @@
 // Issue 10: which requests count as the same event. X-Service-Delivery is not signed, so the receiver
-// also claims a key derived from the signed body: since issue 30, its event and clip id (a clip ends once).
+// claims a key derived from the signed body: since issue 30, its event and clip id (a clip ends once).
 import { writeFile } from 'node:fs/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, MemoryDeliveryStore, createReceiver, sign, type DeliveryStore, type WebhookEvent } from '../../src/index.js';
@@ -74,6 +74,21 @@ describe('receiver dedupe: what counts as the same event', () => {
     const forged = { ...retry, headers: { ...retry.headers, 'x-service-delivery': 'dlv_forged' } };
     expect((await send(forged)).body.duplicate).toBe(true);
     expect(handler).toHaveBeenCalledTimes(1);
+  });
+
+  it('claims one key per delivery, the signed event\'s: a delivery id seen before with another event is that other event', async () => {
+    // Issue 30 item 4: every delivery of one X-Service-Delivery carries one event, so `e:<event>:<clip id>` alone
+    // catches its retries; the delivery id is not claimed (it is not signed, and it cost a second key per request).
+    const store = new MemoryDeliveryStore({ clock: () => NOW });
+    const claimed: string[][] = [];
+    const claim = store.claim.bind(store);
+    store.claim = (keys, leaseMs, owner) => (claimed.push([...keys]), claim(keys, leaseMs, owner));
+    const { handler, send } = setup(store);
+    expect((await send(attempt(payload(), at(0), 'dlv_1'))).status).toBe(200);
+    expect((await send(attempt(payload(), at(1000), 'dlv_1'))).body.duplicate).toBe(true);
+    expect((await send(attempt(payload({ id: 4343 }), at(2000), 'dlv_1'))).body.duplicate).toBeUndefined();
+    expect(claimed).toEqual([['e:video.failed:4242'], ['e:video.failed:4242'], ['e:video.failed:4343']]);
+    expect(handler).toHaveBeenCalledTimes(2);
   });
 
   it('finds delivered_at wherever it stands and however it is spaced', async () => {

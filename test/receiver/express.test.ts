@@ -260,9 +260,10 @@ describe('receiver.express()', () => {
   it('a claim held by a process that died expires after the lease', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z');
     const store = new MemoryDeliveryStore({ clock: () => now });
-    const req = signedRequest(completedEvent({ delivered_at: new Date(now).toISOString() }));
-    // The first process claimed the delivery, then died before completing it.
-    await store.claim(['d:' + req.headers['x-service-delivery']], 60_000, 'dead-process');
+    const event = completedEvent({ delivered_at: new Date(now).toISOString() });
+    const req = signedRequest(event);
+    // The first process claimed the delivery's event, then died before completing it.
+    await store.claim([`e:${event.event}:${event.id}`], 60_000, 'dead-process');
     const { receiver, app } = setup({ store, clock: () => now, leaseMs: 60_000 });
     const handler = vi.fn();
     receiver.onAny(handler);

@@ -127,7 +127,7 @@ describe('cliphook/web createReceiver().fetch', () => {
     expect((await post(receiver, req)).status).toBe(200);
     expect(await (await post(receiver, req)).json()).toEqual({ received: true, duplicate: true });
     expect(any).toHaveBeenCalledTimes(1);
-    expect(calls[0]).toBe('claim d:dlv_do e:video.completed:99');
+    expect(calls[0]).toBe('claim e:video.completed:99');
     expect(calls[1]).toBe('complete');
     await receiver.close();
     expect(calls.at(-1)).toBe('close');

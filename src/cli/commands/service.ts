@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import { contractClient, ServiceUnreachableError, type CallSuccess, type ProblemAnswer } from '../../service/contract/client.js';
 import type { OperationId, RouteSpec } from '../../service/contract/routes.js';
-import type { SeedFixtureInput } from '../../service/contract/seed.js';
-import type { ChaosMode, FaultRuleRequest, HTTP_METHODS } from '../../service/contract/test-helpers.js';
+import type { SeedFixtureInput } from '../../service/testing/contract/seed.js';
+import type { ChaosMode, FaultRuleRequest, HTTP_METHODS } from '../../service/testing/contract/test-helpers.js';
 import { ExitError } from '../errors.js';
 import { readServeKey } from '../service-key.js';
 

@@ -43,6 +43,12 @@ export class FileInboxBackend implements InboxBackend {
   readonly #done = new Set<string>();
   /** Who runs each running record (memory only: after a restart none is running). */
   readonly #owners = new Map<string, string>();
+  /**
+   * Records claimed whose `running` line is not written yet. Issue 30 item 4: it is written by the next
+   * journal write, as before; a run that settles before that write writes one line with its attempt
+   * instead of two. A crash loses the attempt in both cases alike, so crash counting is unchanged.
+   */
+  readonly #unwrittenRuns = new Set<string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
   /** Issue 30 follow-up item 1: UTF-8 bytes of the pending and running bodies, held here in memory. */
   #activeBytes = 0;
@@ -65,6 +71,7 @@ export class FileInboxBackend implements InboxBackend {
       fsync,
       snapshot: () => ({ version: 1, records: [...this.#records.values()] }),
       sizeOf: (snapshot) => (Array.isArray(snapshot?.records) ? snapshot.records.length : 0),
+      beforeWrite: () => this.#writeRuns(),
     });
     // Last, so nothing that can throw comes after it and leaves the lock held.
     this.#lock = FileLock.acquire(file, 'the receiver inbox');
@@ -142,8 +149,9 @@ export class FileInboxBackend implements InboxBackend {
       this.#owners.set(record.id, owner);
       record.attempts++;
       record.nextAttemptAt = null;
-      // Not awaited: a crash before it reaches the file only means the attempt is not counted.
-      this.#journal.append({ id: record.id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
+      // Written by the next journal write unless it settles first (#writeRuns). Not awaited: a crash
+      // before it reaches the file only means the attempt is not counted.
+      this.#unwrittenRuns.add(record.id);
       out.push({ ...record, keys: [...record.keys] });
     }
     if (out.length > 0) this.#journal.commit().catch(() => undefined);
@@ -158,7 +166,9 @@ export class FileInboxBackend implements InboxBackend {
     this.#move(record, state);
     Object.assign(record, { nextAttemptAt, finishedAt, lastError });
     if (state === 'pending') this.#due.push(nextAttemptAt ?? now, record.id);
-    this.#journal.append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
+    // Its `running` line not written yet: this line carries the attempt instead.
+    if (this.#unwrittenRuns.delete(record.id)) this.#journal.append({ id: record.id, state, attempts: record.attempts, nextAttemptAt, finishedAt, lastError });
+    else this.#journal.append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
     if (state === 'done') {
       this.#done.add(record.id);
       this.#trim(now);
@@ -225,6 +235,15 @@ export class FileInboxBackend implements InboxBackend {
     } finally {
       this.#release();
     }
+  }
+
+  /** As a journal write starts: the `running` line of each record still running whose line is not written. */
+  #writeRuns(): void {
+    for (const id of this.#unwrittenRuns) {
+      const record = this.#records.get(id);
+      if (record?.state === 'running') this.#journal.append({ id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
+    }
+    this.#unwrittenRuns.clear();
   }
 
   #release(): void {

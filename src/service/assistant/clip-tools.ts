@@ -1,22 +1,22 @@
-import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
+import { ASSISTANT_TEXT, EFFECTS, effectPrompt, effectView, findEffect, type ToolCode } from '../contract/assistant.js';
 import { IdempotencyKey, type SubjectConsent } from '../contract/common.js';
+import { LIMITS } from '../contract/limits.js';
 import { assistantClipPrice, DEFAULT_DURATION } from '../contract/pricing.js';
 import { rule } from '../contract/problems.js';
 import { MAX_CLIP_IMAGES, VideoFields, VideoListFields, VideoRequest } from '../contract/videos.js';
 import type { ImageItem } from '../resources/images/jobs.js';
 import { imageFileUrl } from '../resources/images/views.js';
 import { refuse, type ToolAnswer } from './answers.js';
-import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, type ToolContext } from './context.js';
-import { EFFECTS, effectPrompt, effectView, findEffect } from './effects.js';
 import type { Made } from './spending.js';
+import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
 /** The spending tools' `max_credits`: the most one call may spend (spec 5.7: required, refused rather than exceeded). */
 export const maxCredits = rule(z.int().min(0), { code: 'invalid_parameter', detail: () => 'max_credits is a whole number of credits >= 0.' })
   .meta({ description: 'The most credits this call may spend. Required: the call is refused (nothing charged) if it costs more. Tell the person the price first.' });
 /** The spending tools' `idempotency_key`: the rules of /v1's Idempotency-Key, from the contract. */
-export const idempotencyKey = IdempotencyKey.optional().meta({ description: 'Optional. 1-255 printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.' });
+export const idempotencyKey = IdempotencyKey.optional().meta({ description: `Optional. 1-${LIMITS.idempotencyKeyChars} printable ASCII characters. A call of this tool with the same key returns the first result and is never charged twice.` });
 const pictureIds = (what: string) =>
   rule(z.array(z.int().min(1)).max(MAX_CLIP_IMAGES), { code: what === 'photo_ids' ? 'invalid_asset_id' : 'invalid_parameter', when: { too_big: 'too_many_images' }, detail: ({ issue, where }) => (issue.code === 'too_big' ? `At most ${MAX_CLIP_IMAGES} pictures per clip.` : `${where}: ids are integers >= 1.`) }).optional();
 const clipId = rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'clip_id is the integer id create_clip returned.' }).meta({ description: 'The clip id returned by create_clip or create_clip_from_effect.' });
@@ -48,9 +48,8 @@ const Clip = z.looseObject({ id: z.number(), status: z.string(), credits_used: z
  * schemas, so a clip made here is in GET /v1/videos, sends its webhook, and is refused for the same reasons
  * with the same codes.
  */
-export function registerClipTools(server: McpServer, ctx: ToolContext): void {
-  const { service, caller } = ctx;
-  server.registerTool(
+export const CLIP_TOOLS: readonly ToolDefinition[] = [
+  tool(
     'list_effects',
     {
       title: 'List clip effects',
@@ -60,9 +59,9 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async () => toToolResult({ ok: true, value: { effects: EFFECTS.map(effectView) } }),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'create_clip_from_effect',
     {
       title: 'Create a clip from an effect',
@@ -71,7 +70,7 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (raw) =>
+    async (ctx, raw) =>
       toToolResult(
         await attemptAnswer(async () => {
           const args = parseInput(CreateClipFromEffect, raw);
@@ -80,27 +79,27 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
           return createClip(ctx, 'create_clip_from_effect', args, { prompt: effectPrompt(effect, args.subject), model: effect.model, duration: effect.duration });
         }),
       ),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'create_clip',
     {
       title: 'Create a clip',
-      description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (standard 2, standard-hd 4, standard-fullhd 10, cinema 3, cinema-hd 6, cinema-fullhd 15) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
+      description: `Makes a video clip from a prompt and/or pictures: the person's photos (photo_ids) and images made by create_image (image_ids). Price: credits per second of the model (${ASSISTANT_TEXT.clipPerSecond}) times the duration (default ${DEFAULT_DURATION} s). Returns at once with the clip id: call get_clip to wait for it.`,
       inputSchema: contractInput(CreateClip),
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (raw) =>
+    async (ctx, raw) =>
       toToolResult(
         await attemptAnswer(async () => {
           const { prompt, model, duration, ratio, ...args } = parseInput(CreateClip, raw);
           return createClip(ctx, 'create_clip', { prompt, model, duration, ratio, ...args }, { prompt: prompt ?? '', model, duration, ratio });
         }),
       ),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'get_clip',
     {
       title: 'Get a clip',
@@ -109,18 +108,18 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: Clip,
       annotations: { readOnlyHint: true },
     },
-    async (raw, extra) =>
+    async (ctx, raw, extra) =>
       toToolResult(
         await attempt(async () => {
           const args = parseInput(GetClip, raw);
-          const video = service.videos.own(caller, args.clip_id);
-          await waitForClip(service, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
-          return service.videos.get(caller, args.clip_id);
+          const video = ctx.parts.videos.own(ctx.caller, args.clip_id);
+          await waitForClip(ctx.parts, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
+          return ctx.parts.videos.get(ctx.caller, args.clip_id);
         }),
       ),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'list_clips',
     {
       title: 'List clips',
@@ -129,16 +128,16 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: z.looseObject({ data: z.array(Clip), total: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (raw) =>
+    async (ctx, raw) =>
       toToolResult(
         await attempt(() => {
-          const { limit = 20, offset = 0, status } = parseInput(VideoListFields, raw);
-          return service.videos.list(caller, { limit, offset, status });
+          const { limit = LIMITS.videoPage.default, offset = 0, status } = parseInput(VideoListFields, raw);
+          return ctx.parts.videos.list(ctx.caller, { limit, offset, status });
         }),
       ),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'cancel_clip',
     {
       title: 'Cancel a clip',
@@ -147,18 +146,18 @@ export function registerClipTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: z.looseObject({ id: z.number(), action: z.literal('cancelled'), credits_refunded: z.number() }),
       annotations: { destructiveHint: true, idempotentHint: true },
     },
-    async (raw) =>
+    async (ctx, raw) =>
       toToolResult(
         await attemptAnswer(async (): Promise<ToolAnswer> => {
           const args = parseInput(CancelClip, raw);
-          const { status } = service.videos.own(caller, args.clip_id);
+          const { status } = ctx.parts.videos.own(ctx.caller, args.clip_id);
           if (status !== 'pending' && status !== 'generating') return refuse('already_ended', `Clip ${args.clip_id} has already ended (${status}); nothing to cancel.`);
           // As DELETE /v1/videos/{id}: one unit, saved before the answer.
-          return { ok: true, value: await service.store.unit(async () => service.videos.remove(caller, args.clip_id)) };
+          return { ok: true, value: await ctx.parts.store.unit(async () => ctx.parts.videos.remove(ctx.caller, args.clip_id)) };
         }),
       ),
-  );
-}
+  ),
+];
 
 /** The request's abort signal, when the SDK's context carries one. */
 export function signalOf(extra: unknown): AbortSignal | undefined {
@@ -181,7 +180,7 @@ type ClipArgs = Record<string, unknown> & { photo_ids?: number[] | undefined; im
  * POST /v1/videos: the clip's body is checked by the contract's own rules (the model's durations, consent…).
  */
 async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: ClipPlan): Promise<ToolAnswer> {
-  const { service, caller } = ctx;
+  const { parts, caller } = ctx;
   const photos = readyPhotos(ctx, args.photo_ids ?? []);
   if (!photos.ok) return photos;
   const imageUrls: string[] = photos.value.uris;
@@ -190,7 +189,7 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
     if (!image) return refuse('invalid_image_id', `Image ${id} is not one of this account's images; use the id of an item of create_image's images.`);
     // Spec 2.7: an image edited from a photo of a real person "stays an image".
     if (image.animate === 'no') return refuse('image_not_animatable', `Image ${id} was edited from a photo of a real person and stays an image (animate: no); use another image, or the person's photo through start_photo_upload.`);
-    imageUrls.push(imageFileUrl(service.origin, image).url);
+    imageUrls.push(imageFileUrl(parts.origin, image).url);
   }
   // Images the service made show no real person (spec 5: no_real_person).
   const consents = [...photos.value.consents, ...((args.image_ids ?? []).length > 0 ? ['no_real_person' as const] : [])];
@@ -200,7 +199,7 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
     ...(imageUrls.length > 0 ? { image_urls: imageUrls, subject_consent: requestConsent(consents) } : {}),
   });
   // The key's default assets are for /v1 clients: an assistant uses only the photos it names, each uploaded with consent.
-  const command = service.videos.command(caller, request, { defaultAssets: false });
+  const command = parts.videos.command(caller, request, { defaultAssets: false });
   const price = assistantClipPrice(command.model, command.duration);
   const { max_credits: maxCreditsValue, idempotency_key: key, ...rest } = args;
   return ctx.spending.spend(
@@ -208,7 +207,7 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
     { tool, args: rest, idempotencyKey: key, kind: 'clip', price, maxCredits: maxCreditsValue },
     async (): Promise<Made> => {
       // Issue 31 item 1: priced once, above; the command charges that price.
-      const made = await service.videos.create(caller, command, { price: () => price });
+      const made = await parts.videos.create(caller, command, { price: () => price });
       return { id: made.id, value: made };
     },
   );
@@ -219,16 +218,16 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
  * the caller's own moderated assets), or a refusal saying what to do about the first that is not ready.
  */
 function readyPhotos(ctx: ToolContext, ids: number[]): Extract<ToolAnswer, { ok: false }> | { ok: true; value: { uris: string[]; consents: SubjectConsent[] } } {
-  const { service, caller } = ctx;
-  const no = (code: string, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
+  const { parts, caller } = ctx;
+  const no = (code: ToolCode, message: string) => refuse(code, message) as Extract<ToolAnswer, { ok: false }>;
   const uris: string[] = [];
   const consents: SubjectConsent[] = [];
   for (const id of ids) {
-    const asset = service.state.assets.get(caller.account.id, id);
+    const asset = parts.state.assets.get(caller.account.id, id);
     if (!asset) return no('invalid_photo_id', `Photo ${id} is not one of this account's photos; use an asset_id from get_photo or list_photos.`);
     if (asset.status === 'rejected') return no('photo_rejected', `Photo ${id} failed moderation and cannot be used; ask for another with start_photo_upload.`);
-    if (!service.state.assets.usable(asset)) return no('photo_not_ready', `Photo ${id} is still being moderated; call get_photo until its status is ready.`);
-    const consent = service.photoUploads.consentOf(asset);
+    if (!parts.state.assets.usable(asset)) return no('photo_not_ready', `Photo ${id} is still being moderated; call get_photo until its status is ready.`);
+    const consent = parts.photoUploads.consentOf(asset);
     if (!consent) return no('consent_required', `Nobody said who is in photo ${id}; ask the person to upload it with start_photo_upload, where they say so.`);
     uris.push(`asset://${asset.id}`);
     consents.push(consent);
@@ -249,8 +248,9 @@ function requestConsent(consents: SubjectConsent[]): SubjectConsent {
 
 /** One of the caller's made images, by its id. */
 function madeImage(ctx: ToolContext, imageId: number): ImageItem | undefined {
-  for (const job of ctx.service.store.table('image_job').values()) {
-    if (job.accountId !== ctx.caller.account.id || job.imagesDeleted) continue;
+  // Only the caller's own jobs (the index by account): the cost does not grow with other accounts' jobs.
+  for (const job of ctx.parts.state.images.list(ctx.caller.account.id, { limit: Number.MAX_SAFE_INTEGER, before: null })) {
+    if (job.imagesDeleted) continue;
     const image = job.images.find((item) => item.id === imageId);
     if (image) return image;
   }

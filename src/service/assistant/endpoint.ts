@@ -2,157 +2,127 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { BodyReadError, readBody } from '../../http/read-body.js';
+import { API_VERSION, LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
-import type { Caller, Identified } from '../core/gate.js';
-import { rateLimitHeaders } from '../core/rate-limit.js';
 import { fail, type Result } from '../http/result.js';
-import type { Service } from '../service.js';
-import { checkOriginAndHost } from './origin-check.js';
-import { registerAccountTools } from './account-tools.js';
-import { registerClipTools } from './clip-tools.js';
-import { registerPhotoTools } from './photo-tools.js';
-import { AssistantSpending } from './spending.js';
-import { AssistantSignIn } from './sign-in.js';
-import { AssistantSettings } from './settings.js';
-import type { Step } from '../runner/chain.js';
+import { compose, named, type Step } from '../runner/chain.js';
 import { faults, journal } from '../testing/steps.js';
-import { onRunner, toolAnswer, toolCommand, type ToolRun, type ToolTransport } from './tool-runner.js';
+import { ACCOUNT_TOOLS } from './account-tools.js';
+import { body, MAX_MCP_BYTES, mcpFloor, mcpLimits, originRule, signIn, type McpRun } from './admission.js';
+import { CLIP_TOOLS } from './clip-tools.js';
+import type { AssistantParts } from './parts.js';
+import { PHOTO_TOOLS } from './photo-tools.js';
+import { AssistantSettings } from './settings.js';
+import { AssistantSignIn } from './sign-in.js';
+import { AssistantSpending } from './spending.js';
+import { serveTools, toolAnswer, toolCommand, type ToolContext, type ToolDefinition, type ToolRun, type ToolTransport } from './tool-runner.js';
 
 /** The path of the assistant endpoint and of its status, at the service's origin. */
 export const MCP_PATH = '/mcp';
 export const MCP_STATUS_PATH = '/mcp/status';
 
-/** The largest JSON-RPC body the endpoint reads. */
-const MAX_MCP_BYTES = 1024 * 1024;
-
 const INSTRUCTIONS =
-  'Makes video clips and images on the person\'s cliphook account. Every spending tool needs max_credits: tell the person the price first ' +
-  '(list_effects shows prices). The assistant has a daily credit limit (get_account shows what remains) and at most 3 clips running at once. ' +
-  'create_clip returns at once; get_clip waits up to 45 s for the clip to end. ' +
-  'The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip\'s photo_ids.';
+  "Makes video clips and images on the person's cliphook account. Every spending tool needs max_credits: tell the person the price first " +
+  `(list_effects shows prices). The assistant has a daily credit limit (get_account shows what remains) and at most ${LIMITS.assistant.concurrentClips} clips running at once. ` +
+  `create_clip returns at once; get_clip waits up to ${LIMITS.assistant.toolWaitSeconds} s for the clip to end. ` +
+  "The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip's photo_ids.";
+
+/** The 13 tools (spec 5.7), defined once (issue 31 item 6). */
+const TOOLS: readonly ToolDefinition[] = [...CLIP_TOOLS, ...ACCOUNT_TOOLS, ...PHOTO_TOOLS];
+
+/** What the SDK's factory is handed for one request: the tools' context and the connection under it. */
+interface McpCall {
+  context: ToolContext;
+  transport: ToolTransport;
+}
+
+/** A request to `/mcp`, once let in: the response the MCP step writes. */
+type EndpointRun = McpRun & { readonly res: ServerResponse };
 
 /**
  * The assistant endpoint (spec 5.7): MCP over Streamable HTTP, stateless, served by the SDK's own
  * `createMcpHandler` (the web-standard face; its 2025-era leg is the SDK's stateless fallback, so GET and
- * DELETE answer 405). A fresh `McpServer` per request carries the caller: the tools call the same
- * operations as `/v1`.
+ * DELETE answer 405). A request runs the admission steps (admission.ts), then the SDK, whose server of the
+ * request puts the tools, defined once, on the runner's chain for the caller: they call the same operations as `/v1`.
  */
 export class AssistantEndpoint {
   readonly spending: AssistantSpending;
-  readonly #service: Service;
-  readonly #handler: McpHttpHandler;
-  /** Issue 31 item 2: the chain every tool call runs, with the test controls of /v1 (journal, fault rules). */
-  readonly #toolSteps: readonly Step<ToolRun>[];
-
   readonly signIn: AssistantSignIn;
   readonly settings: AssistantSettings;
+  readonly #parts: AssistantParts;
+  readonly #handler: McpHttpHandler;
+  /** Issue 31 item 1: origin › identify › body › limits › floor › mcp, the steps of one request to /mcp. */
+  readonly #request: (run: EndpointRun) => Promise<void>;
+  /** Issue 31 item 2: the chain every tool call runs, with the test controls of /v1 (journal, fault rules). */
+  readonly #toolChain: (run: ToolRun) => Promise<void>;
 
-  constructor(service: Service, { onError, fetchClientMetadata }: { onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
-    this.#service = service;
-    this.signIn = new AssistantSignIn(service, { mcpPath: MCP_PATH, fetchClientMetadata });
+  /** `parts` is what the endpoint uses of the service (issue 31 item 5): the service itself satisfies it. */
+  constructor(parts: AssistantParts, { onError, fetchClientMetadata }: { onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
+    this.#parts = parts;
+    this.signIn = new AssistantSignIn(parts, { mcpPath: MCP_PATH, fetchClientMetadata });
     const { connections } = this.signIn;
-    this.spending = new AssistantSpending(service, (id, account) => {
+    this.spending = new AssistantSpending(parts, (id, account) => {
       const row = connections.get(id);
       return row ? connections.dailyLimit(row, account) : 0;
     });
-    this.settings = new AssistantSettings(service, this.signIn, this.spending);
-    this.#toolSteps = [
-      journal({ journal: service.journal, now: () => service.clock.now() }),
-      toolAnswer({ warn: service.warn, report: onError }),
-      faults({ rules: service.faultRules, origin: () => service.origin }),
+    this.settings = new AssistantSettings(parts, this.signIn, this.spending);
+    this.#toolChain = compose<ToolRun>([
+      journal({ journal: parts.journal, now: () => parts.clock.now() }),
+      toolAnswer({ warn: parts.warn, report: onError }),
+      faults({ rules: parts.faultRules, origin: () => parts.origin }),
       toolCommand,
+    ]);
+    const steps: Step<EndpointRun>[] = [
+      originRule,
+      signIn({ gate: parts.gate, connections, byToken: (authorization, address) => this.signIn.byToken(authorization, address) }),
+      body,
+      mcpLimits(parts.gate),
+      mcpFloor(parts.gate),
+      named('mcp', (run) => this.#mcp(run)),
     ];
+    this.#request = compose(steps);
     this.#handler = createMcpHandler(
       (ctx) => {
-        const caller = ctx.authInfo?.extra?.caller as Caller | undefined;
-        const transport = ctx.authInfo?.extra?.transport as ToolTransport | undefined;
-        if (!caller || !transport) throw new Error('The assistant endpoint was reached without a caller.');
-        return this.server(caller, transport);
+        const call = ctx.authInfo?.extra?.call as McpCall | undefined;
+        if (!call) throw new Error('The assistant endpoint was reached without a caller.');
+        // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
+        const server = new McpServer({ name: 'cliphook', version: API_VERSION }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
+        // The SDK serves one request per server (it refuses one still serving, and keeps the request's protocol
+        // version and client on it), so each request has its own; the tools themselves are defined once.
+        return serveTools(server, TOOLS, this.#toolChain, call.context, call.transport);
       },
       { onerror: onError, maxRequestBodySize: MAX_MCP_BYTES },
     );
   }
 
   /**
-   * The MCP server of one request, with every tool bound to `caller` and its assistant connection, each on
-   * the runner's chain. The SDK's `createMcpHandler` asks for a fresh server per HTTP request, so it is not
-   * built once.
-   */
-  server(caller: Caller, transport: ToolTransport): McpServer {
-    // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
-    const server = new McpServer({ name: 'cliphook', version: '1.1.0' }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
-    const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
-    const ctx = { service: this.#service, spending: this.spending, caller, assistant: assistant.id };
-    const tools = onRunner(server, this.#toolSteps, caller, transport);
-    registerClipTools(tools, ctx);
-    registerAccountTools(tools, ctx);
-    registerPhotoTools(tools, ctx);
-    return server;
-  }
-
-  /**
-   * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer. In
-   * order: DNS rebinding (a Host or Origin that is neither this machine nor the service is 403, issue 20 item
-   * 4), the credential (401 with the challenge that points to the sign-in, 403 insufficient_scope), then,
-   * once the body says what it is, the 60 a minute and the balance floor of `/v1` for every message but
-   * those that cost nothing (`uncounted`, issue 20 item 12).
+   * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer: a Host or
+   * Origin that is neither this machine nor the service (403, issue 20 item 4), the credential (401 with the
+   * challenge that points to the sign-in, 403 insufficient_scope), the body (413), then the 60 a minute (429)
+   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12).
    */
   async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
-    const foreign = checkOriginAndHost(req, this.#service.origin);
-    if (foreign) {
-      req.resume();
-      return foreign;
-    }
-    let who: Identified;
+    // `caller` is set by the identify step, before any step reads it.
+    const run = { req, res, origin: this.#parts.origin, route: { auth: 'key' }, headers: {}, exchange: { caller: null }, body: undefined, counted: true } as Omit<EndpointRun, 'caller'> as EndpointRun;
     try {
-      who = await this.signIn.identify(req.headers.authorization, req.socket.remoteAddress);
-      // The account's own time from here on (issue 22): its daily limit, waits and rate window.
-      this.#service.clock.actFor(who.account.id);
+      await this.#request(run);
+      return undefined;
     } catch (error) {
       req.resume();
-      return this.#refusal(error);
+      return this.#refusal(error, run.headers);
     }
-    return this.#handle(req, res, who);
   }
 
   /** A `ServiceError` as the answer of `/mcp`, with its challenge for a 401 or 403. */
-  #refusal(error: unknown, headers: Record<string, string> = {}): Result {
+  #refusal(error: unknown, headers: Record<string, string>): Result {
     if (!(error instanceof ServiceError)) throw error;
-    const result = fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}), ...(error.code === 'insufficient_credits' ? { userActionUrl: `${this.#service.origin}/settings/top-up` } : {}) });
+    const result = fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}), ...(error.code === 'insufficient_credits' ? { userActionUrl: `${this.#parts.origin}/settings/top-up` } : {}) });
     const challenge = this.signIn.challenge(error.code);
     return { ...result, headers: { ...headers, ...result.headers, ...(challenge ? { 'www-authenticate': challenge } : {}) } };
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse, who: Identified): Promise<Result | undefined> {
-    let body: Buffer | undefined;
-    if (req.method === 'POST') {
-      try {
-        const read = readBody(req, MAX_MCP_BYTES, Number(req.headers['content-length'] ?? Number.NaN));
-        body = Buffer.isBuffer(read) ? read : await read;
-      } catch (error) {
-        req.resume();
-        if (error instanceof BodyReadError && error.reason === 'too_large') return fail('body_too_large', { detail: `The body is larger than ${MAX_MCP_BYTES} bytes.` });
-        return fail('invalid_json', { detail: 'The body could not be read.' });
-      }
-    } else {
-      req.resume();
-    }
-    const { limitName: _limitName, ...identified } = who;
-    let caller: Caller = identified;
-    let limits: Record<string, string> = {};
-    if (!uncounted(req.method, body)) {
-      const { gate } = this.#service;
-      try {
-        const admitted = await gate.admit(who);
-        limits = rateLimitHeaders(admitted.decision);
-        if (!admitted.decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${admitted.decision.limit} requests a minute per API key.`, { retryAfter: admitted.decision.retryAfter });
-        gate.floor(admitted.caller.account);
-        caller = admitted.caller;
-      } catch (error) {
-        return this.#refusal(error, limits);
-      }
-    }
+  /** The MCP exchange itself: the SDK's handler, on a web `Request`, its answer written to `res`. */
+  async #mcp({ req, res, caller, body: read, headers: limits }: EndpointRun): Promise<void> {
     const abort = new AbortController();
     res.once('close', () => abort.abort());
     const headers = new Headers();
@@ -160,11 +130,11 @@ export class AssistantEndpoint {
       if (value === undefined) continue;
       for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one);
     }
-    const request = new Request(new URL(req.url ?? MCP_PATH, this.#service.origin), {
+    const request = new Request(new URL(req.url ?? MCP_PATH, this.#parts.origin), {
       method: req.method ?? 'GET',
       headers,
       signal: abort.signal,
-      ...(body && body.length > 0 ? { body: new Uint8Array(body) } : {}),
+      ...(read && read.length > 0 ? { body: new Uint8Array(read) } : {}),
     });
     const transport: ToolTransport = {
       onClose(listener) {
@@ -176,12 +146,14 @@ export class AssistantEndpoint {
         res.destroy();
       },
     };
-    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { caller, transport } };
+    const assistant = caller.assistant ?? this.signIn.connections.forKey(caller.key);
+    const call: McpCall = { context: { parts: this.#parts, spending: this.spending, caller, assistant: assistant.id }, transport };
+    const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { call } };
     const response = await this.#handler.fetch(request, { authInfo });
     // A fault rule cut the connection (issue 31 item 2): nothing more to send.
     if (res.destroyed) {
       void response.body?.cancel().catch(() => undefined);
-      return undefined;
+      return;
     }
     const out: Record<string, string> = { ...limits };
     response.headers.forEach((value, name) => {
@@ -190,32 +162,14 @@ export class AssistantEndpoint {
     res.writeHead(response.status, out);
     if (!response.body) {
       res.end();
-      return undefined;
+      return;
     }
     Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>)
       .on('error', () => res.destroy())
       .pipe(res);
-    return undefined;
   }
 
   close(): Promise<void> {
     return this.#handler.close();
-  }
-}
-
-/**
- * The requests that do not count against the 60 a minute (issue 20 item 12): GET and DELETE, which a
- * stateless server answers 405 whatever they carry, and `notifications/initialized`, which every
- * 2025-era client sends after `initialize` and which does nothing here. Anything else counts, a batch
- * included.
- */
-function uncounted(method: string | undefined, body: Buffer | undefined): boolean {
-  if (method === 'GET' || method === 'DELETE') return true;
-  if (method !== 'POST' || !body || body.length > 256) return false;
-  try {
-    const message = JSON.parse(body.toString('utf8')) as { jsonrpc?: unknown; method?: unknown; id?: unknown };
-    return message?.jsonrpc === '2.0' && message.method === 'notifications/initialized' && !('id' in message);
-  } catch {
-    return false;
   }
 }

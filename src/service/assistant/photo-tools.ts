@@ -1,11 +1,11 @@
-import type { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
+import { LIMITS } from '../contract/limits.js';
 import type { Asset } from '../resources/assets/assets.js';
 import { assetUri } from '../resources/assets/views.js';
 import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../resources/photos/uploads.js';
 import { signalOf } from './clip-tools.js';
 import { refuse, type ToolAnswer } from './answers.js';
-import { attempt, toToolResult, type ToolContext } from './context.js';
+import { attempt, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
 
 /**
@@ -28,10 +28,8 @@ const Photo = z.looseObject({
 const PhotoItem = z.looseObject({ asset_id: z.number(), asset_uri: z.string().nullable(), name: z.string(), subject_consent: z.string().nullable(), created_at: z.string().nullable() });
 
 /** start_photo_upload, get_photo and list_photos (spec 5.7: "assistants cannot send photos"). None spends credits. */
-export function registerPhotoTools(server: McpServer, ctx: ToolContext): void {
-  const { service, caller } = ctx;
-
-  server.registerTool(
+export const PHOTO_TOOLS: readonly ToolDefinition[] = [
+  tool(
     'start_photo_upload',
     {
       title: 'Start a photo upload',
@@ -43,22 +41,22 @@ export function registerPhotoTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: z.object({ upload_id: z.string(), upload_url: z.string(), expires_at: z.string(), instructions: z.string() }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    async () =>
+    async (ctx) =>
       toToolResult(
         await attempt(async () => {
-          const { upload, token } = await service.store.unit(async () => service.photoUploads.create({ accountId: caller.account.id, keyId: caller.key.id }));
+          const { upload, token } = await ctx.parts.store.unit(async () => ctx.parts.photoUploads.create({ accountId: ctx.caller.account.id, keyId: ctx.caller.key.id }));
           const minutes = PHOTO_UPLOAD_TTL_MS / 60_000;
           return {
             upload_id: upload.id,
-            upload_url: `${service.origin}${PHOTO_UPLOAD_PATH}/${token}`,
+            upload_url: `${ctx.parts.origin}${PHOTO_UPLOAD_PATH}/${token}`,
             expires_at: new Date(upload.expiresAt).toISOString(),
             instructions: `Give this link to the person: they open it, pick a photo and say who is in it. It works once, for ${minutes} minutes. Then call get_photo with upload_id "${upload.id}".`,
           };
         }),
       ),
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'get_photo',
     {
       title: 'Get a photo',
@@ -72,50 +70,50 @@ export function registerPhotoTools(server: McpServer, ctx: ToolContext): void {
       outputSchema: Photo,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => {
+    async (ctx, args: { photo_id: string | number; wait_seconds?: number | undefined }, extra) => {
       const first = findPhoto(ctx, args.photo_id);
       if (!first.ok) return toToolResult(first);
       const waitMs = (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000;
       await waitForPhoto(ctx, args.photo_id, waitMs, signalOf(extra));
       return toToolResult(findPhoto(ctx, args.photo_id));
     },
-  );
+  ),
 
-  server.registerTool(
+  tool(
     'list_photos',
     {
       title: 'List photos',
       description: 'The account\'s photos that passed moderation and can be used now, newest first: give an asset_id to create_clip as photo_ids.',
       inputSchema: z.object({
-        limit: z.number().int().min(1).max(100).optional().describe('Default 20.'),
+        limit: z.number().int().min(LIMITS.assetPage.min).max(LIMITS.assetPage.max).optional().describe('Default 20.'),
         offset: z.number().int().min(0).optional(),
       }),
       outputSchema: z.looseObject({ data: z.array(PhotoItem), total: z.number(), limit: z.number(), offset: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (args) => {
-      const page = service.assets.list(caller, { limit: args.limit ?? 20, offset: args.offset ?? 0 });
+    async (ctx, args: { limit?: number | undefined; offset?: number | undefined }) => {
+      const page = ctx.parts.assets.list(ctx.caller, { limit: args.limit ?? 20, offset: args.offset ?? 0 });
       const data = page.data.map(({ id }) => {
-        const asset = service.state.assets.get(caller.account.id, id)!;
-        return { asset_id: asset.id, asset_uri: assetUri(asset), name: asset.name, subject_consent: ctx.service.photoUploads.consentOf(asset), created_at: new Date(asset.createdAt).toISOString() };
+        const asset = ctx.parts.state.assets.get(ctx.caller.account.id, id)!;
+        return { asset_id: asset.id, asset_uri: assetUri(asset), name: asset.name, subject_consent: ctx.parts.photoUploads.consentOf(asset), created_at: new Date(asset.createdAt).toISOString() };
       });
       return toToolResult({ ok: true, value: { data, total: page.total, limit: page.limit, offset: page.offset } });
     },
-  );
-}
+  ),
+];
 
 /** The caller's upload or asset named by `photoId`, as get_photo answers it; not_found for anything else. */
 function findPhoto(ctx: ToolContext, photoId: string | number): ToolAnswer {
-  const { service, caller } = ctx;
+  const { parts, caller } = ctx;
   const asNumber = typeof photoId === 'number' ? photoId : /^[1-9]\d{0,15}$/.test(photoId) ? Number(photoId) : null;
   if (asNumber !== null) {
-    const asset = service.state.assets.get(caller.account.id, asNumber);
+    const asset = parts.state.assets.get(caller.account.id, asNumber);
     if (!asset) return refuse('not_found', `No photo ${photoId}: give the upload_id of start_photo_upload or an asset_id of list_photos.`);
-    return { ok: true, value: photoView(ctx, photoId, service.photoUploads.byAsset(caller.account.id, asset.id) ?? null, asset) };
+    return { ok: true, value: photoView(ctx, photoId, parts.photoUploads.byAsset(caller.account.id, asset.id) ?? null, asset) };
   }
-  const upload = service.photoUploads.get(caller.account.id, String(photoId));
+  const upload = parts.photoUploads.get(caller.account.id, String(photoId));
   if (!upload) return refuse('not_found', `No photo upload ${JSON.stringify(photoId)}: give the upload_id of start_photo_upload or an asset_id of list_photos.`);
-  const asset = upload.assetId === null ? null : (service.state.assets.get(caller.account.id, upload.assetId) ?? null);
+  const asset = upload.assetId === null ? null : (parts.state.assets.get(caller.account.id, upload.assetId) ?? null);
   if (upload.assetId !== null && !asset) return refuse('not_found', `The photo of upload ${upload.id} was deleted. Call start_photo_upload for a new one.`);
   return { ok: true, value: photoView(ctx, photoId, upload, asset) };
 }
@@ -129,7 +127,7 @@ function photoView(ctx: ToolContext, photoId: string | number, upload: PhotoUplo
     status: state,
     asset_id: asset?.id ?? null,
     asset_uri: asset && state === 'ready' ? assetUri(asset) : null,
-    subject_consent: asset ? ctx.service.photoUploads.consentOf(asset) : null,
+    subject_consent: asset ? ctx.parts.photoUploads.consentOf(asset) : null,
     ...(asset?.status === 'rejected' ? { reason_code: asset.reasonCode } : {}),
     ...(upload && !asset ? { expires_at: new Date(upload.expiresAt).toISOString() } : {}),
     next_step: NEXT_STEPS[state],
@@ -140,15 +138,15 @@ function photoView(ctx: ToolContext, photoId: string | number, upload: PhotoUplo
 const NEXT_STEPS: Record<PhotoState, string> = {
   waiting_for_upload: 'The person has not uploaded the photo yet. Make sure they have the upload_url, then call get_photo again.',
   expired: 'The link expired before a photo was uploaded. Call start_photo_upload for a new link.',
-  pending: 'The photo was uploaded and is being moderated (5-60 s). Call get_photo again.',
+  pending: `The photo was uploaded and is being moderated (${LIMITS.assetModerationMs.map((ms) => ms / 1000).join('-')} s). Call get_photo again.`,
   ready: 'Ready: give asset_id in photo_ids to create_clip or create_clip_from_effect.',
   rejected: 'The photo failed moderation and cannot be used. Ask the person for another one with start_photo_upload.',
 };
 
-function photoState({ service }: ToolContext, upload: PhotoUpload | null, asset: Asset | null): PhotoState {
-  if (!asset) return upload && service.photoUploads.expired(upload) ? 'expired' : 'waiting_for_upload';
+function photoState({ parts }: ToolContext, upload: PhotoUpload | null, asset: Asset | null): PhotoState {
+  if (!asset) return upload && parts.photoUploads.expired(upload) ? 'expired' : 'waiting_for_upload';
   if (asset.status === 'rejected') return 'rejected';
-  return service.state.assets.usable(asset) ? 'ready' : 'pending';
+  return parts.state.assets.usable(asset) ? 'ready' : 'pending';
 }
 
 const settled = (state: unknown) => state === 'ready' || state === 'rejected' || state === 'expired';
@@ -158,7 +156,7 @@ const settled = (state: unknown) => state === 'ready' || state === 'rejected' ||
  * and by the end of a moderation (never by polling), or until `ms` or `signal`.
  */
 function waitForPhoto(ctx: ToolContext, photoId: string | number, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  const { service } = ctx;
+  const { parts } = ctx;
   const now = () => {
     const found = findPhoto(ctx, photoId);
     return found.ok ? found.value : null;
@@ -168,22 +166,22 @@ function waitForPhoto(ctx: ToolContext, photoId: string | number, ms: number, si
   return new Promise((resolve) => {
     const timers: unknown[] = [];
     const done = () => {
-      service.photoUploads.off('uploaded', check);
-      service.state.assets.off('moderated', check);
+      parts.photoUploads.off('uploaded', check);
+      parts.state.assets.off('moderated', check);
       signal?.removeEventListener('abort', done);
-      for (const timer of timers) service.clock.clearTimeout(timer);
+      for (const timer of timers) parts.clock.clearTimeout(timer);
       resolve();
     };
     const check = () => {
       const current = now();
       if (!current || settled(current.status)) done();
     };
-    service.photoUploads.on('uploaded', check);
-    service.state.assets.on('moderated', check);
+    parts.photoUploads.on('uploaded', check);
+    parts.state.assets.on('moderated', check);
     signal?.addEventListener('abort', done, { once: true });
-    timers.push(service.clock.setTimeout(done, ms));
+    timers.push(parts.clock.setTimeout(done, ms));
     // A link that expires during the wait ends it too.
     const expiresAt = typeof first.expires_at === 'string' ? Date.parse(first.expires_at) : null;
-    if (expiresAt !== null && expiresAt - service.clock.now() < ms) timers.push(service.clock.setTimeout(check, Math.max(0, expiresAt - service.clock.now())));
+    if (expiresAt !== null && expiresAt - parts.clock.now() < ms) timers.push(parts.clock.setTimeout(check, Math.max(0, expiresAt - parts.clock.now())));
   });
 }

@@ -1,6 +1,5 @@
 import { ServiceError } from '../contract/problems.js';
 import type { Caller } from '../core/gate.js';
-import type { Service } from '../service.js';
 import type { AssistantRow } from './connections.js';
 import type { AssistantSignIn } from './sign-in.js';
 import type { AssistantSpending } from './spending.js';
@@ -12,12 +11,12 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
  * spending, change an assistant's daily limit, or disconnect it (spec 5.7).
  */
 export class AssistantSettings {
-  readonly #service: Service;
+  readonly #clock: { now(): number };
   readonly #signIn: AssistantSignIn;
   readonly #spending: AssistantSpending;
 
-  constructor(service: Service, signIn: AssistantSignIn, spending: AssistantSpending) {
-    this.#service = service;
+  constructor({ clock }: { clock: { now(): number } }, signIn: AssistantSignIn, spending: AssistantSpending) {
+    this.#clock = clock;
     this.#signIn = signIn;
     this.#spending = spending;
   }
@@ -67,7 +66,7 @@ export class AssistantSettings {
       connected_at: iso(row.createdAt),
       disconnected_at: iso(row.disconnectedAt),
       // The service's clock: the same one the daily limit is counted on.
-      as_of: iso(this.#service.clock.now()),
+      as_of: iso(this.#clock.now()),
     };
   }
 }

@@ -1,8 +1,8 @@
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import { ServiceError } from '../contract/problems.js';
 import type { Identified } from '../core/gate.js';
-import type { Service } from '../service.js';
 import { AssistantConnections, type AssistantRow } from './connections.js';
+import type { SignInParts } from './parts.js';
 import { ConsentPage } from './oauth/consent.js';
 import { MCP_SCOPE } from './oauth/paths.js';
 import { createOAuthServer, type OAuthServer } from './oauth/provider.js';
@@ -24,33 +24,33 @@ export const ROOT_PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resour
 export class AssistantSignIn {
   readonly connections: AssistantConnections;
   readonly consent: ConsentPage;
-  readonly #service: Service;
+  readonly #parts: SignInParts;
   readonly #mcpPath: string;
   readonly #fetch: typeof fetch | undefined;
   #oauth: { issuer: string; server: Promise<OAuthServer> } | null = null;
 
-  constructor(service: Service, { mcpPath, fetchClientMetadata }: { mcpPath: string; fetchClientMetadata?: typeof fetch | undefined }) {
-    this.#service = service;
+  constructor(parts: SignInParts, { mcpPath, fetchClientMetadata }: { mcpPath: string; fetchClientMetadata?: typeof fetch | undefined }) {
+    this.#parts = parts;
     this.#mcpPath = mcpPath;
     this.#fetch = fetchClientMetadata;
-    this.connections = new AssistantConnections(service.store as never, () => service.clock.now());
-    this.consent = new ConsentPage(service, () => this.oauth(), this.connections);
+    this.connections = new AssistantConnections(parts.store as never, () => parts.clock.now());
+    this.consent = new ConsentPage(parts, () => this.oauth(), this.connections);
   }
 
   /** The protected resource every token is bound to: `{origin}/mcp`. */
   get resource(): string {
-    return `${this.#service.origin}${this.#mcpPath}`;
+    return `${this.#parts.origin}${this.#mcpPath}`;
   }
 
   /** The authorization server, made on first use and again when the origin changed. */
   oauth(): Promise<OAuthServer> {
-    const issuer = this.#service.origin;
+    const issuer = this.#parts.origin;
     if (this.#oauth?.issuer !== issuer) {
       const server = createOAuthServer({
-        store: this.#service.store as never,
+        store: this.#parts.store as never,
         issuer,
         resource: this.resource,
-        accountExists: (id) => /^\d+$/.test(id) && this.#service.accounts.get(Number(id)) !== undefined,
+        accountExists: (id) => /^\d+$/.test(id) && this.#parts.accounts.get(Number(id)) !== undefined,
         fetch: this.#fetch,
         clientInUse: (clientId) => this.connections.hasLive(clientId),
         approvedBy: (accountId, clientId) => this.connections.hasLive(clientId, Number(accountId)),
@@ -59,7 +59,7 @@ export class AssistantSignIn {
           const row = this.connections.forGrant(grantId);
           if (row) await this.disconnect(row);
         },
-        warn: (message) => this.#service.warn(message),
+        warn: (message) => this.#parts.warn(message),
       });
       this.#oauth = { issuer, server };
       // A failed start (the library missing) is tried again by the next request.
@@ -72,7 +72,7 @@ export class AssistantSignIn {
   protectedResourceMetadata(): Record<string, unknown> {
     return {
       resource: this.resource,
-      authorization_servers: [this.#service.origin],
+      authorization_servers: [this.#parts.origin],
       scopes_supported: [MCP_SCOPE],
       bearer_methods_supported: ['header'],
       resource_name: 'cliphook assistant endpoint',
@@ -80,21 +80,13 @@ export class AssistantSignIn {
   }
 
   /**
-   * Who the bearer credential of a request to `/mcp` is: an API key or an OAuth access token, with its
-   * assistant connection. The rate limit and balance rules of `/v1` are applied after (`Service.admit`),
-   * by the endpoint, which knows which messages count. With the client's `address`, a credential that
-   * is neither a key nor a token counts against it, or is refused (429, issue 20 item 6) once the address
-   * failed too often; a valid one never is (issue 29 item 4).
+   * Who an OAuth access token in `authorization` names, with its assistant connection: the bearer credential
+   * of a request to `/mcp` that is no API key (those the gate of `/v1` looks up first, admission.ts). With the
+   * client's `address`, a token that is not valid either counts against it, or is refused (429, issue 20 item
+   * 6) once the address failed too often; a valid one never is (issue 29 item 4).
    */
-  async identify(authorization: string | undefined, address?: string): Promise<Identified> {
-    const { gate, accounts } = this.#service;
-    const byKey = accounts.authenticate(authorization);
-    if (byKey === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key or OAuth access token>.');
-    if (typeof byKey !== 'string') {
-      const assistant = this.connections.forKey(byKey.key);
-      if (assistant.disconnectedAt !== null) throw new ServiceError('invalid_api_key', 'This API key was disconnected from the assistant endpoint in the account settings; it still works on /v1. Create another key to connect again.');
-      return { ...byKey, limitName: gate.limitName(byKey.key), assistant };
-    }
+  async byToken(authorization: string | undefined, address: string | undefined): Promise<Identified> {
+    const { gate, accounts, clock } = this.#parts;
     const token = /^Bearer +(\S+) *$/i.exec(authorization ?? '')![1]!;
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
@@ -110,6 +102,8 @@ export class AssistantSignIn {
     if (!assistant || !account || String(account.id) !== found.accountId) throw new ServiceError('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.');
     const key = accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
     if (!key) throw new ServiceError('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.');
+    // The account's own time from here on (issue 22), as the gate does for a key: its daily limit, waits and rate window.
+    clock.actFor(account.id);
     return { account, key, limitName: `assistant:${assistant.id}`, assistant };
   }
 

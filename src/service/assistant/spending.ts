@@ -1,25 +1,20 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type Idempotency } from '../core/idempotency.js';
+import { canonicalJson } from '../core/idempotency.js';
 import type { KeyLease } from '../runner/chain.js';
 import { StoreWriteError } from '../core/store.js';
 import { failureOf } from '../runner/failure.js';
+import { ASSISTANT_TEXT } from '../contract/assistant.js';
+import { LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
 import type { Table } from '../core/store.js';
-import type { Service } from '../service.js';
+import type { SpendingParts } from './parts.js';
 import { VideoLifecycle } from '../resources/videos/lifecycle.js';
 import { refuse, refusalOf, type ToolAnswer } from './answers.js';
 
-/** The assistant endpoint's spending limits (spec 5.7 and 8). */
-export const ASSISTANT_LIMITS = Object.freeze({
-  /** Clips of one assistant pending or rendering at once. */
-  concurrentClips: 3,
-  /** A call with the same arguments within this window returns the first result. */
-  repeatWindowMs: 2 * 60_000,
-  /** How long an `idempotency_key` is remembered (as /v1's Idempotency-Key). */
-  idempotencyWindowMs: 24 * 3_600_000,
-  dayMs: 24 * 3_600_000,
-});
+// The spending limits (spec 5.7 and 8) are LIMITS.assistant's; an `idempotency_key` is remembered as /v1's
+// Idempotency-Key (LIMITS.idempotencyWindowMs). Issue 31 item 4.
+const { concurrentClips, repeatWindowMs, dailyWindowMs } = LIMITS.assistant;
 
 /** Who is spending: one assistant connection (an API key used on `/mcp`, or an OAuth approval) of one account. */
 export interface Spender {
@@ -68,7 +63,7 @@ export interface CallRow {
 export type SpendingTables = { assistant_spend: SpendRow; assistant_call: CallRow };
 
 /** How long a charge is kept: past the rolling day, with room for a clip still running. */
-const KEEP_SPENDS_MS = 2 * ASSISTANT_LIMITS.dayMs;
+const KEEP_SPENDS_MS = 2 * dailyWindowMs;
 
 /**
  * The spending rules of the assistant endpoint, enforced before anything is charged: `max_credits`, the
@@ -78,10 +73,10 @@ const KEEP_SPENDS_MS = 2 * ASSISTANT_LIMITS.dayMs;
  * The ledger and the first answers live in the service's data file, so a restart forgets neither.
  */
 export class AssistantSpending {
-  readonly #service: Service;
+  readonly #parts: SpendingParts;
   readonly #limit: (assistant: string, account: Account) => number;
   readonly #spends: Table<SpendRow>;
-  readonly #keys: Idempotency;
+  readonly #keys: SpendingParts['idempotency'];
   readonly #ledger = new Map<string, SpendRow[]>();
   /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
   readonly #byClip = new Map<number, SpendRow>();
@@ -90,20 +85,20 @@ export class AssistantSpending {
   readonly #queues = new Map<string, Promise<unknown>>();
 
   /** `limit` gives an assistant's daily limit in credits (the one its account holder set, or the default). */
-  constructor(service: Service, limit: (assistant: string, account: Account) => number) {
-    this.#service = service;
+  constructor(parts: SpendingParts, limit: (assistant: string, account: Account) => number) {
+    this.#parts = parts;
     this.#limit = limit;
-    this.#spends = service.store.table('assistant_spend') as unknown as Table<SpendRow>;
-    this.#keys = service.idempotency;
+    this.#spends = parts.store.table('assistant_spend') as unknown as Table<SpendRow>;
+    this.#keys = parts.idempotency;
     // Issue 31 item 1: first answers kept by an earlier version move into the one engine, with their windows.
-    const calls = service.store.table('assistant_call') as unknown as Table<CallRow>;
-    const records = service.store.table('idempotency');
+    const calls = parts.store.table('assistant_call') as unknown as Table<CallRow>;
+    const records = parts.store.table('idempotency');
     for (const call of [...calls.values()]) {
       records.put({ id: `${CALL_SCOPE}:${call.id}`, fingerprint: CALL_SCOPE, createdAt: call.at, windowMs: call.window, response: { status: 200, body: call.value } });
       calls.remove(call.id);
     }
     for (const spend of this.#spends.values()) this.#index(spend);
-    service.state.videos.on('change', (video: { id: number }) => {
+    parts.state.videos.on('change', (video: { id: number }) => {
       const spend = this.#byClip.get(video.id);
       if (spend) this.#credits(spend);
     });
@@ -121,7 +116,7 @@ export class AssistantSpending {
 
   /** Credits the assistant's clips and images of the last 24 hours hold. */
   usedToday(assistant: string): number {
-    const since = this.#service.clock.now() - ASSISTANT_LIMITS.dayMs;
+    const since = this.#parts.clock.now() - dailyWindowMs;
     return (this.#ledger.get(assistant) ?? []).filter((spend) => spend.at > since).reduce((sum, spend) => sum + this.#credits(spend), 0);
   }
 
@@ -129,7 +124,7 @@ export class AssistantSpending {
   runningClips(assistant: string): number {
     return (this.#ledger.get(assistant) ?? []).filter((spend) => {
       if (spend.kind !== 'clip') return false;
-      const status = this.#service.state.videos.get(spend.targetId)?.status;
+      const status = this.#parts.state.videos.get(spend.targetId)?.status;
       return status === 'pending' || status === 'generating';
     }).length;
   }
@@ -139,10 +134,10 @@ export class AssistantSpending {
    * Refusals are not remembered: the same call may succeed later (after a top-up, or a day).
    */
   async spend(who: Spender, request: SpendRequest, make: () => Promise<Made>): Promise<ToolAnswer> {
-    this.#forgetOld(this.#service.clock.now());
-    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: ASSISTANT_LIMITS.repeatWindowMs }];
+    this.#forgetOld(who.assistant, this.#parts.clock.now());
+    const keys = [{ id: callId(who.assistant, 'args', request.tool, canonicalJson(request.args)), windowMs: repeatWindowMs }];
     // An idempotency_key belongs to one tool: the same key on another tool is another call.
-    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: ASSISTANT_LIMITS.idempotencyWindowMs });
+    if (request.idempotencyKey !== undefined) keys.unshift({ id: callId(who.assistant, 'key', request.tool, request.idempotencyKey), windowMs: LIMITS.idempotencyWindowMs });
     // A call still in flight first: its answer is written before its commit, and the commit may yet fail.
     for (const { id } of keys) {
       const pending = this.#pending.get(id);
@@ -183,24 +178,25 @@ export class AssistantSpending {
   async #checkAndMakeHeld(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
     const { price, maxCredits } = request;
     if (price > maxCredits) {
-      return refuse('max_credits_exceeded', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { price, max_credits: maxCredits });
+      // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
+      return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
     }
-    if (request.kind === 'clip' && this.runningClips(who.assistant) >= ASSISTANT_LIMITS.concurrentClips) {
-      return refuse('too_many_running_clips', `At most ${ASSISTANT_LIMITS.concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: ASSISTANT_LIMITS.concurrentClips });
+    if (request.kind === 'clip' && this.runningClips(who.assistant) >= concurrentClips) {
+      return refuse('too_many_running_clips', `At most ${concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: concurrentClips });
     }
     const limit = this.dailyLimit(who.assistant, who.account);
     const used = this.usedToday(who.assistant);
     if (used + price > limit) {
-      return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last 24 hours. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
+      return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last ${ASSISTANT_TEXT.dailyWindow}. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
     }
     // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
     // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
     let undo: (() => void) | null = null;
     try {
-      const made = await this.#service.store.unit(async () => {
+      const made = await this.#parts.store.unit(async () => {
         const created = await make();
-        const at = this.#service.clock.now();
-        const spend = this.#spends.put({ id: this.#service.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
+        const at = this.#parts.clock.now();
+        const spend = this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
         this.#index(spend);
         for (const lease of leases) lease.finish({ status: 200, body: created.value });
         undo = () => this.#unindex(spend);
@@ -210,7 +206,7 @@ export class AssistantSpending {
     } catch (error) {
       (undo as (() => void) | null)?.();
       // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
-      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#service.warn, report: () => undefined }));
+      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#parts.warn, report: () => undefined }));
       throw error;
     }
   }
@@ -235,10 +231,10 @@ export class AssistantSpending {
   #credits(spend: SpendRow): number {
     let held: number | null = null;
     if (spend.kind === 'clip') {
-      const video = this.#service.state.videos.get(spend.targetId);
+      const video = this.#parts.state.videos.get(spend.targetId);
       if (video) held = VideoLifecycle.creditsUsed(video);
     } else {
-      const job = this.#service.store.table('image_job').get(spend.targetId);
+      const job = this.#parts.store.table('image_job').get(spend.targetId);
       if (job) held = job.creditsCharged ?? job.creditsReserved - job.creditsRefunded;
     }
     if (held === null) return spend.credits;
@@ -258,19 +254,26 @@ export class AssistantSpending {
     return next;
   }
 
-  /** Drops charges past two days (they count no more); first answers go with the Idempotency-Key records' sweep. */
-  #forgetOld(now: number): void {
-    for (const [assistant, spends] of this.#ledger) {
-      const kept = spends.filter((spend) => now - spend.at < KEEP_SPENDS_MS);
-      if (kept.length === spends.length) continue;
-      for (const spend of spends) {
-        if (kept.includes(spend)) continue;
-        this.#spends.remove(spend.id);
-        if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
+  /**
+   * Drops the assistant's charges past two days (they count no more); first answers go with the Idempotency-Key
+   * records' sweep. Only its own, on its account's own time (issue 22: another account's clock may run days
+   * ahead, and once forgot this one's day), so a call's cost does not grow with other assistants' history.
+   */
+  #forgetOld(assistant: string, now: number): void {
+    const spends = this.#ledger.get(assistant);
+    if (!spends) return;
+    const kept: SpendRow[] = [];
+    for (const spend of spends) {
+      if (now - spend.at < KEEP_SPENDS_MS) {
+        kept.push(spend);
+        continue;
       }
-      if (kept.length === 0) this.#ledger.delete(assistant);
-      else this.#ledger.set(assistant, kept);
+      this.#spends.remove(spend.id);
+      if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
     }
+    if (kept.length === spends.length) return;
+    if (kept.length === 0) this.#ledger.delete(assistant);
+    else this.#ledger.set(assistant, kept);
   }
 }
 

@@ -1,14 +1,70 @@
-import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, McpServer, StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
+import type { z } from 'zod';
+import type { AssistantTool } from '../contract/assistant.js';
+import { parseOrThrow, ServiceError } from '../contract/problems.js';
 import type { Caller } from '../core/gate.js';
-import { compose, named, type Outcome, type Step } from '../runner/chain.js';
+import { StoreWriteError } from '../core/store.js';
+import { named, type Outcome, type Step } from '../runner/chain.js';
 import { failureOf } from '../runner/failure.js';
 import type { ControlledRun } from '../testing/steps.js';
-import { refusalOf } from './answers.js';
-import { toToolResult } from './context.js';
+import { refusalOf, type ToolAnswer } from './answers.js';
+import type { ToolParts } from './parts.js';
+import type { AssistantSpending } from './spending.js';
 
 // Issue 31 item 2: an assistant's tool call runs on the runner's chain, named for its tool, so the request
 // journal and the fault rules see it as they see a route of /v1. The credential, the 60 a minute and the
-// floor were checked for the HTTP request that carries it (endpoint.ts).
+// floor ran for the HTTP request that carries it (endpoint.ts). Issue 31 item 6: the tools are defined once,
+// at start; a request's MCP server only puts each on the chain for its caller (`serveTools`).
+
+/** What a tool call reads: the service's parts, the spending rules, and who is calling. */
+export interface ToolContext {
+  parts: ToolParts;
+  spending: AssistantSpending;
+  caller: Caller;
+  /** The assistant the limits are counted for: for the bearer API key, the key's connection. */
+  assistant: string;
+}
+
+/** A tool's configuration as the SDK takes it: every tool of `/mcp` has both schemas. */
+export interface ToolConfig {
+  title: string;
+  description: string;
+  inputSchema: StandardSchemaWithJSON;
+  outputSchema: StandardSchemaWithJSON;
+  annotations: ToolAnnotations;
+}
+
+/** One tool of `/mcp`, defined once: its name, its configuration, and what a call does. */
+export interface ToolDefinition {
+  readonly name: AssistantTool;
+  readonly config: ToolConfig;
+  /** A call: its context, its arguments as the SDK handed them, and the SDK's request context (its abort signal). */
+  readonly run: (ctx: ToolContext, args: any, extra: unknown) => CallToolResult | Promise<CallToolResult>;
+}
+
+/** A tool's definition, its schemas' JSON Schema made once (`onceJson`). */
+export const tool = <A = unknown>(name: AssistantTool, config: ToolConfig, run: (ctx: ToolContext, args: A, extra: unknown) => CallToolResult | Promise<CallToolResult>): ToolDefinition => ({
+  name,
+  config: { ...config, inputSchema: onceJson(config.inputSchema), outputSchema: onceJson(config.outputSchema) },
+  run,
+});
+
+/**
+ * `schema` with its JSON Schema made on first use and kept (issue 31 item 6): the SDK converts a tool's
+ * schemas on each server it is registered on (its `tools/list`, and the called tool's input on every
+ * `tools/call`), and a server serves one request. Validation is the schema's own.
+ */
+export function onceJson(schema: StandardSchemaWithJSON): StandardSchemaWithJSON {
+  const standard = schema['~standard'];
+  const made = new Map<string, Record<string, unknown>>();
+  const once = (io: 'input' | 'output') => (options: { target: string }) => {
+    const key = `${io} ${options.target}`;
+    let json = made.get(key);
+    if (!json) made.set(key, (json = standard.jsonSchema[io](options as never)));
+    return json;
+  };
+  return { '~standard': { ...standard, jsonSchema: { input: once('input'), output: once('output') } } } as StandardSchemaWithJSON;
+}
 
 /** The HTTP request under a tool call: how a fault rule's cut or hang reaches its connection. */
 export interface ToolTransport {
@@ -18,13 +74,13 @@ export interface ToolTransport {
   drop(): void;
 }
 
-type ToolHandler = (...params: any[]) => CallToolResult | Promise<CallToolResult>;
-
 /** One tool call's run. */
 export interface ToolRun extends ControlledRun {
-  /** What the SDK handed the tool: its arguments (when it takes some) and the request's context. */
-  readonly params: unknown[];
-  readonly handler: ToolHandler;
+  /** The tool's arguments and the SDK's request context. */
+  readonly args: unknown;
+  readonly extra: unknown;
+  readonly tool: ToolDefinition;
+  readonly context: ToolContext;
   readonly transport: ToolTransport;
   /** The tool's answer. */
   result: CallToolResult | null;
@@ -66,7 +122,7 @@ export function toolAnswer(parts: ToolAnswerParts): Step<ToolRun> {
 
 /** The tool's own work (its parse, its spending rules, its command). */
 export const toolCommand: Step<ToolRun> = named('command', async (run, next) => {
-  run.result = await run.handler(...run.params);
+  run.result = await run.tool.run(run.context, run.args, run.extra);
   return next();
 });
 
@@ -82,30 +138,83 @@ function codeOf(result: CallToolResult): string | null {
 }
 
 /**
- * `server` as the tool modules see it, whose `registerTool` puts each tool on the chain of `steps` for
- * `caller`: a call is journalled as `POST /mcp` with the tool's name as operation and its arguments as body.
+ * Puts each tool on `server` for one request, every call on `chain` with `context`: journalled as
+ * `POST /mcp` with the tool's name as operation and its arguments as body.
  */
-export function onRunner(server: McpServer, steps: readonly Step<ToolRun>[], caller: Caller, transport: ToolTransport): McpServer {
-  const chain = compose(steps);
-  const runner = Object.create(server) as McpServer;
-  runner.registerTool = ((name: string, config: { inputSchema?: unknown }, handler: ToolHandler) =>
-    server.registerTool(name, config as never, (async (...params: unknown[]) => {
-      const args = config.inputSchema ? params[0] : undefined;
+export function serveTools(server: McpServer, tools: readonly ToolDefinition[], chain: (run: ToolRun) => Promise<void>, context: ToolContext, transport: ToolTransport): McpServer {
+  const { caller } = context;
+  for (const definition of tools) {
+    server.registerTool(definition.name, definition.config, (async (args: unknown, extra: unknown) => {
       const key = (args as { idempotency_key?: unknown } | undefined)?.idempotency_key;
       const run: ToolRun = {
-        operation: name,
+        operation: definition.name,
         request: { method: 'POST', path: '/mcp', query: {}, onClose: transport.onClose, status: () => 200 },
         exchange: { caller, idempotencyKey: typeof key === 'string' ? key : null, replayed: false, body: args, code: null, dropped: false, admin: false },
         caller,
         cutAfter: false,
         outcome: null,
-        params,
-        handler,
+        args,
+        extra,
+        tool: definition,
+        context,
         transport,
         result: null,
       };
       await chain(run);
       return run.result!;
-    }) as never)) as McpServer['registerTool'];
-  return runner;
+    }) as never);
+  }
+  return server;
+}
+
+/**
+ * Runs a tool's work on the service's commands: their answer as the tool's value, and a `ServiceError`
+ * (the spec's code, the same as on `/v1`) as a refusal the assistant can read.
+ */
+export async function attempt(run: () => unknown): Promise<ToolAnswer> {
+  return attemptAnswer(async () => ({ ok: true, value: (await run()) as Record<string, unknown> }));
+}
+
+/** Runs a tool's work that answers for itself (a value or its own refusal), a `ServiceError` as a refusal. */
+export async function attemptAnswer(run: () => Promise<ToolAnswer> | ToolAnswer): Promise<ToolAnswer> {
+  try {
+    return await run();
+  } catch (error) {
+    // Issue 20 item 9: what the call changed was taken back whole (the runner's one mapping, issue 31 item 1).
+    if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: () => undefined, report: () => undefined }));
+    throw error;
+  }
+}
+
+/**
+ * A tool's input schema from the contract: its JSON Schema is the zod schema's (so a tool shows the same
+ * bounds, enums and descriptions as `/v1`), but the SDK lets every input through, and the tool parses it
+ * itself with `parseInput`, so a bad argument is refused with the contract's code and sentence, as on `/v1`,
+ * not with the SDK's generic "Input validation error".
+ */
+export function contractInput<T extends z.ZodObject>(schema: T): StandardSchemaWithJSON<z.input<T>, unknown> {
+  const standard = schema['~standard'] as unknown as { jsonSchema: StandardSchemaWithJSON['~standard']['jsonSchema'] };
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'cliphook',
+      validate: (value: unknown) => ({ value }),
+      jsonSchema: standard.jsonSchema,
+    },
+  } as unknown as StandardSchemaWithJSON<z.input<T>, unknown>;
+}
+
+/** Parses a tool's arguments with the contract's schema, or throws its refusal. */
+export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.output<T> {
+  return parseOrThrow(schema, args ?? {});
+}
+
+/**
+ * A tool answer as MCP's tool result: a value is `structuredContent` (and the same JSON as text, for
+ * clients without structured output); a refusal is `isError: true` with a sentence the assistant can act on.
+ */
+export function toToolResult(answer: ToolAnswer): CallToolResult {
+  if (answer.ok) return { content: [{ type: 'text', text: JSON.stringify(answer.value) }], structuredContent: answer.value };
+  const text = JSON.stringify({ error: answer.code, message: answer.message, ...(answer.details ? { details: answer.details } : {}) });
+  return { isError: true, content: [{ type: 'text', text }] };
 }

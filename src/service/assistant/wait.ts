@@ -1,8 +1,9 @@
-import type { Service } from '../service.js';
+import { LIMITS } from '../contract/limits.js';
 import type { Video } from '../resources/videos/lifecycle.js';
+import type { ToolParts } from './parts.js';
 
 /** The longest a tool waits for a clip or an image to end (spec 5.7: "waits up to 45 s"). */
-export const MAX_TOOL_WAIT_SECONDS = 45;
+export const MAX_TOOL_WAIT_SECONDS = LIMITS.assistant.toolWaitSeconds;
 
 const ended = (video: Video) => video.status === 'done' || video.status === 'error' || video.status === 'cancelled';
 
@@ -10,7 +11,7 @@ const ended = (video: Video) => video.status === 'done' || video.status === 'err
  * Resolves with the clip once it ends, woken by its own `terminal` event (or the `change` that cancels
  * it), or after `ms` on the service's clock, or when `signal` aborts: never by polling.
  */
-export function waitForClip(service: Service, video: Video, ms: number, signal?: AbortSignal): Promise<Video> {
+export function waitForClip(service: Pick<ToolParts, 'state' | 'clock'>, video: Video, ms: number, signal?: AbortSignal): Promise<Video> {
   if (ended(video) || ms <= 0 || signal?.aborted) return Promise.resolve(video);
   return new Promise((resolve) => {
     const done = () => {

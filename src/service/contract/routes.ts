@@ -9,8 +9,7 @@ import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
   ApiKeyView, TopUpRequest, TopUpResponse,
 } from './settings.js';
-import { SERVED_TEST_HELPER_ROUTES } from './test-helper-routes.js';
-import { AdvanceRequest, Clock } from './test-helpers.js';
+import { SERVED_TEST_HELPER_ROUTES } from '../testing/contract/test-helper-routes.js';
 import { BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList } from './video-responses.js';
 import { BatchRequest, VideoListQuery, VideoPath, VideoRequest } from './videos.js';
 
@@ -240,18 +239,6 @@ export const ROUTES = [
     summary: 'Disconnect an assistant: its tokens stop working at once',
     responses: { 200: json('Disconnected.', DisconnectedAssistant) },
     problems: ['not_found'],
-  },
-  {
-    operationId: 'getClock', method: 'GET', path: '/test_helpers/clock', tag: 'Test helpers', auth: 'admin_or_key',
-    summary: 'The simulated time every rule reads for the key’s account (the service’s own with the admin token)',
-    responses: { 200: json('The clock.', Clock) },
-    problems: [],
-  },
-  {
-    operationId: 'advanceClock', method: 'POST', path: '/test_helpers/clock/advance', tag: 'Test helpers', auth: 'admin_or_key', body: AdvanceRequest,
-    summary: 'Move the key’s account’s time (every account’s with the admin token), firing on the way what falls due',
-    responses: { 200: json('The clock once everything due has settled.', Clock) },
-    problems: ['invalid_parameter'],
   },
   ...SERVED_TEST_HELPER_ROUTES,
 ] as const satisfies readonly RouteSpec[];

@@ -1,4 +1,5 @@
 import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
+import { assistantCodeTable, effectsTable } from './assistant.js';
 import { ASSET_MIME_TYPES, MAX_ASSET_SIZE_TEXT } from './assets.js';
 import { LIMITS } from './limits.js';
 import { API_DISCOUNT, assistantClipPrice, clipPrice, IMAGE_MEGAPIXELS, IMAGE_PRICES, MODEL_SPECS, VIDEO_MODELS } from './pricing.js';
@@ -145,5 +146,7 @@ export function withTable(doc: string, name: string, table: string): string {
 
 /** docs/service.md with its contract tables made afresh. */
 export function withContractTables(doc: string): string {
-  return withTable(withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable()), 'prices', priceTable());
+  const tables = withTable(withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable()), 'prices', priceTable());
+  // Issue 31 items 3 and 4: the codes only the assistant's tools answer, and its effects catalogue.
+  return withTable(withTable(tables, 'assistant-codes', assistantCodeTable()), 'effects', effectsTable());
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
 import { LIMITS } from '../contract/limits.js';
-import type { ChaosMode } from '../contract/test-helpers.js';
+import type { ChaosMode } from '../testing/contract/test-helpers.js';
 import { SecretIndex } from '../testing/redact.js';
 
 /** Spec 5.2-5.3 and 8. */

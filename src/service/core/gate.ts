@@ -88,13 +88,24 @@ export class Gate {
    * Issue 29 item 4: the key is looked up first, so a valid one is never refused by the failure limit.
    */
   identify(authorization: string | undefined, address?: string): Identified {
-    const who = this.#options.accounts.authenticate(authorization);
+    const who = this.lookup(authorization);
     if (who === 'invalid_auth_header') throw new ServiceError('invalid_auth_header', 'Send Authorization: Bearer <API key>.');
     if (who === 'invalid_api_key') {
       // The admin token on a keyed route is a mistake, not a guess.
       if (!this.isAdmin(authorization)) this.guessed(address);
       throw new ServiceError('invalid_api_key', 'This API key is unknown or was revoked.');
     }
+    return who;
+  }
+
+  /**
+   * Who the API key of an `Authorization` header names, or why it names no one, refusing nothing and counting
+   * no failure: `identify`'s lookup, for an entry point that takes other bearer credentials too (`/mcp`'s OAuth
+   * access tokens, issue 31 item 1), which counts a guess only once none of them matched.
+   */
+  lookup(authorization: string | undefined): Identified | 'invalid_auth_header' | 'invalid_api_key' {
+    const who = this.#options.accounts.authenticate(authorization);
+    if (typeof who === 'string') return who;
     this.#options.identified?.(who.account.id);
     return { ...who, limitName: this.limitName(who.key) };
   }

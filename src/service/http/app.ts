@@ -1,53 +1,35 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { testHelpersOf, type TestHelpers } from './test-helpers.js';
+import { testHelpersOf, type HelperParts } from '../testing/http/in-process.js';
+import { HELPER_OPERATIONS, type TestHelpers } from '../testing/http/test-helpers.js';
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';
 import { isOAuthPath } from '../assistant/oauth/paths.js';
-import { Service, type ServiceOptions } from '../service.js';
-import { routeSteps } from './deps.js';
+import { Service } from '../service.js';
+import { linkedSteps, routeSteps } from './deps.js';
+import { operationRunner, type Command } from '../runner/call.js';
+import { faults, journal } from '../testing/steps.js';
 import { ServiceRouter } from './dispatch.js';
-import { extraRoutes } from './extras.js';
+import { extraRoutes, type ServicePages } from './extras.js';
 import { handlers, type Handlers } from './operations.js';
 import { routeRunner, type Handler } from './pipeline.js';
 import { sendProblem } from './respond.js';
 import type { Caller } from '../core/gate.js';
+import type { AppOptions as PublicAppOptions, ServiceApp as PublicServiceApp, StartedService as PublicStartedService, StartOptions } from './public.js';
 
-/**
- * The assistant endpoint as an app sees it. Issue 29 item 15: the published declarations name no
- * OAuth-server, Koa or MCP SDK type, so the endpoint's own class stays internal (`assistantEndpoint`).
- */
-export interface ServiceAssistant {
-  /** Ends its connections and its authorization server; `close()` of the app does it too. */
-  close(): Promise<void>;
-}
+export type { ServiceAssistant } from './public.js';
 
-/** The service as a Node request listener: `http.createServer(app)`, supertest's `request(app)`, or `expressApp.use(app)`. */
-export interface ServiceApp {
-  (req: IncomingMessage, res: ServerResponse): void;
+/** The app with the service under it: for the CLI and the service's own tests, not published (issue 31 item 5). */
+export interface ServiceApp extends PublicServiceApp {
   readonly service: Service;
-  /** The assistant endpoint at `/mcp`, or `null` when it is turned off. */
-  readonly assistant: ServiceAssistant | null;
-  /** Every route it serves, `METHOD /path`, for the test that it and the contract agree. */
-  readonly routes: readonly string[];
-  /** Stops the service's timers and emitter and writes its data file. */
-  close(): Promise<void>;
 }
 
-/** What `createServiceApp` takes: the service's options (or a service), and whether the assistant endpoint is on. */
-export type AppOptions = ServiceOptions & {
-  service?: Service;
-  /** Serve the assistant endpoint (MCP) at `/mcp`, with its OAuth sign-in; `false` answers 404 there (`serve --no-assistant`). @default true */
-  assistant?: boolean;
-  /**
-   * How the authorization server connects to fetch client ID metadata documents (an `https://` URL as
-   * `client_id`). The URL checks (https, no literal private or loopback address, no `localhost`) run
-   * before it either way.
-   * @default https whose lookup refuses private and loopback addresses before connecting (the webhooks' guard)
-   */
-  fetchClientMetadata?: typeof fetch;
-};
+/** `createServiceApp`'s options, and in the service's own code a service already open. */
+export type AppOptions = PublicAppOptions & { service?: Service };
+
+/** The in-process test helpers of each app, for startService (issue 31 item 1: they run on the app's chain). */
+const helpersOf = new WeakMap<ServiceApp, TestHelpers>();
 
 /**
  * Builds the whole v1 API of the spec on a `Service` (opened from `options`, or the one given), its router
@@ -67,11 +49,33 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
   const bound = handlers(service, assistant?.settings ?? null);
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
-  const runRoute = routeRunner(routeSteps({
-    gate: service.gate, idempotency: service.idempotency, store: service.store, faultRules: service.faultRules, journal: service.journal,
-    now: () => service.clock.now(), origin: () => service.origin, warn: service.warn, report,
-  }));
-  const router = new ServiceRouter(contract, extraRoutes(service, assistant), runRoute, report);
+  const now = () => service.clock.now();
+  const origin = () => service.origin;
+  // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
+  const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
+  const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report };
+  const steps = routeSteps(parts, controls);
+  const runRoute = routeRunner(steps);
+  // Issue 31 item 1: the pages and startService()'s helpers run their operation through the same chain.
+  const runOperation = operationRunner(steps);
+  const commands = bound as unknown as Record<string, Command>;
+  const pages: ServicePages = {
+    topUp: { origin, run: runOperation, topUp: commands.topUp! },
+    photoUploads: {
+      origin,
+      photoUploads: service.photoUploads,
+      uploadsDir: service.files.uploads,
+      assets: service.assets,
+      callerOf: (accountId) => {
+        const account = service.accounts.get(accountId);
+        const keys = account ? service.accounts.keysOf(accountId) : [];
+        const key = keys.find((candidate) => candidate.revokedAt === null) ?? keys[0];
+        return account && key ? { account, key } : null;
+      },
+      run: operationRunner(linkedSteps(parts, controls)),
+    },
+  };
+  const router = new ServiceRouter(contract, extraRoutes(service, assistant, pages), runRoute, report);
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
@@ -85,6 +89,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     }
     void router.handle(req, res);
   })) as ServiceApp;
+  helpersOf.set(app, testHelpersOf({ run: runOperation, commands: Object.fromEntries(HELPER_OPERATIONS.map((id) => [id, commands[id]!])) as HelperParts['commands'], adminToken: service.adminToken }));
   Object.defineProperties(app, {
     service: { value: service },
     assistant: { value: assistant },
@@ -99,24 +104,9 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   return app;
 }
 
-/**
- * What `startService` resolves to: everything a user's tests need, as stripe-mock's URL and key are, and the
- * test helpers in process (`accounts`, `reset`, `seed`, `requests`, `faults`, `webhookChaos`: docs/service.md).
- */
-export interface StartedService extends TestHelpers {
-  /** The base URL, with `/v1`: `http://127.0.0.1:54321/v1`. */
-  url: string;
-  /** The origin, for `/settings` and `/test_helpers`. */
-  origin: string;
-  apiKey: string;
-  webhookSecret: string;
-  /** The test helpers' admin token (issue 22): `Authorization: Bearer <adminToken>` on /test_helpers/accounts, reset, the whole journal. */
-  adminToken: string;
-  clock: Service['clock'];
-  /** The ids the `seed` option's fixture made, by name (issue 22); `null` without one. */
-  seeded: Service['seeded'];
+/** The started service with the service under it: for the service's own tests, not published (issue 31 item 5). */
+export interface StartedService extends PublicStartedService {
   service: Service;
-  close(): Promise<void>;
 }
 
 /**
@@ -128,7 +118,7 @@ export interface StartedService extends TestHelpers {
  * await svc.clock.advance(10_000);
  * await svc.close();
  */
-export async function startService(options: Omit<AppOptions, 'service'> & { port?: number; host?: string } = {}): Promise<StartedService> {
+export async function startService(options: StartOptions = {}): Promise<StartedService> {
   const { port = 0, host = '127.0.0.1', ...rest } = options;
   const app = await createServiceApp({ file: false, ...rest });
   const server = createServer(app);
@@ -155,8 +145,9 @@ export async function startService(options: Omit<AppOptions, 'service'> & { port
     get seeded() {
       return app.service.seeded;
     },
+    emitter: app.service.emitter,
     service: app.service,
-    ...testHelpersOf(app.service),
+    ...helpersOf.get(app)!,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -8,8 +8,8 @@ import { MCP_PATH, MCP_STATUS_PATH } from '../assistant/endpoint.js';
 import { OAUTH_PATHS } from '../assistant/oauth/paths.js';
 import { PROTECTED_RESOURCE_PATH, ROOT_PROTECTED_RESOURCE_PATH } from '../assistant/sign-in.js';
 import { pageFileRoute, PAGE_FILES_PATH } from '../pages/page.js';
-import { receivePhotoUpload, showPhotoUpload } from '../pages/photo-upload.js';
-import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH } from '../pages/top-up.js';
+import { receivePhotoUpload, showPhotoUpload, type PhotoUploadParts } from '../pages/photo-upload.js';
+import { receiveTopUp, showTopUp, TOP_UP_FORM_PATH, TOP_UP_PAGE_PATH, type TopUpParts } from '../pages/top-up.js';
 import { PHOTO_UPLOAD_PATH } from '../resources/photos/uploads.js';
 import type { Result } from './result.js';
 import type { Service } from '../service.js';
@@ -33,12 +33,21 @@ function sendFile(res: ServerResponse, file: { path: string; mime: string } | nu
   createReadStream(file.path).on('error', () => res.destroy()).pipe(res);
 }
 
+/** What the routes outside the contract read of the service (issue 31 item 5): its file links and origin. */
+export type ExtraParts = Pick<Service, 'assets' | 'images' | 'media' | 'origin'>;
+
+/** The pages' collaborators, made by the composition root (http/app.ts) with the runner's chain (issue 31 item 1). */
+export interface ServicePages {
+  topUp: TopUpParts;
+  photoUploads: PhotoUploadParts;
+}
+
 /**
  * The routes outside the contract: the unguessable file links of assets and images (spec 2.6, 2.7), the
  * storage links of a media 302 (4.18), the clip page a webhook's `video_url` names (6.5), the service's
  * pages (top-up, photo upload), and the assistant endpoint with its status, metadata and consent page.
  */
-export function extraRoutes(service: Service, assistant: AssistantEndpoint | null): ExtraRoute[] {
+export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | null, pages: ServicePages): ExtraRoute[] {
   const path = (req: IncomingMessage) => (req.url ?? '/').split('?', 1)[0]!;
   const routes: ExtraRoute[] = [
     { method: 'GET', path: '/files/assets/{file}', handle: (req, res, { file }) => sendFile(res, service.assets.file(file!), path(req)) },
@@ -65,11 +74,11 @@ export function extraRoutes(service: Service, assistant: AssistantEndpoint | nul
     { method: 'GET', path: MCP_STATUS_PATH, handle: (_req, res) => sendJson(res, 200, assistantStatus(service, assistant !== null)) },
     // The page a 402's user_action and the assistant's get_topup_link send a person to.
     { method: 'GET', path: TOP_UP_PAGE_PATH, handle: (_req, res) => void showTopUp(res) },
-    { method: 'POST', path: TOP_UP_FORM_PATH, handle: (req, res) => void receiveTopUp(service, req, res) },
+    { method: 'POST', path: TOP_UP_FORM_PATH, handle: (req, res) => void receiveTopUp(pages.topUp, req, res) },
     // The service's pages (issue 15): their CSS and scripts by file name, and the assistant's photo upload link.
     { method: 'GET', path: `${PAGE_FILES_PATH}/{file}`, handle: answer((_req, res, params) => pageFileRoute({ params }, res)) },
-    { method: 'GET', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => showPhotoUpload(service, { req, params }, res)) },
-    { method: 'POST', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => receivePhotoUpload(service, { req, params }, res)) },
+    { method: 'GET', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => showPhotoUpload(pages.photoUploads, { req, params }, res)) },
+    { method: 'POST', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => receivePhotoUpload(pages.photoUploads, { req, params }, res)) },
   ];
   if (!assistant) return routes;
   for (const method of ['POST', 'GET', 'DELETE']) routes.push({ method, path: MCP_PATH, handle: answer((req, res) => assistant.serve(req, res)) });
@@ -89,7 +98,7 @@ export function extraRoutes(service: Service, assistant: AssistantEndpoint | nul
 }
 
 /** GET /mcp/status: whether the assistant endpoint is on, where, and how one signs in (spec 5.7). */
-function assistantStatus(service: Service, enabled: boolean) {
+function assistantStatus(service: Pick<Service, 'origin'>, enabled: boolean) {
   return {
     object: 'assistant_status',
     enabled,

@@ -51,7 +51,10 @@ const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint
  * Each operation of the contract bound to its command, one line each, reading like spec section 4's
  * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
  */
-export function handlers(service: Service, assistant: AssistantSettingsCommands | null): Handlers {
+/** The collaborators the route handlers call (issue 31 item 5): what of `Service` they need, not all of it. */
+export type HandlerParts = Pick<Service, 'videos' | 'images' | 'assets' | 'account' | 'media' | 'testClock' | 'testAccounts' | 'requests' | 'faults' | 'webhookChaos' | 'seeds' | 'files' | 'origin' | 'reset'>;
+
+export function handlers(service: HandlerParts, assistant: AssistantSettingsCommands | null): Handlers {
   const { videos, images, assets, account, media, testClock, testAccounts, requests, faults } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),

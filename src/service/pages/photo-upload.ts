@@ -3,9 +3,14 @@ import { MAX_ASSET_BYTES, MAX_ASSET_SIZE_TEXT } from '../contract/assets.js';
 import { SUBJECT_CONSENTS, type SubjectConsent } from '../contract/common.js';
 import { ServiceError } from '../contract/problems.js';
 import { drain, receiveUpload } from '../http/multipart.js';
-import { type LinkState, type PhotoUpload } from '../resources/photos/uploads.js';
+import { PHOTO_UPLOAD_PATH, type LinkState, type PhotoUpload, type PhotoUploads } from '../resources/photos/uploads.js';
 import { fail, ok, type Result } from '../http/result.js';
-import type { Service } from '../service.js';
+import { problemHeaders } from '../../protocol/problem.js';
+import type { Caller } from '../core/gate.js';
+import { sendResult } from '../http/respond.js';
+import type { AssetCommands } from '../resources/assets/commands.js';
+import type { OperationRun } from '../runner/call.js';
+import { PageRequest, routeOf, unanswered } from './run.js';
 import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } from './page.js';
 
 /**
@@ -33,15 +38,34 @@ const MESSAGES: Partial<Record<string, string>> = {
   origin_not_allowed: 'Uploads are taken from this page only. Open the link again and send the photo from there.',
 };
 
+/** What the photo upload page needs of the service (issue 31 item 5: not the whole `Service`). */
+export interface PhotoUploadParts {
+  /** Where the page is served: uploads are taken from its own origin only. */
+  origin(): string;
+  photoUploads: Pick<PhotoUploads, 'open' | 'markUsed'>;
+  /** Where an upload is written while it is read. */
+  uploadsDir: string;
+  /** POST /v1/assets' own command (`AssetCommands.accept`). */
+  assets: Pick<AssetCommands, 'accept'>;
+  /** Who a link acts for: its account with its oldest live key (as an assistant signed in with OAuth), or `null` for an account gone. */
+  callerOf(accountId: number): Caller | null;
+  /**
+   * The chain a page's upload runs (issue 31 item 1): the journal, the answer, fault rules (as
+   * `uploadAsset`), one unit of work, the command. No key, rate limit or 402 floor: the link's token is
+   * the credential, checked here; no Idempotency-Key: a link takes one photo.
+   */
+  run: OperationRun;
+}
+
 /** Links uploads are in flight on: a second POST meanwhile is refused, so a link takes one photo only. */
-const inFlight = new WeakMap<Service, Set<string>>();
+const inFlight = new WeakMap<PhotoUploadParts, Set<string>>();
 
 /**
  * GET /photos/upload/<token>: the form, or a page saying the link is unknown (404), expired or used (410).
  * @example router.add('GET', '/photos/upload/:token', (request, res) => showPhotoUpload(service, request, res));
  */
-export async function showPhotoUpload(service: Service, { req, params }: { req: IncomingMessage; params: Record<string, string> }, res: ServerResponse): Promise<Result | undefined> {
-  const link = service.photoUploads.open(params.token ?? '');
+export async function showPhotoUpload(parts: Pick<PhotoUploadParts, 'photoUploads'>, { req, params }: { req: IncomingMessage; params: Record<string, string> }, res: ServerResponse): Promise<Result | undefined> {
+  const link = parts.photoUploads.open(params.token ?? '');
   if (!link.ok) return refuse(req, res, linkProblem(link));
   return sendPage(res, 200, uploadForm(link.upload));
 }
@@ -52,16 +76,16 @@ export async function showPhotoUpload(service: Service, { req, params }: { req: 
  * link up. A refused photo leaves nothing stored and the link working.
  * @example router.add('POST', '/photos/upload/:token', (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
  */
-export async function receivePhotoUpload(service: Service, { req, params }: { req: IncomingMessage; params: Record<string, string> }, res: ServerResponse): Promise<Result | undefined> {
-  // The token is a bearer credential in a URL a page of another site could post to: only this origin may.
-  if (!isSameOrigin(req, service.origin)) {
+export async function receivePhotoUpload(parts: PhotoUploadParts, { req, params }: { req: IncomingMessage; params: Record<string, string> }, res: ServerResponse): Promise<Result | undefined> {
+  if (!isSameOrigin(req, parts.origin())) {
     drain(req);
     return refuse(req, res, fail('origin_not_allowed', { detail: MESSAGES.origin_not_allowed! }));
   }
-  const link = service.photoUploads.open(params.token ?? '');
-  if (!link.ok) {
+  const link = parts.photoUploads.open(params.token ?? '');
+  const caller = link.ok ? parts.callerOf(link.upload.accountId) : null;
+  if (!link.ok || !caller) {
     drain(req);
-    return refuse(req, res, linkProblem(link));
+    return refuse(req, res, link.ok ? fail('not_found', { detail: 'This upload link does not work. Check that it was copied whole, or ask your assistant for a new one.' }) : linkProblem(link));
   }
   const { upload } = link;
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
@@ -69,33 +93,39 @@ export async function receivePhotoUpload(service: Service, { req, params }: { re
     drain(req);
     return refuse(req, res, fail('too_large', { detail: MESSAGES.too_large!, extra: { max_bytes: MAX_ASSET_BYTES } }), upload, { connection: 'close' });
   }
-  const busy = inFlight.get(service) ?? new Set<string>();
-  inFlight.set(service, busy);
+  const busy = inFlight.get(parts) ?? new Set<string>();
+  inFlight.set(parts, busy);
   if (busy.has(upload.id)) {
     drain(req);
     return refuse(req, res, fail('upload_in_progress', { detail: MESSAGES.upload_in_progress!, retryAfter: 2 }), upload);
   }
   busy.add(upload.id);
+  // POST /v1/assets' command on the link's account, read and kept in one unit of work; a refusal keeps nothing and the link working.
+  const command = async () => {
+    const received = await receiveUpload(req, { dir: parts.uploadsDir });
+    if (!received.ok) throw new ServiceError(received.refusal.code, received.refusal.detail, received.refusal.extra ? { extra: received.refusal.extra } : {});
+    const kept = await parts.assets.accept(upload.accountId, received.value, { requireConsent: true });
+    parts.photoUploads.markUsed(upload, { assetId: kept.asset.id, subjectConsent: kept.subjectConsent! });
+    return { object: 'photo_upload', upload_id: upload.id, status: 'received', asset_id: kept.asset.id, moderation: kept.asset.status, subject_consent: kept.subjectConsent };
+  };
   try {
-    const received = await receiveUpload(req, { dir: service.files.uploads });
-    if (!received.ok) return refuse(req, res, fail(received.refusal.code, { detail: received.refusal.detail, ...(received.refusal.extra ? { extra: received.refusal.extra } : {}) }), upload);
-    let accepted;
-    try {
-      // Stored as POST /assets stores a photo, and the link used up, in one unit: both, or neither.
-      accepted = await service.store.unit(async () => {
-        const kept = await service.assets.accept(upload.accountId, received.value, { requireConsent: true });
-        service.photoUploads.markUsed(upload, { assetId: kept.asset.id, subjectConsent: kept.subjectConsent! });
-        return kept;
-      });
-    } catch (error) {
-      if (!(error instanceof ServiceError)) throw error;
-      return refuse(req, res, fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}) }), upload);
-    }
-    if (wantsHtml(req)) return sendPage(res, 200, receivedPage());
-    return ok(200, { object: 'photo_upload', upload_id: upload.id, status: 'received', asset_id: accepted.asset.id, moderation: accepted.asset.status, subject_consent: accepted.subjectConsent }, { 'cache-control': 'no-store' });
+    // Answered inside the chain, so the journal sees the status sent.
+    await parts.run(routeOf('uploadAsset'), command, new PageRequest(req, res, undefined, undefined, `${PHOTO_UPLOAD_PATH}/{token}`), (outcome) => {
+      if (outcome.kind !== 'json' && !req.readableEnded) drain(req);
+      const gone = unanswered(req, res, outcome);
+      if (gone) return gone;
+      if (outcome.kind === 'json') return void (wantsHtml(req) ? sendPage(res, 200, receivedPage()) : sendResult(res, ok(200, outcome.body, { 'cache-control': 'no-store' })));
+      if (outcome.kind !== 'problem') return undefined;
+      // The journal shows the path without its token; the client is told the path it asked.
+      const body = { ...outcome.body, instance: (req.url ?? '/').split('?', 1)[0]! };
+      const refused = refuse(req, res, { status: body.status, body, headers: problemHeaders(body) }, upload);
+      if (refused) sendResult(res, refused);
+      return undefined;
+    }, { caller });
   } finally {
     busy.delete(upload.id);
   }
+  return undefined;
 }
 
 /** 404 for a token no link has; 410 for a link that expired or took its photo. */

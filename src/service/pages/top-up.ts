@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError } from '../contract/problems.js';
 import { LIMITS } from '../contract/limits.js';
 import { MAX_TOP_UP } from '../contract/settings.js';
-import type { Service } from '../service.js';
+import type { Command, OperationRun } from '../runner/call.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
+import { PageRequest, routeOf, unanswered } from './run.js';
 
 /** Where the top-up page is: the URL of spec 7's `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. */
 export const TOP_UP_PAGE_PATH = '/settings/top-up';
@@ -19,9 +19,23 @@ export async function showTopUp(res: ServerResponse): Promise<undefined> {
   return sendPage(res, 200, topUpPage({}));
 }
 
-/** POST of the page's form (`api_key`, `credits`). */
-export async function receiveTopUp(service: Service, req: IncomingMessage, res: ServerResponse): Promise<undefined> {
-  if (!isSameOrigin(req, service.origin)) {
+/** What the top-up form needs of the service (issue 31 item 5: not the whole `Service`). */
+export interface TopUpParts {
+  /** Where the page is served: the form is taken from its own origin only. */
+  origin(): string;
+  /** The chain of the settings' routes (issue 31 item 1): the journal, the key (401), its rate limit (429), fault rules, the parse, one unit of work. */
+  run: OperationRun;
+  /** `POST /settings/top-up`'s own command. */
+  topUp: Command;
+}
+
+/**
+ * POST of the page's form (`api_key`, `credits`): `POST /settings/top-up` (operation `topUp`) run through
+ * the route's chain, so it is journalled (`POST /settings/top-up/form`, the key's account) and a fault rule
+ * on `topUp` acts here too. A low balance is fine, being why one is here (the settings have no 402 floor).
+ */
+export async function receiveTopUp(parts: TopUpParts, req: IncomingMessage, res: ServerResponse): Promise<undefined> {
+  if (!isSameOrigin(req, parts.origin())) {
     req.resume();
     return sendPage(res, 403, renderPage({ title: 'Not allowed', main: html`<p>This form can only be sent from its own page.</p>` }));
   }
@@ -32,34 +46,31 @@ export async function receiveTopUp(service: Service, req: IncomingMessage, res: 
   if (!(/^\d+$/.test(credits) && amount >= 1 && amount <= MAX_TOP_UP)) {
     return sendPage(res, 400, topUpPage({ error: `Credits is a whole number from 1 to ${MAX_TOP_UP.toLocaleString('en')}.`, credits }));
   }
-  // The settings' own checks: the key (401), its rate limit (429); a low balance is fine, being why one is here.
-  // The address's failed sign-ins count too (issue 20 item 6): a page is no way around the limit.
-  let balance: number;
-  try {
-    const { gate } = service;
-    const { caller, decision } = await gate.admit(gate.identify(`Bearer ${(read.form.get('api_key') ?? '').trim()}`, req.socket.remoteAddress));
-    if (!decision.allowed) throw new ServiceError('rate_limit_exceeded', 'Too many requests with this key.', { retryAfter: decision.retryAfter });
-    // The settings' own top-up, as POST /settings/top-up: saved whole, or taken back and refused (issue 20 item 9).
-    balance = (await service.store.unit(async () => service.account.topUp(caller, amount))).balance;
-  } catch (error) {
-    const refusal = error instanceof ServiceError ? error : new ServiceError('upstream_busy', 'Not saved.', { retryAfter: 5 });
-    const status = refusal.code === 'invalid_api_key' || refusal.code === 'invalid_auth_header' ? 401 : refusal.code === 'rate_limit_exceeded' ? 429 : 503;
-    const wait = refusal.retryAfter;
+  // The key goes as the credential, never in the body the journal keeps; the address's failed sign-ins count too (issue 20 item 6).
+  const request = new PageRequest(req, res, `Bearer ${(read.form.get('api_key') ?? '').trim()}`, { credits: amount });
+  await parts.run(routeOf('topUp'), parts.topUp, request, (outcome) => {
+    const gone = unanswered(req, res, outcome);
+    if (gone) return gone;
+    if (outcome.kind === 'json') return sendPage(res, 200, addedPage(amount, (outcome.body as { balance: number }).balance));
+    if (outcome.kind !== 'problem') return undefined;
+    const { status, code, retry_after: wait } = outcome.body;
     const message =
       status === 401 ? 'That API key is unknown or was revoked. Use a key of the account, as shown by cliphook serve.'
       : status === 429 ? `Too many requests with this key, or too many wrong keys from this computer; wait ${wait ?? LIMITS.rateWindowMs / 1000} seconds and send it again.`
+      : status === 400 ? `${outcome.body.detail} (${code})`
       : 'The service is busy; nothing was added. Send it again in a few seconds.';
-    return sendPage(res, status, topUpPage({ error: message, credits }), wait === undefined ? {} : { 'retry-after': String(wait) });
-  }
-  return sendPage(
-    res,
-    200,
-    renderPage({
-      title: 'Credits added',
-      main: html`<div class="notice success" role="status"><p>Added ${amount.toLocaleString('en')} credits. The balance is now ${balance.toLocaleString('en')} credits.</p></div>
+    // A refusal the page has no words for (a fault rule's 5xx, a write that failed) keeps its own status.
+    return sendPage(res, status, topUpPage({ error: message, credits }), wait === null ? {} : { 'retry-after': String(wait) });
+  });
+  return undefined;
+}
+
+function addedPage(amount: number, balance: number): string {
+  return renderPage({
+    title: 'Credits added',
+    main: html`<div class="notice success" role="status"><p>Added ${amount.toLocaleString('en')} credits. The balance is now ${balance.toLocaleString('en')} credits.</p></div>
 <p>You can close this page and go back to the assistant or your app.</p>`,
-    }),
-  );
+  });
 }
 
 function topUpPage({ error, credits = '' }: { error?: string; credits?: string }): string {

@@ -7,7 +7,7 @@ import { rateLimitHeaders, type Admitted, type Caller, type Gate, type Identifie
 import { fingerprint, type Idempotency } from '../core/idempotency.js';
 import { tokenHash } from '../core/redis/client.js';
 import { headersOf, problemOf } from '../http/respond.js';
-import { pointerRefusal } from '../testing/pointer.js';
+import { pointerRefusal } from '../contract/pointer.js';
 import { named, successOf, WRITTEN, type JsonBody, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
 import { failureOf } from './failure.js';
 
@@ -39,9 +39,17 @@ export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<G
   });
 }
 
+/** What the limits step reads and writes of a run: a route's, or a request to the assistant endpoint (issue 31 item 1). */
+export interface LimitsRun {
+  who?: Identified | undefined;
+  caller: Caller;
+  headers: Record<string, string>;
+  readonly exchange: { caller: Caller | null };
+}
+
 /** 60 requests a minute per key (spec 4, 8): every answer carries the window's headers; a full window is 429. */
-export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
-  const admit = (run: GateRun, { caller, decision }: Admitted, next: () => Promise<void>): Promise<void> => {
+export function limits<R extends LimitsRun = GateRun>(gate: Pick<Gate, 'admit'>): Step<R> {
+  const admit = (run: R, { caller, decision }: Admitted, next: () => Promise<void>): Promise<void> => {
     run.caller = caller;
     run.exchange.caller = caller;
     run.headers = rateLimitHeaders(decision);
@@ -49,7 +57,7 @@ export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
     return next();
   };
   // Plain (no promise of its own) with the limiter in memory; on Redis it waits for the count.
-  return named('limits', (run, next) => {
+  return named<R>('limits', (run, next) => {
     if (!run.who) return next();
     const admitted = gate.admit(run.who);
     return admitted instanceof Promise ? admitted.then((answer) => admit(run, answer, next)) : admit(run, admitted, next);
@@ -57,8 +65,8 @@ export function limits(gate: Pick<Gate, 'admit'>): Step<GateRun> {
 }
 
 /** Spec 4: below 10 credits every keyed route answers 402 insufficient_credits (the test helpers stay open). */
-export function floor(gate: Pick<Gate, 'floor'>): Step<GateRun> {
-  return named('floor', (run, next) => {
+export function floor<R extends { readonly route: { readonly auth: string }; caller: Caller } = GateRun>(gate: Pick<Gate, 'floor'>): Step<R> {
+  return named<R>('floor', (run, next) => {
     if (run.route.auth === 'key') gate.floor(run.caller.account);
     return next();
   });

@@ -2,7 +2,7 @@ import { isProblemCode, PROBLEM_CODES, type ProblemCode } from '../../protocol/p
 import { ServiceError } from '../contract/problems.js';
 import { ASSISTANT_TOOLS, isAssistantTool } from '../contract/assistant.js';
 import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
-import type { FaultRuleInput } from '../contract/test-helpers.js';
+import type { FaultRuleInput } from './contract/test-helpers.js';
 
 // Whether a fault rule makes sense for the routes it selects (issue 22): its own module, apart from the
 // rules kept in order with their counts (faults.ts), which call it once per rule made.

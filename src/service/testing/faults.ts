@@ -2,7 +2,7 @@ import type { ProblemCode } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
 import { ASSISTANT_TOOLS, isAssistantTool } from '../contract/assistant.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
-import { MAX_FAULT_RULES, type FaultRuleInput } from '../contract/test-helpers.js';
+import { MAX_FAULT_RULES, type FaultRuleInput } from './contract/test-helpers.js';
 import { answerableCodes, checkFaultRule, faultableRoutes, refuse } from './fault-check.js';
 
 export { answerableCodes, checkFaultRule, faultableRoutes };

@@ -3,7 +3,7 @@
 // no expression built from it: its cost is the path's length, whatever the filter holds.
 
 // The bounds of a `path` filter (at most 2,048 characters and 32 segments) are the contract's, which states them.
-import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from '../contract/test-helpers.js';
+import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './contract/test-helpers.js';
 
 export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS };
 

@@ -1,4 +1,4 @@
-import { JOURNAL_CAP } from '../contract/test-helpers.js';
+import { JOURNAL_CAP } from './contract/test-helpers.js';
 import type { SecretIndex } from './redact.js';
 
 // What the request journal (journal.ts) takes and answers, and the bounds of what it keeps (issue 29 items

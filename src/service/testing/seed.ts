@@ -1,12 +1,12 @@
 import type { ImageErrorCode, ImageRatio } from '../contract/images.js';
 import { DEFAULT_DURATION, type VideoModel } from '../contract/pricing.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
-import { DEFAULT_ACCOUNT, SeedFixture, seedModel, type SeedFixtureValue } from '../contract/seed.js';
+import { DEFAULT_ACCOUNT, SeedFixture, seedModel, type SeedFixtureValue } from './contract/seed.js';
 import type { Ratio, VideoStatus } from '../contract/videos.js';
 import type { VideoErrorCode } from '../../protocol/events.js';
 import type { ProblemCode } from '../../protocol/problem.js';
 import { checkClipCallback } from '../core/callback-url.js';
-import { jsonPointer } from './pointer.js';
+import { jsonPointer } from '../contract/pointer.js';
 
 // Seeding (issue 22): the fixture is checked whole before anything is made (every error, each with its
 // JSON Pointer), then turned into an ordered list of steps that the service's wiring executes. Nothing

@@ -21,7 +21,8 @@ export interface ControlledRun {
 
 /** The fault step's collaborators: the rules, and the origin a 402's top-up link names. */
 export interface FaultStepParts {
-  rules: Pick<FaultRules, 'decide' | 'kept'>;
+  /** `kept`, where given, lets a run with no rule kept ask nothing (issue 31: the walk). */
+  rules: Pick<FaultRules, 'decide'> & Partial<Pick<FaultRules, 'kept'>>;
   origin(): string;
 }
 
@@ -44,7 +45,7 @@ export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
   // Plain (no promise of its own) when no rule acts, as for nearly every request; with no rule kept at all
   // it asks the rules nothing (issue 31: no fault rules, no fault code on the request's path).
   return named('faults', (run, next) => {
-    if (rules.kept.size === 0) return next();
+    if (rules.kept?.size === 0) return next();
     const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
     return fault ? act(run, fault, next) : next();
   });

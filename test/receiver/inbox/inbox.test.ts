@@ -305,4 +305,45 @@ describe('receiver inbox', () => {
     expect(seen[0]).toMatchObject({ attempt: 1, source: 'webhook' });
     expect(receiver.inbox).toBeUndefined();
   });
+  it('answers 202 once the event is in the inbox, without waiting for the delivery mark; close() waits for the mark, and a failed mark reaches onError', async () => {
+    // Issue 30 item 4: one group commit per request (the inbox's), not two in a row.
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    const memory = new MemoryDeliveryStore();
+    let finish!: (error?: Error) => void;
+    const marks: string[][] = [];
+    const store = {
+      claim: (keys: readonly string[], leaseMs: number, owner: string) => memory.claim(keys, leaseMs, owner),
+      complete: (keys: readonly string[]) =>
+        new Promise<void>((resolve, reject) => {
+          finish = (error) => (error ? reject(error) : (marks.push([...keys]), memory.complete(keys).then(resolve)));
+        }),
+      release: (keys: readonly string[], owner: string) => memory.release(keys, owner),
+      close: () => memory.close(),
+    };
+    const receiver = createReceiver({ secret: SECRET, store, inbox: { file: tmp.file('inbox.json') } });
+    const errors: unknown[] = [];
+    receiver.onError((error) => void errors.push(error));
+    receiver.onAny(() => undefined);
+    const hook = createTestWebhook('video.completed', { secret: SECRET });
+    const reply = await receiver.receive(Buffer.from(hook.body), hook.headers);
+    expect(reply.status).toBe(202);
+    expect(marks).toEqual([]); // answered while the mark is still being written
+    let closed = false;
+    const closing = receiver.close().then(() => (closed = true));
+    await settle();
+    expect(closed).toBe(false);
+    finish();
+    await closing;
+    expect(marks).toEqual([[`e:video.completed:${hook.event.id}`]]);
+    // A mark that fails: the event is still queued (202) and the failure is told.
+    const again = createReceiver({ secret: SECRET, store, inbox: { file: tmp.file('inbox2.json') } });
+    cleanups.push(() => again.close());
+    again.onError((error) => void errors.push(error));
+    const second = createTestWebhook('video.completed', { secret: SECRET });
+    expect((await again.receive(Buffer.from(second.body), second.headers)).status).toBe(202);
+    finish(new Error('disk full'));
+    await settle();
+    expect(errors).toEqual([expect.objectContaining({ message: expect.stringContaining('disk full') })]);
+  });
 });

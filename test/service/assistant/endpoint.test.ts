@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StartedService } from '../../../src/service/http/app.js';
-import { balance, call, connect, start } from './fixtures.js';
+import { balance, call, connect, start, untilWaiting } from './fixtures.js';
 
 describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
   it('negotiates 2026-07-28 and serves a 2025-11-25 client, with every tool listed', async () => {
@@ -67,10 +67,11 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     const list = (await (await fetch(`${started.url}/videos`, { headers: { authorization: `Bearer ${started.apiKey}` } })).json()) as { data: Array<{ id: number }> };
     expect(list.data.map((video) => video.id)).toContain(created.data.id);
     let settled = false;
+    const timers = started.clock.timers;
     const waiting = call(client, 'get_clip', { clip_id: created.data.id }).finally(() => {
       settled = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await untilWaiting(started, timers);
     expect(settled).toBe(false);
     await started.clock.advance(10_000);
     const got = await waiting;
@@ -83,7 +84,7 @@ describe('assistant endpoint (MCP, Streamable HTTP, stateless)', () => {
     const client = await connect(started);
     const start0 = await balance(started);
     const over = await call(client, 'create_clip', { prompt: 'a fox', model: 'standard', duration: 5, max_credits: 9 });
-    expect(over).toMatchObject({ isError: true, error: { error: 'max_credits_exceeded' } });
+    expect(over).toMatchObject({ isError: true, error: { error: 'cost_exceeds_max', details: { cost: 10, max_credits: 9 } } });
     expect(await balance(started)).toBe(start0);
     // Not topped up yet: 10 credits a day. A 5 s standard clip is 10.
     expect((await call(client, 'create_clip', { prompt: 'fox one', max_credits: 10 })).isError).toBe(false);

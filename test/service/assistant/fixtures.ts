@@ -35,3 +35,28 @@ export async function call(client: Client, name: string, args: Record<string, un
 }
 
 export const balance = async (started: StartedService) => ((await (await fetch(`${started.url}/account`, { headers: { authorization: `Bearer ${started.apiKey}` } })).json()) as { balance: number }).balance;
+
+/**
+ * Resolves once the service's clock holds more timers than `before`: a tool call is waiting on it. Nothing
+ * sleeps: each turn lets the request's I/O run (at most 100,000 turns, then it fails).
+ */
+export async function untilWaiting(started: StartedService, before: number): Promise<void> {
+  for (let turn = 0; started.clock.timers <= before; turn++) {
+    if (turn > 100_000) throw new Error(`No tool call came to wait on the clock (${started.clock.timers} timers).`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Moves the clock `ms` at a time until the tool call answers (at most ten steps): the call may reach the service
+ * after the first step on a loaded machine, so no real time is slept; each step lets the request's I/O run.
+ */
+export async function advanceWhile<T>(started: StartedService, pending: Promise<T>, ms: number): Promise<T> {
+  let settled = false;
+  pending.then(() => (settled = true), () => (settled = true));
+  for (let step = 0; step < 10 && !settled; step++) {
+    await started.clock.advance(ms);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return pending;
+}

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type StartedService } from '../../../src/service/http/app.js';
 import { PAGE_CSP } from '../../../src/service/pages/page.js';
-import { call, connect, start } from './fixtures.js';
+import { call, connect, start, untilWaiting } from './fixtures.js';
 
 const png = (color = '#3366cc') => sharp({ create: { width: 16, height: 16, channels: 3, background: color } }).png().toBuffer();
 
@@ -66,8 +66,9 @@ describe('the photo tools and the upload page', () => {
     // Not usable yet, so not listed: list_photos shows moderated photos only.
     expect((await call(client, 'list_photos', {})).data).toMatchObject({ total: 0, data: [] });
     // Moderation takes 5-60 s on the simulated clock: get_photo waits for it, woken by its end.
+    const timers = started.clock.timers;
     const waited = call(client, 'get_photo', { photo_id: uploadId });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await untilWaiting(started, timers);
     await started.clock.advance(61_000);
     expect((await waited).data).toMatchObject({ status: 'ready', asset_id: assetId, asset_uri: `asset://${assetId}`, subject_consent: 'self' });
     expect((await call(client, 'get_photo', { photo_id: assetId, wait_seconds: 0 })).data).toMatchObject({ status: 'ready', upload_id: uploadId });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { balance, call, connect, start } from './fixtures.js';
+import { advanceWhile, balance, call, connect, start } from './fixtures.js';
 
 const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
 
@@ -29,10 +29,7 @@ describe('assistant spending, edges', () => {
     const client = await connect(started);
     const clip = await call(client, 'create_clip', { prompt: 'a kite', duration: 4, max_credits: 8, idempotency_key: 'same' });
     expect(clip.isError).toBe(false);
-    const pending = call(client, 'create_image', { description: 'a lighthouse', max_credits: 2, idempotency_key: 'same' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await started.clock.advance(5_000);
-    const image = await pending;
+    const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse', max_credits: 2, idempotency_key: 'same' }), 5_000);
     expect(image.isError).toBe(false);
     expect(image.data).toMatchObject({ object: 'image_job', status: 'done' });
     expect(image.data.replayed).toBeUndefined();
@@ -116,5 +113,20 @@ describe('assistant spending, edges', () => {
     expect(third.isError).toBe(false);
     expect(started.service.state.videos.get(third.data.id as number)).toBeDefined();
     expect(await balance(started)).toBe(990);
+  });
+});
+
+describe('the ledger is swept on each assistant\'s own time (issue 22), and only its own', () => {
+  it('another account\'s clock, days ahead, does not forget what this assistant spent today', async () => {
+    const started = await start();
+    const client = await connect(started);
+    // Not topped up yet: 10 credits a day. A 5 s standard clip is 10.
+    expect((await call(client, 'create_clip', { prompt: 'fox one', max_credits: 10 })).isError).toBe(false);
+    const other = await started.accounts.create({});
+    await started.clock.advance(3 * 24 * 3_600_000, { account: other.id });
+    const otherClient = await connect(started, 'modern', other.api_key);
+    expect((await call(otherClient, 'create_clip', { prompt: 'an owl', max_credits: 10 })).isError).toBe(false);
+    expect(await call(client, 'create_clip', { prompt: 'fox two', max_credits: 10 })).toMatchObject({ isError: true, error: { error: 'daily_limit_reached' } });
+    expect((await call(client, 'get_account')).data.assistant).toMatchObject({ used_today: 10, remaining_today: 0 });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WebhookEmitter } from '../../../src/emitter/index.js';
 import type { StartedService } from '../../../src/service/http/app.js';
-import { balance, call, connect, start } from './fixtures.js';
+import { advanceWhile, balance, call, connect, start } from './fixtures.js';
 
 /** An emitter that records what the service hands it. */
 function fakeEmitter() {
@@ -10,12 +10,6 @@ function fakeEmitter() {
   return { emitter, sent };
 }
 
-/** Lets the clock move while a tool call waits on it. */
-async function advanceWhile<T>(started: StartedService, pending: Promise<T>, ms: number): Promise<T> {
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  await started.clock.advance(ms);
-  return pending;
-}
 
 describe('assistant tools', () => {
   it('create_image waits for its images; create_clip uses them by id and the clip sends its webhook', async () => {
@@ -24,10 +18,15 @@ describe('assistant tools', () => {
     await topUpOnce(started);
     const client = await connect(started);
     const refused = await call(client, 'create_image', { description: 'a lighthouse at dusk', quality: 'hd', max_credits: 3 });
-    expect(refused).toMatchObject({ isError: true, error: { error: 'max_credits_exceeded' } });
+    expect(refused).toMatchObject({ isError: true, error: { error: 'cost_exceeds_max', details: { cost: 4, max_credits: 3 } } });
     const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse at dusk', max_credits: 2 }), 5_000);
     expect(image.data).toMatchObject({ status: 'done', credits_charged: 2 });
     const imageId = (image.data.images as Array<{ id: number }>)[0]!.id;
+    // An image is found among the caller's own jobs: no call reads every account's jobs (its cost would grow with them).
+    const jobs = started.service.store.table('image_job');
+    jobs.values = () => {
+      throw new Error('create_clip read every image job');
+    };
     const clip = await call(client, 'create_clip', { image_ids: [imageId], prompt: 'waves', callback_url: 'http://127.0.0.1:9/hooks', max_credits: 10 });
     expect(clip.isError).toBe(false);
     expect(clip.data).toMatchObject({ credits_used: 10, subject_consent: 'no_real_person' });

@@ -1,7 +1,7 @@
 // get_clip at the spec's realistic speed (clips take 1-2 minutes): the 45 s wait ends on the simulated
 // clock with the clip still rendering, and a second wait returns as soon as the clip ends.
 import { describe, expect, it } from 'vitest';
-import { call, connect, start } from './fixtures.js';
+import { call, connect, start, untilWaiting } from './fixtures.js';
 
 describe('get_clip at speed realistic', () => {
   it('returns the running clip after 45 simulated seconds, and the ended clip from a later call', async () => {
@@ -11,8 +11,9 @@ describe('get_clip at speed realistic', () => {
     expect(made.isError).toBe(false);
     const id = made.data.id;
 
+    const before = started.clock.timers;
     const first = call(client, 'get_clip', { clip_id: id });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await untilWaiting(started, before);
     await started.clock.advance(45_000);
     const waited = await first;
     expect(waited.isError).toBe(false);
@@ -21,8 +22,9 @@ describe('get_clip at speed realistic', () => {
     // Each further call waits up to 45 s more; the clip ends within a few of them, and the call that sees it end returns it.
     let latest = waited;
     for (let tries = 0; tries < 6 && ['pending', 'generating'].includes(String(latest.data.status)); tries++) {
+      const timers = started.clock.timers;
       const next = call(client, 'get_clip', { clip_id: id });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await untilWaiting(started, timers);
       await started.clock.advance(45_000);
       latest = await next;
     }

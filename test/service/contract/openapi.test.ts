@@ -14,7 +14,7 @@ import { ImageRequest } from '../../../src/service/contract/images.js';
 import { openApiDocument } from '../../../src/service/contract/openapi.js';
 import { parseOrThrow, ServiceError } from '../../../src/service/contract/problems.js';
 import { routeOf, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
-import { FaultRuleRequest } from '../../../src/service/contract/test-helpers.js';
+import { FaultRuleRequest } from '../../../src/service/testing/contract/test-helpers.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { problem } from '../../../src/protocol/problem.js';
 import type { ServiceError } from '../../../src/service/contract/problems.js';
-import { FaultRuleRequest } from '../../../src/service/contract/test-helpers.js';
+import { FaultRuleRequest } from '../../../src/service/testing/contract/test-helpers.js';
 import { faultProblem } from '../../../src/service/testing/fault-answer.js';
 import { FaultRules } from '../../../src/service/testing/faults.js';
 import { RequestJournal } from '../../../src/service/testing/journal.js';

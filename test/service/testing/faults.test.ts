@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
-import { FaultRule, FaultRuleRequest, type FaultRuleInput } from '../../../src/service/contract/test-helpers.js';
+import { FaultRule, FaultRuleRequest, type FaultRuleInput } from '../../../src/service/testing/contract/test-helpers.js';
 import { answerableCodes, checkFaultRule, FaultRules, faultableRoutes, MAX_FAULT_RULES, seededRandom } from '../../../src/service/testing/faults.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');

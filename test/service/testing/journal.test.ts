@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JournalList, JournalQuery } from '../../../src/service/contract/test-helpers.js';
+import { JournalList, JournalQuery } from '../../../src/service/testing/contract/test-helpers.js';
 import { JOURNAL_ACCOUNT_CAP, JOURNAL_ADMIN_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_PATH_FILTER_SEGMENTS, JOURNAL_CAP, MAX_BODY_CHARS, MAX_ENTRY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, RequestJournal, type JournalRecord } from '../../../src/service/testing/journal.js';
 import { REDACTED, SecretIndex } from '../../../src/service/testing/redact.js';
 

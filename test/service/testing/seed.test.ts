@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SEED_LIMITS, SeedFixture } from '../../../src/service/contract/seed.js';
-import { jsonPointer, pointerRefusal } from '../../../src/service/testing/pointer.js';
+import { SEED_LIMITS, SeedFixture } from '../../../src/service/testing/contract/seed.js';
+import { jsonPointer, pointerRefusal } from '../../../src/service/contract/pointer.js';
 import { checkFixture, fixtureError, MAX_LISTED_ERRORS, planSeed, type SeedError } from '../../../src/service/testing/seed.js';
 
 /** The errors of a fixture that must fail. */

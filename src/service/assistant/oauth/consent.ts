@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServiceError } from '../../contract/problems.js';
-import type { Service } from '../../service.js';
+import { ASSISTANT_TEXT } from '../../contract/assistant.js';
 import { cspWithFormTarget, html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw, type SafeHtml } from '../../pages/page.js';
 import { DAILY_LIMITS, isDailyLimit, type AssistantConnections } from '../connections.js';
 import { MCP_SCOPE, OAUTH_TTL } from './paths.js';
 import type { OAuthServer } from './provider.js';
+import type { SignInParts } from '../parts.js';
 
 /** The scopes an approval grants when the assistant asks for them. */
 const GRANTABLE_SCOPES = new Set(['openid', 'offline_access', MCP_SCOPE]);
@@ -31,12 +32,12 @@ interface Shown {
  * connection with its limit; the library then sends the code to the assistant's redirect URI.
  */
 export class ConsentPage {
-  readonly #service: Service;
+  readonly #parts: Pick<SignInParts, 'origin' | 'accounts' | 'gate'>;
   readonly #oauth: () => Promise<OAuthServer>;
   readonly #connections: AssistantConnections;
 
-  constructor(service: Service, oauth: () => Promise<OAuthServer>, connections: AssistantConnections) {
-    this.#service = service;
+  constructor(parts: Pick<SignInParts, 'origin' | 'accounts' | 'gate'>, oauth: () => Promise<OAuthServer>, connections: AssistantConnections) {
+    this.#parts = parts;
     this.#oauth = oauth;
     this.#connections = connections;
   }
@@ -51,7 +52,7 @@ export class ConsentPage {
 
   /** POST: approve (with the API key and an optional limit) or decline. */
   async submit(req: IncomingMessage, res: ServerResponse): Promise<undefined> {
-    if (!isSameOrigin(req, this.#service.origin)) {
+    if (!isSameOrigin(req, this.#parts.origin)) {
       req.resume();
       return sendPage(res, 403, renderPage({ title: 'Not allowed', main: html`<p>This form can only be sent from its own page.</p>` }));
     }
@@ -73,10 +74,10 @@ export class ConsentPage {
     // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6); a right key is
     // never refused by the address's count (issue 29 item 4).
     const address = req.socket.remoteAddress;
-    const who = this.#service.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
+    const who = this.#parts.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
       try {
-        this.#service.gate.guessed(address);
+        this.#parts.gate.guessed(address);
       } catch (error) {
         const wait = (error as ServiceError).retryAfter ?? 60;
         return this.#send(res, 429, shown, { error: `Too many wrong API keys from this computer; wait ${wait} seconds and try again.`, limit: rawLimit }, { 'retry-after': String(wait) });
@@ -137,7 +138,7 @@ export class ConsentPage {
   }
 
   #page(shown: Shown, { error, limit = '' }: { error?: string; limit?: string }): string {
-    const action = `${this.#service.origin}/oauth/consent/${encodeURIComponent(shown.uid)}`;
+    const action = `${this.#parts.origin}/oauth/consent/${encodeURIComponent(shown.uid)}`;
     const name = shown.clientName ?? 'An assistant without a name';
     const notice: SafeHtml | null = error ? html`<div class="notice error" role="alert" id="form-error"><p>${error}</p></div>` : null;
     // Issue 29 item 19: such a client gets a refresh token without asking for offline_access; the person is told here.
@@ -163,7 +164,7 @@ ${lasting}
 <div class="field">
 <label for="daily_limit">Daily credit limit for this assistant</label>
 <input type="number" id="daily_limit" name="daily_limit" min="0" max="${DAILY_LIMITS.max}" step="1" inputmode="numeric" value="${limit}" aria-describedby="daily_limit-hint">
-<p class="hint" id="daily_limit-hint">Credits it may spend in any 24 hours. Leave empty for the default: ${DAILY_LIMITS.default} a day, or ${DAILY_LIMITS.beforeTopUp} until the account's first top-up. You can change it or disconnect the assistant later in the account settings.</p>
+<p class="hint" id="daily_limit-hint">Credits it may spend in any ${ASSISTANT_TEXT.dailyWindow}. Leave empty for the default: ${DAILY_LIMITS.default} a day, or ${DAILY_LIMITS.beforeTopUp} until the account's first top-up. You can change it or disconnect the assistant later in the account settings.</p>
 </div>
 <div class="actions">
 <button type="submit" name="decision" value="approve">Approve</button>

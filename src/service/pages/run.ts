@@ -1,0 +1,76 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import type { JsonBody, Outcome, RunRequest } from '../runner/chain.js';
+
+// Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
+// gives the request (its form's fields) and turns the outcome into a page.
+
+/** The contract's route of an operation a page performs (`topUp`, `uploadAsset`). */
+export function routeOf(operationId: string): RouteSpec {
+  const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId);
+  if (!route) throw new Error(`No operation ${operationId} in the contract.`);
+  return route;
+}
+
+/**
+ * A page's request as the steps read it: the credential and body its form gave (the form itself was read
+ * by the page, bounded), the page's own method and path for the journal, the client's address and
+ * connection from node:http.
+ */
+export class PageRequest implements RunRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly address: string | undefined;
+  readonly idempotencyKey = undefined;
+  readonly params: Record<string, string> = {};
+  readonly query: Record<string, string> = {};
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly authorization: string | undefined,
+    readonly body: unknown,
+    /** The path the journal shows, when the URL holds a credential (a photo upload link's token). @default the request's path */
+    path?: string,
+  ) {
+    this.method = req.method ?? 'POST';
+    this.path = path ?? (req.url ?? '/').split('?', 1)[0]!;
+    this.address = req.socket.remoteAddress;
+  }
+
+  async json(): Promise<JsonBody> {
+    return { ok: true, value: this.body };
+  }
+
+  discard(): void {}
+
+  answered(): boolean {
+    return this.res.headersSent;
+  }
+
+  onClose(listener: () => void): () => void {
+    this.res.once('close', listener);
+    return () => void this.res.off('close', listener);
+  }
+
+  status(): number {
+    return this.res.statusCode;
+  }
+}
+
+/**
+ * What a page does with an outcome that is no answer (a fault rule's cut or hang, an answer that failed
+ * once begun): as /v1 does, the connection is ended, or left open until the client goes. `undefined`
+ * for an answer or a problem, which the page renders.
+ */
+export function unanswered(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> | undefined {
+  if (outcome.kind === 'drop' || outcome.kind === 'abort') {
+    res.destroy();
+    return Promise.resolve();
+  }
+  if (outcome.kind === 'hang') {
+    req.resume();
+    return new Promise<void>((resolve) => res.once('close', () => resolve()));
+  }
+  return undefined;
+}

@@ -1,0 +1,59 @@
+import { ROUTES, type RouteSpec } from '../../contract/routes.js';
+import type { Outcome } from '../../runner/chain.js';
+import { CallRequest, errorOfProblem, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
+import type { HelperId, TestHelpers } from './test-helpers.js';
+
+// Issue 31 item 1: startService()'s helpers in process, on the route chain. Apart from the published
+// `TestHelpers` type (test-helpers.ts), so the package's declarations name no runner type.
+
+/** What the helpers need of the service (issue 31 item 5: not the whole `Service`). */
+export interface HelperParts {
+  /** The chain every route runs (http/app.ts): the journal, the answer, the admin token, fault rules, the parse, the unit of work. */
+  run: OperationRun;
+  /** The helpers' commands, by operationId (the routes' handlers). */
+  commands: Record<HelperId, Command>;
+  /** The admin token each call is made with. */
+  adminToken: string;
+}
+
+/**
+ * The test helpers of a service, acting as the admin token does. Issue 31 item 1: each call runs the
+ * route's own chain in process, so it is journalled (as the admin's `METHOD /test_helpers/…`), checked by
+ * the contract and saved as one unit of work, a failed write refused with 503; fault rules never select a
+ * test helper, over HTTP or here.
+ */
+export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestHelpers {
+  const call = async <T>(operationId: HelperId, input: Omit<CallInput, 'authorization'> = {}): Promise<T> => {
+    const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId)!;
+    const request = new CallRequest(route, { ...input, authorization: `Bearer ${adminToken}` });
+    let outcome: Outcome | undefined;
+    await run(route, commands[operationId], request, (answer) => {
+      outcome = answer;
+      request.settle(answer);
+    });
+    if (outcome?.kind === 'json') return outcome.body as T;
+    if (outcome?.kind === 'problem') throw errorOfProblem(outcome.body);
+    // A test helper is never faulted (testing/fault-check.ts), so it never goes unanswered.
+    throw new Error(`${operationId} was not answered (${outcome?.kind ?? 'no outcome'}).`);
+  };
+  return {
+    accounts: {
+      create: (input = {}) => call('createTestAccount', { body: input }),
+      list: () => call('listTestAccounts'),
+      remove: (id) => call('deleteTestAccount', { params: { id } }),
+    },
+    reset: () => call('resetService'),
+    seed: (fixture) => call('seedService', { body: fixture }),
+    requests: {
+      list: (filter = {}) => call('listRequests', { query: { ...filter } }),
+      clear: (filter = {}) => call('clearRequests', { query: { ...filter } }),
+    },
+    faults: {
+      add: (rule) => call('createFaultRule', { body: rule }),
+      list: (filter = {}) => call('listFaultRules', { query: { ...filter } }),
+      remove: (id) => call('deleteFaultRule', { params: { id } }),
+    },
+    webhookChaos: (input) => call('setWebhookChaos', { body: input }),
+    advanceClock: (input) => call('advanceClock', { body: input }),
+  };
+}
