@@ -6,11 +6,10 @@ import { API_VERSION, LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import { fail, type Result } from '../http/result.js';
 import { compose, named, type Step } from '../runner/chain.js';
-import { faults, journal } from '../testing/steps.js';
 import { ACCOUNT_TOOLS } from './account-tools.js';
 import { body, MAX_MCP_BYTES, mcpFloor, mcpLimits, originRule, signIn, type McpRun } from './admission.js';
 import { CLIP_TOOLS } from './clip-tools.js';
-import type { AssistantParts } from './parts.js';
+import type { AssistantControls, AssistantParts } from './parts.js';
 import { PHOTO_TOOLS } from './photo-tools.js';
 import { AssistantSettings } from './settings.js';
 import { AssistantSignIn } from './sign-in.js';
@@ -57,7 +56,7 @@ export class AssistantEndpoint {
   readonly #toolChain: (run: ToolRun) => Promise<void>;
 
   /** `parts` is what the endpoint uses of the service (issue 31 item 5): the service itself satisfies it. */
-  constructor(parts: AssistantParts, { onError, fetchClientMetadata }: { onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
+  constructor(parts: AssistantParts, { controls, onError, fetchClientMetadata }: { controls: AssistantControls; onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
     this.#parts = parts;
     this.signIn = new AssistantSignIn(parts, { mcpPath: MCP_PATH, fetchClientMetadata });
     const { connections } = this.signIn;
@@ -67,9 +66,9 @@ export class AssistantEndpoint {
     });
     this.settings = new AssistantSettings(parts, this.signIn, this.spending);
     this.#toolChain = compose<ToolRun>([
-      journal({ journal: parts.journal, now: () => parts.clock.now() }),
+      controls.journal,
       toolAnswer({ warn: parts.warn, report: onError }),
-      faults({ rules: parts.faultRules, origin: () => parts.origin }),
+      controls.faults,
       toolCommand,
     ]);
     const steps: Step<EndpointRun>[] = [

@@ -12,8 +12,8 @@ import type { PhotoUploads } from '../resources/photos/uploads.js';
 import type { VideoCommands } from '../resources/videos/commands.js';
 import type { VideoLifecycle } from '../resources/videos/lifecycle.js';
 import type { ServiceTables } from '../service.js';
-import type { FaultRules } from '../testing/faults.js';
-import type { RequestJournal } from '../testing/journal.js';
+import type { Caller } from '../core/gate.js';
+import type { ControlledRun, Step } from '../runner/chain.js';
 
 // Issue 31 item 5: what each part of the assistant endpoint uses of the service, one interface per consumer
 // (as `RouteParts` for /v1), so none takes the whole `Service`. The service satisfies them all as it is.
@@ -53,10 +53,17 @@ export interface SignInParts extends Origin {
   readonly warn: (message: string) => void;
 }
 
-/** Everything the endpoint passes on, and the test controls every tool call runs under (journal, fault rules). */
+/** Everything the endpoint passes on. (The test controls every tool call runs under come as steps, `AssistantControls`.) */
 export interface AssistantParts extends ToolParts, SpendingParts, SignInParts {
   readonly state: ToolParts['state'];
   readonly clock: Pick<SimulatedClock, 'now' | 'setTimeout' | 'clearTimeout' | 'actFor'>;
-  readonly journal: Pick<RequestJournal, 'record'>;
-  readonly faultRules: Pick<FaultRules, 'decide'>;
+}
+
+/**
+ * The test controls, plugged in by the composition root (http/app.ts) as the steps /v1 runs (issue 31 item
+ * 5: the assistant imports nothing of testing/): the request journal, and the fault rules.
+ */
+export interface AssistantControls {
+  readonly journal: Step<ControlledRun<Caller>>;
+  readonly faults: Step<ControlledRun<Caller>>;
 }

@@ -4,9 +4,8 @@ import type { AssistantTool } from '../contract/assistant.js';
 import { parseOrThrow, ServiceError } from '../contract/problems.js';
 import type { Caller } from '../core/gate.js';
 import { StoreWriteError } from '../core/store.js';
-import { named, type Outcome, type Step } from '../runner/chain.js';
+import { named, type ControlledRun, type Outcome, type Step } from '../runner/chain.js';
 import { failureOf } from '../runner/failure.js';
-import type { ControlledRun } from '../testing/steps.js';
 import { refusalOf, type ToolAnswer } from './answers.js';
 import type { ToolParts } from './parts.js';
 import type { AssistantSpending } from './spending.js';
@@ -75,7 +74,7 @@ export interface ToolTransport {
 }
 
 /** One tool call's run. */
-export interface ToolRun extends ControlledRun {
+export interface ToolRun extends ControlledRun<Caller> {
   /** The tool's arguments and the SDK's request context. */
   readonly args: unknown;
   readonly extra: unknown;

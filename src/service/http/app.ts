@@ -45,14 +45,14 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const service = options.service ?? (await Service.open(options));
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
-  const assistant =
-    options.assistant === false ? null : new AssistantEndpoint(service, { onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
-  const bound = handlers(service, assistant?.settings ?? null);
-  const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
   const now = () => service.clock.now();
   const origin = () => service.origin;
   // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
   const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
+  const assistant =
+    options.assistant === false ? null : new AssistantEndpoint(service, { controls, onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
+  const bound = handlers(service, assistant?.settings ?? null);
+  const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
   const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report };
   const steps = routeSteps(parts, controls);
   const runRoute = routeRunner(steps);

@@ -105,6 +105,19 @@ export interface Run<C> {
 export type Step<R> = ((run: R, next: () => Promise<void>) => Promise<void>) & { readonly stepName?: string };
 
 /**
+ * What the test controls read of a run (issue 31 item 5: the composition root plugs them in as steps): a
+ * route's request on `/v1`, or an assistant's tool call on `/mcp` (item 2: its operation is the tool's name).
+ */
+export interface ControlledRun<C> {
+  readonly operation: string;
+  readonly request: Pick<RunRequest, 'method' | 'path' | 'query' | 'onClose' | 'status'>;
+  readonly exchange: Exchange<C>;
+  caller: C | null;
+  cutAfter: boolean;
+  outcome: Outcome | null;
+}
+
+/**
  * A step with a name (`identify`, `limits` …), for the walk in docs/service.md and a step's tests. A step
  * with nothing to await may be a plain function (no promise of its own per request): its throw is a rejection.
  */

@@ -1,23 +1,13 @@
 import type { Caller } from '../core/gate.js';
-import { named, type Exchange, type Outcome, type RunRequest, type Step } from '../runner/chain.js';
+import { named, type ControlledRun as ChainControlledRun, type Step } from '../runner/chain.js';
 import { faultError } from './fault-answer.js';
 import type { FaultRules } from './faults.js';
 import type { RequestJournal } from './journal.js';
 
 // Issue 31 item 5: the test controls plug into the runner as two steps; the runner's own steps know none of them.
 
-/**
- * What the test controls read of a run: a route's request on `/v1`, or an assistant's tool call on `/mcp`
- * (issue 31 item 2: its operation is the tool's name).
- */
-export interface ControlledRun {
-  readonly operation: string;
-  readonly request: Pick<RunRequest, 'method' | 'path' | 'query' | 'onClose' | 'status'>;
-  readonly exchange: Exchange<Caller>;
-  caller: Caller | null;
-  cutAfter: boolean;
-  outcome: Outcome | null;
-}
+/** What the test controls read of a run of the service (runner/chain.ts). */
+export type ControlledRun = ChainControlledRun<Caller>;
 
 /** The fault step's collaborators: the rules, and the origin a 402's top-up link names. */
 export interface FaultStepParts {

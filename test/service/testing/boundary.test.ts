@@ -26,8 +26,6 @@ const COMPOSITION_ROOT = new Map([
  * list only shrinks.
  */
 const PENDING = new Map([
-  ['src/service/assistant/endpoint.ts', 'builds its own journal and fault steps (the assistant’s engineer)'],
-  ['src/service/assistant/tool-runner.ts', 'the type ControlledRun (the assistant’s engineer)'],
   ['src/service/core/accounts.ts', 'keeps the journal’s SecretIndex in step, a key’s ChaosMode list (core/)'],
   ['src/service/resources/videos/webhooks.ts', 'applies webhook chaos to a clip’s delivery (resources/videos/)'],
 ]);
