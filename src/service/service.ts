@@ -1,16 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Delivery, WebhookEmitter } from '../emitter/index.js';
-import { Accounts, type AccountTables } from './core/accounts.js';
+import { Accounts, Credits, type AccountTables } from './core/accounts.js';
 import { AuthFailures } from './core/auth-failures.js';
 import { SimulatedClock } from './core/clock.js';
-import { Credits } from './core/credits.js';
 import { fetchImage } from './core/fetch-image.js';
 import { Files } from './core/files.js';
-import { Gate } from './core/gate.js';
+import { Gate, RATE_LIMIT, RateLimiter } from './core/gate.js';
 import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
 import { MediaSigner } from './core/media-signer.js';
-import { RATE_LIMIT, RateLimiter } from './core/rate-limit.js';
 import { openShared, type SharedRecords } from './core/redis/shared.js';
 import { removeOwnedRows } from './core/owned-rows.js';
 import { ServiceStore } from './core/store.js';

@@ -1,7 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { openApiDocument } from '../../src/service/contract/openapi.js';
-import type { Answer } from '../../src/service/http/taps.js';
+import type { Answer } from '../../src/service/http/respond.js';
 
 // Checks answers of the service against the OpenAPI document made from the contract (issue 21): every
 // JSON answer a test gets from a contract route must match the schema the document gives for its path,

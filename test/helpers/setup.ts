@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import { tapAnswers, type Answer } from '../../src/service/http/taps.js';
+import { tapAnswers, type Answer } from '../../src/service/http/respond.js';
 
 // Every answer a test gets from the service in this process is checked against the OpenAPI document
 // (issue 21): a test whose requests got an answer the document does not describe fails. The document and

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey } from './accounts.js';
 import type { AuthFailures } from './auth-failures.js';
-import type { RateDecision } from './rate-limit.js';
 import { tokenHash } from './redis/client.js';
 
 /** The assistant connection a caller acts through on `/mcp` (its row is the assistant module's). */
@@ -140,19 +140,24 @@ export class Gate {
   /**
    * Counts one request in its caller's window (spec 4, 8): the decision, whose headers every answer carries;
    * a request refused by it is `allowed: false` (the adapter answers 429). 503 when the limiter on Redis
-   * does not answer.
+   * does not answer. Issue 31: with the limiter in memory the answer is not a promise (no async frame per request).
    */
-  async admit(who: Identified): Promise<{ caller: Caller; decision: RateDecision }> {
-    let decision: RateDecision;
+  admit(who: Identified): Admitted | Promise<Admitted> {
+    let decision: RateDecision | Promise<RateDecision>;
     try {
-      decision = await this.#options.limiter.check(who.limitName);
+      decision = this.#options.limiter.check(who.limitName);
     } catch (error) {
-      this.#options.warn(`cannot count a request in Redis: ${(error as Error).message}`);
-      throw new ServiceError('upstream_busy', 'The rate limiter did not answer; retry shortly.', { retryAfter: 5 });
+      throw this.#unanswered(error as Error);
     }
-    if (decision.allowed) who.account.usage.requests++;
-    const { limitName: _limitName, ...caller } = who;
-    return { caller, decision };
+    if (!(decision instanceof Promise)) return admitted(who, decision);
+    return decision.then((answered) => admitted(who, answered), (error: Error) => {
+      throw this.#unanswered(error);
+    });
+  }
+
+  #unanswered(error: Error): ServiceError {
+    this.#options.warn(`cannot count a request in Redis: ${error.message}`);
+    return new ServiceError('upstream_busy', 'The rate limiter did not answer; retry shortly.', { retryAfter: 5 });
   }
 
   /** Spec 4 and 5.3: below 10 credits every keyed call answers 402 insufficient_credits. */
@@ -161,7 +166,115 @@ export class Gate {
   }
 }
 
+/** A caller the rate limit let through (or not: `decision.allowed`), with the window's decision. */
+export interface Admitted {
+  caller: Caller;
+  decision: RateDecision;
+}
+
+function admitted(who: Identified, decision: RateDecision): Admitted {
+  if (decision.allowed) who.account.usage.requests++;
+  const { limitName: _limitName, ...caller } = who;
+  return { caller, decision };
+}
+
 /** 402 insufficient_credits with `required` and `balance` (spec 7); the adapter adds the top-up link. */
 export function insufficient(account: Account, required: number, detail?: string): ServiceError {
   return new ServiceError('insufficient_credits', detail ?? `This costs ${required} credits; the balance is ${account.balance}.`, { extra: { required, balance: account.balance } });
+}
+
+// The rate limit of spec 4 and 8, the gate's second check (issue 31: here, not in a module of its own).
+
+/** Spec section 8: 60 requests per minute per API key. */
+export const RATE_LIMIT = LIMITS.requestsPerWindow;
+export const RATE_WINDOW_MS = LIMITS.rateWindowMs;
+
+/** What one request's check found, for the X-RateLimit-* headers and a 429. */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  /** Requests left in the window after this one (0 when refused). */
+  remaining: number;
+  /** When the window ends, in Unix seconds (spec 4: X-RateLimit-Reset). */
+  reset: number;
+  /** Whole seconds until a refused request may succeed, at least 1; 0 when allowed. */
+  retryAfter: number;
+}
+
+export interface RateLimiterOptions {
+  /** Milliseconds since the epoch: the service's simulated clock. */
+  now: () => number;
+  /**
+   * The time ended windows are dropped by: the service's own, which no account's time is behind (issue 22:
+   * an account ahead of the others must not end their windows). @default `now`
+   */
+  sweepNow?: () => number;
+  /** @default 60 */
+  limit?: number;
+  /** @default 60_000 */
+  windowMs?: number;
+}
+
+/**
+ * A fixed window per key, starting at the key's first request in it (GitHub's and the spec's model:
+ * a Reset time the client can wait for). Windows live in memory and age out on the injected clock;
+ * a restart starts every key afresh, which only ever lets a client through sooner.
+ * @example const decision = limiter.check('key_1'); if (!decision.allowed) reply429(decision.retryAfter);
+ */
+export class RateLimiter {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly #now: () => number;
+  readonly #sweepNow: () => number;
+  readonly #windows = new Map<string, { start: number; count: number }>();
+  #sweepAt = 0;
+
+  /** Forgets every window (issue 22's reset). */
+  clear(): void {
+    this.#windows.clear();
+  }
+
+  constructor({ now, sweepNow = now, limit = RATE_LIMIT, windowMs = RATE_WINDOW_MS }: RateLimiterOptions) {
+    if (typeof now !== 'function') throw new TypeError('Expected `now` to be a function.');
+    if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError(`Expected \`limit\` to be a positive integer, got ${limit}.`);
+    if (!(Number.isSafeInteger(windowMs) && windowMs > 0)) throw new TypeError(`Expected \`windowMs\` to be a positive integer, got ${windowMs}.`);
+    this.#now = now;
+    this.#sweepNow = sweepNow;
+    this.limit = limit;
+    this.windowMs = windowMs;
+  }
+
+  /** Counts one request of `key` and says whether it may go on. A refused request is not counted. */
+  check(key: string): RateDecision {
+    const now = this.#now();
+    this.#sweep(this.#sweepNow());
+    let window = this.#windows.get(key);
+    if (!window || now >= window.start + this.windowMs) {
+      window = { start: now, count: 0 };
+      this.#windows.set(key, window);
+    }
+    const end = window.start + this.windowMs;
+    const reset = Math.ceil(end / 1000);
+    if (window.count >= this.limit) {
+      return { allowed: false, limit: this.limit, remaining: 0, reset, retryAfter: Math.max(1, Math.ceil((end - now) / 1000)) };
+    }
+    window.count++;
+    return { allowed: true, limit: this.limit, remaining: this.limit - window.count, reset, retryAfter: 0 };
+  }
+
+  /** Drops ended windows once per window length, so keys that stopped calling cost nothing. */
+  #sweep(now: number): void {
+    if (now < this.#sweepAt) return;
+    this.#sweepAt = now + this.windowMs;
+    for (const [key, window] of this.#windows) if (now >= window.start + this.windowMs) this.#windows.delete(key);
+  }
+}
+
+/** The three headers of spec 4, for every keyed response. */
+export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(decision.limit),
+    'x-ratelimit-remaining': String(decision.remaining),
+    'x-ratelimit-reset': String(decision.reset),
+  };
 }

@@ -34,9 +34,9 @@ export type IdempotencyStart =
   /**
    * First use (or the window passed, or the first request failed): run it, then `finish` (here, joining the
    * operation's commit), then, once that commit is durable, `share` (the record for other processes on
-   * Redis; resolves at once without one). A failure calls both with `null`, which releases the key.
+   * Redis; nothing to wait for without one). A failure calls both with `null`, which releases the key.
    */
-  | { kind: 'fresh'; finish(response: StoredResponse | null): void; share(response: StoredResponse | null): Promise<void> }
+  | { kind: 'fresh'; finish(response: StoredResponse | null): void; share(response: StoredResponse | null): Promise<void> | void }
   /** The same request again within 24 h: answer `response` with `Idempotent-Replayed: true`. */
   | { kind: 'replay'; response: StoredResponse }
   /** 409 idempotency_in_progress: the first request with this key is still running. */
@@ -91,14 +91,20 @@ export class Idempotency {
   /** Looks in this process first, then, for a key it does not know, in Redis. */
   /**
    * `sharedScope` names the caller in Redis (the hash of its API key: account ids are each process's
-   * own); it defaults to `scope`.
+   * own); it defaults to `scope`. Given as a function, it is called only with Redis (issue 31: no Redis,
+   * no Redis code on the request's path).
    */
-  async begin(scope: string, key: string, fingerprint: string, sharedScope = scope): Promise<IdempotencyStart> {
+  begin(scope: string, key: string, fingerprint: string, sharedScope: string | (() => string) = scope): IdempotencyStart | Promise<IdempotencyStart> {
     const local = this.#beginHere(scope, key, fingerprint);
+    // Issue 31: in this process only, the answer is at once (no promise per request).
     if (local.kind !== 'fresh' || !this.#shared) return local;
+    return this.#beginShared(this.#shared, local, key, fingerprint, sharedScope);
+  }
+
+  async #beginShared(records: SharedIdempotency, local: Extract<IdempotencyStart, { kind: 'fresh' }>, key: string, fingerprint: string, sharedScope: string | (() => string)): Promise<IdempotencyStart> {
     let shared;
     try {
-      shared = await this.#shared.begin(`${sharedScope}:${key}`, fingerprint);
+      shared = await records.begin(`${typeof sharedScope === 'function' ? sharedScope() : sharedScope}:${key}`, fingerprint);
     } catch (error) {
       local.finish(null);
       throw error;
@@ -131,7 +137,7 @@ export class Idempotency {
     let finished = false;
     return {
       kind: 'fresh',
-      share: async () => undefined,
+      share: () => undefined,
       finish: (response) => {
         if (finished) return;
         finished = true;

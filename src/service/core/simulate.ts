@@ -33,6 +33,9 @@ export type Simulation =
   | { kind: 'task'; code: VideoErrorCode; sticky: boolean }
   | { kind: 'request'; code: RequestCode };
 
+/** The word every marker starts with: a prompt without it has none, and is not parsed (issue 31: the walk). */
+export const SIMULATE_WORD = 'simulate:';
+
 const MARKER = /(?:^|[^\w:])simulate:((?:request:)?[a-z_]+)(:sticky)?(?![\w:])/g;
 
 /**

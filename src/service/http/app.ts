@@ -79,7 +79,8 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
-    if (assistant && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
+    // Issue 31 (the walk): a /v1 request never asks whether it is an OAuth path.
+    if (assistant && !req.url?.startsWith('/v1/') && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
       return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
         report(error);
         if (!res.headersSent) sendProblem(res, problem('internal_error'));

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, problem, problemHeaders, type Problem } from '../../protocol/problem.js';
 import type { ServiceError } from '../contract/problems.js';
-import { observe } from './taps.js';
 
-// How the service's answers are written: JSON bodies, and every refusal as the problem of spec section 7.
+// How the service's answers are written: JSON bodies, and every refusal as the problem of spec section 7;
+// and the tap on them the test suite checks against the OpenAPI document (issue 31: one module, not two).
 
 /** Writes a JSON answer (a problem as `application/problem+json`). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -54,4 +54,34 @@ export function headersOf(error: ServiceError): Record<string, string> {
 /** Writes an adapter's answer (`status`, `body`, `headers`) as JSON. */
 export function sendResult(res: ServerResponse, result: { status: number; body: unknown; headers?: Record<string, string> }): void {
   sendJson(res, result.status, result.body, result.headers);
+}
+
+/** One JSON answer the service wrote: what the request asked, and what it got. */
+export interface Answer {
+  method: string;
+  /** The request's path, without its query. */
+  path: string;
+  status: number;
+  contentType: string;
+  body: unknown;
+}
+
+const taps = new Set<(answer: Answer) => void>();
+
+/**
+ * Observes every JSON answer the service writes (the test suite checks each one against the OpenAPI
+ * document, so coverage grows with the suite). Returns how to stop. Nothing observes in production, and
+ * an empty set costs one size check per answer.
+ * @example const stop = tapAnswers((answer) => seen.push(answer));
+ */
+export function tapAnswers(tap: (answer: Answer) => void): () => void {
+  taps.add(tap);
+  return () => void taps.delete(tap);
+}
+
+/** @internal Called by the router for each answer. */
+export function observe(make: () => Answer): void {
+  if (taps.size === 0) return;
+  const answer = make();
+  for (const tap of taps) tap(answer);
 }

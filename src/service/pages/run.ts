@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
-import type { JsonBody } from '../http/body.js';
-import type { Outcome, RunRequest } from '../runner/chain.js';
+import type { JsonBody, Outcome, RunRequest } from '../runner/chain.js';
 
 // Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
 // gives the request (its form's fields) and turns the outcome into a page.

@@ -2,8 +2,7 @@ import type { Problem } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 import type { Caller } from '../core/gate.js';
-import type { JsonBody } from '../http/body.js';
-import { compose, type Exchange, type KeyLease, type Outcome, type RunRequest, type Step } from './chain.js';
+import { compose, type Exchange, type JsonBody, type KeyLease, type Outcome, type RunRequest, type Step } from './chain.js';
 import type { GateRun } from './steps.js';
 
 // Issue 31 item 1: the runner's adapter for what is not a request of a contract route: the service's pages

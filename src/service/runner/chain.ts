@@ -1,10 +1,12 @@
 import type { Problem } from '../../protocol/problem.js';
 import type { ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
-import type { JsonBody } from '../http/body.js';
 
 // Issue 31 item 1: one chain of named steps every operation runs, whoever calls it. A step is a small
 // function of the run and the rest of the chain; one that answers early does not call `next`.
+
+/** A request's JSON body (`undefined` when it has none), or the refusal of what was sent. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false; error: ServiceError };
 
 /** What a handler answers when it wrote the response itself (a file). */
 export const WRITTEN = Symbol('written');
@@ -12,7 +14,8 @@ export const WRITTEN = Symbol('written');
 /** A fresh Idempotency-Key: kept with the operation's commit (`finish`), then told to other processes (`share`). */
 export interface KeyLease {
   finish(response: { status: number; body: unknown } | null): void;
-  share(response: { status: number; body: unknown } | null): Promise<void>;
+  /** Nothing to wait for (no promise) when no other process shares the keys (issue 31: the bench's figures). */
+  share(response: { status: number; body: unknown } | null): Promise<void> | void;
 }
 
 /** What the runner learnt of one request, for the request journal (issue 22). */
@@ -153,5 +156,10 @@ export function compose<R>(steps: readonly Step<R>[]): (run: R) => Promise<void>
 
 /** The route's one 2xx status (202 for a new clip, 207 for a batch, 200 elsewhere). */
 export function successOf(route: RouteSpec): number {
-  return Number(Object.keys(route.responses).find((status) => status.startsWith('2')) ?? 200);
+  let status = SUCCESS.get(route);
+  if (status === undefined) SUCCESS.set(route, (status = Number(Object.keys(route.responses).find((code) => code.startsWith('2')) ?? 200)));
+  return status;
 }
+
+/** Each route's 2xx status, found once (issue 31: not a scan of its responses per request). */
+const SUCCESS = new WeakMap<RouteSpec, number>();

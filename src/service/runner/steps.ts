@@ -3,13 +3,12 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { LIMITS } from '../contract/limits.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
-import type { Caller, Gate, Identified } from '../core/gate.js';
+import { rateLimitHeaders, type Admitted, type Caller, type Gate, type Identified } from '../core/gate.js';
 import { fingerprint, type Idempotency } from '../core/idempotency.js';
-import { rateLimitHeaders } from '../core/rate-limit.js';
 import { tokenHash } from '../core/redis/client.js';
 import { headersOf, problemOf } from '../http/respond.js';
 import { pointerRefusal } from '../contract/pointer.js';
-import { named, successOf, WRITTEN, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
+import { named, successOf, WRITTEN, type JsonBody, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
 import { failureOf } from './failure.js';
 
 // Issue 31 item 1: the runner's steps, each a small function of the run and the rest of the chain, in the
@@ -17,7 +16,11 @@ import { failureOf } from './failure.js';
 // controls' journal and faults plug in from testing/steps.ts). One module, so one request loads few files.
 
 /** A run of the service's routes, with who its credential named until the limits admit it. */
-export type GateRun = Run<Caller> & { who?: Identified };
+export type GateRun = Run<Caller> & {
+  who?: Identified;
+  /** The JSON body once read (by the idempotency step or the parse step). */
+  json?: JsonBody;
+};
 
 /**
  * Who the credential names (spec 5.4; 401): the bearer key of a keyed route, and for a test helper the
@@ -46,14 +49,18 @@ export interface LimitsRun {
 
 /** 60 requests a minute per key (spec 4, 8): every answer carries the window's headers; a full window is 429. */
 export function limits<R extends LimitsRun = GateRun>(gate: Pick<Gate, 'admit'>): Step<R> {
-  return named<R>('limits', async (run, next) => {
-    if (!run.who) return next();
-    const { caller, decision } = await gate.admit(run.who);
+  const admit = (run: R, { caller, decision }: Admitted, next: () => Promise<void>): Promise<void> => {
     run.caller = caller;
     run.exchange.caller = caller;
     run.headers = rateLimitHeaders(decision);
     if (!decision.allowed) throw new ServiceError('rate_limit_exceeded', `At most ${decision.limit} requests a minute per API key.`, { retryAfter: decision.retryAfter });
     return next();
+  };
+  // Plain (no promise of its own) with the limiter in memory; on Redis it waits for the count.
+  return named<R>('limits', (run, next) => {
+    if (!run.who) return next();
+    const admitted = gate.admit(run.who);
+    return admitted instanceof Promise ? admitted.then((answer) => admit(run, answer, next)) : admit(run, admitted, next);
   });
 }
 
@@ -95,14 +102,18 @@ export function answer(parts: AnswerParts): Step<GateRun> {
     if (run.cutAfter && outcome.kind !== 'abort') outcome = { kind: 'drop' };
     if (outcome.kind === 'problem') exchange.code = outcome.body.code;
     if (outcome.kind === 'drop' || outcome.kind === 'hang') exchange.dropped = true;
-    await run.respond(outcome);
+    const sent = run.respond(outcome);
+    if (sent) await sent;
   });
 }
+
+/** What the records found of a key. */
+export type KeyStart = ({ kind: 'fresh' } & KeyLease) | { kind: 'replay'; response: { status: number; body: unknown } } | { kind: 'in_progress' } | { kind: 'reused' };
 
 /** What the idempotency step asks of the records (core/idempotency.ts, on Redis too). */
 export interface KeyRecords {
   /** Looks a key up: its stored answer, its first request still running, another body, or fresh (503 when Redis does not answer). */
-  begin(caller: Caller, key: string, fingerprint: string): Promise<({ kind: 'fresh' } & KeyLease) | { kind: 'replay'; response: { status: number; body: unknown } } | { kind: 'in_progress' } | { kind: 'reused' }>;
+  begin(caller: Caller, key: string, fingerprint: string): KeyStart | Promise<KeyStart>;
   fingerprint(method: string, path: string, body: unknown): string;
   warn(message: string): void;
 }
@@ -116,11 +127,13 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
   const step = named<GateRun>('idempotency', async (run, next) => {
     const { request, exchange } = run;
     const json = await request.json();
+    run.json = json;
     if (json.ok) exchange.body = json.value;
     const header = request.idempotencyKey;
     const valid = typeof header === 'string' && IDEMPOTENCY_KEY_PATTERN.test(header);
     if (valid && json.ok) {
-      const start = await records.begin(run.caller, header, records.fingerprint(request.method, request.path, json.value));
+      const begun = records.begin(run.caller, header, records.fingerprint(request.method, request.path, json.value));
+      const start = begun instanceof Promise ? await begun : begun;
       if (start.kind === 'replay') {
         exchange.replayed = true;
         run.outcome = { kind: 'json', status: start.response.status, body: start.response.body, headers: { ...run.headers, 'idempotent-replayed': 'true' } };
@@ -142,12 +155,13 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
     } catch (error) {
       lease.finish(null);
       // A released key is released in Redis in the background: the refusal is the answer either way.
-      lease.share(null).catch((shareError: Error) => records.warn(`could not release an Idempotency-Key in Redis: ${shareError.message}`));
+      lease.share(null)?.catch((shareError: Error) => records.warn(`could not release an Idempotency-Key in Redis: ${shareError.message}`));
       throw error;
     }
     // Other processes on Redis learn the key once the task is durable here; if Redis fails now the task
     // stands (charged and saved), this process still replays it, and the key's lease holds it elsewhere.
-    await lease.share({ status: successOf(run.route), body: run.value }).catch((error: Error) => records.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
+    const shared = lease.share({ status: successOf(run.route), body: run.value });
+    if (shared) await shared.catch((error: Error) => records.warn(`could not record an Idempotency-Key in Redis: ${error.message}`));
   });
   // A route without Idempotency-Key goes straight on.
   return named('idempotency', (run, next) => (run.route.idempotent ? step(run, next) : next()));
@@ -156,7 +170,10 @@ export function idempotency(records: KeyRecords): Step<GateRun> {
 /** The path, query and body by the contract's schemas (404 for a path, 400 and 422 by the contract's codes). */
 export function parseInput(): Step<GateRun> {
   const withBody = async (run: GateRun, schema: z.ZodType, params: unknown, query: unknown, next: () => Promise<void>): Promise<void> => {
-    const json = await run.request.json();
+    run.json = await run.request.json();
+    return parsed(run, run.json, schema, params, query, next);
+  };
+  const parsed = (run: GateRun, json: JsonBody, schema: z.ZodType, params: unknown, query: unknown, next: () => Promise<void>): Promise<void> => {
     if (json.ok) run.exchange.body = json.value;
     if (!json.ok) throw json.error;
     // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
@@ -170,7 +187,8 @@ export function parseInput(): Step<GateRun> {
     const { route, request } = run;
     const params = route.params ? parse(route.params, request.params, route, 'not_found') : {};
     const query = route.query ? parse(route.query, request.query, route) : {};
-    if (route.body) return withBody(run, route.body, params, query, next);
+    // A body the idempotency step read is not waited for again (issue 31: one read, no second async frame).
+    if (route.body) return run.json ? parsed(run, run.json, route.body, params, query, next) : withBody(run, route.body, params, query, next);
     if (!route.multipart && request.method !== 'GET' && request.method !== 'HEAD') request.discard();
     run.input = { params, query, body: undefined };
     return next();
@@ -198,9 +216,18 @@ export function unitOfWork(store: { unit<R>(run: () => Promise<R>): Promise<R> }
 }
 
 /** The operation's command, on the input the contract parsed. */
-export const command: Step<GateRun> = named('command', async (run, next) => {
-  run.value = await run.command({ caller: run.caller, ...run.input });
-  return next();
+export const command: Step<GateRun> = named('command', (run, next) => {
+  const { params, query, body } = run.input;
+  const value = run.command({ caller: run.caller, params, query, body });
+  // Plain for a command that answers at once (a read), as most do; a promise is waited for.
+  if (!(value instanceof Promise)) {
+    run.value = value;
+    return next();
+  }
+  return value.then((answered) => {
+    run.value = answered;
+    return next();
+  });
 });
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
@@ -218,14 +245,14 @@ export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallb
 /** The Idempotency-Key records of a caller: scoped to the account here, and in Redis to the key's token. */
 export function keyRecords(records: Pick<Idempotency, 'begin'>, warn: (message: string) => void): KeyRecords {
   return {
-    async begin(caller, key, print) {
-      try {
-        // Each process numbers its own account ids; Redis sees the key's token hash.
-        return await records.begin(String(caller.account.id), key, print, tokenHash(caller.key.token));
-      } catch (error) {
-        warn(`cannot look up an Idempotency-Key in Redis: ${(error as Error).message}`);
+    begin(caller, key, print) {
+      // Each process numbers its own account ids; Redis sees the key's token hash. Without Redis, at once.
+      const start = records.begin(String(caller.account.id), key, print, () => tokenHash(caller.key.token));
+      if (!(start instanceof Promise)) return start;
+      return start.catch((error: Error) => {
+        warn(`cannot look up an Idempotency-Key in Redis: ${error.message}`);
         throw new ServiceError('upstream_busy', 'The idempotency records did not answer; nothing was charged. Retry with the same Idempotency-Key.', { retryAfter: 5 });
-      }
+      });
     },
     fingerprint,
     warn,

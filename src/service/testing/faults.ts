@@ -146,6 +146,8 @@ export class FaultRules {
   /** Each account's rules, and the service-wide ones (`null`), in the order made: a request is tried against two lists (issue 29 item 6). */
   readonly #scopes = new Map<number | null, Rule[]>();
   readonly #byId = new Map<string, Rule>();
+  /** The rules kept, by id, as a plain map: the fault step reads its size and, with none, calls nothing here (issue 31: the walk). */
+  readonly kept: ReadonlyMap<string, unknown> = this.#byId;
   #seq = 0;
 
   constructor({ now, routes = ROUTES, accountExists = () => true, maxRules = MAX_FAULT_RULES }: FaultRulesOptions) {

@@ -1,111 +1,18 @@
-import { JOURNAL_CAP } from './contract/test-helpers.js';
 import { pathFilterProblem, pathMatches, pathSegments } from './journal-filter.js';
-import { JournalLanes } from './journal-lanes.js';
+import {
+  JOURNAL_ACCOUNT_CAP, JOURNAL_ADMIN_CAP, JOURNAL_KEYLESS_CAP, JOURNAL_TOTAL_CAP, MAX_BODY_CHARS, MAX_IDEMPOTENCY_KEY_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS,
+  MAX_QUERY_NAME_CHARS, MAX_QUERY_VALUE_CHARS, type JournalEntry, type JournalFilter, type JournalRecord, type RequestJournalOptions,
+} from './journal-types.js';
 import { createRedactor, isSecretName, REDACTED, SecretIndex, type Redactor } from './redact.js';
 
 // The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
 // answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
-// after a 503?". Bounded: each account's entries apart from every other's (journal-lanes.ts), each entry
+// after a 503?". Bounded: each account's entries apart from every other's (the lanes below), each entry
 // cut to fixed sizes, and redacted before it is kept (redact.ts), so no secret is ever stored, let alone
 // answered.
 
-export { JOURNAL_CAP };
+export * from './journal-types.js';
 export { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './journal-filter.js';
-/** Entries kept of one account (issue 29 item 5). */
-export const JOURNAL_ACCOUNT_CAP = JOURNAL_CAP;
-/** Entries kept of requests that named no valid key (no key, a refused one, a public route), apart from every account's. */
-export const JOURNAL_KEYLESS_CAP = JOURNAL_CAP;
-/** Entries kept of the admin token's requests, apart from the key-less ones and every account's (issue 29 follow-up item 4). */
-export const JOURNAL_ADMIN_CAP = JOURNAL_CAP;
-/** Entries kept of every account together; past it the oldest of any account goes. */
-export const JOURNAL_TOTAL_CAP = 4 * JOURNAL_CAP;
-/** The longest request body kept, in characters of its JSON; a longer one is kept as its first characters. */
-export const MAX_BODY_CHARS = 4096;
-/** The longest path kept. */
-export const MAX_PATH_CHARS = 1024;
-/** The most characters of query names and values kept, all together; each value is cut to 256. */
-export const MAX_QUERY_CHARS = 1024;
-const MAX_QUERY_VALUE_CHARS = 256;
-const MAX_QUERY_NAME_CHARS = 64;
-/** Spec 4.1 allows 255 characters; a longer (invalid) key is cut. */
-export const MAX_IDEMPOTENCY_KEY_CHARS = 256;
-/**
- * An upper bound on one entry's characters (its strings and the JSON of its body): with the default caps
- * (`JOURNAL_TOTAL_CAP` + `JOURNAL_KEYLESS_CAP` + `JOURNAL_ADMIN_CAP` entries), the journal holds at most about 42 million characters.
- */
-export const MAX_ENTRY_CHARS = MAX_BODY_CHARS + MAX_PATH_CHARS + MAX_QUERY_CHARS + MAX_IDEMPOTENCY_KEY_CHARS + 512;
-
-/** What the service's wiring records for one answered request. */
-export interface JournalRecord {
-  /** When it was answered, on the account's simulated clock (ms since the epoch). */
-  at: number;
-  account: number | null;
-  keyId: string | null;
-  /** The admin token was admitted (its request is kept in the admin's own lane). @default false */
-  admin?: boolean;
-  /** The operationId of the contract route, or null. */
-  operation: string | null;
-  method: string;
-  path: string;
-  query: Readonly<Record<string, string | readonly string[] | undefined>>;
-  idempotencyKey: string | null;
-  /** Answered from the stored answer of its Idempotency-Key. */
-  replayed: boolean;
-  status: number;
-  /** The problem code of an error answer. */
-  code: string | null;
-  /** The request body: parsed JSON, text, bytes (kept as their count), or undefined for none. */
-  body: unknown;
-}
-
-/** An entry as the journal keeps and answers it (GET /test_helpers/requests; deeply frozen). */
-export interface JournalEntry {
-  at: string;
-  account: number | null;
-  key_id: string | null;
-  operation: string | null;
-  method: string;
-  path: string;
-  query: Record<string, string | string[]>;
-  idempotency_key: string | null;
-  replayed: boolean;
-  status: number;
-  code: string | null;
-  body: unknown;
-  /** Something of the entry (body, path, query, Idempotency-Key) was cut to its bound. */
-  truncated: boolean;
-}
-
-/** Which entries to answer (all given ones must match). */
-export interface JournalFilter {
-  method?: string | undefined;
-  /** A path (`/v1/videos/7`) or a path template (`/v1/videos/{id}`), matched segment by segment (`pathMatches`); at most `MAX_PATH_FILTER_CHARS` characters and `MAX_PATH_FILTER_SEGMENTS` segments. */
-  path?: string | undefined;
-  operation?: string | undefined;
-  /** A status (`404`) or a class (`'4xx'`). */
-  status?: number | string | undefined;
-  account?: number | undefined;
-  /** How many, newest first. @default 100 */
-  limit?: number | undefined;
-}
-
-/** Options of `RequestJournal`. */
-export interface RequestJournalOptions {
-  /** Entries kept of one account; its oldest goes past it. @default JOURNAL_ACCOUNT_CAP (1,000) */
-  accountCap?: number;
-  /** Entries kept of requests that named no valid key, which never evict an account's. @default JOURNAL_KEYLESS_CAP (1,000) */
-  keylessCap?: number;
-  /** Entries kept of the admin token's requests, which neither evict nor are evicted by any other. @default JOURNAL_ADMIN_CAP (1,000) */
-  adminCap?: number;
-  /** Entries kept of every account together; the oldest of any account goes past it. @default JOURNAL_TOTAL_CAP (4,000) */
-  cap?: number;
-  /**
-   * The secrets to cut out of every entry wherever they occur, kept up to date by their owner (the service:
-   * every key's token and webhook secrets, the one before a rotation too, and the admin token).
-   * @default an empty index (only secret-named members and secret shapes are redacted)
-   */
-  secrets?: SecretIndex;
-}
 
 /**
  * A bounded journal of requests, newest first.
@@ -148,7 +55,7 @@ export class RequestJournal {
 
   /** Keeps one request, redacted and cut to its bounds; the oldest entry of its account (or of the admin's, or the key-less) goes when that is full. */
   record(request: JournalRecord): JournalEntry {
-    const entry = deepFreeze(toEntry(request, this.#redactor));
+    const entry = frozen(toEntry(request, this.#redactor));
     this.#lanes.push(request.admin === true && entry.account === null ? 'admin' : entry.account, entry);
     return entry;
   }
@@ -249,10 +156,160 @@ function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
     (filter.account === undefined || entry.account === filter.account);
 }
 
+/** An entry frozen whole: its own members are strings, numbers and its query; only its body nests (issue 31: not a walk of every member). */
+function frozen(entry: JournalEntry): JournalEntry {
+  for (const value of Object.values(entry.query)) if (Array.isArray(value)) Object.freeze(value);
+  Object.freeze(entry.query);
+  deepFreeze(entry.body);
+  return Object.freeze(entry);
+}
+
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     for (const member of Object.values(value)) deepFreeze(member);
     Object.freeze(value);
   }
   return value;
+}
+
+// Issue 29 item 5: where the request journal keeps its entries. One ring for everyone let 1,000 requests
+// without a key wipe every account's history; here each account has a lane of its own, requests that
+// named no valid key have theirs, and only accounts' entries count towards the total of accounts.
+
+/** One entry held: in its lane's order and, for an account's, in the order of every account's. */
+interface Node<E> {
+  readonly entry: E;
+  readonly seq: number;
+  readonly lane: Lane<E>;
+  older: Node<E> | null;
+  newer: Node<E> | null;
+  /** Among every account's entries (not used by the key-less lane). */
+  allOlder: Node<E> | null;
+  allNewer: Node<E> | null;
+}
+
+interface Lane<E> {
+  readonly account: number | null;
+  oldest: Node<E> | null;
+  newest: Node<E> | null;
+  size: number;
+}
+
+/** How many entries `JournalLanes` keeps. */
+interface JournalLaneCaps {
+  /** Entries of one account. */
+  account: number;
+  /** Entries of requests that named no valid key. */
+  keyless: number;
+  /** Entries of the admin token's requests (issue 29 follow-up item 4). @default keyless */
+  admin?: number;
+  /** Entries of every account together. */
+  total: number;
+}
+
+/**
+ * Entries by account, newest first, bounded per account, in total, and apart for requests without an
+ * account. Every operation costs the entries it touches (linked lists), never the accounts or entries held.
+ */
+class JournalLanes<E> {
+  readonly caps: Readonly<JournalLaneCaps>;
+  readonly #lanes = new Map<number, Lane<E>>();
+  #keyless: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
+  /** Issue 29 follow-up item 4: the admin token's requests, in a lane of their own, so a flood of key-less ones leaves them. */
+  #admin: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
+  /** The oldest and newest of every account's entries. */
+  #allOldest: Node<E> | null = null;
+  #allNewest: Node<E> | null = null;
+  #accountEntries = 0;
+  #seq = 0;
+
+  constructor(caps: JournalLaneCaps) {
+    this.caps = Object.freeze({ admin: caps.keyless, ...caps });
+  }
+
+  get size(): number {
+    return this.#accountEntries + this.#keyless.size + this.#admin.size;
+  }
+
+  /**
+   * Adds an entry (`'admin'`: a request of the admin token; `null`: one that named no valid key); the oldest
+   * of its lane goes past the lane's bound, and the oldest of any account's past the total.
+   */
+  push(account: number | null | 'admin', entry: E): void {
+    const lane = account === 'admin' ? this.#admin : account === null ? this.#keyless : this.#laneOf(account);
+    const node: Node<E> = { entry, seq: this.#seq++, lane, older: lane.newest, newer: null, allOlder: null, allNewer: null };
+    if (lane.newest) lane.newest.newer = node;
+    else lane.oldest = node;
+    lane.newest = node;
+    lane.size++;
+    if (lane.account !== null) {
+      node.allOlder = this.#allNewest;
+      if (this.#allNewest) this.#allNewest.allNewer = node;
+      else this.#allOldest = node;
+      this.#allNewest = node;
+      this.#accountEntries++;
+    }
+    if (lane.size > (lane === this.#admin ? this.caps.admin! : lane === this.#keyless ? this.caps.keyless : this.caps.account)) this.#remove(lane.oldest!);
+    if (this.#accountEntries > this.caps.total) this.#remove(this.#allOldest!);
+  }
+
+  /** The entries of one account, or of everyone (the key-less and admin lanes too), newest first. */
+  *newest(account?: number): Generator<E> {
+    if (account !== undefined) {
+      for (let node = this.#lanes.get(account)?.newest ?? null; node; node = node.older) yield node.entry;
+      return;
+    }
+    let accounts = this.#allNewest;
+    let keyless = this.#keyless.newest;
+    let admin = this.#admin.newest;
+    for (;;) {
+      const next = [accounts, keyless, admin].reduce<Node<E> | null>((best, node) => (node && (!best || node.seq > best.seq) ? node : best), null);
+      if (!next) return;
+      yield next.entry;
+      if (next === accounts) accounts = accounts.allOlder;
+      else if (next === keyless) keyless = keyless.older;
+      else admin = next.older;
+    }
+  }
+
+  /** Removes one account's entries, or all; answers how many went. */
+  clear(account?: number): number {
+    if (account === undefined) {
+      const all = this.size;
+      this.#lanes.clear();
+      this.#keyless = { account: null, oldest: null, newest: null, size: 0 };
+      this.#admin = { account: null, oldest: null, newest: null, size: 0 };
+      this.#allOldest = this.#allNewest = null;
+      this.#accountEntries = 0;
+      return all;
+    }
+    const lane = this.#lanes.get(account);
+    if (!lane) return 0;
+    const gone = lane.size;
+    while (lane.oldest) this.#remove(lane.oldest);
+    return gone;
+  }
+
+  #laneOf(account: number): Lane<E> {
+    let lane = this.#lanes.get(account);
+    if (!lane) this.#lanes.set(account, (lane = { account, oldest: null, newest: null, size: 0 }));
+    return lane;
+  }
+
+  #remove(node: Node<E>): void {
+    const { lane } = node;
+    if (node.older) node.older.newer = node.newer;
+    else lane.oldest = node.newer;
+    if (node.newer) node.newer.older = node.older;
+    else lane.newest = node.older;
+    lane.size--;
+    if (lane.account === null) return;
+    if (node.allOlder) node.allOlder.allNewer = node.allNewer;
+    else this.#allOldest = node.allNewer;
+    if (node.allNewer) node.allNewer.allOlder = node.allOlder;
+    else this.#allNewest = node.allOlder;
+    this.#accountEntries--;
+    // An account's empty lane goes, so lanes never outnumber the entries held.
+    if (lane.size === 0) this.#lanes.delete(lane.account);
+  }
 }

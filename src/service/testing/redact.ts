@@ -48,6 +48,12 @@ export class SecretIndex {
   /** For each first `MIN_SECRET_LENGTH` characters: the lengths of the secrets that start so, longest first, each with its count. */
   readonly #lengths = new Map<string, Array<[length: number, count: number]>>();
   readonly #groups = new Map<string, string[]>();
+  /**
+   * The first two characters of the prefixes held (as one number), with how many prefixes start so: a place
+   * whose two characters start none is passed with one lookup and no substring (issue 31: the journal records
+   * cheaply; a prompt's characters rarely start a secret).
+   */
+  readonly #pairs = new Map<number, number>();
   #lookups = 0;
   #longest = 0;
 
@@ -97,6 +103,8 @@ export class SecretIndex {
   at(text: string, index: number): string | undefined {
     if (this.#counts.size === 0 || index + MIN_SECRET_LENGTH > text.length) return undefined;
     this.#lookups++;
+    if (!this.#pairs.has(pairOf(text, index))) return undefined;
+    this.#lookups++;
     const lengths = this.#lengths.get(text.slice(index, index + MIN_SECRET_LENGTH));
     if (!lengths) return undefined;
     for (const [length] of lengths) {
@@ -121,6 +129,7 @@ export class SecretIndex {
       lengths.push([secret.length, 1]);
       lengths.sort((a, b) => b[0] - a[0]);
     }
+    if (!this.#lengths.has(prefix)) this.#pairs.set(pairOf(prefix, 0), (this.#pairs.get(pairOf(prefix, 0)) ?? 0) + 1);
     this.#lengths.set(prefix, lengths);
   }
 
@@ -131,8 +140,13 @@ export class SecretIndex {
     if (this.#counts.size === 0) this.#longest = 0;
     const prefix = secret.slice(0, MIN_SECRET_LENGTH);
     const lengths = (this.#lengths.get(prefix) ?? []).filter((entry) => entry[0] !== secret.length || --entry[1] > 0);
-    if (lengths.length === 0) this.#lengths.delete(prefix);
-    else this.#lengths.set(prefix, lengths);
+    if (lengths.length === 0) {
+      this.#lengths.delete(prefix);
+      const pair = pairOf(prefix, 0);
+      const left = (this.#pairs.get(pair) ?? 1) - 1;
+      if (left === 0) this.#pairs.delete(pair);
+      else this.#pairs.set(pair, left);
+    } else this.#lengths.set(prefix, lengths);
   }
 }
 
@@ -151,6 +165,11 @@ export interface Redactor {
    * the copy's JSON is then longer than `maxChars`, and its first `maxChars` are those of the whole copy.
    */
   value(value: unknown, maxChars?: number): unknown;
+}
+
+/** The two characters of `text` at `index` as one number (UTF-16 code units). */
+function pairOf(text: string, index: number): number {
+  return text.charCodeAt(index) * 0x10000 + text.charCodeAt(index + 1);
 }
 
 /** `[A-Za-z0-9_]`: what `\b` counts as a word character. */

@@ -11,7 +11,8 @@ export type ControlledRun = ChainControlledRun<Caller>;
 
 /** The fault step's collaborators: the rules, and the origin a 402's top-up link names. */
 export interface FaultStepParts {
-  rules: Pick<FaultRules, 'decide'>;
+  /** `kept`, where given, lets a run with no rule kept ask nothing (issue 31: the walk). */
+  rules: Pick<FaultRules, 'decide'> & Partial<Pick<FaultRules, 'kept'>>;
   origin(): string;
 }
 
@@ -31,8 +32,10 @@ export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
     run.cutAfter = action.kind === 'cut';
     return next();
   };
-  // Plain (no promise of its own) when no rule acts, as for nearly every request.
+  // Plain (no promise of its own) when no rule acts, as for nearly every request; with no rule kept at all
+  // it asks the rules nothing (issue 31: no fault rules, no fault code on the request's path).
   return named('faults', (run, next) => {
+    if (rules.kept?.size === 0) return next();
     const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
     return fault ? act(run, fault, next) : next();
   });

@@ -1,6 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
-import { Credits } from '../../../src/service/core/credits.js';
+import { Accounts, Credits, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 
 async function setup() {

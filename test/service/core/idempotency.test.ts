@@ -13,6 +13,25 @@ const A = fingerprint('POST', '/v1/videos', { prompt: 'a fox' });
 const B = fingerprint('POST', '/v1/videos', { prompt: 'a cat' });
 
 describe('Idempotency (spec section 7)', () => {
+  it('names the caller in Redis only with Redis: without it, a shared scope given as a function is never called (issue 31, the walk)', async () => {
+    const { idem, store } = await setup();
+    // Issue 31 (the bench's figures): in one process the answer is at once, not a promise, and so is sharing it.
+    const here = idem.begin('1', 'k-here', A);
+    expect(here).not.toBeInstanceOf(Promise);
+    expect((here as { share(r: null): unknown }).share(null)).toBeUndefined();
+    let asked = 0;
+    const scope = () => String(++asked);
+    expect((await idem.begin('1', 'k-walk', A, scope)).kind).toBe('fresh');
+    expect(asked).toBe(0);
+    const seen: string[] = [];
+    const shared = new Idempotency({
+      table: store.table('idempotency'), now: () => 0,
+      shared: { begin: async (key: string) => (seen.push(key), { kind: 'fresh', finish: async () => undefined }) } as never,
+    });
+    expect((await shared.begin('1', 'k-redis', A, scope)).kind).toBe('fresh');
+    expect([asked, seen]).toEqual([1, ['1:k-redis']]);
+  });
+
   it('replays a succeeded request within 24 h, and forgets it after', async () => {
     const { idem, advance } = await setup();
     const first = await idem.begin('1', 'key-1', A);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter, rateLimitHeaders } from '../../../src/service/core/rate-limit.js';
+import { RateLimiter, rateLimitHeaders } from '../../../src/service/core/gate.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.250Z');
 

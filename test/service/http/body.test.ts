@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../../src/service/contract/openapi.js';
 import { ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { isJsonMediaType } from '../../../src/service/http/body.js';
+import { isJsonMediaType } from '../../../src/service/http/pipeline.js';
 import { Service } from '../../../src/service/service.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 

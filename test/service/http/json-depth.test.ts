@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
 import { fingerprint } from '../../../src/service/core/idempotency.js';
-import { MAX_JSON_DEPTH } from '../../../src/service/http/body.js';
+import { MAX_JSON_DEPTH } from '../../../src/service/http/pipeline.js';
 import { failureOf } from '../../../src/service/runner/failure.js';
 
 const apps: ServiceApp[] = [];

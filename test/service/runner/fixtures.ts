@@ -4,7 +4,7 @@ import { ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js'
 import type { Caller } from '../../../src/service/core/gate.js';
 import type { GateRun } from '../../../src/service/runner/steps.js';
 import type { Outcome } from '../../../src/service/runner/chain.js';
-import type { JsonBody } from '../../../src/service/http/body.js';
+import type { JsonBody } from '../../../src/service/runner/chain.js';
 
 export const routeOf = (operationId: string): RouteSpec => (ROUTES as readonly RouteSpec[]).find((route) => route.operationId === operationId)!;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import type { Gate, Identified } from '../../../src/service/core/gate.js';
-import { floor, identify, limits } from '../../../src/service/runner/steps.js';
+import { command, floor, identify, limits } from '../../../src/service/runner/steps.js';
 import { callerWith, fakeRun } from './fixtures.js';
 
 const next = async () => undefined;
@@ -54,5 +54,38 @@ describe('identify, limits and floor: the gate as three steps (issue 31 item 1)'
     let went = false;
     await floor(gate)(helper, async () => void (went = true));
     expect(went).toBe(true);
+  });
+});
+
+describe('the gate and the command step without a promise of their own (issue 31: the bench\'s service figures)', () => {
+  it('Gate.admit answers at once with the limiter in memory, a promise with one that waits (Redis), and 503 when that fails', async () => {
+    const { Gate, RateLimiter } = await import('../../../src/service/core/gate.js');
+    const warned: string[] = [];
+    const gateWith = (check: (key: string) => unknown) => new Gate({ accounts: {} as never, failures: {} as never, limiter: { check } as never, warn: (message) => void warned.push(message) });
+    const memory = new RateLimiter({ now: () => 0 });
+    const counted = (): Identified => ({ account: { id: 1, balance: 100, usage: { requests: 0 } } as never, key: { id: 'key_1' } as never, limitName: 'key_1' });
+    const admitted = gateWith((key) => memory.check(key)).admit(counted());
+    expect(admitted).not.toBeInstanceOf(Promise);
+    expect(admitted).toMatchObject({ decision: { allowed: true, remaining: 59 } });
+    const waited = gateWith(async (key) => memory.check(key)).admit(counted());
+    expect(waited).toBeInstanceOf(Promise);
+    expect(await waited).toMatchObject({ decision: { allowed: true, remaining: 58 } });
+    await expect(gateWith(async () => { throw new Error('down'); }).admit(who)).rejects.toMatchObject({ code: 'upstream_busy' });
+    expect(() => gateWith(() => { throw new Error('down'); }).admit(who)).toThrow(expect.objectContaining({ code: 'upstream_busy' }));
+    expect(warned).toEqual(['cannot count a request in Redis: down', 'cannot count a request in Redis: down']);
+  });
+
+  it('limits and command are plain when nothing waits: each hands back the promise of the rest itself', async () => {
+    const decision = { allowed: true, limit: 60, remaining: 59, reset: 60, retryAfter: 0 };
+    const run = fakeRun('getVideo', { command: () => ({ id: 7 }) });
+    run.who = who;
+    const rest = Promise.resolve();
+    expect(limits({ admit: () => ({ caller: callerWith(100), decision }) })(run, () => rest)).toBe(rest);
+    expect(run.headers['x-ratelimit-remaining']).toBe('59');
+    expect(command(run, () => rest)).toBe(rest);
+    expect(run.value).toEqual({ id: 7 });
+    const later = fakeRun('getVideo', { command: async () => ({ id: 8 }) });
+    await command(later, next);
+    expect(later.value).toEqual({ id: 8 });
   });
 });

@@ -74,6 +74,18 @@ describe('the parse step (issue 31 item 1)', () => {
     expect(made.exchange.body).toEqual(body.value);
     await expect(parseInput()(fakeRun('createVideo', { json: { ok: true, value: [1] } }), next)).rejects.toMatchObject({ code: 'invalid_json' });
   });
+
+  it('parses the body the idempotency step read without reading it again, as a plain step (issue 31: one read)', async () => {
+    let reads = 0;
+    const run = fakeRun('createVideo', { json: body });
+    run.request.json = async () => (reads++, body);
+    await idempotency({ begin: () => ({ kind: 'fresh', finish: () => undefined, share: () => undefined }), fingerprint: () => 'f', warn: () => undefined })(run, async () => {
+      const rest = Promise.resolve();
+      expect(parseInput()(run, () => rest)).toBe(rest);
+    });
+    expect(reads).toBe(1);
+    expect(run.input.body).toMatchObject({ prompt: 'a fox', duration: 5 });
+  });
 });
 
 describe('the unit and command steps (issue 31 item 1)', () => {

@@ -140,6 +140,9 @@ describe('RequestJournal (issue 22)', () => {
     const [entry] = journal.list();
     expect(Object.isFrozen(entry)).toBe(true);
     expect(Object.isFrozen((entry!.body as { items: object[] }).items[0])).toBe(true);
+    // Issue 31: frozen by its shape (the query and its lists too), not by a walk of every member.
+    const queried = journal.record(request({ query: { status: 'done', tag: ['a', 'b'] } }));
+    expect([Object.isFrozen(queried.query), Object.isFrozen(queried.query.tag)]).toEqual([true, true]);
   });
 
   it('answers what the contract describes, filtered by the contract’s own parsed query', () => {

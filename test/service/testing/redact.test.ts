@@ -93,8 +93,25 @@ describe('SecretIndex and a redaction whose cost is the text, not the secrets (i
     };
     const one = lookups(1);
     expect(lookups(20_000)).toBe(one);
-    // One lookup at each place a secret could start, one more where "user-cho" occurs (40 times).
-    expect(one).toBe(text.length - MIN_SECRET_LENGTH + 1 + 40);
+    // One lookup at each place a secret could start (its first two characters), one more where a held
+    // prefix's first two ("us") occur and one for the length under "user-cho" (40 times each). Issue 31:
+    // elsewhere nothing more, so a prompt costs about one lookup a character.
+    expect(one).toBe(text.length - MIN_SECRET_LENGTH + 1 + 40 + 40);
+  });
+
+  it('passes a place whose first two characters start no secret held with one lookup, and forgets a pair with its last secret (issue 31)', () => {
+    const index = new SecretIndex();
+    index.set('k', ['sk_live_0123456789', 'sk_test_abcdefghij']);
+    const redactor = createRedactor(index);
+    const prompt = 'a red fox running through fresh snow at dawn, cinematic';
+    const before = index.lookups;
+    expect(redactor.text(prompt)).toBe(prompt);
+    expect(index.lookups - before).toBe(prompt.length - MIN_SECRET_LENGTH + 1);
+    expect(redactor.text('key sk_test_abcdefghij!')).toBe(`key ${REDACTED}!`);
+    index.set('k', ['zz-other-secret']);
+    expect(redactor.text('a zz-other-secret and sk_live_0123456789')).toBe(`a ${REDACTED} and sk_${REDACTED}`);
+    index.delete('k');
+    expect(redactor.text('a zz-other-secret')).toBe('a zz-other-secret');
   });
 
   it('stops scanning once it has made more than maxChars, so a cut never reads past what it keeps', () => {

@@ -22,6 +22,19 @@ describe('the test controls as steps of the runner (issue 31 items 1, 2)', () =>
     expect([after.cutAfter, went]).toEqual([true, true]);
   });
 
+  it('faults: with no rule kept, the step asks the rules nothing and goes on (issue 31: no fault code on the walk)', async () => {
+    const asked: string[] = [];
+    const rules = { kept: new Map(), decide: (request: { operation: string }) => (asked.push(request.operation), null) };
+    const step = faults({ rules, origin: () => 'http://svc.test' });
+    let went = false;
+    await step(fakeRun('createVideo'), async () => void (went = true));
+    expect([asked, went]).toEqual([[], true]);
+    const real = new FaultRules({ now: () => 0 });
+    expect(real.kept.size).toBe(0);
+    real.add({ match: { operation: 'getVideo' }, action: { problem: 'upstream_busy' } }, { account: null });
+    expect(real.kept.size).toBe(1);
+  });
+
   it('faults: a rule naming a tool acts on the tool\'s calls only', async () => {
     const rules = new FaultRules({ now: () => 0 });
     rules.add({ match: { operation: 'create_clip' }, action: { problem: 'upstream_busy' } }, { account: null });

@@ -1,4 +1,4 @@
-import type { RateDecision } from '../rate-limit.js';
+import type { RateDecision } from '../gate.js';
 import { runScript, type ServiceRedis } from './client.js';
 
 // KEYS[1]: the key's window. ARGV: now, limit, window ms. Returns { start, count, allowed }. The window is

@@ -1,5 +1,5 @@
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.js';
-import { RATE_WINDOW_MS } from '../rate-limit.js';
+import { RATE_WINDOW_MS } from '../gate.js';
 import type { ServiceRedis } from './client.js';
 import { RedisIdempotency } from './idempotency.js';
 import { RedisRateLimiter } from './rate-limit.js';

@@ -3,17 +3,16 @@ import { clipPrice, type VideoModel } from '../../contract/pricing.js';
 import { ServiceError } from '../../contract/problems.js';
 import { videoCommand, type CanonicalVideo, type VideoCommand, type VideoStatus } from '../../contract/videos.js';
 import { checkClipCallback } from '../../core/callback-url.js';
-import type { Credits } from '../../core/credits.js';
+import type { Credits } from '../../core/accounts.js';
 import type { Files } from '../../core/files.js';
 import { insufficient, type Caller } from '../../core/gate.js';
 import type { MediaSigner } from '../../core/media-signer.js';
-import { parseSimulation } from '../../core/simulate.js';
+import { parseSimulation, SIMULATE_WORD, type RequestCode, type Simulation } from '../../core/simulate.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { Assets } from '../assets/assets.js';
 import type { Fetched, References } from '../references.js';
 import { VideoLifecycle, type Video, type VideoTables } from './lifecycle.js';
 import { retryOutcome, retryRefusal } from './retry.js';
-import { simulatedRefusal } from './simulated.js';
 import { batchItemView, createdView, retryView, videoView, type ViewContext } from './views.js';
 
 export interface VideoCommandsOptions {
@@ -188,7 +187,7 @@ export class VideoCommands {
    * downloaded for a 503 moderation_pending become the caller's pending assets, "to use later" (spec 5).
    */
   #simulated(caller: Caller, { command, fetched }: Photos, index?: number): void {
-    const refusal = simulatedRefusal(command.prompt, index);
+    const refusal = simulatedRefusal(simulationIn(command.prompt), index);
     if (!refusal) return;
     if (refusal.code !== 'moderation_pending' || fetched.length === 0) throw refusal;
     const assetIds = fetched.map((photo) => {
@@ -202,7 +201,7 @@ export class VideoCommands {
 
   /** Creates the task of a checked command; the caller has charged `price` in this turn. */
   #createTask(caller: Caller, { command, assetIdsUsed }: Photos, price: number, batchId: string | null = null): Video {
-    const simulation = parseSimulation(command.prompt);
+    const simulation = simulationIn(command.prompt);
     caller.account.usage.videosCreated++;
     return this.#options.lifecycle.create({
       accountId: caller.account.id, keyId: caller.key.id, prompt: command.prompt, model: command.model, duration: command.duration,
@@ -211,4 +210,37 @@ export class VideoCommands {
       sticky: simulation?.kind === 'task' && simulation.sticky, outcome: simulation?.kind === 'task' ? simulation.code : 'done',
     });
   }
+}
+
+/** The sentence of a request-level `simulate:` refusal (nothing was charged). */
+const SIMULATED: Record<RequestCode, string> = {
+  upstream_busy: 'The generation service is busy; nothing was charged. Try again shortly.',
+  no_session_available: 'No generation session is available; nothing was charged. Try again shortly.',
+  generation_paused: 'Generation is paused; nothing was charged. Try again later.',
+  moderation_pending: 'Checking the photos takes longer than usual; nothing was charged. Use the asset_ids when they are trusted.',
+  task_create_failed: 'The task could not be created; the credits were refunded. Retry with the same Idempotency-Key.',
+  internal_error: 'Something went wrong on our side; the credits were refunded. Retry with the same Idempotency-Key.',
+  region_unavailable: 'Creating is unavailable where the account was last used.',
+  image_fetch_failed: 'One of the image_urls could not be downloaded; upload it as an asset and use asset_ids.',
+  photo_rejected: 'A photo failed moderation; send another photo.',
+};
+
+const BUSY: ReadonlySet<RequestCode> = new Set(['upstream_busy', 'no_session_available', 'generation_paused', 'moderation_pending']);
+
+/** A prompt's `simulate:` marker; a prompt without the word is not parsed (issue 31: the walk of a plain clip). */
+function simulationIn(prompt: string): Simulation | null {
+  return prompt.includes(SIMULATE_WORD) ? parseSimulation(prompt) : null;
+}
+
+/**
+ * The refusal a prompt's request-level `simulate:<code>` marker asks for (issue 11), or `null`: how a
+ * user's tests make a valid clip request fail the way the spec says it can. `index` is a batch item's.
+ */
+function simulatedRefusal(simulation: Simulation | null, index?: number): ServiceError | null {
+  if (simulation?.kind !== 'request') return null;
+  const { code } = simulation;
+  return new ServiceError(code, SIMULATED[code], {
+    ...(BUSY.has(code) ? { retryAfter: 5 } : {}),
+    extra: { ...(index === undefined ? {} : { item_index: index }), ...(code === 'photo_rejected' ? { reason_code: 'simulated' } : {}), ...(code === 'moderation_pending' ? { asset_ids: [] } : {}) },
+  });
 }
