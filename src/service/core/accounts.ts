@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceStore, Table } from './store.js';
 import { LIMITS } from '../contract/limits.js';
-import type { ChaosMode } from '../testing/contract/test-helpers.js';
-import { SecretIndex } from '../testing/redact.js';
 
 /** Spec 5.2-5.3 and 8. */
 export const MAX_KEYS_PER_ACCOUNT = LIMITS.keysPerAccount;
@@ -20,7 +18,8 @@ export interface Account {
   /** API usage (spec 4.16). */
   usage: { requests: number; creditsSpent: number; creditsRefunded: number; videosCreated: number };
   /** The webhook chaos modes of every clip of the account (issue 22, `POST /test_helpers/webhook_chaos`); absent for none. */
-  webhookChaos?: ChaosMode[];
+  /** Issue 22's webhook chaos modes for this account (testing/contract's `ChaosMode`: core keeps them, the test controls read them). */
+  webhookChaos?: string[];
 }
 
 export interface ApiKey {
@@ -62,6 +61,20 @@ export function isValidToken(token: unknown): token is string {
 }
 
 /**
+ * Where the accounts file each key's secrets, so the request journal can redact them (issue 29 items 2 and 9):
+ * the journal's `SecretIndex`, handed in by the composition root (issue 31 item 5: core imports nothing of
+ * testing/). Groups are key ids, and `service` for the service's own secrets.
+ */
+export interface KeySecrets {
+  set(group: string, secrets: Iterable<unknown>): void;
+  delete(group: string): boolean;
+  groups(): Iterable<string>;
+}
+
+/** Files nothing: accounts made without a journal to redact for (tests of core alone). */
+const NO_SECRETS: KeySecrets = { set: () => undefined, delete: () => false, groups: () => [] };
+
+/**
  * Accounts and their API keys: who a bearer token is, keys created, revoked and rotated from the
  * account settings (spec 5), all on the service store.
  */
@@ -73,7 +86,7 @@ export class Accounts {
   /** Live keys by token; revoked keys are not in it. */
   readonly #byToken = new Map<string, ApiKey>();
   /** Issue 29 items 2 and 9: every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
-  readonly secrets: SecretIndex;
+  readonly secrets: KeySecrets;
   /** Every key (revoked ones too) by account, in the order made: `keysOf` is a lookup, not a scan of every key ever made. */
   readonly #byAccount = new Map<number, Map<string, ApiKey>>();
   /** The keys that sign with each webhook secret (current or previous), for `ofSecret`. */
@@ -81,7 +94,7 @@ export class Accounts {
   /** The secrets each key is filed under in `#bySecret`, so a rotation takes the old ones out. */
   readonly #secretsOf = new Map<string, string[]>();
 
-  constructor(store: ServiceStore<AccountTables>, now: () => number, secrets = new SecretIndex()) {
+  constructor(store: ServiceStore<AccountTables>, now: () => number, secrets: KeySecrets = NO_SECRETS) {
     this.#store = store;
     this.#accounts = store.table('account');
     this.#keys = store.table('key');

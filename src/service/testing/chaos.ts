@@ -31,6 +31,11 @@ export function chaosModesOf(prompt: string | null | undefined): ChaosMode[] {
   return CHAOS_MODES.filter((mode) => found.has(mode));
 }
 
+/** The chaos modes among `names`, in their order: an account's, as core keeps them (plain strings). */
+export function knownModes(names: readonly string[]): ChaosMode[] {
+  return names.filter((name): name is ChaosMode => (CHAOS_MODES as readonly string[]).includes(name));
+}
+
 /**
  * The modes of a clip's webhook (its prompt's and its account's together), or an account's as sent: each
  * once, in the order given. Issue 29 item 18: `svc.webhookChaos` answers the modes in the order sent.

@@ -30,6 +30,17 @@ describe('Accounts and keys (spec 5)', () => {
     expect(reloaded.first()?.key.id).toBe(second.id);
   });
 
+  it('files each key\'s secrets with the KeySecrets the composition root hands in (the journal\'s index)', async () => {
+    // Issue 31 item 5: core imports nothing of testing/; the SecretIndex comes in as a KeySecrets.
+    const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });
+    const filed = new Map<string, unknown[]>();
+    const secrets = { set: (group: string, values: Iterable<unknown>) => void filed.set(group, [...values]), delete: (group: string) => filed.delete(group), groups: () => filed.keys() };
+    const accounts = new Accounts(store, () => 1_000, secrets);
+    const { key } = accounts.create({ balance: 0, token: 'sk_test_secrets1', webhookSecret: 'whsec_secrets_1' });
+    expect(filed.get(key.id)).toEqual(expect.arrayContaining(['sk_test_secrets1', 'whsec_secrets_1']));
+    expect(new Accounts(store, () => 1_000).secrets.groups()).toEqual([]); // without one, nothing is filed
+  });
+
   it('rotates a token in place and refuses a token in use', async () => {
     const { accounts } = await setup();
     const { key } = accounts.create({ balance: 0 });

@@ -26,7 +26,6 @@ const COMPOSITION_ROOT = new Map([
  * list only shrinks.
  */
 const PENDING = new Map([
-  ['src/service/core/accounts.ts', 'keeps the journal’s SecretIndex in step, a key’s ChaosMode list (core/)'],
   ['src/service/resources/videos/webhooks.ts', 'applies webhook chaos to a clip’s delivery (resources/videos/)'],
 ]);
 

@@ -5,7 +5,7 @@ import { sign } from '../../../src/protocol/signature.js';
 import { MemoryDeliveryStore, Receiver } from '../../../src/receiver/index.js';
 import { freshEvent } from '../../../src/receiver/test-webhook.js';
 import { startService } from '../../../src/service/http/app.js';
-import { attemptOutcome, batchRelease, chaosModesOf, combineModes, LATE_BACKDATE_MS, planAttempt, RECEIVER_WINDOW_MS, type AttemptPlan, type ChaosMode } from '../../../src/service/testing/chaos.js';
+import { attemptOutcome, batchRelease, chaosModesOf, combineModes, knownModes, LATE_BACKDATE_MS, planAttempt, RECEIVER_WINDOW_MS, type AttemptPlan, type ChaosMode } from '../../../src/service/testing/chaos.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 
@@ -13,6 +13,8 @@ describe('chaos modes from prompts and accounts', () => {
   it('reads simulate:webhook_… markers, in the order of the modes, and ignores ones that name none', () => {
     expect(chaosModesOf('a fox simulate:webhook_late simulate:webhook_duplicate simulate:webhook_late')).toEqual(['webhook_duplicate', 'webhook_late']);
     expect(chaosModesOf('simulate:webhook_sideways and simulate:upstream_timeout')).toEqual([]);
+    // An account's modes as core keeps them (plain strings, maybe from a hand-edited data file): the known ones, in their order.
+    expect(knownModes(['webhook_late', 'webhook_sideways', 'webhook_duplicate'])).toEqual(['webhook_late', 'webhook_duplicate']);
     expect(chaosModesOf('xsimulate:webhook_cut, simulate:webhook_cut_more')).toEqual([]);
     expect(chaosModesOf('(simulate:webhook_cut)')).toEqual(['webhook_cut']);
     expect(chaosModesOf(null)).toEqual([]);

@@ -4,7 +4,7 @@ import type { Accounts } from '../../core/accounts.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
-import { batchRelease, chaosModesOf, combineModes, type ChaosMode } from '../../testing/chaos.js';
+import { batchRelease, chaosModesOf, combineModes, knownModes, type ChaosMode } from '../../testing/chaos.js';
 import type { WebhookChaos } from '../../testing/chaos-transport.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 
@@ -71,7 +71,7 @@ export class ClipWebhooks {
 
   /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22). */
   modesOf(video: Video): ChaosMode[] {
-    return combineModes(chaosModesOf(video.prompt), this.#options.accounts.get(video.accountId)?.webhookChaos ?? []);
+    return combineModes(chaosModesOf(video.prompt), knownModes(this.#options.accounts.get(video.accountId)?.webhookChaos ?? []));
   }
 
   /**
