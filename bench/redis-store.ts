@@ -116,7 +116,7 @@ if (process.env.BENCH_CHILD) {
         ['operation (two processes)', 'ops/s', 'vs bare SET NX PX', 'Redis µs per op (commandstats)'],
         [
           ['bare `SET key 1 NX PX` (baseline)', num(set), '1.00×', us('set')],
-          ['`RedisDeliveryStore.claim` (one script: `SET NX PX GET` on the delivery key)', num(claim), ratio(claim, set), us('claim')],
+          ['`RedisDeliveryStore.claim` (one `SET NX PX GET` on the delivery key, no script)', num(claim), ratio(claim, set), us('claim')],
           ['deliveries: claim + complete (2 round trips)', num(deliver), ratio(deliver, set), us('deliver')],
         ],
       ),
