@@ -173,7 +173,7 @@ export class Service {
     const references = new References({ assets, character: (accountId, url) => imageFiles.character(accountId, url), fetchImage: fetcher, strict });
     this.images = new ImageCommands({ store, jobs, files: imageFiles, references, credits, clock, origin: serviceOrigin });
     this.videos = new VideoCommands({ store, lifecycle, assets, references, credits, files, signer, clock, origin: serviceOrigin, strict });
-    this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => [...store.table('video').values()].filter((video) => video.accountId === accountId) });
+    this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => lifecycle.of(accountId) });
     this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn, accounts: this.accounts });
     this.journal = new RequestJournal({ secrets });

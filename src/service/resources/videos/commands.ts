@@ -97,7 +97,8 @@ export class VideoCommands {
 
   /** GET /videos (spec 4.3): newest first. */
   list(caller: Caller, { limit, offset, status }: { limit: number; offset: number; status?: VideoStatus | undefined }) {
-    const mine = [...this.#options.store.table('video').values()].filter((video) => video.accountId === caller.account.id && (status === undefined || video.status === status));
+    // Clip index item: the caller's clips only, whatever other accounts keep.
+    const mine = this.#options.lifecycle.of(caller.account.id).filter((video) => status === undefined || video.status === status);
     mine.sort((a, b) => b.id - a.id);
     const ctx = this.#view();
     return { data: mine.slice(offset, offset + limit).map((video) => videoView(video, ctx)), total: mine.length, limit, offset };

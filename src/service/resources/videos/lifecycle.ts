@@ -9,6 +9,7 @@ import type { AssetSource, Ratio, VideoStatus } from '../../contract/videos.js';
 import type { DeleteAction } from '../../contract/video-responses.js';
 import { LIMITS } from '../../contract/limits.js';
 import type { Speed } from '../../core/simulate.js';
+import { ClipIndex } from './clip-index.js';
 
 /** Spec 2.1 and 3.1. */
 export type { VideoStatus };
@@ -100,16 +101,24 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   readonly #options: LifecycleOptions;
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
+  /** Clip index item: each account's clips, so its list and its account view read no other account's clips. */
+  readonly #index: ClipIndex<Video>;
 
   constructor(options: LifecycleOptions) {
     super();
     this.#options = options;
     this.#videos = options.store.table('video');
     this.#random = options.random ?? Math.random;
+    this.#index = new ClipIndex(this.#videos);
   }
 
   get(id: number): Video | undefined {
     return this.#videos.get(id);
+  }
+
+  /** The account's clips, in no set order (a lookup: its cost is the account's clips, not every account's). */
+  of(accountId: number): Video[] {
+    return this.#index.of(accountId);
   }
 
   /** Creates a pending clip; the caller has charged `charged` credits in the same turn. */
@@ -132,6 +141,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       retriedBy: null,
       plan: { startAt, endAt, outcome },
     });
+    this.#index.add(video);
     this.#arm(video);
     return video;
   }
@@ -182,6 +192,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       return { action: 'cancelled', refunded };
     }
     this.#disarm(video.id);
+    this.#index.drop(video);
     this.#videos.remove(video.id);
     return { action: 'deleted', refunded: 0 };
   }
@@ -207,6 +218,8 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       const status = this.#videos.get(id)?.status;
       if (status !== 'pending' && status !== 'generating') this.#disarm(id);
     }
+    // Clip index item: rows taken back or removed beside the clips (an account deleted, a reset): the index follows them.
+    this.#index.rebuild();
     this.resume();
   }
 
