@@ -23,6 +23,8 @@ export interface ClipWebhooksOptions {
   chaos?: WebhookChaos | undefined;
   /** Told the account of each delivery handed to the emitter (its webhook retries run on that account's time). */
   owned?: (deliveryId: string, accountId: number) => void;
+  /** An account's clips (the lifecycle's index): a batch's clips share one account, so a batch is found among them. */
+  clipsOf: (accountId: number) => readonly Video[];
 }
 
 /** How long a batch's out-of-order release waits for one webhook's first answer before sending the next anyway. */
@@ -81,15 +83,15 @@ export class ClipWebhooks {
   async send(video: Video): Promise<void> {
     if (!video.callbackUrl || video.webhookQueued) return;
     if (video.batchId !== null && this.#options.chaos) {
-      const batch = this.#batchOf(video.batchId);
+      const batch = this.#batchOf(video.accountId, video.batchId);
       if (batch.some((clip) => this.modesOf(clip).includes('webhook_out_of_order'))) return this.#releaseBatch(video.batchId, batch);
     }
     await this.#queue(video);
   }
 
-  /** The clips of a batch, in the order they were made. */
-  #batchOf(batchId: string): Video[] {
-    return [...this.#options.store.table('video').values()].filter((clip) => clip.batchId === batchId).sort((a, b) => a.id - b.id);
+  /** The clips of a batch, in the order they were made: among its account's clips, not every clip ever made. */
+  #batchOf(accountId: number, batchId: string): Video[] {
+    return this.#options.clipsOf(accountId).filter((clip) => clip.batchId === batchId).sort((a, b) => a.id - b.id);
   }
 
   /** Batches being released out of order now. */
