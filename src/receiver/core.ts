@@ -238,7 +238,8 @@ export class ReceiverCore {
       },
     );
     this.#marking.add(marking);
-    return 'queued';
+    // Already in the inbox under this delivery id (its mark was lost in a crash): a duplicate delivery.
+    return added === 'exists' ? 'processed' : 'queued';
   }
 
   async #release(keys: readonly string[], owner: string): Promise<void> {

@@ -24,6 +24,7 @@ import { FaultRuleCommands } from './testing/resources/faults.js';
 import { SeedCommands, type SeedAnswer } from './testing/resources/seed.js';
 import { FaultRules } from './testing/faults.js';
 import { WebhookChaos } from './testing/chaos-transport.js';
+import { clipChaos } from './testing/clip-chaos.js';
 import { WebhookChaosCommands } from './testing/resources/webhook-chaos.js';
 import { WebhookTimes } from './resources/videos/webhook-times.js';
 import { RequestJournal } from './testing/journal.js';
@@ -210,7 +211,7 @@ export class Service {
     this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, strict, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
-    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos, owned: (id, account) => times.track(id, account), clipsOf: (accountId) => lifecycle.of(accountId) });
+    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos: chaos && clipChaos(chaos), owned: (id, account) => times.track(id, account), clipsOf: (accountId) => lifecycle.of(accountId) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
     // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.

@@ -346,4 +346,23 @@ describe('receiver inbox', () => {
     await settle();
     expect(errors).toEqual([expect.objectContaining({ message: expect.stringContaining('disk full') })]);
   });
+  it('a delivery of an event already in the inbox whose mark was lost (a crash after the 202) is a duplicate, and its handler runs once', async () => {
+    const tmp = await tempDir();
+    cleanups.push(tmp.cleanup);
+    const file = tmp.file('inbox.json');
+    let runs = 0;
+    const first = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file } });
+    first.onAny(() => void runs++);
+    const hook = createTestWebhook('video.completed', { secret: SECRET });
+    expect((await first.receive(Buffer.from(hook.body), hook.headers)).status).toBe(202);
+    await first.close();
+    // The next start with a delivery store that lost the mark: the inbox still holds the event.
+    const next = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox: { file } });
+    cleanups.push(() => next.close());
+    next.onAny(() => void runs++);
+    const again = await next.receive(Buffer.from(hook.body), hook.headers);
+    expect({ status: again.status, body: JSON.parse(again.body) }).toEqual({ status: 200, body: { received: true, duplicate: true } });
+    await settle();
+    expect(runs).toBe(1);
+  });
 });

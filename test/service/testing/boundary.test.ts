@@ -20,15 +20,6 @@ const COMPOSITION_ROOT = new Map([
   ['src/service/http/public.ts', 'the published types of startService’s handle: its helpers, the seed’s answer'],
 ]);
 
-/**
- * Imports of testing/ in files other engineers are rewriting this session; each is to go (a hook or a
- * collaborator passed in by the composition root). An entry that no longer imports testing/ fails, so the
- * list only shrinks.
- */
-const PENDING = new Map([
-  ['src/service/resources/videos/webhooks.ts', 'applies webhook chaos to a clip’s delivery (resources/videos/)'],
-]);
-
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
@@ -61,12 +52,10 @@ function importersOfTesting(): Map<string, string[]> {
 }
 
 describe('the test helpers are one folder that plugs in (issue 31 item 5)', () => {
-  it('is imported by the composition root only (and the pending files, each still importing it)', () => {
+  it('is imported by the composition root only', () => {
     const importers = importersOfTesting();
-    const strays = [...importers].filter(([file]) => !COMPOSITION_ROOT.has(file) && !PENDING.has(file)).map(([file, named]) => `${file}: ${named.join(', ')}`);
+    const strays = [...importers].filter(([file]) => !COMPOSITION_ROOT.has(file)).map(([file, named]) => `${file}: ${named.join(', ')}`);
     expect(strays, 'production paths do not import src/service/testing/: take the collaborator from the composition root').toEqual([]);
-    const gone = [...PENDING.keys()].filter((file) => !importers.has(file));
-    expect(gone, 'no longer imports testing/: remove it from PENDING').toEqual([]);
   });
 
   it('finds an import of testing/ however it is written', () => {

@@ -4,8 +4,6 @@ import type { Accounts } from '../../core/accounts.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
-import { batchRelease, chaosModesOf, combineModes, knownModes, type ChaosMode } from '../../testing/chaos.js';
-import type { WebhookChaos } from '../../testing/chaos-transport.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 
 export interface ClipWebhooksOptions {
@@ -20,12 +18,41 @@ export interface ClipWebhooksOptions {
   /** Where a webhook that could not be handed over is tried again (1 s, doubling to 60 s): the service's clock. */
   clock: LaneClock;
   /** Webhook chaos (issue 22), when the service made its own emitter (a custom one sends plainly). */
-  chaos?: WebhookChaos | undefined;
+  chaos?: ClipChaos | undefined;
   /** Told the account of each delivery handed to the emitter (its webhook retries run on that account's time). */
   owned?: (deliveryId: string, accountId: number) => void;
   /** An account's clips (the lifecycle's index): a batch's clips share one account, so a batch is found among them. */
   clipsOf: (accountId: number) => readonly Video[];
 }
+
+/** A clip of a batch, as the out-of-order release orders them. */
+export interface BatchClip {
+  clipId: number;
+  /** When it ended (done, error or cancelled); `null` while it runs. */
+  endedAt: number | null;
+  /** Whether it will send a webhook (a callback_url, not queued yet, not cancelled). */
+  sendsWebhook: boolean;
+}
+
+/**
+ * Issue 22's webhook chaos as a clip's webhook uses it. The test controls (testing/clip-chaos.ts) provide
+ * it and the composition root hands it in (issue 31 item 5: resources/ import nothing of testing/). Modes
+ * are the test controls' names; an unknown one is ignored.
+ */
+export interface ClipChaos {
+  /** The modes of a clip's webhook, each once: its prompt's markers, its account's modes, and `extra`. */
+  modesOf(prompt: string | null, accountModes: readonly string[], extra?: readonly string[]): readonly string[];
+  /** Out of order: `null` until every clip that sends a webhook has ended, then their ids last-to-end first. */
+  releaseOrder(clips: readonly BatchClip[]): readonly number[] | null;
+  /** Shapes the attempts of delivery `id` by `modes`. */
+  register(id: string, delivery: { modes: readonly string[]; secret: string; previousSecret: string | undefined }): void;
+  /** Resolves once delivery `id`'s first attempt has its answer. */
+  firstAnswered(id: string): Promise<void>;
+  stopWaiting(id: string): void;
+}
+
+/** The mode that holds a batch's webhooks and releases them last-to-end first. */
+const OUT_OF_ORDER = 'webhook_out_of_order';
 
 /** How long a batch's out-of-order release waits for one webhook's first answer before sending the next anyway. */
 const RELEASE_WAIT_MS = 30_000;
@@ -71,9 +98,10 @@ export class ClipWebhooks {
     else this.#sending.delete(account);
   }
 
-  /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22). */
-  modesOf(video: Video): ChaosMode[] {
-    return combineModes(chaosModesOf(video.prompt), knownModes(this.#options.accounts.get(video.accountId)?.webhookChaos ?? []));
+  /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22); none without chaos. */
+  modesOf(video: Video, extra: readonly string[] = []): readonly string[] {
+    const { chaos, accounts } = this.#options;
+    return chaos ? chaos.modesOf(video.prompt, accounts.get(video.accountId)?.webhookChaos ?? [], extra) : [];
   }
 
   /**
@@ -84,7 +112,7 @@ export class ClipWebhooks {
     if (!video.callbackUrl || video.webhookQueued) return;
     if (video.batchId !== null && this.#options.chaos) {
       const batch = this.#batchOf(video.accountId, video.batchId);
-      if (batch.some((clip) => this.modesOf(clip).includes('webhook_out_of_order'))) return this.#releaseBatch(video.batchId, batch);
+      if (batch.some((clip) => this.modesOf(clip).includes(OUT_OF_ORDER))) return this.#releaseBatch(video.batchId, batch);
     }
     await this.#queue(video);
   }
@@ -103,24 +131,24 @@ export class ClipWebhooks {
    */
   async #releaseBatch(batchId: string, batch: Video[]): Promise<void> {
     if (this.#releasing.has(batchId)) return;
-    const release = batchRelease(
+    const chaos = this.#options.chaos!;
+    const order = chaos.releaseOrder(
       batch.map((clip) => ({
         clipId: clip.id,
         endedAt: clip.status === 'done' || clip.status === 'error' || clip.status === 'cancelled' ? (clip.completedAt ?? 0) : null,
         sendsWebhook: clip.callbackUrl !== null && !clip.webhookQueued && clip.status !== 'cancelled',
       })),
     );
-    if (!release.ready) return;
-    const chaos = this.#options.chaos!;
+    if (order === null) return;
     this.#releasing.add(batchId);
     const account = batch[0]!.accountId;
     this.#sent(account, 1);
     try {
-      for (const clipId of release.order) {
+      for (const clipId of order) {
         const clip = this.#options.store.table('video').get(clipId);
         if (!clip || clip.webhookQueued) continue;
         // Registered with the mode even when only another clip of the batch carries it: its first answer is awaited.
-        const id = await this.#queue(clip, ['webhook_out_of_order']);
+        const id = await this.#queue(clip, [OUT_OF_ORDER]);
         if (id === undefined) continue;
         let timer: unknown;
         const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS).unref()));
@@ -140,7 +168,7 @@ export class ClipWebhooks {
   }
 
   /** Hands one clip's webhook to the emitter; the delivery id once it is queued. */
-  async #queue(video: Video, batchModes: readonly ChaosMode[] = []): Promise<string | undefined> {
+  async #queue(video: Video, batchModes: readonly string[] = []): Promise<string | undefined> {
     const { emitter, accounts, store, origin, warn, chaos } = this.#options;
     const key = accounts.key(video.keyId);
     if (!key) return undefined;
@@ -148,7 +176,7 @@ export class ClipWebhooks {
     this.#sent(video.accountId, 1);
     try {
       const id = this.#deliveryId(video);
-      const modes = chaos ? combineModes(this.modesOf(video), batchModes) : [];
+      const modes = this.modesOf(video, batchModes);
       if (modes.length > 0) chaos!.register(id, { modes, secret: key.webhookSecret, previousSecret: key.previousWebhookSecret });
       this.#options.owned?.(id, video.accountId);
       await emitter.send({ url: video.callbackUrl!, secret: key.webhookSecret, event, payload, id });
