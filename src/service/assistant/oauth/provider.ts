@@ -5,7 +5,7 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { html, PAGE_HEADERS, renderPage } from '../../pages/page.js';
 import type { ServiceStore } from '../../core/store.js';
 import { guardedFetch } from '../../core/outbound-fetch.js';
-import { RateLimiter } from '../../core/rate-limit.js';
+import { RateLimiter } from '../../core/gate.js';
 import { StoreAdapterFactory, type OAuthTables } from './adapter.js';
 import { MCP_SCOPE, OAUTH_PATHS, OAUTH_TTL } from './paths.js';
 
