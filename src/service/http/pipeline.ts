@@ -30,8 +30,26 @@ export function routeRunner(steps: readonly Step<GateRun>[]): RouteRun {
   return (route, handler, params, query, req, res) => chain(new HttpRun(route, handler, params, query, req, res));
 }
 
+/** What a run reads of a node:http response (answered yet, closed, its status): a route's request and a page's share it. */
+export abstract class NodeResponseSide {
+  constructor(readonly res: ServerResponse) {}
+
+  answered(): boolean {
+    return this.res.headersSent;
+  }
+
+  onClose(listener: () => void): () => void {
+    this.res.once('close', listener);
+    return () => void this.res.off('close', listener);
+  }
+
+  status(): number {
+    return this.res.statusCode;
+  }
+}
+
 /** A request of node:http as the steps read it; its methods on the prototype, so a request makes no closures for them. */
-class HttpRequest implements RunRequest {
+class HttpRequest extends NodeResponseSide implements RunRequest {
   readonly method: string;
   readonly path: string;
   readonly authorization: string | undefined;
@@ -43,8 +61,9 @@ class HttpRequest implements RunRequest {
     readonly params: Record<string, string>,
     readonly query: Record<string, string>,
     readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    res: ServerResponse,
   ) {
+    super(res);
     this.method = req.method ?? 'GET';
     this.path = (req.url ?? '/').split('?', 1)[0]!;
     this.authorization = req.headers.authorization;
@@ -58,19 +77,6 @@ class HttpRequest implements RunRequest {
 
   discard(): void {
     this.req.resume();
-  }
-
-  answered(): boolean {
-    return this.res.headersSent;
-  }
-
-  onClose(listener: () => void): () => void {
-    this.res.once('close', listener);
-    return () => void this.res.off('close', listener);
-  }
-
-  status(): number {
-    return this.res.statusCode;
   }
 }
 

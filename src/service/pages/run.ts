@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import { NodeResponseSide } from '../http/pipeline.js';
 import type { JsonBody, Outcome, RunRequest } from '../runner/chain.js';
 
 // Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
@@ -17,7 +18,7 @@ export function routeOf(operationId: string): RouteSpec {
  * by the page, bounded), the page's own method and path for the journal, the client's address and
  * connection from node:http.
  */
-export class PageRequest implements RunRequest {
+export class PageRequest extends NodeResponseSide implements RunRequest {
   readonly method: string;
   readonly path: string;
   readonly address: string | undefined;
@@ -27,12 +28,13 @@ export class PageRequest implements RunRequest {
 
   constructor(
     readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    res: ServerResponse,
     readonly authorization: string | undefined,
     readonly body: unknown,
     /** The path the journal shows, when the URL holds a credential (a photo upload link's token). @default the request's path */
     path?: string,
   ) {
+    super(res);
     this.method = req.method ?? 'POST';
     this.path = path ?? (req.url ?? '/').split('?', 1)[0]!;
     this.address = req.socket.remoteAddress;
@@ -43,19 +45,6 @@ export class PageRequest implements RunRequest {
   }
 
   discard(): void {}
-
-  answered(): boolean {
-    return this.res.headersSent;
-  }
-
-  onClose(listener: () => void): () => void {
-    this.res.once('close', listener);
-    return () => void this.res.off('close', listener);
-  }
-
-  status(): number {
-    return this.res.statusCode;
-  }
 }
 
 /**
