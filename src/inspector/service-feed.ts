@@ -58,19 +58,25 @@ export interface ServiceFeedEvents {
 const MAX_ROWS = 10_000;
 
 /**
+ * What the inspector reads of the running service (issue 31 item 5: the few collaborators it needs, not the
+ * whole `Service`): its emitter, the clips' and image jobs' state and rows, its clock and origin.
+ */
+export type ServiceFeedParts = Pick<Service, 'emitter' | 'state' | 'store' | 'clock' | 'origin'>;
+
+/**
  * The service side of the inspector: clips and image jobs with their states, and the webhook deliveries
- * of its emitter with every attempt, read from the running `Service` (its public members only) and told
- * to the page as they change. Redeliver goes through `service.emitter.redeliver`.
+ * of its emitter with every attempt, read from the running service and told to the page as they change.
+ * Redeliver goes through the emitter's `redeliver`.
  * @example const feed = new ServiceFeed(app.service); feed.on('delivery', (row) => …); feed.close();
  */
 export class ServiceFeed extends EventEmitter<ServiceFeedEvents> {
-  readonly #service: Service;
+  readonly #service: ServiceFeedParts;
   /** What the page was last told of each delivery, so a scan tells only what changed. */
   readonly #told = new Map<string, string>();
   readonly #undo: Array<() => void> = [];
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
-  constructor(service: Service) {
+  constructor(service: ServiceFeedParts) {
     super();
     this.#service = service;
     const onAttempt = (delivery: Delivery) => this.#tell(delivery);
