@@ -1,6 +1,6 @@
 import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { peek, pop, push, type Timer } from './timer-heap.js';
+import { Lanes, peek, pop, push, type Timer } from './lanes.js';
 
 /** A clock the state machines arm their timers on; `as` (a `SimulatedClock`'s) puts them on an account's own time. */
 export interface LaneClock {
@@ -46,13 +46,6 @@ export interface SimulatedClockOptions {
   real?: RealTimers;
 }
 
-
-/** An account's own time (issue 22): how far it is ahead of the service's, and its timers. */
-interface Lane {
-  lead: number;
-  /** Pending timers in a binary min-heap by (at, seq); cancelled ones are dropped when they surface. */
-  readonly heap: Timer[];
-}
 
 /**
  * Something else that falls due on an account's time besides its timers: the service's webhook retries,
@@ -104,13 +97,11 @@ export class SimulatedClock {
   readonly frozen: boolean;
   readonly #real: RealTimers;
   readonly #settle: () => Promise<void>;
-  /** The service's own lane (`null`, lead 0) and each account's that was ever given a lead or a timer. */
-  readonly #lanes = new Map<number | null, Lane>([[null, { lead: 0, heap: [] }]]);
+  /** The service's own time and each account's, with their pending timers (lanes.ts). */
+  readonly #lanes = new Lanes();
   /** The account the current request or timer acts for. */
   readonly #acting = new AsyncLocalStorage<Acting>();
   readonly #sources = new Set<LaneSource>();
-  /** The accounts whose time an `advance()` is moving now: their lanes are kept even while empty. */
-  readonly #lanesInAdvance = new Set<number>();
   /** Simulated minus real time (running), or the simulated time itself (frozen), of the service's own time. */
   #offset: number;
   #seq = 0;
@@ -148,30 +139,28 @@ export class SimulatedClock {
    * (issue 22: each account reads its own time), else the service's.
    */
   now(): number {
-    return this.#baseNow() + this.#leadOf(this.account);
+    return this.#baseNow() + this.#lanes.leadOf(this.account);
   }
 
   /** The simulated time of `account` (`null`: the service's own), whoever asks. */
   nowOf(account: number | null): number {
-    return this.#baseNow() + this.#leadOf(account);
+    return this.#baseNow() + this.#lanes.leadOf(account);
   }
 
   /** How far `account`'s time is ahead of the service's, in milliseconds (0 for an account never advanced alone). */
   leadOf(account: number): number {
-    return this.#leadOf(account);
+    return this.#lanes.leadOf(account);
   }
 
   /** The accounts whose time is ahead of the service's, and by how much (what a restart restores). */
   leads(): Map<number, number> {
-    const leads = new Map<number, number>();
-    for (const [account, lane] of this.#lanes) if (account !== null && lane.lead > 0) leads.set(account, lane.lead);
-    return leads;
+    return this.#lanes.leads();
   }
 
   /** Puts `account`'s time `ms` ahead of the service's, firing nothing (a restart restoring what it kept). */
   restoreLead(account: number, ms: number): void {
     if (!Number.isSafeInteger(account) || !(Number.isFinite(ms) && ms >= 0)) throw new TypeError(`Expected an account id and a lead >= 0, got ${account} and ${ms}.`);
-    this.#lane(account).lead = ms;
+    this.#lanes.of(account).lead = ms;
     this.#arm();
   }
 
@@ -225,16 +214,14 @@ export class SimulatedClock {
 
   /** Timers waiting to fire. */
   get timers(): number {
-    let count = 0;
-    for (const lane of this.#lanes.values()) for (const timer of lane.heap) if (!timer.cancelled) count++;
-    return count;
+    return this.#lanes.pending();
   }
 
   /** Runs `callback` once simulated time reaches now + `ms`, on the time of the account acted for. */
   setTimeout(callback: () => void, ms: number): unknown {
     const account = this.account;
     const timer: Timer = { at: this.nowOf(account) + Math.max(0, Number.isFinite(ms) ? ms : 0), seq: this.#seq++, callback, lane: account, cancelled: false };
-    push(this.#lane(account).heap, timer);
+    push(this.#lanes.of(account).heap, timer);
     this.#arm();
     return timer;
   }
@@ -296,21 +283,17 @@ export class SimulatedClock {
 
   /** Forgets an account (deleted): its time and its pending timers, which never fire. */
   forget(account: number): void {
-    const lane = this.#lanes.get(account);
-    if (!lane) return;
-    for (const timer of lane.heap) timer.cancelled = true;
-    this.#lanes.delete(account);
-    this.#arm();
+    if (this.#lanes.forget(account)) this.#arm();
   }
 
   /** Timers waiting to fire on `account`'s time. */
   timersOf(account: number): number {
-    return this.#lanes.get(account)?.heap.filter((timer) => !timer.cancelled).length ?? 0;
+    return this.#lanes.pending(account);
   }
 
   /** Every account's time back to the service's (a reset), or one account's. Its timers stay, due as they were on its time. */
   clearLeads(account?: number): void {
-    for (const [id, lane] of this.#lanes) if (id !== null && (account === undefined || id === account)) lane.lead = 0;
+    this.#lanes.clearLeads(account);
     this.#arm();
   }
 
@@ -319,26 +302,16 @@ export class SimulatedClock {
     this.#stopped = true;
     if (this.#armed) this.#real.clearTimeout(this.#armed.handle);
     this.#armed = null;
-    for (const lane of this.#lanes.values()) lane.heap.length = 0;
+    this.#lanes.clear();
   }
 
   #baseNow(): number {
     return this.frozen ? this.#offset : this.#real.now() + this.#offset;
   }
 
-  #leadOf(account: number | null): number {
-    return account === null ? 0 : (this.#lanes.get(account)?.lead ?? 0);
-  }
-
-  #lane(account: number | null): Lane {
-    let lane = this.#lanes.get(account);
-    if (!lane) this.#lanes.set(account, (lane = { lead: 0, heap: [] }));
-    return lane;
-  }
-
   async #advanceNow(ms: number): Promise<void> {
     const target = this.#baseNow() + ms;
-    for (let next = this.#earliest(); next && next.due <= target; next = this.#earliest()) {
+    for (let next = this.#lanes.earliest(); next && next.due <= target; next = this.#lanes.earliest()) {
       this.#moveTo(next.due);
       this.#fire(pop(next.lane.heap)!);
       await this.#settled(null);
@@ -350,16 +323,16 @@ export class SimulatedClock {
 
   /** One account's time moves: its timers and its sources' due things fire in order, each at its own instant. */
   async #advanceLane(account: number, ms: number): Promise<void> {
-    this.#lanesInAdvance.add(account);
+    this.#lanes.moving.add(account);
     try {
       await this.#moveLane(account, ms);
     } finally {
-      this.#lanesInAdvance.delete(account);
+      this.#lanes.moving.delete(account);
     }
   }
 
   async #moveLane(account: number, ms: number): Promise<void> {
-    const lane = this.#lane(account);
+    const lane = this.#lanes.of(account);
     const target = lane.lead + ms;
     // A source that still reports what it was just told to fire made no progress (its work failed, or
     // waits for a slot): it is not asked again in this advance, so the advance always ends.
@@ -400,22 +373,6 @@ export class SimulatedClock {
     for (const settle of this.#settlers) await settle(account);
   }
 
-  /** The earliest pending timer of any lane, and when it is due on the service's time. */
-  #earliest(): { lane: Lane; timer: Timer; due: number } | undefined {
-    let best: { lane: Lane; timer: Timer; due: number } | undefined;
-    for (const [account, lane] of this.#lanes) {
-      const timer = peek(lane.heap);
-      if (!timer) {
-        // An account at the service's time with nothing pending costs nothing to keep track of.
-        if (account !== null && lane.lead === 0 && !this.#lanesInAdvance.has(account)) this.#lanes.delete(account);
-        continue;
-      }
-      const due = timer.at - lane.lead;
-      if (!best || due < best.due || (due === best.due && timer.seq < best.timer.seq)) best = { lane, timer, due };
-    }
-    return best;
-  }
-
   /** Sets the service's simulated time to `at`, never backwards. */
   #moveTo(at: number): void {
     if (at <= this.#baseNow()) return;
@@ -436,7 +393,7 @@ export class SimulatedClock {
   /** Keeps one real timer armed for the earliest pending timer (running clocks only). */
   #arm(): void {
     if (this.#stopped) return;
-    const next = this.#earliest();
+    const next = this.#lanes.earliest();
     const now = this.#baseNow();
     // Frozen time stands still, but what is due at this instant still runs (a webhook due now goes now).
     const wait = next && (!this.frozen || next.due <= now) ? next : undefined;
@@ -451,7 +408,7 @@ export class SimulatedClock {
       this.#armed = null;
       // Real time has reached it: fire what is due, in order, then arm for the rest.
       const reached = this.#baseNow();
-      for (let due = this.#earliest(); due && due.due <= reached; due = this.#earliest()) this.#fire(pop(due.lane.heap)!);
+      for (let due = this.#lanes.earliest(); due && due.due <= reached; due = this.#lanes.earliest()) this.#fire(pop(due.lane.heap)!);
       this.#arm();
     }, delay);
     this.#armed = { handle, at: key! };
