@@ -18,8 +18,8 @@ export const ABORTED_STATUS = 499;
 export async function fetchAdapter(receiver: ReceiverCore, req: Request, headers: HeaderSource = req.headers, length?: string | null): Promise<Response> {
   let result: ReceiverReply;
   try {
-    const body = length === undefined ? readFetchBody(req, receiver.limit) : readFetchBody(req, receiver.limit, length);
-    result = await receiver.receive(await body, headers);
+    // `length` undefined: readFetchBody reads the Content-Length off `req` itself.
+    result = await receiver.receive(await readFetchBody(req, receiver.limit, length), headers);
   } catch (error) {
     if (isAborted(error)) return new Response(null, { status: ABORTED_STATUS });
     result = receiver.refuse(error);
