@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Delivery, DeliveryAttempt, DeliveryState } from '../emitter/types.js';
 import { DeliveryNotFoundError } from '../protocol/errors.js';
 import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from '../protocol/schedule.js';
-import type { ImageJob } from '../service/resources/images/jobs.js';
+import type { ImageJob } from '../service/resources/images/job.js';
 import type { Service } from '../service/service.js';
 import type { Video } from '../service/resources/videos/lifecycle.js';
 

@@ -3,7 +3,7 @@ import { ASSISTANT_TEXT } from '../contract/assistant.js';
 import { ImageFields, ImageRequest } from '../contract/images.js';
 import { LIMITS } from '../contract/limits.js';
 import { rule } from '../contract/problems.js';
-import type { ImageJob } from '../resources/images/jobs.js';
+import type { ImageJob } from '../resources/images/job.js';
 import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { idempotencyKey, maxCredits, signalOf } from './clip-tools.js';
 import type { Made } from './spending.js';

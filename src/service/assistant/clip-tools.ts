@@ -5,7 +5,7 @@ import { LIMITS } from '../contract/limits.js';
 import { assistantClipPrice, DEFAULT_DURATION } from '../contract/pricing.js';
 import { rule } from '../contract/problems.js';
 import { MAX_CLIP_IMAGES, VideoFields, VideoListFields, VideoRequest } from '../contract/videos.js';
-import type { ImageItem } from '../resources/images/jobs.js';
+import type { ImageItem } from '../resources/images/job.js';
 import { imageFileUrl } from '../resources/images/views.js';
 import { refuse, type ToolAnswer } from './answers.js';
 import type { Made } from './spending.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Asset } from '../../../src/service/resources/assets/assets.js';
 import { assetView, uploadView } from '../../../src/service/resources/assets/views.js';
-import type { ImageJob } from '../../../src/service/resources/images/jobs.js';
+import type { ImageJob } from '../../../src/service/resources/images/job.js';
 import { ImageRequest } from '../../../src/service/contract/images.js';
 import { parseOrThrow } from '../../../src/service/contract/problems.js';
 import { imageJobView } from '../../../src/service/resources/images/views.js';

@@ -4,7 +4,8 @@ import type { Files } from '../../core/files.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { Asset, Assets } from '../assets/assets.js';
 import type { AssetCommands } from '../assets/commands.js';
-import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob, type ImageJobs, type ImageJobTables } from './jobs.js';
+import { type ImageJobs } from './jobs.js';
+import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob, type ImageJobTables } from './job.js';
 
 const MIME = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' } as const;
 

@@ -8,7 +8,8 @@ import { insufficient } from '../../core/gate.js';
 import type { ServiceStore } from '../../core/store.js';
 import type { References } from '../references.js';
 import type { ImageFiles } from './characters.js';
-import type { ImageJob, ImageJobs, ImageJobTables } from './jobs.js';
+import type { ImageJobs } from './jobs.js';
+import type { ImageJob, ImageJobTables } from './job.js';
 import { imageJobView } from './views.js';
 
 /**

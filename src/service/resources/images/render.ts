@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { DECODE_OPTIONS } from '../assets/pixels.js';
 import { IMAGE_MEGAPIXELS, type ImageQuality } from '../../contract/pricing.js';
-import type { ImageJob, ImageRenderer } from './jobs.js';
+import type { ImageJob, ImageRenderer } from './job.js';
 import type { ImageRatio } from '../../contract/images.js';
 
 /** Width of the WebP preview (spec 2.7 `thumbnail_url`: a small preview). */

@@ -1,4 +1,4 @@
-import type { ImageItem, ImageJob } from './jobs.js';
+import type { ImageItem, ImageJob } from './job.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 

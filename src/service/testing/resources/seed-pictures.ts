@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, link } from 'node:fs/promises';
 import type { Files } from '../../core/files.js';
 import { drawnText } from '../../resources/images/render.js';
-import type { ImageJob, ImageRenderer } from '../../resources/images/jobs.js';
+import type { ImageJob, ImageRenderer } from '../../resources/images/job.js';
 
 type Rendered = Awaited<ReturnType<ImageRenderer['render']>>;
 

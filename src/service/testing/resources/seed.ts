@@ -11,7 +11,8 @@ import { parseSimulation } from '../../core/simulate.js';
 import type { ServiceStore } from '../../core/store.js';
 import { checkFixture, fixtureError, planSeed, type SeedOwner } from '../../testing/seed.js';
 import type { Assets } from '../../resources/assets/assets.js';
-import type { ImageJobs, ImageRenderer } from '../../resources/images/jobs.js';
+import type { ImageJobs } from '../../resources/images/jobs.js';
+import type { ImageRenderer } from '../../resources/images/job.js';
 import type { VideoLifecycle } from '../../resources/videos/lifecycle.js';
 import { SeedPictures } from './seed-pictures.js';
 

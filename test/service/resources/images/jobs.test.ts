@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Accounts, Credits, type AccountTables } from '../../../../src/service/core/accounts.js';
 import { SimulatedClock } from '../../../../src/service/core/clock.js';
-import { animateOf, ImageJobs, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../../src/service/resources/images/jobs.js';
+import { ImageJobs } from '../../../../src/service/resources/images/jobs.js';
+import { animateOf, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../../src/service/resources/images/job.js';
 import { ImageRequest, type ImageCommand } from '../../../../src/service/contract/images.js';
 import { parseOrThrow } from '../../../../src/service/contract/problems.js';
 import { ServiceStore } from '../../../../src/service/core/store.js';

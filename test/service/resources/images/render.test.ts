@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ImageJob } from '../../../../src/service/resources/images/jobs.js';
+import type { ImageJob } from '../../../../src/service/resources/images/job.js';
 import { imageSize, SharpRenderer, THUMBNAIL_WIDTH } from '../../../../src/service/resources/images/render.js';
 import { IMAGE_RATIOS, ImageRequest } from '../../../../src/service/contract/images.js';
 import { parseOrThrow } from '../../../../src/service/contract/problems.js';
