@@ -41,7 +41,7 @@ describe('the inspector log under a burst', () => {
     const open = vi.mocked(fsPromises.open);
     open.mockClear();
     for (let n = 1; n <= 300; n++) recorder.record(exchangeFixture(n));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await recorder.flush();
     expect(writes).toHaveLength(1);
     const ids = (await readFile(log, 'utf8')).split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { id: number }).id);
     expect(ids).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));

@@ -1,5 +1,6 @@
 // listen's lean HTTP/1.1 client for the local app (issue 23): the reply as node:http read it, however the
 // bytes are cut into packets, keep-alive reuse, and every way a reply can be wrong.
+import { once } from 'node:events';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -148,8 +149,10 @@ describe('the local hop over the lean client', () => {
     await hop.forward(event());
     expect(app.sockets.size).toBe(2);
     // The app closes the idle connection (as a server's keep-alive timeout does): the next request is not lost to it.
+    const closed = [...app.sockets].filter((socket) => !socket.destroyed).map((socket) => once(socket, 'close'));
     for (const socket of app.sockets) socket.end();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The client saw the app's FIN and let the connection go: what a keep-alive timeout leaves behind.
+    await Promise.all(closed);
     expect((await hop.forward(event())).status).toBe(200);
   });
 
@@ -169,8 +172,9 @@ describe('the local hop over the lean client', () => {
   it('fails with local_timeout and drops the connection when the app does not answer in time', async () => {
     const app = await rawApp(() => undefined);
     await expect(forwarder(app.url, 100).forward(event())).rejects.toMatchObject({ code: 'local_timeout', message: 'no reply within 100 ms' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect([...app.sockets].every((socket) => socket.destroyed || socket.readableEnded)).toBe(true);
+    // The forwarder dropped it: the app's side ends (a connection left open would hang here, failing the test).
+    await Promise.all([...app.sockets].map((socket) => (socket.readableEnded ? undefined : once(socket, 'end'))));
+    expect(app.sockets.size).toBe(1);
   });
 
   it('carries 64 requests at once to a node:http app, each reply to its own request', async () => {
@@ -436,17 +440,20 @@ describe('the lean client against RFC 9112 §6, reply by reply', () => {
   });
 
   it('bytes the app sends after a reply, once idle, do not become the next request\'s reply', async () => {
-    let connections = 0;
+    let first: Socket | undefined;
     const app = await rawApp((_request, socket) => {
-      if (++connections === 1) {
+      if (!first) {
+        first = socket;
         socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
-        setTimeout(() => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil'), 20);
       } else socket.write(OK);
     });
     const client = new LocalHttpClient(new URL(app.url), 1 << 20);
     cleanups.push(() => client.close());
     expect(await send(client)).toMatchObject({ body: 'ok', reusable: true });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Once the reply is taken and the connection idle, the app speaks unasked: the client drops that connection.
+    const closed = once(first!, 'close');
+    first!.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil');
+    await closed;
     expect(await send(client)).toEqual(next);
     expect(app.sockets.size).toBe(2);
   });
