@@ -112,6 +112,17 @@ export class AssistantEndpoint {
     }
   }
 
+  /**
+   * The router's handler of `/mcp`: `serve`, and a refusal written by `refused` (the writer of the service's
+   * other pages). Issue 31 (the walk): a call let in runs nothing of the router's other routes.
+   */
+  route(refused: (req: IncomingMessage, res: ServerResponse, result: Result) => void): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+    return async (req, res) => {
+      const result = await this.serve(req, res);
+      if (result && !res.headersSent) refused(req, res, result);
+    };
+  }
+
   /** A `ServiceError` as the answer of `/mcp`, with its challenge for a 401 or 403. */
   #refusal(error: unknown, headers: Record<string, string>): Result {
     if (!(error instanceof ServiceError)) throw error;
