@@ -81,7 +81,9 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
     // Issue 31 (the walk): only a path under one of the OAuth paths' first segments asks (never /v1/…, /mcp).
-    if (assistant && OAUTH_ROOTS.has(rootOf(req.url)) && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
+    const url = req.url ?? '/';
+    const second = url.indexOf('/', 1);
+    if (assistant && second !== -1 && OAUTH_ROOTS.has(url.slice(1, second)) && isOAuthPath(url.split('?', 1)[0]!)) {
       return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
         report(error);
         if (!res.headersSent) sendProblem(res, problem('internal_error'));
@@ -103,12 +105,6 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
     },
   });
   return app;
-}
-
-/** The first segment of a request target (`oauth` of `/oauth/token?x`), as sent. */
-function rootOf(url = '/'): string {
-  const end = url.slice(1).search(/[/?]/);
-  return end === -1 ? url.slice(1) : url.slice(1, end + 1);
 }
 
 /** The started service with the service under it: for the service's own tests, not published (issue 31 item 5). */
