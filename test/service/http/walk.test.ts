@@ -107,6 +107,6 @@ describe('the walk of MCP tools/call create_clip (issue 31)', () => {
     });
     expect(files).toContain('service/resources/videos/commands.ts');
     expect(files.filter((file) => [...NEITHER, 'service/assistant/oauth/paths.ts', 'service/http/extras.ts', 'service/contract/problems.ts'].includes(file))).toEqual([]);
-    expect(files.filter((file) => file.startsWith('service/assistant/'))).toEqual(['service/assistant/admission.ts', 'service/assistant/clip-tools.ts', 'service/assistant/connections.ts', 'service/assistant/endpoint.ts', 'service/assistant/spending.ts', 'service/assistant/tool-runner.ts']);
+    expect(files.filter((file) => file.startsWith('service/assistant/'))).toEqual(['service/assistant/clip-tools.ts', 'service/assistant/connections.ts', 'service/assistant/endpoint.ts', 'service/assistant/spending.ts', 'service/assistant/tool-runner.ts']);
   });
 });
