@@ -125,7 +125,8 @@ export class Service {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
     const choice = random ? { random } : {};
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
-    const now = () => clock.now();
+    // Issue 31 (the walk): the clock's own methods, bound once, so no closure of the wiring runs on each request.
+    const now = clock.now.bind(clock);
     this.store = store;
     this.clock = clock;
     this.strict = strict;
@@ -135,18 +136,19 @@ export class Service {
     this.emitter = emitter;
     this.files = new Files(options.file === false ? false : (options.file ?? DEFAULT_FILE));
     const files = this.files;
-    const serviceOrigin = () => this.origin;
+    // Issue 31 (the walk): `this.origin` read at each call (it is set once the server listens) with no closure of the wiring.
+    const serviceOrigin = Reflect.get.bind(Reflect, this, 'origin') as () => string;
 
     // Core: who is calling, and what every resource reads.
     // Issue 29 items 2 and 9: every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
     const secrets = new SecretIndex();
     this.accounts = new Accounts(store, now, secrets);
     const credits = new Credits(this.accounts);
-    const serviceNow = () => clock.nowOf(null);
+    const serviceNow = clock.nowOf.bind(clock, null);
     // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
     const failures = new AuthFailures({ now: serviceNow });
     const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
-    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: (id) => clock.actFor(id) });
+    this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: clock.actFor.bind(clock) });
     this.idempotency = new Idempotency({ table: store.table('idempotency'), now, sweepNow: serviceNow, ...(shared ? { shared: shared.idempotency } : {}) });
     const meta = (store.table('meta').get('service') as MetaRow | undefined) ?? (store.table('meta').put({ id: 'service', mediaSecret: randomBytes(32).toString('base64url') }) as MetaRow);
     const signer = new MediaSigner(meta.mediaSecret);

@@ -81,7 +81,7 @@ export class AssistantSignIn {
 
   /**
    * Who an OAuth access token in `authorization` names, with its assistant connection: the bearer credential
-   * of a request to `/mcp` that is no API key (those the gate of `/v1` looks up first, admission.ts). With the
+   * of a request to `/mcp` that is no API key (those the gate of `/v1` looks up first, endpoint.ts). With the
    * client's `address`, a token that is not valid either counts against it, or is refused (429, issue 20 item
    * 6) once the address failed too often; a valid one never is (issue 29 item 4).
    */

@@ -166,48 +166,45 @@ export class AssistantSpending {
     }
   }
 
+  /** The checks, then `make` with its charge in one unit; the keys' leases end with it (refusals are not remembered). */
   async #checkAndMake(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
+    const { price, maxCredits } = request;
     try {
-      return await this.#checkAndMakeHeld(who, request, leases, make);
+      if (price > maxCredits) {
+        // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
+        return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
+      }
+      if (request.kind === 'clip' && this.runningClips(who.assistant) >= concurrentClips) {
+        return refuse('too_many_running_clips', `At most ${concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: concurrentClips });
+      }
+      const limit = this.#limit(who.assistant, who.account);
+      const used = this.usedToday(who.assistant);
+      if (used + price > limit) {
+        return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last ${ASSISTANT_TEXT.dailyWindow}. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
+      }
+      // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
+      // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
+      let undo: (() => void) | null = null;
+      try {
+        const made = await this.#parts.store.unit(async () => {
+          const created = await make();
+          const at = this.#parts.clock.now();
+          const spend = this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
+          this.#index(spend);
+          for (const lease of leases) lease.finish({ status: 200, body: created.value });
+          undo = () => this.#unindex(spend);
+          return created;
+        });
+        return { ok: true, value: made.value };
+      } catch (error) {
+        (undo as (() => void) | null)?.();
+        // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
+        if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#parts.warn, report: () => undefined }));
+        throw error;
+      }
     } finally {
       // Refusals are not remembered: the same call may succeed later. (A kept answer was finished already.)
       for (const lease of leases) lease.finish(null);
-    }
-  }
-
-  async #checkAndMakeHeld(who: Spender, request: SpendRequest, leases: readonly KeyLease[], make: () => Promise<Made>): Promise<ToolAnswer> {
-    const { price, maxCredits } = request;
-    if (price > maxCredits) {
-      // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
-      return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
-    }
-    if (request.kind === 'clip' && this.runningClips(who.assistant) >= concurrentClips) {
-      return refuse('too_many_running_clips', `At most ${concurrentClips} clips from one assistant run at once. Nothing was charged; wait for one to end (get_clip) and try again.`, { running: concurrentClips });
-    }
-    const limit = this.dailyLimit(who.assistant, who.account);
-    const used = this.usedToday(who.assistant);
-    if (used + price > limit) {
-      return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last ${ASSISTANT_TEXT.dailyWindow}. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
-    }
-    // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
-    // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
-    let undo: (() => void) | null = null;
-    try {
-      const made = await this.#parts.store.unit(async () => {
-        const created = await make();
-        const at = this.#parts.clock.now();
-        const spend = this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
-        this.#index(spend);
-        for (const lease of leases) lease.finish({ status: 200, body: created.value });
-        undo = () => this.#unindex(spend);
-        return created;
-      });
-      return { ok: true, value: made.value };
-    } catch (error) {
-      (undo as (() => void) | null)?.();
-      // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
-      if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#parts.warn, report: () => undefined }));
-      throw error;
     }
   }
 

@@ -5,7 +5,7 @@ import { HELPER_OPERATIONS, type TestHelpers } from '../testing/http/test-helper
 import { problem } from '../../protocol/problem.js';
 import { ROUTES, type RouteSpec } from '../contract/routes.js';
 import { AssistantEndpoint } from '../assistant/endpoint.js';
-import { isOAuthPath } from '../assistant/oauth/paths.js';
+import { isOAuthPath, OAUTH_ROOTS } from '../assistant/oauth/paths.js';
 import { Service } from '../service.js';
 import { linkedSteps, routeSteps } from './deps.js';
 import { operationRunner, type Command } from '../runner/call.js';
@@ -45,8 +45,9 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const service = options.service ?? (await Service.open(options));
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
-  const now = () => service.clock.now();
-  const origin = () => service.origin;
+  // Issue 31 (the walk): bound once, as service.ts binds them, so the request's path runs no closure of this wiring.
+  const now = service.clock.now.bind(service.clock);
+  const origin = Reflect.get.bind(Reflect, service, 'origin') as () => string;
   // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
   const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
   const assistant =
@@ -79,8 +80,10 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const app = ((req, res) => service.clock.scope(() => {
     // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
-    // Issue 31 (the walk): a /v1 request never asks whether it is an OAuth path.
-    if (assistant && !req.url?.startsWith('/v1/') && isOAuthPath((req.url ?? '/').split('?', 1)[0]!)) {
+    // Issue 31 (the walk): only a path under one of the OAuth paths' first segments asks (never /v1/…, /mcp).
+    const url = req.url ?? '/';
+    const second = url.indexOf('/', 1);
+    if (assistant && second !== -1 && OAUTH_ROOTS.has(url.slice(1, second)) && isOAuthPath(url.split('?', 1)[0]!)) {
       return void assistant.signIn.oauth().then((oauth) => oauth.handle(req, res)).catch((error: Error) => {
         report(error);
         if (!res.headersSent) sendProblem(res, problem('internal_error'));

@@ -17,11 +17,14 @@ import type { ExtraRoute } from './dispatch.js';
 import { sendMedia } from './operations.js';
 import { headersOf, problemOf, sendJson, sendProblem, sendResult } from './respond.js';
 
+/** Writes what a page's or file's handler answered, its problem's `instance` the request's path. */
+const write = (req: IncomingMessage, res: ServerResponse, result: Result) => sendResult(res, { ...result, body: withInstance(result.body, req) });
+
 /** Runs a page's or file's handler and writes what it answers, when it did not write it itself. */
 const answer = (run: (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => Result | undefined | Promise<Result | undefined>) =>
   async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => {
     const result = await run(req, res, params, query);
-    if (result && !res.headersSent) sendResult(res, { ...result, body: withInstance(result.body, req) });
+    if (result && !res.headersSent) write(req, res, result);
   };
 
 const withInstance = (body: unknown, req: IncomingMessage) => (body && typeof body === 'object' && 'code' in body && (body as { instance?: unknown }).instance === null ? { ...body, instance: (req.url ?? '/').split('?', 1)[0] } : body);
@@ -81,7 +84,9 @@ export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | 
     { method: 'POST', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => receivePhotoUpload(pages.photoUploads, { req, params }, res)) },
   ];
   if (!assistant) return routes;
-  for (const method of ['POST', 'GET', 'DELETE']) routes.push({ method, path: MCP_PATH, handle: answer((req, res) => assistant.serve(req, res)) });
+  // Issue 31 (the walk): the endpoint's own handler, so a call runs nothing of this module.
+  const mcp = assistant.route(write);
+  for (const method of ['POST', 'GET', 'DELETE']) routes.push({ method, path: MCP_PATH, handle: mcp });
   routes.push(
     // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
     { method: 'GET', path: PROTECTED_RESOURCE_PATH, handle: (_req, res) => sendJson(res, 200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }) },

@@ -23,6 +23,12 @@ export const MCP_SCOPE = 'mcp';
  */
 export const OAUTH_TTL = Object.freeze({ accessToken: 3_600, rotatedRefreshGrace: 30, authorizationCode: 60, interaction: 600, refreshToken: 30 * 86_400, session: 14 * 86_400, grant: 365 * 86_400 });
 
+/**
+ * The first segments of the authorization server's paths (`oauth`, `.well-known`; each path has a second),
+ * made once from the table above: a request under any other (`/v1/…`, `/mcp`) is no OAuth path, unasked.
+ */
+export const OAUTH_ROOTS: ReadonlySet<string> = new Set(Object.values(OAUTH_PATHS).map((path) => path.split('/')[1]!));
+
 /** Whether the authorization server answers `path` (its endpoints and metadata; not the consent page, which the service serves). */
 export function isOAuthPath(path: string): boolean {
   if (path === OAUTH_PATHS.serverMetadata || path === OAUTH_PATHS.openidConfiguration) return true;

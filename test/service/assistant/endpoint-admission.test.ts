@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import type { Identified } from '../../../src/service/core/gate.js';
-import { body, mcpFloor, mcpLimits, originRule, signIn, type McpRun } from '../../../src/service/assistant/admission.js';
+import { body, mcpFloor, mcpLimits, originRule, signIn, type McpRun } from '../../../src/service/assistant/endpoint.js';
 import type { AssistantRow } from '../../../src/service/assistant/connections.js';
 import { callerWith } from '../runner/fixtures.js';
 import { start } from './fixtures.js';
