@@ -29,6 +29,8 @@ export type { AppOptions, ServiceApp, ServiceAssistant, StartedService, StartOpt
 export type { TestHelpers, JournalFilter } from './testing/http/test-helpers.js';
 export { DEFAULT_BALANCE, DEFAULT_FILE } from './options.js';
 export type { ServiceOptions, ImageFetcher } from './options.js';
+export type { ServiceRedisClient } from './core/redis/client.js';
+export type { RedisClientLike, RedisDuplicateOptions } from '../store/redis-client.js';
 export type { Caller } from './core/gate.js';
 export { SimulatedClock } from './core/clock.js';
 export type { SimulatedClockOptions, RealTimers } from './core/clock.js';
