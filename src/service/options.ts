@@ -3,7 +3,7 @@ import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type DeliveryReco
 import type { WebhookChaos } from './testing/chaos-transport.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
-import type { SeedFixtureInput } from './testing/contract/seed.js';
+import type { SeedFixture } from './testing/contract/helper-types.js';
 import { sharedOptions } from './core/redis/shared.js';
 import type { ServiceRedisClient } from './core/redis/client.js';
 import type { Speed } from './core/simulate.js';
@@ -45,7 +45,7 @@ export interface ServiceOptions {
    * A seed fixture made at start (and again at each reset), as `POST /test_helpers/seed` makes one (issue 22):
    * `{ accounts, assets, clips, images }`. A bad one makes `open` reject with the 400's ServiceError (`extra.pointer`).
    */
-  seed?: SeedFixtureInput;
+  seed?: SeedFixture;
   /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
   emitter?: WebhookEmitter;
   /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */
