@@ -1,5 +1,6 @@
 export { createRelayServer, RelayServer } from './server.js';
 export type { RelayServerOptions, RelayLogger, ChannelInfo } from './server.js';
+export type { RelayRedis } from './server-options.js';
 export { createChannel } from './api.js';
 export type { CreateChannelOptions } from './api.js';
 export { connectListener, Listener } from './client.js';

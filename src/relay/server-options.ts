@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisDuplicateOptions } from '../store/redis-client.js';
 import type { LineFileIo } from '../store/line-file-io.js';
 import { realScheduler, type Scheduler } from './heartbeat.js';
 import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
@@ -10,6 +10,29 @@ export interface RelayLogger {
   warn(message: string): void;
 }
 
+/**
+ * The part of a connected ioredis client (`Redis`) the relay calls: scripts and a few commands on it, and
+ * pub/sub on one `duplicate()` of it. Issue 29 item 15: written out so the published types name no ioredis.
+ */
+export interface RelayRedis {
+  readonly options: { readonly host?: string | undefined; readonly port?: number | undefined };
+  /** `'ready'` when commands can run; anything else fails them at once with `relay_unavailable`. */
+  readonly status: string;
+  duplicate(override?: RedisDuplicateOptions): RelayRedis;
+  connect(): Promise<void>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  once(event: string, listener: (...args: any[]) => void): unknown;
+  callBuffer(command: string, args: Array<string | number | Buffer>): Promise<unknown>;
+  script(subcommand: 'LOAD', script: string): Promise<unknown>;
+  hget(key: string, field: string): Promise<string | null>;
+  exists(...keys: string[]): Promise<number>;
+  publish(channel: string, message: string | Buffer): Promise<number>;
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+}
+
 export interface RelayServerOptions {
   /**
    * The data file keeping channels and buffered events across restarts (a snapshot of JSON lines, plus
@@ -19,12 +42,12 @@ export interface RelayServerOptions {
    */
   file?: string | false;
   /**
-   * A connected ioredis client: channels, buffers, sequence numbers, acknowledgements and listener
+   * A connected ioredis client (`RelayRedis` names what the relay calls on it): channels, buffers, sequence numbers, acknowledgements and listener
    * presence live in this Redis, shared by every relay process given the same Redis and `redisPrefix`, so
    * an event taken by one process reaches a listener connected to another (issue 13). The relay opens one
    * more connection for pub/sub with `redis.duplicate()` and leaves this client open on `close()`.
    */
-  redis?: Redis;
+  redis?: RelayRedis;
   /** …or a `redis://` (`rediss://`) URL for clients of the relay's own, closed by `close()`. @example 'redis://127.0.0.1:6379' */
   redisUrl?: string;
   /** Prefix of every Redis key and pub/sub channel, so several relays (or apps) can share one Redis. @default 'cliphook:relay:' */
@@ -80,7 +103,7 @@ export type ResolvedRelayOptions = Required<Omit<RelayServerOptions, 'publicUrl'
   adminToken: string | null;
   fileIo: LineFileIo | undefined;
   /** Where the relay keeps its state when not in its data file. */
-  redis: { client: Redis | null; url: string | null; prefix: string } | null;
+  redis: { client: RelayRedis | null; url: string | null; prefix: string } | null;
 };
 
 /** Applies the defaults and checks every option, so a misconfiguration fails at construction with a TypeError naming it. */

@@ -27,12 +27,19 @@ export const startService: (options?: StartOptions) => Promise<StartedService> =
 
 export type { AppOptions, ServiceApp, ServiceAssistant, StartedService, StartOptions } from './http/public.js';
 export type { TestHelpers, JournalFilter } from './testing/http/test-helpers.js';
+export type {
+  AdvanceClockRequest, CreateFaultRuleRequest, CreateTestAccountRequest, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleAction, FaultRuleList, JournalCleared, JournalEntry, JournalList,
+  ResetResponse, SeedAccountEntry, SeedAssetEntry, SeedClipEntry, SeedFixture, SeedImageEntry, SeedResult, TestAccount, TestAccountList, TestAccountSummary, TestClock, WebhookChaos, WebhookChaosMode,
+  WebhookChaosRequest,
+} from './testing/contract/helper-types.js';
 export { DEFAULT_BALANCE, DEFAULT_FILE } from './options.js';
 export type { ServiceOptions, ImageFetcher } from './options.js';
+export type { ServiceRedisClient } from './core/redis/client.js';
+export type { RedisClientLike, RedisDuplicateOptions } from '../store/redis-client.js';
 export type { Caller } from './core/gate.js';
 export { SimulatedClock } from './core/clock.js';
 export type { SimulatedClockOptions, RealTimers } from './core/clock.js';
 export type { Speed } from './core/simulate.js';
 export { clipPrice, assistantClipPrice, imagePrice, MODEL_SPECS, VIDEO_MODELS, API_DISCOUNT, IMAGE_PRICES } from './contract/pricing.js';
 export { fetchImage } from './core/fetch-image.js';
-export { ServiceError } from './contract/problems.js';
+export { ServiceError } from './contract/service-error.js';

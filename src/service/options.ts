@@ -1,11 +1,11 @@
 import { dirname, join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox, type DeliveryRecord, type EmitterOptions, type WebhookEmitter } from '../emitter/index.js';
 import type { WebhookChaos } from './testing/chaos-transport.js';
 import { isValidToken, MIN_API_KEY_LENGTH } from './core/accounts.js';
 import type { SimulatedClock } from './core/clock.js';
-import type { SeedFixtureInput } from './testing/contract/seed.js';
+import type { SeedFixture } from './testing/contract/helper-types.js';
 import { sharedOptions } from './core/redis/shared.js';
+import type { ServiceRedisClient } from './core/redis/client.js';
 import type { Speed } from './core/simulate.js';
 import type { ImageFetcher } from './core/fetch-image.js';
 
@@ -45,7 +45,7 @@ export interface ServiceOptions {
    * A seed fixture made at start (and again at each reset), as `POST /test_helpers/seed` makes one (issue 22):
    * `{ accounts, assets, clips, images }`. A bad one makes `open` reject with the 400's ServiceError (`extra.pointer`).
    */
-  seed?: SeedFixtureInput;
+  seed?: SeedFixture;
   /** Sends clip webhooks. @default an emitter with its outbox beside the data file (memory without a file), on `clock` */
   emitter?: WebhookEmitter;
   /** Downloads and checks an external image URL. @default `fetchImage` of fetch-image.ts (body cap, time-out, SSRF guard with --strict) */
@@ -67,9 +67,10 @@ export interface ServiceOptions {
   /**
    * Shares the rate limits and idempotency records with every `serve` process on this Redis, so several
    * behind one load balancer count one limit per key and never charge a retried request twice: a
-   * connected ioredis client (not closed by the service)…
+   * connected ioredis client (not closed by the service; `ServiceRedisClient` names what the service calls
+   * on it)…
    */
-  redis?: unknown;
+  redis?: ServiceRedisClient;
   /** …or a `redis://` URL. @example 'redis://127.0.0.1:6379' */
   redisUrl?: string;
   /** Prefix of the service's Redis keys. @default 'cliphook:service:' */
@@ -121,7 +122,7 @@ export function serviceEmitter(
   const { chaos, stamp } = hooks;
   const emitterOptions: EmitterOptions = {
     ...(redisOptions
-      ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis as Redis }), ...serviceQueue(options.redisPrefix) }) }
+      ? { queue: bullmqQueue({ ...(redisOptions.redisUrl ? { url: redisOptions.redisUrl } : { connection: redisOptions.redis! }), ...serviceQueue(options.redisPrefix) }) }
       : { store: file === false ? new MemoryOutbox() : new FileOutbox({ file: join(dirname(file), 'service-outbox.json') }) }),
     // One queue for every account: it runs on the service's own time; each attempt's delivered_at is its account's (stamp).
     clock: clock.base,

@@ -1,4 +1,5 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type { RedisDuplicateOptions } from '../../store/redis-client.js';
 import { EmitterStateError } from '../../protocol/errors.js';
 import type { EmitterLogger } from '../types.js';
 import { isClient, type BullmqQueue } from './options.js';
@@ -13,7 +14,7 @@ export interface RedisLinks {
 
 // Commands wait for a reconnection rather than fail after 20 tries: a restart of Redis must not lose an
 // attempt's outcome, and BullMQ needs it (its worker duplicates this connection for its blocking reads).
-const OWN: RedisOptions = { lazyConnect: true, maxRetriesPerRequest: null };
+const OWN: RedisDuplicateOptions = { lazyConnect: true, maxRetriesPerRequest: null };
 
 /**
  * Opens the connections, loading ioredis only now. Rejects with an `EmitterStateError`
@@ -24,7 +25,9 @@ const OWN: RedisOptions = { lazyConnect: true, maxRetriesPerRequest: null };
 export async function openRedis(queue: BullmqQueue, logger: EmitterLogger, onBack: () => void): Promise<RedisLinks> {
   const { Redis } = await import('ioredis');
   const { url, connection, where } = queue;
-  const command = url !== undefined ? new Redis(url, OWN) : isClient(connection!) ? connection.duplicate(OWN) : new Redis({ ...connection, ...OWN });
+  // Issue 29 item 15: a client given is typed by what is called on it (RedisClientLike); BullMQ runs on
+  // ioredis, so it is an ioredis client, and so is its duplicate.
+  const command = url !== undefined ? new Redis(url, OWN) : isClient(connection!) ? (connection.duplicate(OWN) as Redis) : new Redis({ ...connection, ...OWN });
   const subscriber = command.duplicate();
   let closing = false;
   let connected = false;

@@ -1,4 +1,4 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisClientLike, RedisClientOptions } from '../../store/redis-client.js';
 import { assertRedisUrl } from '../../store/redis-url.js';
 
 export interface BullmqQueueOptions {
@@ -8,10 +8,12 @@ export interface BullmqQueueOptions {
    */
   url?: string;
   /**
-   * Redis to connect to, as an ioredis client (the emitter duplicates it and never closes yours) or
-   * ioredis options (without `keyPrefix`: use `prefix`). Give this or `url`.
+   * Redis to connect to, as a client (an ioredis `Redis`: the emitter duplicates it and never closes
+   * yours, and refuses one with a `keyPrefix`: use `prefix`) or as `RedisClientOptions` (host, port,
+   * password, tls…). Give this or `url`.
+   * @example { host: 'redis.internal', port: 6379, password: process.env.REDIS_PASSWORD }
    */
-  connection?: Redis | RedisOptions;
+  connection?: RedisClientLike | RedisClientOptions;
   /** Prefix of every Redis key the emitter writes (BullMQ's and the delivery records). @default 'cliphook' */
   prefix?: string;
   /** The queue's name, without `:`. Processes with the same `prefix` and `name` share deliveries. @default 'webhooks' */
@@ -37,7 +39,7 @@ export interface BullmqQueueOptions {
 export interface BullmqQueue {
   readonly kind: 'bullmq';
   readonly url: string | undefined;
-  readonly connection: Redis | RedisOptions | undefined;
+  readonly connection: RedisClientLike | RedisClientOptions | undefined;
   readonly prefix: string;
   readonly name: string;
   readonly lockDurationMs: number;
@@ -66,7 +68,8 @@ export function bullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   if (url !== undefined) assertRedisUrl(url, 'url');
   if (connection !== undefined) {
     if (typeof connection !== 'object' || connection === null) throw new TypeError(`Expected \`connection\` to be an ioredis client or ioredis options, got ${String(connection)}.`);
-    const keyPrefix = isClient(connection) ? connection.options.keyPrefix : connection.keyPrefix;
+    // Issue 29 item 15: ioredis options given as a variable of ioredis's own type may still carry one.
+    const keyPrefix = isClient(connection) ? connection.options.keyPrefix : (connection as { keyPrefix?: unknown }).keyPrefix;
     if (keyPrefix) throw new TypeError(`Expected \`connection\` without \`keyPrefix\` (${JSON.stringify(keyPrefix)}): BullMQ refuses it; use \`prefix\`.`);
   }
   if (typeof prefix !== 'string' || prefix === '') throw new TypeError(`Expected \`prefix\` to be a non-empty string, got ${JSON.stringify(prefix)}.`);
@@ -84,16 +87,17 @@ export function isBullmqQueue(value: unknown): value is BullmqQueue {
   return typeof value === 'object' && value !== null && made.has(value);
 }
 
-export function isClient(connection: Redis | RedisOptions): connection is Redis {
-  return typeof (connection as Partial<Redis>).duplicate === 'function';
+/** Whether `connection` is a client to duplicate rather than options to connect with. */
+export function isClient(connection: RedisClientLike | RedisClientOptions): connection is RedisClientLike {
+  return typeof (connection as Partial<RedisClientLike>).duplicate === 'function';
 }
 
-function describe(url: string | undefined, connection: Redis | RedisOptions | undefined): string {
+function describe(url: string | undefined, connection: RedisClientLike | RedisClientOptions | undefined): string {
   if (url !== undefined) {
     const { protocol, hostname, port } = new URL(url);
     return `${protocol}//${hostname}:${port || 6379}`;
   }
-  const options = connection && isClient(connection) ? connection.options : (connection as RedisOptions);
+  const options = connection && isClient(connection) ? connection.options : (connection as RedisClientOptions);
   if (options.path) return `redis+unix://${options.path}`;
   return `redis://${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
 }

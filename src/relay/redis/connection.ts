@@ -1,13 +1,13 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisDuplicateOptions } from '../../store/redis-client.js';
 import type { Scheduler } from '../heartbeat.js';
 import { RelayStoreError, type BackendHealth } from '../relay-store.js';
-import type { RelayLogger } from '../server-options.js';
+import type { RelayLogger, RelayRedis } from '../server-options.js';
 import { SCRIPTS, type ScriptName } from './scripts.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
 
 // Commands fail at once while Redis is away instead of waiting in ioredis's offline queue, so a sender is
 // answered 503 relay_unavailable rather than held until it gives up by itself.
-const OWN: RedisOptions = { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true };
+const OWN: RedisDuplicateOptions = { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true };
 /** What the sender (or the caller of createChannel) reads while Redis cannot be reached: no host, no port. */
 const UNAVAILABLE = 'The relay cannot reach its storage just now; nothing was kept. Retry later.';
 // Replies that mean "Redis is there but cannot serve yet", not a bug in a script.
@@ -15,7 +15,7 @@ const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN
 
 export interface RedisConnectionOptions {
   /** The caller's client (left open on close), or `null` to make our own from `url`. */
-  client: Redis | null;
+  client: RelayRedis | null;
   url: string | null;
   logger: RelayLogger;
   scheduler: Scheduler;
@@ -39,8 +39,8 @@ export class RedisConnection {
   readonly #options: RedisConnectionOptions;
   readonly #shas = new Map<ScriptName, string>();
   readonly #recovered: Array<() => void> = [];
-  #client: Redis | null = null;
-  #subscriber: Redis | null = null;
+  #client: RelayRedis | null = null;
+  #subscriber: RelayRedis | null = null;
   #down: { error: Error; since: number } | null = null;
   #opened = false;
   #closing = false;
@@ -50,7 +50,7 @@ export class RedisConnection {
     this.where = options.url ? redactRedisUrl(options.url) : `redis://${options.client!.options.host ?? 'localhost'}:${options.client!.options.port ?? 6379}`;
   }
 
-  get subscriber(): Redis {
+  get subscriber(): RelayRedis {
     if (!this.#subscriber) throw new Error('The Redis connection is not open.');
     return this.#subscriber;
   }
@@ -68,7 +68,7 @@ export class RedisConnection {
 
   async open(): Promise<void> {
     const { client: given, url, connectTimeoutMs = 10_000 } = this.#options;
-    const client = given ?? new (await import('ioredis')).Redis(url!, OWN);
+    const client: RelayRedis = given ?? new (await import('ioredis')).Redis(url!, OWN);
     const subscriber = client.duplicate(OWN);
     this.#client = client;
     this.#subscriber = subscriber;
@@ -109,7 +109,7 @@ export class RedisConnection {
   }
 
   /** Runs `work` on the command connection: at once `relay_unavailable` while Redis is away, and the same if it does not answer in time. */
-  async command<T>(work: (client: Redis) => Promise<T>): Promise<T> {
+  async command<T>(work: (client: RelayRedis) => Promise<T>): Promise<T> {
     const client = this.#client;
     if (!client || this.#down || client.status !== 'ready') throw new RelayStoreError('relay_unavailable', UNAVAILABLE);
     try {
@@ -129,7 +129,7 @@ export class RedisConnection {
     }
   }
 
-  async #load(client: Redis, name: ScriptName): Promise<string> {
+  async #load(client: RelayRedis, name: ScriptName): Promise<string> {
     const sha = (await client.script('LOAD', SCRIPTS[name])) as string;
     this.#shas.set(name, sha);
     return sha;
@@ -167,7 +167,7 @@ export class RedisConnection {
 }
 
 /** Resolves once `connection` is ready, connecting it first if it waits for that (lazyConnect). */
-function ready(connection: Redis): Promise<void> {
+function ready(connection: RelayRedis): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
   const connected = new Promise<void>((resolve) => connection.once('ready', () => resolve()));
   if (connection.status === 'wait') connection.connect().catch(() => undefined); // the 'error' event says why

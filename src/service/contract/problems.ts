@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import type { ProblemCode } from '../../protocol/problem.js';
+import { ServiceError, type Refusal } from './service-error.js';
+
+export { ServiceError, type Refusal } from './service-error.js';
 
 /**
  * The one place a validation failure becomes a problem of spec section 7. Every schema of the contract
@@ -8,13 +11,6 @@ import type { ProblemCode } from '../../protocol/problem.js';
  * issue's path down the schema and answers the deepest rule it meets; a cross-field rule (`superRefine`)
  * puts its code in the issue's `params` instead. `/v1`, `/mcp` and the test helpers share this mapper.
  */
-
-/** Why a request was refused: a code of spec section 7 (or one of ours, documented), a sentence, extra members. */
-export interface Refusal {
-  code: ProblemCode;
-  detail: string;
-  extra?: Record<string, unknown>;
-}
 
 /** The zod issue kinds a rule can answer with another code (an array past its max: `too_many_images`). */
 type IssueKind = 'invalid_type' | 'invalid_value' | 'too_big' | 'too_small' | 'invalid_format' | 'custom';
@@ -59,34 +55,6 @@ export function rule<T extends z.ZodType>(schema: T, ruleOf: Rule): T {
 /** What a cross-field rule adds with `ctx.addIssue({ code: 'custom', path, message, params: cross(code, extra) })`. */
 export function cross(code: ProblemCode, extra?: Record<string, unknown>): { code: ProblemCode; extra?: Record<string, unknown> } {
   return extra ? { code, extra } : { code };
-}
-
-/** The error a command throws for a client's mistake or a refusal of the rules: one spec `code`. */
-export class ServiceError extends Error {
-  readonly code: ProblemCode;
-  readonly detail: string;
-  readonly extra: Record<string, unknown> | undefined;
-  /** Seconds after which the same request may succeed (also `Retry-After`). */
-  readonly retryAfter: number | undefined;
-  /**
-   * The request is refused, but what it made stays: the pending assets of a 503 moderation_pending, "to use
-   * later" (spec 5). Otherwise a refusal takes back everything its command changed.
-   */
-  readonly keep: boolean;
-
-  constructor(code: ProblemCode, detail: string, { extra, retryAfter, keep = false }: { extra?: Record<string, unknown>; retryAfter?: number; keep?: boolean } = {}) {
-    super(detail);
-    this.name = 'ServiceError';
-    this.code = code;
-    this.detail = detail;
-    this.extra = extra;
-    this.retryAfter = retryAfter;
-    this.keep = keep;
-  }
-
-  static from(refusal: Refusal): ServiceError {
-    return new ServiceError(refusal.code, refusal.detail, refusal.extra ? { extra: refusal.extra } : {});
-  }
 }
 
 export interface RefusalOptions {

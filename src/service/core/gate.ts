@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { LIMITS } from '../contract/limits.js';
-import { ServiceError } from '../contract/problems.js';
+import { ServiceError } from '../contract/service-error.js';
 import { MIN_BALANCE_FOR_KEYS, type Account, type Accounts, type ApiKey } from './accounts.js';
 import type { AuthFailures } from './auth-failures.js';
 import { tokenHash } from './redis/client.js';

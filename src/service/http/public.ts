@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { z } from 'zod';
 import type { WebhookEmitter } from '../../emitter/index.js';
 import type { SimulatedClock } from '../core/clock.js';
 import type { ServiceOptions } from '../options.js';
-import type { SeedResult } from '../testing/contract/seed.js';
+import type { SeedResult } from '../testing/contract/helper-types.js';
 import type { TestHelpers } from '../testing/http/test-helpers.js';
 
 // Issue 31 item 5: the types `cliphook/service` publishes for createServiceApp and startService. They name
@@ -67,7 +66,7 @@ export interface StartedService extends TestHelpers {
   /** The simulated clock every time rule reads: `advance()` it instead of waiting. */
   clock: SimulatedClock;
   /** The ids the `seed` option's fixture made, by name (issue 22); `null` without one. */
-  readonly seeded: z.output<typeof SeedResult> | null;
+  readonly seeded: SeedResult | null;
   /** The emitter that sends the clips' webhooks: its deliveries (`list`, `get`, `redeliver`), as `cliphook deliveries` shows them. */
   emitter: WebhookEmitter;
   close(): Promise<void>;

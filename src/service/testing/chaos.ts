@@ -1,5 +1,5 @@
 import { classifyReply, type ReplyClass } from '../../protocol/schedule.js';
-import { CHAOS_MODES, type ChaosMode } from './contract/test-helpers.js';
+import { CHAOS_MODES, type ChaosMode } from './contract/chaos-modes.js';
 
 // Webhook chaos (issue 22): deliveries made the ways a real network and a real sender make them, so a
 // receiver's defences are exercised one by one — the dedupe by X-Service-Delivery (duplicate, concurrent,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { RedisClientLike } from '../../../store/redis-client.js';
 
 /** The part of an ioredis client the service's shared records use. */
 export interface ServiceRedis {
@@ -6,6 +7,13 @@ export interface ServiceRedis {
   evalsha(sha: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
 }
+
+/**
+ * A connected ioredis client as the service takes it (`redis`): Lua scripts for the shared rate limits and
+ * idempotency records, and a `duplicate()` for the BullMQ queue of its webhooks. Issue 29 item 15: written
+ * out, so the published types name no ioredis; an ioredis `Redis` fits.
+ */
+export interface ServiceRedisClient extends ServiceRedis, RedisClientLike {}
 
 const shas = new Map<string, string>();
 

@@ -1,13 +1,13 @@
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.js';
 import { RATE_WINDOW_MS } from '../gate.js';
-import type { ServiceRedis } from './client.js';
+import type { ServiceRedis, ServiceRedisClient } from './client.js';
 import { RedisIdempotency } from './idempotency.js';
 import { RedisRateLimiter } from './rate-limit.js';
 import { assertRedisUrl, redactRedisUrl } from '../../../store/redis-url.js';
 
 export interface SharedOptions {
   /** A connected ioredis client, which the service does not close… */
-  redis?: unknown;
+  redis?: ServiceRedisClient;
   /** …or a `redis://` URL for a client of the service's own. */
   redisUrl?: string;
   /** Prefix of every key. @default 'cliphook:service:' */
@@ -23,7 +23,7 @@ export interface SharedRecords {
 }
 
 /** Checks the Redis options; `undefined` when none is given. Throws a TypeError naming a bad one. */
-export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:' }: SharedOptions): { redis?: unknown; redisUrl?: string; prefix: string } | undefined {
+export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:' }: SharedOptions): { redis?: ServiceRedisClient; redisUrl?: string; prefix: string } | undefined {
   if (redis !== undefined && redisUrl !== undefined) throw new TypeError('Expected either `redis` (an ioredis client) or `redisUrl`, not both.');
   if (redis !== undefined && typeof (redis as Partial<ServiceRedis>)?.evalsha !== 'function') throw new TypeError('Expected `redis` to be an ioredis client (it has no evalsha()).');
   if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
@@ -36,8 +36,8 @@ export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service
  * Connects (for a URL; ioredis is loaded only then) and makes the shared records. A Redis that does not
  * answer within `connectTimeoutMs` fails the start, rather than a first request.
  */
-export async function openShared(options: { redis?: unknown; redisUrl?: string; prefix: string }, { now, limit, connectTimeoutMs = 5_000 }: { now: () => number; limit: number; connectTimeoutMs?: number }): Promise<SharedRecords> {
-  let client = options.redis as ServiceRedis | undefined;
+export async function openShared(options: { redis?: ServiceRedisClient; redisUrl?: string; prefix: string }, { now, limit, connectTimeoutMs = 5_000 }: { now: () => number; limit: number; connectTimeoutMs?: number }): Promise<SharedRecords> {
+  let client: ServiceRedis | undefined = options.redis;
   let quit: (() => Promise<void>) | null = null;
   if (!client) {
     const { Redis } = await import('ioredis');
@@ -60,7 +60,7 @@ export async function openShared(options: { redis?: unknown; redisUrl?: string; 
       own.disconnect();
       throw new Error(`cannot reach Redis at ${redactRedisUrl(options.redisUrl!)}: ${(error as Error).message}`, { cause: error });
     }
-    client = own as unknown as ServiceRedis;
+    client = own;
     quit = async () => void (await own.quit().catch(() => own.disconnect()));
   }
   return {

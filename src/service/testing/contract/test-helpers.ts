@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { ASSISTANT_TOOL_NAMES, OPERATION_NAME_PATTERN } from '../../contract/assistant.js';
 import { pathId, queryEnum, queryInteger, Timestamp } from '../../contract/common.js';
 import { cross, rule } from '../../contract/problems.js';
+import { CHAOS_MODES } from './chaos-modes.js';
+
+export { CHAOS_MODES, type ChaosMode } from './chaos-modes.js';
 
 // The test helpers (issue 22): what a user's tests call to control the service — Stripe's test clocks,
 // accounts on demand, reset, the request journal, fault rules and webhook chaos. The seed fixture is in
@@ -243,10 +246,6 @@ export const DeletedFaultRule = z.object({ id: z.string(), deleted: z.literal(tr
 
 // Webhook chaos.
 
-/** The webhook chaos modes, as prompt markers `simulate:<mode>` or an account's modes (docs/service.md "Webhook chaos"). */
-export const CHAOS_MODES = ['webhook_duplicate', 'webhook_concurrent', 'webhook_cut', 'webhook_late', 'webhook_out_of_order', 'webhook_previous_secret'] as const;
-/** One webhook chaos mode. */
-export type ChaosMode = (typeof CHAOS_MODES)[number];
 
 /** POST /test_helpers/webhook_chaos: the modes of an account's webhooks, replacing the earlier ones. */
 export const WebhookChaosRequest = z

@@ -1,6 +1,10 @@
-import type { z } from 'zod';
-import type { AdvanceRequest, Clock, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, FaultRuleRequest, JournalCleared, JournalList, ResetResponse, TestAccount, TestAccountList, WebhookChaos, WebhookChaosRequest, CreateTestAccountRequest } from '../contract/test-helpers.js';
-import type { SeedFixture, SeedResult } from '../contract/seed.js';
+import type {
+  AdvanceClockRequest, CreateFaultRuleRequest, CreateTestAccountRequest, DeletedFaultRule, DeletedTestAccount, FaultRule, FaultRuleList, JournalCleared, JournalList, ResetResponse, SeedFixture, SeedResult,
+  TestAccount, TestAccountList, TestClock, WebhookChaos, WebhookChaosRequest,
+} from '../contract/helper-types.js';
+
+// Issue 29 item 15: typed by the plain types of helper-types.ts (each exactly its schema's), so the
+// published declarations name no zod.
 
 /** A filter of the request journal, as `GET /test_helpers/requests` takes it (numbers or strings). */
 export interface JournalFilter {
@@ -27,37 +31,37 @@ export interface JournalFilter {
 export interface TestHelpers {
   accounts: {
     /** `POST /test_helpers/accounts`: a new account with one key (its key and secret are in the answer). */
-    create(input?: z.input<typeof CreateTestAccountRequest>): Promise<z.output<typeof TestAccount>>;
+    create(input?: CreateTestAccountRequest): Promise<TestAccount>;
     /** `GET /test_helpers/accounts` */
-    list(): Promise<z.output<typeof TestAccountList>>;
+    list(): Promise<TestAccountList>;
     /** `DELETE /test_helpers/accounts/{id}`: its keys are refused at once. */
-    remove(id: number): Promise<z.output<typeof DeletedTestAccount>>;
+    remove(id: number): Promise<DeletedTestAccount>;
   };
   /** `POST /test_helpers/reset`: a fresh start with the same options. */
-  reset(): Promise<z.output<typeof ResetResponse>>;
+  reset(): Promise<ResetResponse>;
   /** `POST /test_helpers/seed`: a fixture, all or nothing. */
-  seed(fixture: z.input<typeof SeedFixture>): Promise<z.output<typeof SeedResult>>;
+  seed(fixture: SeedFixture): Promise<SeedResult>;
   requests: {
     /** `GET /test_helpers/requests`: the journal, newest first. */
-    list(filter?: JournalFilter): Promise<z.output<typeof JournalList>>;
+    list(filter?: JournalFilter): Promise<JournalList>;
     /** `DELETE /test_helpers/requests`: every entry, or one account's. */
-    clear(filter?: { account?: number | string }): Promise<z.output<typeof JournalCleared>>;
+    clear(filter?: { account?: number | string }): Promise<JournalCleared>;
   };
   faults: {
     /** `POST /test_helpers/faults` */
-    add(rule: z.input<typeof FaultRuleRequest>): Promise<z.output<typeof FaultRule>>;
+    add(rule: CreateFaultRuleRequest): Promise<FaultRule>;
     /** `GET /test_helpers/faults` */
-    list(filter?: { account?: number | string }): Promise<z.output<typeof FaultRuleList>>;
+    list(filter?: { account?: number | string }): Promise<FaultRuleList>;
     /** `DELETE /test_helpers/faults/{id}` */
-    remove(id: string): Promise<z.output<typeof DeletedFaultRule>>;
+    remove(id: string): Promise<DeletedFaultRule>;
   };
   /** `POST /test_helpers/webhook_chaos`: an account's modes (the admin names the account). */
-  webhookChaos(input: z.input<typeof WebhookChaosRequest>): Promise<z.output<typeof WebhookChaos>>;
+  webhookChaos(input: WebhookChaosRequest): Promise<WebhookChaos>;
   /**
    * `POST /test_helpers/clock/advance` as the admin: every account's time, or one account's with `account`;
    * checked as the route is (seconds up to a year, an account that exists), the data file tried first.
    */
-  advanceClock(input: z.input<typeof AdvanceRequest>): Promise<z.output<typeof Clock>>;
+  advanceClock(input: AdvanceClockRequest): Promise<TestClock>;
 }
 
 /** The operationIds of the helpers, each a route of the contract. */
