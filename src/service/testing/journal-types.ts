@@ -1,5 +1,6 @@
 import { JOURNAL_CAP } from './contract/test-helpers.js';
 import type { SecretIndex } from './redact.js';
+import type { JournalEntry } from './contract/helper-types.js';
 
 // What the request journal (journal.ts) takes and answers, and the bounds of what it keeps (issue 29 items
 // 2 and 5). Apart from the journal itself so that module stays one concern: keeping and finding entries.
@@ -54,23 +55,8 @@ export interface JournalRecord {
   body: unknown;
 }
 
-/** An entry as the journal keeps and answers it (GET /test_helpers/requests; deeply frozen). */
-export interface JournalEntry {
-  at: string;
-  account: number | null;
-  key_id: string | null;
-  operation: string | null;
-  method: string;
-  path: string;
-  query: Record<string, string | string[]>;
-  idempotency_key: string | null;
-  replayed: boolean;
-  status: number;
-  code: string | null;
-  body: unknown;
-  /** Something of the entry (body, path, query, Idempotency-Key) was cut to its bound. */
-  truncated: boolean;
-}
+/** An entry as the journal keeps and answers it (GET /test_helpers/requests; deeply frozen): the published type. */
+export type { JournalEntry };
 
 /** Which entries to answer (all given ones must match). */
 export interface JournalFilter {

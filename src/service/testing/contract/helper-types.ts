@@ -93,6 +93,7 @@ export interface JournalEntry {
   code: string | null;
   /** The request body, secrets redacted; cut to a string when long (then `truncated` is true). */
   body: unknown;
+  /** Something of the entry (body, path, query, Idempotency-Key) was cut to its bound. */
   truncated: boolean;
 }
 
