@@ -80,8 +80,12 @@ describe('the router (issue 29 item 12)', () => {
 describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
   /** What the router read before: the WHATWG URL parser's path, decoded segments and query. */
   const parsed = (target: string) => {
-    if (!URL.canParse(target, 'http://service.invalid')) return null;
-    const url = new URL(target, 'http://service.invalid');
+    let url: URL;
+    try {
+      url = new URL(target, 'http://service.invalid');
+    } catch {
+      return null;
+    }
     let segments: string[] | 'URIError';
     try {
       segments = url.pathname.split('/').slice(1).map(decodeURIComponent);
@@ -111,6 +115,12 @@ describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
     fc.assert(fc.property(fc.array(chars, { maxLength: 24 }).map((parts) => `/${parts.join('')}`), (target) => {
       expect(read(target)).toEqual(parsed(target));
     }), { numRuns: 2000 });
+  });
+
+  it('reads one target the same way every time (URL.canParse, once optimised, refused //é now and then on Node 20)', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 20_000; i++) seen.add(JSON.stringify(requestTarget('//é')?.path ?? null));
+    expect([...seen]).toEqual(['"/"']);
   });
 
   it('takes the plain path of letters, digits, _ and - as it is, and nothing else', () => {
