@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { LIMITS } from '../contract/limits.js';
 
 /** Spec 2.1 and 4.18: signed media links are valid 7 days. */
@@ -15,12 +15,11 @@ export type MediaKind = 'mp4' | 'jpg';
  * restart): a link cannot be moved to another clip, nor its expiry pushed back.
  */
 export class MediaSigner {
-  /** Issue 31 (speed): the secret as a key object, made once: each GET of a done clip signs two links. */
-  readonly #secret: KeyObject;
+  readonly #secret: string;
 
   constructor(secret: string) {
     if (typeof secret !== 'string' || secret.length < 16) throw new TypeError('Expected the media signing secret to be a string of at least 16 characters.');
-    this.#secret = createSecretKey(Buffer.from(secret, 'utf8'));
+    this.#secret = secret;
   }
 
   /** The path and query of a link to `file` that works until `now` + 7 days. */
