@@ -1,8 +1,10 @@
 // The top frames of a CPU profile by self time, as a markdown table (not a benchmark: `bench/run.ts` skips it).
-//   node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10]
+//   node --import tsx bench/top-frames.ts <file.cpuprofile> [--top 10] [--inclusive]
 //   node --import tsx bench/top-frames.ts <file.heapprofile> [--top 10]   (allocation sites by bytes, BENCH_HEAP=1)
 // Self time is the time a function ran itself (not its callees), as a share of the samples that were not idle;
-// functions are grouped by name and file. `(program)` is V8 and native work outside JavaScript frames,
+// functions are grouped by name and file. With --inclusive, a second table by inclusive time as well: the
+// share of busy samples in which the function was anywhere on the stack (counted once per sample, so
+// recursion does not count twice). `(program)` is V8 and native work outside JavaScript frames,
 // `(garbage collector)` is GC; native functions (writev, writeBuffer) are system calls' user-side entries.
 import { readFileSync } from 'node:fs';
 import { flags, intOption } from './lib.js';
@@ -13,7 +15,7 @@ interface CallFrame {
   lineNumber: number;
 }
 interface Profile {
-  nodes: Array<{ id: number; callFrame: CallFrame }>;
+  nodes: Array<{ id: number; callFrame: CallFrame; children?: number[] }>;
   samples: number[];
   timeDeltas: number[];
 }
@@ -35,6 +37,37 @@ export function topFrames(profile: Profile, top: number): { busyMs: number; rows
     busy += us;
   });
   const rows = [...self.values()]
+    .sort((a, b) => b.us - a.us)
+    .slice(0, top)
+    .map((entry) => [`${((entry.us / busy) * 100).toFixed(1)} %`, `\`${entry.name}\``, entry.where ? `\`${entry.where}\`` : 'native']);
+  return { busyMs: busy / 1000, rows };
+}
+
+/** `[inclusive %, function, where]` rows: the share of busy samples with the function anywhere on the stack. */
+export function inclusiveFrames(profile: Profile, top: number): { busyMs: number; rows: string[][] } {
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const total = new Map<string, { us: number; name: string; where: string }>();
+  let busy = 0;
+  profile.samples.forEach((id, i) => {
+    if (frames.get(id)!.functionName === '(idle)') return;
+    const us = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
+    busy += us;
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = frames.get(at)!;
+      if (frame.functionName === '(root)') continue;
+      const where = shortUrl(frame.url);
+      const key = `${frame.functionName}\n${where}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const entry = total.get(key) ?? { us: 0, name: frame.functionName || '(anonymous)', where };
+      entry.us += us;
+      total.set(key, entry);
+    }
+  });
+  const rows = [...total.values()]
     .sort((a, b) => b.us - a.us)
     .slice(0, top)
     .map((entry) => [`${((entry.us / busy) * 100).toFixed(1)} %`, `\`${entry.name}\``, entry.where ? `\`${entry.where}\`` : 'native']);
@@ -94,8 +127,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.log(`${file}: ${(totalBytes / 1024 / 1024).toFixed(1)} MiB allocated (sampled)\n`);
     console.log(['| of bytes | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
   } else {
-    const { busyMs, rows } = topFrames(JSON.parse(readFileSync(file, 'utf8')) as Profile, top);
+    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const { busyMs, rows } = topFrames(profile, top);
     console.log(`${file}: ${busyMs.toFixed(0)} ms busy\n`);
     console.log(['| self | function | where |', '| ---: | --- | --- |', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+    if (flags().named.has('inclusive')) {
+      const inclusive = inclusiveFrames(profile, top).rows;
+      console.log(['', '| inclusive | function | where |', '| ---: | --- | --- |', ...inclusive.map((row) => `| ${row.join(' | ')} |`)].join('\n'));
+    }
   }
 }

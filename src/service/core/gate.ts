@@ -107,7 +107,8 @@ export class Gate {
     const who = this.#options.accounts.authenticate(authorization);
     if (typeof who === 'string') return who;
     this.#options.identified?.(who.account.id);
-    return { ...who, limitName: this.limitName(who.key) };
+    // Issue 31 (speed): named members; `{ ...who, limitName }` cost V8 ~0.5 µs a request (a copy, then a member added).
+    return { account: who.account, key: who.key, limitName: this.limitName(who.key) };
   }
 
   /** Whether an `Authorization` header carries the admin token (compared in constant time). */

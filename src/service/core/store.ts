@@ -63,7 +63,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   readonly file: string | false;
   readonly #tables = new Map<string, Table<Row>>();
   readonly #seq: Record<string, number> = {};
-  readonly #journal: JournalFile<StateFile, JournalLine> | null;
+  readonly #journal: JournalFile<StateFile | PutRows, JournalLine> | null;
   readonly #lock: FileLock | null;
   #badLines = 0;
   /** The command whose changes are being recorded (`unit()`), through its awaits. */
@@ -79,6 +79,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   #failing = false;
   readonly #rolledBack = new Set<() => void>();
   readonly #writable = new Set<() => void>();
+  #closing = false;
 
   private constructor({ file, tables, compactAfter, retry = GLOBAL_TIMERS }: ServiceStoreOptions<T>) {
     this.file = file;
@@ -87,11 +88,13 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     this.#journal =
       file === false
         ? null
-        : new JournalFile<StateFile, JournalLine>({
+        : new JournalFile<StateFile | PutRows, JournalLine>({
             file,
             ...(compactAfter === undefined ? {} : { compactAfter }),
             snapshot: () => this.#snapshot(),
-            sizeOf: (state) => Object.values(state.tables ?? {}).reduce((sum, rows) => sum + rows.length, 0),
+            // Issue 31 (speed): a compaction joins each row's JSON as last put instead of serialising every row again.
+            stringify: (state) => (state instanceof PutRows ? state.text() : JSON.stringify(state)),
+            sizeOf: (state) => (state instanceof PutRows ? state.rows : Object.values(state.tables ?? {}).reduce((sum, rows) => sum + rows.length, 0)),
             onBadLine: () => void this.#badLines++,
           });
     this.#lock = file === false ? null : FileLock.acquire(file, 'cliphook serve');
@@ -217,6 +220,11 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   async close(): Promise<void> {
     if (this.#retryTimer !== null) this.#retry.clearTimeout(this.#retryTimer);
     this.#retryTimer = null;
+    // The last snapshot serialises the rows as they are: what changed in place and was never put (a
+    // request counter) is kept at a clean close, as it always was.
+    this.#closing = true;
+    // A blank line (reading skips it) makes the close write that snapshot even right after a compaction.
+    this.#journal?.appendText('');
     try {
       await this.#journal?.close();
     } finally {
@@ -274,7 +282,9 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
 
   async #load(): Promise<void> {
     if (!this.#journal) return;
-    const { snapshot, entries } = await this.#journal.read();
+    const { snapshot: read, entries } = await this.#journal.read();
+    // What a file holds is parsed JSON: a `PutRows` is only ever written.
+    const snapshot = read as StateFile | null;
     if (snapshot !== null) {
       if (snapshot.version !== 1 || typeof snapshot.tables !== 'object' || snapshot.tables === null) {
         throw new Error(`${this.file} is not a cliphook service data file.`);
@@ -300,9 +310,38 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     if (typeof id === 'number' && id >= (this.#seq[table.name] ?? 1)) this.#seq[table.name] = id + 1;
   }
 
-  #snapshot(): StateFile {
+  /**
+   * The state a compaction writes. Mid-run it is each row's JSON as last put (its shadow, kept for
+   * rollbacks anyway): exactly what the journal it replaces holds, with no row serialised again (issue 31:
+   * re-serialising every row cost as much as the puts themselves). At close, the rows as they are.
+   */
+  #snapshot(): StateFile | PutRows {
+    if (!this.#closing) return new PutRows(this.#seq, [...this.#tables.keys()].map((name) => [name, this.#shadowsOf(name)]));
     const tables: Record<string, Row[]> = {};
     for (const [name, table] of this.#tables) tables[name] = [...table.values()];
     return { version: 1, seq: { ...this.#seq }, tables };
+  }
+}
+
+/**
+ * A snapshot made of the rows' JSON as last put (`StateFile` once parsed): the text is joined from the
+ * strings the store keeps, in the tables' order and each table's row order (both maps keep a row's place
+ * from its first put until its removal, as the table's own map does).
+ */
+class PutRows {
+  readonly rows: number;
+  readonly #seq: string;
+  readonly #tables: ReadonlyArray<readonly [name: string, rows: ReadonlyMap<number | string, string>]>;
+
+  constructor(seq: Record<string, number>, tables: ReadonlyArray<readonly [string, ReadonlyMap<number | string, string>]>) {
+    // The sequence numbers as they are now; the rows are read when the write starts (`text()`), as a fresh snapshot would be.
+    this.#seq = JSON.stringify(seq);
+    this.#tables = tables;
+    this.rows = tables.reduce((sum, [, rows]) => sum + rows.size, 0);
+  }
+
+  text(): string {
+    const tables = this.#tables.map(([name, rows]) => `${JSON.stringify(name)}:[${[...rows.values()].join(',')}]`);
+    return `{"version":1,"seq":${this.#seq},"tables":{${tables.join(',')}}}`;
   }
 }

@@ -232,6 +232,10 @@ export const command: Step<GateRun> = named('command', (run, next) => {
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
 export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
+  // Issue 31 (speed): a parse with a context (`reportInput`) skips zod's compiled fast path (1.4 µs more on a
+  // path, 1.7 on a clip's body); the inputs the refusal quotes are needed only for what fails, parsed again.
+  const valid = schema.safeParse(value);
+  if (valid.success) return valid.data;
   const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const options = { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) } as const;

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MEDIA_FILE, MEDIA_LINK_TTL_MS, MediaSigner, parseRange } from '../../../src/service/core/media-signer.js';
 
@@ -16,6 +17,15 @@ describe('signed media links (spec 4.18)', () => {
     expect(signer.check('42.mp4', exp, sig, NOW)).toBe('ok');
     expect(signer.check('42.mp4', exp, sig, NOW + MEDIA_LINK_TTL_MS - 1000)).toBe('ok');
     expect(signer.check('42.mp4', exp, sig, NOW + MEDIA_LINK_TTL_MS)).toBe('link_expired');
+  });
+
+  it('signs the file name and expiry with HMAC-SHA256 of the secret as text: links made before a restart still check', () => {
+    const { exp, sig } = query(signer.link('42.mp4', NOW));
+    expect(sig).toBe(createHmac('sha256', 'media-secret-0123456789').update(`42.mp4\n${exp}`).digest('hex'));
+    // A non-ASCII secret is its UTF-8 bytes, as a string key to createHmac always was.
+    const accented = new MediaSigner('sécret-de-média-0123456789');
+    const link = query(accented.link('7.jpg', NOW));
+    expect(link.sig).toBe(createHmac('sha256', 'sécret-de-média-0123456789').update(`7.jpg\n${link.exp}`).digest('hex'));
   });
 
   it('is 403 invalid_signature when tampered with: another file, another expiry, a changed, missing or malformed sig', () => {

@@ -85,6 +85,53 @@ describe('ServiceStore', () => {
     await again.close();
   });
 
+  it('compacts from each row as last put: no row is serialised again, the text is what a fresh snapshot of them is (issue 31)', async () => {
+    const file = join(dir, 'service.json');
+    const store = await open(file, 4);
+    let serialised = 0;
+    // Counts how often a row is turned into JSON (non-enumerable: not part of the row).
+    const counted = <R extends object>(row: R): R =>
+      Object.defineProperty(row, 'toJSON', { value: () => (serialised++, { ...row }), enumerable: false });
+    const videos = store.table('video');
+    for (let i = 0; i < 3; i++) videos.put(counted({ id: store.nextId('video'), status: 'pending' }));
+    store.table('key').put(counted({ id: 'key_1', accountId: 1 }));
+    videos.remove(2);
+    const first = videos.get(1)!;
+    first.status = 'done';
+    videos.put(first);
+    await store.commit();
+    const puts = serialised;
+    // More lines than rows: the next commit compacts.
+    for (let i = 0; i < 4; i++) videos.put(videos.get(3)!);
+    await store.commit();
+    expect(serialised - puts).toBe(4);
+    const expected = { version: 1, seq: { video: 4 }, tables: { video: [{ id: 1, status: 'done' }, { id: 3, status: 'pending' }], key: [{ id: 'key_1', accountId: 1 }] } };
+    expect(readFileSync(file, 'utf8')).toBe(JSON.stringify(expected));
+    expect(readFileSync(`${file}.journal`, 'utf8')).toBe('');
+    await store.close();
+    const again = await open(file);
+    expect([...again.table('video').values()]).toEqual(expected.tables.video);
+    await again.close();
+  });
+
+  it('a compaction mid-run writes what was put; close writes the rows as they are (a counter changed in place)', async () => {
+    const file = join(dir, 'service.json');
+    const store = await open(file, 2);
+    const videos = store.table('video');
+    const row = videos.put({ id: store.nextId('video'), status: 'pending' });
+    await store.commit();
+    // Changed in place, never put: not journalled, so a compaction (the journal's equal) leaves it out.
+    row.status = 'changed in place';
+    videos.put({ id: store.nextId('video'), status: 'pending' });
+    videos.put({ id: store.nextId('video'), status: 'pending' });
+    await store.commit();
+    const compacted = JSON.parse(readFileSync(file, 'utf8')) as { tables: { video: Video[] } };
+    expect(compacted.tables.video.map((video) => video.status)).toEqual(['pending', 'pending', 'pending']);
+    await store.close();
+    const closed = JSON.parse(readFileSync(file, 'utf8')) as { tables: { video: Video[] } };
+    expect(closed.tables.video.map((video) => video.status)).toEqual(['changed in place', 'pending', 'pending']);
+  });
+
   it('locks the file to one store', async () => {
     const store = await open();
     await expect(open()).rejects.toThrow(FileLockedError);

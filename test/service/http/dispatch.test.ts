@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { requestTarget } from '../../../src/service/http/dispatch.js';
 
 const apps: ServiceApp[] = [];
 afterEach(async () => {
@@ -72,5 +74,57 @@ describe('the router (issue 29 item 12)', () => {
     const { app: handler, auth } = await app();
     expect(await request(handler).get('/v1/videos/%62atch').set('authorization', auth)).toMatchObject({ status: 405, headers: { allow: 'POST' } });
     expect(await request(handler).get('/v1/videos/%zz').set('authorization', auth)).toMatchObject({ status: 404, body: { code: 'not_found' } });
+  });
+});
+
+describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
+  /** What the router read before: the WHATWG URL parser's path, decoded segments and query. */
+  const parsed = (target: string) => {
+    let url: URL;
+    try {
+      url = new URL(target, 'http://service.invalid');
+    } catch {
+      return null;
+    }
+    let segments: string[] | 'URIError';
+    try {
+      segments = url.pathname.split('/').slice(1).map(decodeURIComponent);
+    } catch {
+      segments = 'URIError';
+    }
+    return { path: url.pathname, segments, query: Object.fromEntries(url.searchParams) };
+  };
+  const read = (target: string) => {
+    const found = requestTarget(target);
+    if (!found) return null;
+    let segments: string[] | 'URIError';
+    try {
+      segments = found.plain ? found.path.split('/').slice(1) : found.path.split('/').slice(1).map(decodeURIComponent);
+    } catch {
+      segments = 'URIError';
+    }
+    return { path: found.path, segments, query: found.query() };
+  };
+
+  it('reads every target as the URL parser does: path, segments and query', () => {
+    for (const target of ['/', '/v1/videos/123', '/v1/videos/', '//evil.example/v1', '/v1//videos', '/v1/videos/%62atch', '/v1/../v1/videos', '/v1/./videos', '/v1/videos?limit=5&status=done', '/v1/videos#x', '/v1\\videos', '/v1/vidéos', '/%zz', 'http://[', '*']) {
+      expect(read(target), target).toEqual(parsed(target));
+    }
+    // Targets made of the characters that matter to a URL parser, and of the plain ones.
+    const chars = fc.constantFrom(...'/aZ09_-.%2e?&=#\\é :@'.split(''));
+    fc.assert(fc.property(fc.array(chars, { maxLength: 24 }).map((parts) => `/${parts.join('')}`), (target) => {
+      expect(read(target)).toEqual(parsed(target));
+    }), { numRuns: 2000 });
+  });
+
+  it('reads one target the same way every time (URL.canParse, once optimised, refused //é now and then on Node 20)', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 20_000; i++) seen.add(JSON.stringify(requestTarget('//é')?.path ?? null));
+    expect([...seen]).toEqual(['"/"']);
+  });
+
+  it('takes the plain path of letters, digits, _ and - as it is, and nothing else', () => {
+    expect(requestTarget('/v1/videos/123')?.plain).toBe(true);
+    for (const target of ['/v1/videos?limit=1', '/v1//videos', '//host', '/v1/./videos', '/v1/%76ideos', 'v1/videos']) expect(requestTarget(target)?.plain ?? false, target).toBe(false);
   });
 });

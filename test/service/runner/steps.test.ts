@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError } from '../../../src/service/contract/problems.js';
+import { refusalOf, ServiceError } from '../../../src/service/contract/problems.js';
 import { WRITTEN } from '../../../src/service/runner/chain.js';
-import { command, idempotency, parseInput, unitOfWork, type KeyRecords } from '../../../src/service/runner/steps.js';
+import { z } from 'zod';
+import { command, idempotency, parse, parseInput, unitOfWork, type KeyRecords } from '../../../src/service/runner/steps.js';
+import { VideoRequest } from '../../../src/service/contract/videos.js';
+import { ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
 import { callerWith, fakeRun } from './fixtures.js';
 
 const next = async () => undefined;
@@ -53,6 +56,32 @@ describe('the idempotency step (spec 7, issue 31 item 1)', () => {
     const run = fakeRun('getVideo', { idempotencyKey: 'k' });
     await idempotency(records({ kind: 'reused' }))(run, next);
     expect(run.pending).toBeNull();
+  });
+});
+
+describe('parse (issue 31, speed)', () => {
+  const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === 'createVideo')!;
+
+  it('parses what is valid once, with no context (zod\'s fast path), and quotes the input only for a refusal', () => {
+    const contexts: unknown[] = [];
+    const schema = z.object({ id: z.string() });
+    const safeParse = schema.safeParse.bind(schema);
+    schema.safeParse = ((value: unknown, context?: unknown) => (contexts.push(context), safeParse(value, context as never))) as typeof schema.safeParse;
+    expect(parse(schema, { id: 'a' }, route)).toEqual({ id: 'a' });
+    expect(contexts).toEqual([undefined]);
+    contexts.length = 0;
+    expect(() => parse(schema, { id: 1 }, route)).toThrow(ServiceError);
+    expect(contexts).toEqual([undefined, { reportInput: true }]);
+  });
+
+  it('gives a clip body the same value and the same refusals as a parse with reportInput', () => {
+    const valid = { prompt: 'a fox', duration: 5, aspect_ratio: '9:16' };
+    expect(parse(VideoRequest, valid, route, 'invalid_json')).toEqual(VideoRequest.safeParse(valid, { reportInput: true }).data);
+    for (const invalid of [{ prompt: 5 }, { prompt: 'a fox', duration: 'five' }, { prompt: 'a fox', model: 'nope' }]) {
+      const issues = VideoRequest.safeParse(invalid, { reportInput: true }).error!.issues;
+      const expected = ServiceError.from(refusalOf(VideoRequest, issues, invalid, { fallback: 'invalid_parameter' }));
+      expect(() => parse(VideoRequest, invalid, route, 'invalid_json'), JSON.stringify(invalid)).toThrow(expect.objectContaining({ code: expected.code, detail: expected.detail }));
+    }
   });
 });
 

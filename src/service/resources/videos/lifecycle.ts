@@ -85,7 +85,7 @@ export interface LifecycleOptions {
   onError?: (error: Error) => void;
 }
 
-export type NewVideo = Omit<Video, 'id' | 'status' | 'progress' | 'errorCode' | 'startedAt' | 'completedAt' | 'retriedBy' | 'refunded' | 'plan' | 'createdAt'> & {
+export type NewVideo = Omit<Video, 'id' | 'status' | 'progress' | 'errorCode' | 'startedAt' | 'completedAt' | 'retriedBy' | 'refunded' | 'plan' | 'createdAt' | 'webhookQueued'> & {
   /** `simulate:<error_code>`: how the clip ends. */
   outcome: 'done' | VideoErrorCode;
 };
@@ -127,9 +127,25 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     const { pending, rendering, timeout } = TIMINGS[this.#options.speed];
     const startAt = now + this.#between(pending);
     const endAt = input.outcome === 'upstream_timeout' ? startAt + timeout : startAt + this.#between(rendering);
-    const { outcome, ...fields } = input;
+    // Issue 31 (speed): one literal, every member named. `{ outcome, ...fields }` then `{ ...fields, id, … }`
+    // cost V8 ~15 µs a clip (a rest copy, then ten members added one by one); the order is the one it gave.
     const video = this.#videos.put({
-      ...fields,
+      accountId: input.accountId,
+      keyId: input.keyId,
+      prompt: input.prompt,
+      model: input.model,
+      duration: input.duration,
+      ratio: input.ratio,
+      resolution: input.resolution,
+      imageUrls: input.imageUrls,
+      assetIdsUsed: input.assetIdsUsed,
+      assetSource: input.assetSource,
+      subjectConsent: input.subjectConsent,
+      callbackUrl: input.callbackUrl,
+      charged: input.charged,
+      retryOf: input.retryOf,
+      batchId: input.batchId,
+      sticky: input.sticky,
       id: this.#options.store.nextId('video'),
       status: 'pending',
       progress: null,
@@ -139,7 +155,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       startedAt: null,
       completedAt: null,
       retriedBy: null,
-      plan: { startAt, endAt, outcome },
+      plan: { startAt, endAt, outcome: input.outcome },
     });
     this.#index.add(video);
     this.#arm(video);

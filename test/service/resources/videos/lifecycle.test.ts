@@ -49,6 +49,24 @@ describe('VideoLifecycle: the state table of spec 3.1', () => {
     expect(video.plan.endAt - T0).toBeLessThanOrEqual(6_000);
   });
 
+  it('a new clip row holds the members of a Video, in one order, and nothing else the input carried (issue 31: one literal, no rest copy)', async () => {
+    const { lifecycle, create } = await setup();
+    const first = create();
+    const input = {
+      accountId: first.accountId, keyId: first.keyId, prompt: 'a fox', model: 'standard', duration: 5, ratio: '16:9', resolution: '480p',
+      imageUrls: [], assetIdsUsed: null, assetSource: 'none', subjectConsent: null, callbackUrl: null, charged: 9, retryOf: null,
+      batchId: null, sticky: false, outcome: 'done', stray: 'not a member of a clip',
+    } as NewVideo;
+    const second = lifecycle.create(input);
+    for (const video of [first, second]) {
+      expect(Object.keys(video)).toEqual([
+        'accountId', 'keyId', 'prompt', 'model', 'duration', 'ratio', 'resolution', 'imageUrls', 'assetIdsUsed', 'assetSource', 'subjectConsent',
+        'callbackUrl', 'charged', 'retryOf', 'batchId', 'sticky', 'id', 'status', 'progress', 'errorCode', 'refunded', 'createdAt', 'startedAt',
+        'completedAt', 'retriedBy', 'plan',
+      ]);
+    }
+  });
+
   it('pending or generating → error when generation fails: error_code set, credits refunded', async () => {
     const { lifecycle, clock, terminal, create, account } = await setup();
     const video = create('content_rejected');
