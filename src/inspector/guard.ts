@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { ProblemCode } from '../protocol/problem.js';
+import { parseUrl } from '../http/url.js';
 
 /**
  * Who may use the inspector: a browser on this machine, at the address it is bound to. The server binds
@@ -35,7 +36,8 @@ export function checkHost(req: IncomingMessage, hosts: ReadonlySet<string>): Ref
 /** Refuses a write (POST) that a page of another origin could have sent. */
 export function checkWrite(req: IncomingMessage, hosts: ReadonlySet<string>): Refusal {
   const origin = req.headers.origin;
-  if (origin !== undefined && !(URL.canParse(origin) && new URL(origin).protocol === 'http:' && hosts.has(new URL(origin).host))) {
+  const url = origin === undefined ? undefined : parseUrl(origin);
+  if (url !== undefined && !(url && url.protocol === 'http:' && hosts.has(url.host))) {
     return { code: 'origin_not_allowed', detail: `Writes come from the inspector's own page, not from ${origin}.` };
   }
   const site = req.headers['sec-fetch-site'];

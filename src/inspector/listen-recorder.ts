@@ -9,6 +9,7 @@ import { ExchangeBook, type ExchangeFilter } from './exchange-book.js';
 import { exchangeOf } from './exchange-line.js';
 import { detailOf, ExchangeRecord, keep, OUTCOMES, summarize, type Exchange, type ExchangeSummary, type HeldExchange, type Outcome } from './exchanges.js';
 import { videoIdToKeep } from './video-id.js';
+import { parseUrl } from '../http/url.js';
 
 export interface ListenRecorderOptions {
   /** listen's `--forward-to`, shown on the page. */
@@ -86,7 +87,7 @@ export class ListenRecorder extends EventEmitter<ListenRecorderEvents> {
     for (const [name, value] of Object.entries({ maxEvents, maxBodyBytes, maxTotalBytes, localTimeoutMs, maxReplyBytes })) {
       if (!(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`Expected \`${name}\` to be a positive integer, got ${JSON.stringify(value)}.`);
     }
-    if (!URL.canParse(options.forwardTo)) throw new TypeError(`Expected \`forwardTo\` to be a URL, got ${JSON.stringify(options.forwardTo)}.`);
+    if (!parseUrl(options.forwardTo)) throw new TypeError(`Expected \`forwardTo\` to be a URL, got ${JSON.stringify(options.forwardTo)}.`);
     this.#options = { ...options, maxEvents, maxBodyBytes, maxTotalBytes, localTimeoutMs, maxReplyBytes, now };
     // With a log, a finished exchange is kept as its line, which the log writes; memory only, as it is.
     this.#book = new ExchangeBook({ maxEvents, maxTotalBytes, lines: options.log !== false });

@@ -6,6 +6,7 @@ import type { SeedFixtureInput } from '../../service/testing/contract/seed.js';
 import type { ChaosMode, FaultRuleRequest, HTTP_METHODS } from '../../service/testing/contract/test-helpers.js';
 import { ExitError } from '../errors.js';
 import { readServeKey } from '../service-key.js';
+import { parseUrl } from '../../http/url.js';
 
 export interface ServiceCommandOptions {
   /** The service's origin, as `cliphook serve` printed it. */
@@ -49,7 +50,7 @@ type Answer<T> = { ok: true; status: number; body: T | null } | { ok: false; sta
  */
 export async function serviceCommand(action: string, args: string[], options: ServiceCommandOptions, out: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<void> {
   const origin = options.url.replace(/\/+$/, '').replace(/\/v1$/, '');
-  if (!URL.canParse(origin)) throw new ExitError(`--url must be the service's URL, got ${JSON.stringify(options.url)}.`, 2);
+  if (!parseUrl(origin)) throw new ExitError(`--url must be the service's URL, got ${JSON.stringify(options.url)}.`, 2);
   const credential = async (kind: Credential): Promise<string> => {
     if (kind !== 'key' && options.adminToken) return options.adminToken;
     if (kind === 'admin') throw new ExitError(`${action} needs --admin-token <token> (or CLIPHOOK_ADMIN_TOKEN): the admin_token serve printed at start, or the one given to serve --admin-token.`, 2);

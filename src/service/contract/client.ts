@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Problem } from './common.js';
 import { ROUTES, type OperationId, type Route, type RouteSpec } from './routes.js';
+import { parseUrl } from '../../http/url.js';
 
 // Issue 31 item 4: a client typed from the route table the OpenAPI document is made from, so a caller
 // names an operation and never writes a path: `cliphook service …` uses it. No dependency: the types are
@@ -75,7 +76,7 @@ function pathOf(route: RouteSpec, params: Record<string, string | number> = {}):
  * @example contractClient({ origin: 'http://127.0.0.1:8080', token: () => apiKey }).call('topUp', { body: { credits: 100 } })
  */
 export function contractClient({ origin, token, fetch: send = globalThis.fetch }: ContractClientOptions): ContractClient {
-  if (typeof origin !== 'string' || !URL.canParse(origin)) throw new TypeError(`Expected \`origin\` to be an absolute URL, got ${JSON.stringify(origin)}.`);
+  if (typeof origin !== 'string' || !parseUrl(origin)) throw new TypeError(`Expected \`origin\` to be an absolute URL, got ${JSON.stringify(origin)}.`);
   if (token !== undefined && typeof token !== 'function') throw new TypeError('Expected `token` to be a function of the route.');
   const base = origin.replace(/\/+$/, '');
   // Loosely typed inside: the signature of ContractClient['call'] is what callers see.

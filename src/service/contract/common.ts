@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { USER_ACTION_KINDS } from '../../protocol/problem.js';
 import { LIMITS } from './limits.js';
 import { rule } from './problems.js';
+import { parseUrl } from '../../http/url.js';
 
 // The pieces every part of the contract shares: ids in paths, integers in queries, consent values, the
 // Idempotency-Key, timestamps and links, and the problem body of spec section 7.
@@ -75,8 +76,8 @@ export function imageUrlProblem(url: string): string | null {
   if (/^asset:\/\/\d{1,15}$/.test(url)) return Number(url.slice('asset://'.length)) >= 1 ? null : 'asset ids start at 1.';
   if (url.startsWith('asset:')) return 'an asset URI is asset://<asset id>.';
   if (url.length > MAX_IMAGE_URL) return `longer than ${MAX_IMAGE_URL} characters.`;
-  if (!URL.canParse(url)) return 'not an absolute URL.';
-  const parsed = new URL(url);
+  const parsed = parseUrl(url);
+  if (!parsed) return 'not an absolute URL.';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return `must be http(s) or asset://, got ${parsed.protocol.slice(0, -1)}.`;
   if (parsed.username || parsed.password) return 'must not carry credentials.';
   return null;

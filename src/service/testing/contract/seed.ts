@@ -6,6 +6,7 @@ import { cross, rule } from '../../contract/problems.js';
 import { MAX_ACCOUNT_NAME, TestBalance } from './test-helpers.js';
 import { LIMITS } from '../../contract/limits.js';
 import { DURATION_RANGES, MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, VideoFields } from '../../contract/videos.js';
+import { parseUrl } from '../../../http/url.js';
 
 // The seed fixture of POST /test_helpers/seed, `serve --seed file.json` and `startService({ seed })`
 // (issue 22): a known starting state, named so the test can find what was made. The rules that span
@@ -42,8 +43,8 @@ export const SeedAsset = z.object({
 
 /** An absolute http(s) URL without credentials; the service's own policy (`--strict`: https, public hosts) is applied when the clip is made. */
 function callbackProblem(url: string): string | null {
-  if (!URL.canParse(url)) return 'callback_url must be an absolute URL.';
-  const parsed = new URL(url);
+  const parsed = parseUrl(url);
+  if (!parsed) return 'callback_url must be an absolute URL.';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'callback_url must be https (or http for a local receiver).';
   return parsed.username || parsed.password ? 'callback_url must not carry credentials.' : null;
 }
