@@ -40,6 +40,7 @@ import { VideoCommands } from './resources/videos/commands.js';
 import { VideoLifecycle, type VideoTables } from './resources/videos/lifecycle.js';
 import { MediaFiles } from './resources/videos/media.js';
 import { ClipWebhooks } from './resources/videos/webhooks.js';
+import type { Site } from './core/site.js';
 
 /** The service's own settings, kept in its data file so signed links outlive a restart. */
 interface MetaRow {
@@ -136,8 +137,8 @@ export class Service {
     this.emitter = emitter;
     this.files = new Files(options.file === false ? false : (options.file ?? DEFAULT_FILE));
     const files = this.files;
-    // Issue 31 (the walk): `this.origin` read at each call (it is set once the server listens) with no closure of the wiring.
-    const serviceOrigin = Reflect.get.bind(Reflect, this, 'origin') as () => string;
+    // The parts read `this.origin` where they name it (it is set once the server listens): the service is their `Site`.
+    const site: Site = this;
 
     // Core: who is calling, and what every resource reads.
     // Issue 29 items 2 and 9: every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
@@ -170,15 +171,15 @@ export class Service {
     this.photoUploads = new PhotoUploads(store, now, { sweepNow: serviceNow, nowOf: (account) => clock.nowOf(account) });
 
     // The commands.
-    this.assets = new AssetCommands({ store, assets, files, origin: serviceOrigin });
-    const imageFiles = new ImageFiles({ store, jobs, assets, assetCommands: this.assets, files, origin: serviceOrigin, onError: (error) => warn(`cannot keep a character's photos: ${error.message}`) });
+    this.assets = new AssetCommands({ store, assets, files, site });
+    const imageFiles = new ImageFiles({ store, jobs, assets, assetCommands: this.assets, files, site, onError: (error) => warn(`cannot keep a character's photos: ${error.message}`) });
     // External image_urls are downloaded and checked by their bytes, as the real service does (spec 4.1).
     const fetcher = options.fetchImage ?? ((url, { strict: isStrict }) => fetchImage(url, { strict: isStrict }));
     const references = new References({ assets, character: (accountId, url) => imageFiles.character(accountId, url), fetchImage: fetcher, strict });
-    this.images = new ImageCommands({ store, jobs, files: imageFiles, references, credits, clock, origin: serviceOrigin });
-    this.videos = new VideoCommands({ store, lifecycle, assets, references, credits, files, signer, clock, origin: serviceOrigin, strict });
+    this.images = new ImageCommands({ store, jobs, files: imageFiles, references, credits, clock, site });
+    this.videos = new VideoCommands({ store, lifecycle, assets, references, credits, files, signer, clock, site, strict });
     this.account = new AccountCommands({ accounts: this.accounts, credits, assets, videosOf: (accountId) => lifecycle.of(accountId) });
-    this.media = new MediaFiles({ lifecycle, signer, clock, origin: serviceOrigin, redirect: options.mediaRedirect ?? false });
+    this.media = new MediaFiles({ lifecycle, signer, clock, site, redirect: options.mediaRedirect ?? false });
     this.testClock = new ClockCommands({ clock, store: store as never, warn, accounts: this.accounts });
     this.journal = new RequestJournal({ secrets });
     this.requests = new RequestJournalCommands(this.journal);
@@ -214,7 +215,7 @@ export class Service {
     this.seeds = new SeedCommands({ store: store as never, accounts: this.accounts, assets, files, videos: lifecycle, images: jobs, renderer, clock, strict, startingBalance: () => options.balance ?? DEFAULT_BALANCE });
 
     // The events: a clip that ends sends its webhook (spec 6).
-    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, origin: serviceOrigin, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos: chaos && clipChaos(chaos), owned: (id, account) => times.track(id, account), clipsOf: (accountId) => lifecycle.of(accountId) });
+    const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, site, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos: chaos && clipChaos(chaos), owned: (id, account) => times.track(id, account), clipsOf: (accountId) => lifecycle.of(accountId) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
     // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.

@@ -47,23 +47,24 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
   // Issue 31 (the walk): bound once, as service.ts binds them, so the request's path runs no closure of this wiring.
   const now = service.clock.now.bind(service.clock);
-  const origin = Reflect.get.bind(Reflect, service, 'origin') as () => string;
+  // The parts read the origin off the service where they name it: it is set once the server listens.
+  const site = service;
   // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
-  const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, origin }) };
+  const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, site }) };
   const assistant =
     options.assistant === false ? null : new AssistantEndpoint(service, { controls, onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
   const bound = handlers(service, assistant?.settings ?? null);
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
-  const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, origin, warn: service.warn, report };
+  const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, site, warn: service.warn, report };
   const steps = routeSteps(parts, controls);
   const runRoute = routeRunner(steps);
   // Issue 31 item 1: the pages and startService()'s helpers run their operation through the same chain.
   const runOperation = operationRunner(steps);
   const commands = bound as unknown as Record<string, Command>;
   const pages: ServicePages = {
-    topUp: { origin, run: runOperation, topUp: commands.topUp! },
+    topUp: { site, run: runOperation, topUp: commands.topUp! },
     photoUploads: {
-      origin,
+      site,
       photoUploads: service.photoUploads,
       uploadsDir: service.files.uploads,
       assets: service.assets,

@@ -2,6 +2,7 @@ import type { Gate } from '../core/gate.js';
 import type { Idempotency } from '../core/idempotency.js';
 import type { Step } from '../runner/chain.js';
 import { answer, command, floor, identify, idempotency, keyRecords, limits, parseInput, unitOfWork, type GateRun } from '../runner/steps.js';
+import type { Site } from '../core/site.js';
 
 /** The few parts of the service the chain of `/v1`'s steps needs (issue 31 item 5: not the whole `Service`). */
 export interface RouteParts {
@@ -9,7 +10,7 @@ export interface RouteParts {
   idempotency: Idempotency;
   store: { unit<R>(run: () => Promise<R>): Promise<R> };
   now(): number;
-  origin(): string;
+  site: Site;
   warn(message: string): void;
   /** Told an unexpected failure (answered 500). */
   report(error: Error): void;
@@ -51,6 +52,6 @@ export function routeSteps(parts: RouteParts, controls: RouteControls): Step<Gat
  * limit or 402 floor (the link is checked by the page, and was paid for by the assistant that made it), no
  * Idempotency-Key (a link takes one photo), no parse (the page reads its multipart form, bounded).
  */
-export function linkedSteps(parts: Pick<RouteParts, 'store' | 'origin' | 'warn' | 'report'>, controls: RouteControls): Step<GateRun>[] {
+export function linkedSteps(parts: Pick<RouteParts, 'store' | 'site' | 'warn' | 'report'>, controls: RouteControls): Step<GateRun>[] {
   return [controls.journal, answer(parts), controls.faults, unitOfWork(parts.store), command];
 }

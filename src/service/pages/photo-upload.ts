@@ -12,6 +12,7 @@ import type { AssetCommands } from '../resources/assets/commands.js';
 import type { OperationRun } from '../runner/call.js';
 import { PageRequest, routeOf, unanswered } from './run.js';
 import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } from './page.js';
+import type { Site } from '../core/site.js';
 
 /**
  * The photo upload page of the assistant endpoint (spec 5.7, issue 15): GET shows a form where a person
@@ -41,7 +42,7 @@ const MESSAGES: Partial<Record<string, string>> = {
 /** What the photo upload page needs of the service (issue 31 item 5: not the whole `Service`). */
 export interface PhotoUploadParts {
   /** Where the page is served: uploads are taken from its own origin only. */
-  origin(): string;
+  site: Site;
   photoUploads: Pick<PhotoUploads, 'open' | 'markUsed'>;
   /** Where an upload is written while it is read. */
   uploadsDir: string;
@@ -77,7 +78,7 @@ export async function showPhotoUpload(parts: Pick<PhotoUploadParts, 'photoUpload
  * @example router.add('POST', '/photos/upload/:token', (request, res) => receivePhotoUpload(service, request, res), { rawBody: true });
  */
 export async function receivePhotoUpload(parts: PhotoUploadParts, { req, params }: { req: IncomingMessage; params: Record<string, string> }, res: ServerResponse): Promise<Result | undefined> {
-  if (!isSameOrigin(req, parts.origin())) {
+  if (!isSameOrigin(req, parts.site.origin)) {
     drain(req);
     return refuse(req, res, fail('origin_not_allowed', { detail: MESSAGES.origin_not_allowed! }));
   }

@@ -4,6 +4,7 @@ import { MAX_TOP_UP } from '../contract/settings.js';
 import type { Command, OperationRun } from '../runner/call.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
 import { PageRequest, routeOf, unanswered } from './run.js';
+import type { Site } from '../core/site.js';
 
 /** Where the top-up page is: the URL of spec 7's `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. */
 export const TOP_UP_PAGE_PATH = '/settings/top-up';
@@ -22,7 +23,7 @@ export async function showTopUp(res: ServerResponse): Promise<undefined> {
 /** What the top-up form needs of the service (issue 31 item 5: not the whole `Service`). */
 export interface TopUpParts {
   /** Where the page is served: the form is taken from its own origin only. */
-  origin(): string;
+  site: Site;
   /** The chain of the settings' routes (issue 31 item 1): the journal, the key (401), its rate limit (429), fault rules, the parse, one unit of work. */
   run: OperationRun;
   /** `POST /settings/top-up`'s own command. */
@@ -35,7 +36,7 @@ export interface TopUpParts {
  * on `topUp` acts here too. A low balance is fine, being why one is here (the settings have no 402 floor).
  */
 export async function receiveTopUp(parts: TopUpParts, req: IncomingMessage, res: ServerResponse): Promise<undefined> {
-  if (!isSameOrigin(req, parts.origin())) {
+  if (!isSameOrigin(req, parts.site.origin)) {
     req.resume();
     return sendPage(res, 403, renderPage({ title: 'Not allowed', main: html`<p>This form can only be sent from its own page.</p>` }));
   }

@@ -10,6 +10,7 @@ import { headersOf, problemOf } from '../http/respond.js';
 import { pointerRefusal } from '../contract/pointer.js';
 import { named, successOf, WRITTEN, type JsonBody, type KeyLease, type Outcome, type Run, type Step } from './chain.js';
 import { failureOf } from './failure.js';
+import type { Site } from '../core/site.js';
 
 // Issue 31 item 1: the runner's steps, each a small function of the run and the rest of the chain, in the
 // order a route runs them: answer, identify, limits, idempotency, floor, parse, unit, command (the test
@@ -74,7 +75,7 @@ export function floor<R extends { readonly route: { readonly auth: string }; cal
 
 /** What the answer step needs: the origin (a 402's top-up link), and where failures are told. */
 export interface AnswerParts {
-  origin(): string;
+  site: Site;
   warn(message: string): void;
   report(error: Error): void;
 }
@@ -97,7 +98,7 @@ export function answer(parts: AnswerParts): Step<GateRun> {
       const refusal = failureOf(error, parts);
       outcome = request.answered()
         ? { kind: 'abort' }
-        : { kind: 'problem', body: problemOf(refusal, { origin: parts.origin(), instance: request.path }), headers: { ...run.headers, ...headersOf(refusal) } };
+        : { kind: 'problem', body: problemOf(refusal, { origin: parts.site.origin, instance: request.path }), headers: { ...run.headers, ...headersOf(refusal) } };
     }
     if (run.cutAfter && outcome.kind !== 'abort') outcome = { kind: 'drop' };
     if (outcome.kind === 'problem') exchange.code = outcome.body.code;

@@ -3,6 +3,7 @@ import { named, type ControlledRun as ChainControlledRun, type Step } from '../r
 import { faultError } from './fault-answer.js';
 import type { FaultRules } from './faults.js';
 import type { RequestJournal } from './journal.js';
+import type { Site } from '../core/site.js';
 
 // Issue 31 item 5: the test controls plug into the runner as two steps; the runner's own steps know none of them.
 
@@ -13,18 +14,18 @@ export type ControlledRun = ChainControlledRun<Caller>;
 export interface FaultStepParts {
   /** `kept`, where given, lets a run with no rule kept ask nothing (issue 31: the walk). */
   rules: Pick<FaultRules, 'decide'> & Partial<Pick<FaultRules, 'kept'>>;
-  origin(): string;
+  site: Site;
 }
 
 /**
  * Issue 22: a fault rule acts after the credential and its rate window, before anything else is done: a
  * problem (nothing done), a real delay, a cut (before, or after the operation took effect) or a hang.
  */
-export function faults({ rules, origin }: FaultStepParts): Step<ControlledRun> {
+export function faults({ rules, site }: FaultStepParts): Step<ControlledRun> {
   const act = async (run: ControlledRun, fault: NonNullable<ReturnType<FaultStepParts['rules']['decide']>>, next: () => Promise<void>): Promise<void> => {
     const { action } = fault;
     if (action.kind === 'problem') {
-      throw faultError(action.code, { ruleId: fault.rule.id, instance: run.request.path, origin: origin(), balance: run.caller?.account.balance, itemCodes: fault.itemCodes, retryAfter: action.retryAfter });
+      throw faultError(action.code, { ruleId: fault.rule.id, instance: run.request.path, origin: site.origin, balance: run.caller?.account.balance, itemCodes: fault.itemCodes, retryAfter: action.retryAfter });
     }
     if (action.kind === 'cut' && action.when === 'before') return void (run.outcome = { kind: 'drop' });
     if (action.kind === 'hang') return void (run.outcome = { kind: 'hang' });

@@ -5,7 +5,7 @@ import { answer } from '../../../src/service/runner/steps.js';
 import { failureOf } from '../../../src/service/runner/failure.js';
 import { fakeRun } from './fixtures.js';
 
-const parts = (told: string[] = []) => ({ origin: () => 'http://svc.test', warn: (message: string) => void told.push(`warn ${message}`), report: (error: Error) => void told.push(`report ${error.message}`) });
+const parts = (told: string[] = []) => ({ site: { origin: 'http://svc.test' }, warn: (message: string) => void told.push(`warn ${message}`), report: (error: Error) => void told.push(`report ${error.message}`) });
 
 describe('the answer step: one error → problem mapping (issue 31 item 1)', () => {
   it('answers the command\'s value with the route\'s 2xx status and the window\'s headers', async () => {

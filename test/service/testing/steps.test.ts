@@ -11,7 +11,7 @@ describe('the test controls as steps of the runner (issue 31 items 1, 2)', () =>
     rules.add({ match: { operation: 'getVideo' }, times: 1, action: { problem: 'upstream_busy' } }, { account: null });
     rules.add({ match: { operation: 'getVideo' }, times: 1, action: { cut: 'before' } }, { account: null });
     rules.add({ match: { operation: 'getVideo' }, times: 1, action: { cut: 'after' } }, { account: null });
-    const step = faults({ rules, origin: () => 'http://svc.test' });
+    const step = faults({ rules, site: { origin: 'http://svc.test' } });
     await expect(step(fakeRun('getVideo'), next)).rejects.toMatchObject({ code: 'upstream_busy' });
     const before = fakeRun('getVideo');
     let went = false;
@@ -25,7 +25,7 @@ describe('the test controls as steps of the runner (issue 31 items 1, 2)', () =>
   it('faults: with no rule kept, the step asks the rules nothing and goes on (issue 31: no fault code on the walk)', async () => {
     const asked: string[] = [];
     const rules = { kept: new Map(), decide: (request: { operation: string }) => (asked.push(request.operation), null) };
-    const step = faults({ rules, origin: () => 'http://svc.test' });
+    const step = faults({ rules, site: { origin: 'http://svc.test' } });
     let went = false;
     await step(fakeRun('createVideo'), async () => void (went = true));
     expect([asked, went]).toEqual([[], true]);
@@ -38,7 +38,7 @@ describe('the test controls as steps of the runner (issue 31 items 1, 2)', () =>
   it('faults: a rule naming a tool acts on the tool\'s calls only', async () => {
     const rules = new FaultRules({ now: () => 0 });
     rules.add({ match: { operation: 'create_clip' }, action: { problem: 'upstream_busy' } }, { account: null });
-    const step = faults({ rules, origin: () => 'http://svc.test' });
+    const step = faults({ rules, site: { origin: 'http://svc.test' } });
     await step(fakeRun('createVideo'), next);
     const tool = { ...fakeRun('createVideo'), operation: 'create_clip' };
     await expect(step(tool, next)).rejects.toMatchObject({ code: 'upstream_busy' });

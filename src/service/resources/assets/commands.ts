@@ -10,6 +10,7 @@ import { parseAssetSimulation, type Asset, type Assets, type AssetTables } from 
 import { checkPixels } from './pixels.js';
 import { assetView, uploadView } from './views.js';
 import type { z } from 'zod';
+import type { Site } from '../../core/site.js';
 
 /** A file received whole (the HTTP adapter reads the multipart body as it streams), with its form fields. */
 export interface ReceivedFile {
@@ -37,7 +38,7 @@ export interface AssetCommandsOptions {
   assets: Assets;
   files: Files;
   /** The service's origin, for `public_url` (known once the server listens). */
-  origin: () => string;
+  site: Site;
 }
 
 /**
@@ -92,12 +93,12 @@ export class AssetCommands {
   /** POST /assets (spec 4.12): the upload response of spec 2.6. */
   async upload(caller: Caller, file: ReceivedFile) {
     const accepted = await this.accept(caller.account.id, file);
-    return uploadView(accepted.asset, accepted.deduped, this.#options.origin());
+    return uploadView(accepted.asset, accepted.deduped, this.#options.site.origin);
   }
 
   /** GET /assets/{id} (spec 4.14). */
   get(caller: Caller, id: number) {
-    return assetView(this.own(caller, id), this.#options.origin());
+    return assetView(this.own(caller, id), this.#options.site.origin);
   }
 
   /**
@@ -107,7 +108,7 @@ export class AssetCommands {
   list(caller: Caller, { limit, offset }: { limit: number; offset: number }): z.output<typeof AssetListBody> {
     const { assets } = this.#options;
     const trusted = assets.listTrusted(caller.account.id).filter((asset) => assets.usable(asset));
-    return { data: trusted.slice(offset, offset + limit).map((asset) => assetView(asset, this.#options.origin())), total: trusted.length, limit, offset };
+    return { data: trusted.slice(offset, offset + limit).map((asset) => assetView(asset, this.#options.site.origin)), total: trusted.length, limit, offset };
   }
 
   /** DELETE /assets/{id} (spec 4.15): the asset goes, and its file once no asset of any account uses those bytes. */

@@ -6,6 +6,7 @@ import type { Asset, Assets } from '../assets/assets.js';
 import type { AssetCommands } from '../assets/commands.js';
 import { type ImageJobs } from './jobs.js';
 import { CHARACTER_TRUST_MS, type ImageItem, type ImageJob, type ImageJobTables } from './job.js';
+import type { Site } from '../../core/site.js';
 
 const MIME = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' } as const;
 
@@ -15,7 +16,7 @@ export interface ImageFilesOptions {
   assets: Assets;
   assetCommands: AssetCommands;
   files: Files;
-  origin: () => string;
+  site: Site;
   onError: (error: Error) => void;
 }
 
@@ -60,7 +61,7 @@ export class ImageFiles {
    * is usable: what a clip's image_urls can take with subject_consent no_real_person (spec 2.7).
    */
   character(accountId: number, url: string): Asset | undefined {
-    const prefix = `${this.#options.origin()}/files/images/`;
+    const prefix = `${this.#options.site.origin}/files/images/`;
     const found = url.startsWith(prefix) ? this.#find(url.slice(prefix.length)) : undefined;
     if (!found || found.job.accountId !== accountId) return undefined;
     const { assets } = this.#options;

@@ -11,6 +11,7 @@ import type { ImageFiles } from './characters.js';
 import type { ImageJobs } from './jobs.js';
 import type { ImageJob, ImageJobTables } from './job.js';
 import { imageJobView } from './views.js';
+import type { Site } from '../../core/site.js';
 
 /**
  * Request-level `simulate:<code>` markers of an image description (spec 4.7's 422s and 503s), answered
@@ -47,7 +48,7 @@ export interface ImageCommandsOptions {
   references: References;
   credits: Credits;
   clock: { now(): number };
-  origin: () => string;
+  site: Site;
 }
 
 /** The commands of spec 4.7-4.11 on image jobs: typed input, typed answers, a `ServiceError` for every refusal. */
@@ -126,6 +127,6 @@ export class ImageCommands {
   /** A job as spec 2.7 shows it, with the seconds until it is expected to end. */
   view(job: ImageJob) {
     const estimate = job.status === 'generating' ? Math.max(0, Math.ceil((job.plan.endAt - this.#options.clock.now()) / 1000)) : 0;
-    return imageJobView(job, this.#options.origin(), estimate);
+    return imageJobView(job, this.#options.site.origin, estimate);
   }
 }

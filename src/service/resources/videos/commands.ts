@@ -14,6 +14,7 @@ import type { Fetched, References } from '../references.js';
 import { VideoLifecycle, type Video, type VideoTables } from './lifecycle.js';
 import { retryOutcome, retryRefusal } from './retry.js';
 import { batchItemView, createdView, retryView, videoView, type ViewContext } from './views.js';
+import type { Site } from '../../core/site.js';
 
 export interface VideoCommandsOptions {
   store: ServiceStore<VideoTables>;
@@ -24,7 +25,7 @@ export interface VideoCommandsOptions {
   files: Files;
   signer: MediaSigner;
   clock: { now(): number };
-  origin: () => string;
+  site: Site;
   /** `--strict`: callback URLs https only and never private (spec 4.1). */
   strict: boolean;
 }
@@ -150,9 +151,9 @@ export class VideoCommands {
   }
 
   #view(): ViewContext {
-    const { origin, signer, clock } = this.#options;
+    const { site, signer, clock } = this.#options;
     const now = clock.now();
-    return { origin: origin(), signer, now, estimate: (video) => Math.max(0, Math.ceil((video.plan.endAt - now) / 1000)) };
+    return { origin: site.origin, signer, now, estimate: (video) => Math.max(0, Math.ceil((video.plan.endAt - now) / 1000)) };
   }
 
   /** The callback URL's safety check (spec 4.1), shared with seed fixtures (core/callback-url.ts). */

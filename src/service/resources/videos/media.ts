@@ -6,6 +6,7 @@ import { MEDIA_FILE } from '../../contract/media.js';
 import { ServiceError } from '../../contract/problems.js';
 import { parseRange, type MediaSigner } from '../../core/media-signer.js';
 import type { VideoLifecycle } from './lifecycle.js';
+import type { Site } from '../../core/site.js';
 
 /** How long a clip's file is "still being saved" after it ends, when its prompt says `simulate:media_not_ready`. */
 export const MEDIA_NOT_READY_MS = 30_000;
@@ -23,7 +24,7 @@ export interface MediaFilesOptions {
   lifecycle: VideoLifecycle;
   signer: MediaSigner;
   clock: { now(): number; actFor?(account: number): void };
-  origin: () => string;
+  site: Site;
   /** Answer a good link with 302 to a short-lived storage URL (spec 4.18) instead of the file. @default false */
   redirect?: boolean;
 }
@@ -49,7 +50,7 @@ export class MediaFiles {
     const video = this.#checked(file, signer.check(file, String(exp), sig, clock.now()));
     if (this.#options.redirect) {
       const storage = signer.storageLink(file, clock.now() + STORAGE_LINK_MS, download === '1');
-      return { kind: 'redirect', location: `${this.#options.origin()}${storage}` };
+      return { kind: 'redirect', location: `${this.#options.site.origin}${storage}` };
     }
     return this.#file(video, file, download === '1', range);
   }

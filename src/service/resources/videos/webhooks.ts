@@ -5,13 +5,14 @@ import type { ServiceStore } from '../../core/store.js';
 import type { Video, VideoTables } from './lifecycle.js';
 import { webhookPayload } from './views.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
+import type { Site } from '../../core/site.js';
 
 export interface ClipWebhooksOptions {
   emitter: WebhookEmitter;
   accounts: Accounts;
   store: ServiceStore<VideoTables>;
   /** The service's origin, read when a webhook is made (it is known only once the server listens). */
-  origin: () => string;
+  site: Site;
   /** Keys the delivery ids: unguessable, and the same for one clip across restarts. */
   secret: string;
   warn: (message: string) => void;
@@ -169,10 +170,10 @@ export class ClipWebhooks {
 
   /** Hands one clip's webhook to the emitter; the delivery id once it is queued. */
   async #queue(video: Video, batchModes: readonly string[] = []): Promise<string | undefined> {
-    const { emitter, accounts, store, origin, warn, chaos } = this.#options;
+    const { emitter, accounts, store, site, warn, chaos } = this.#options;
     const key = accounts.key(video.keyId);
     if (!key) return undefined;
-    const { event, payload } = webhookPayload(video, { origin: origin() });
+    const { event, payload } = webhookPayload(video, { origin: site.origin });
     this.#sent(video.accountId, 1);
     try {
       const id = this.#deliveryId(video);

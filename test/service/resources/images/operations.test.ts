@@ -31,7 +31,7 @@ const fakeEmitter = () => ({ send: async () => undefined, stop: async () => unde
 function attachImageFiles(service: Service): ImageFiles {
   const files = new ImageFiles({
     store: service.store, jobs: service.state.images, assets: service.state.assets, assetCommands: service.assets, files: service.files,
-    origin: () => service.origin, onError: (error) => void hookErrors.push(error),
+    site: service, onError: (error) => void hookErrors.push(error),
   });
   hooks.push(files);
   return files;
