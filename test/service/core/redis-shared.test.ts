@@ -2,6 +2,7 @@ import request from 'supertest';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../../src/service/http/app.js';
+import { sharedOptions } from '../../../src/service/core/redis/shared.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
 
 // Two services on one private Redis stand for two `serve` processes behind one load balancer (issue 13):
@@ -126,5 +127,16 @@ describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
     }
     expect(a.service.first().balance).toBe(500);
     await expect.poll(async () => (await request(a).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'after-restart').send({ prompt: 'a fox' })).status, { timeout: 10_000 }).toBe(202);
+  });
+});
+
+describe('the redis option, checked at construction', () => {
+  it('names each method of ServiceRedisClient a given client lacks, duplicate() included (the webhooks’ BullMQ queue needs it)', () => {
+    const scriptsOnly = { eval: async () => null, evalsha: async () => null, del: async () => 0 };
+    expect(() => sharedOptions({ redis: scriptsOnly as never })).toThrow('Expected `redis` to be an ioredis client (it has no duplicate()).');
+    expect(() => sharedOptions({ redis: {} as never })).toThrow('Expected `redis` to be an ioredis client (it has no eval(), evalsha(), del(), duplicate()).');
+    expect(() => sharedOptions({ redis: null as never })).toThrow(/it has no eval\(\)/);
+    const full = { ...scriptsOnly, duplicate: () => full, options: {} };
+    expect(sharedOptions({ redis: full as never })).toEqual({ redis: full, prefix: 'cliphook:service:' });
   });
 });

@@ -25,7 +25,11 @@ export interface SharedRecords {
 /** Checks the Redis options; `undefined` when none is given. Throws a TypeError naming a bad one. */
 export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:' }: SharedOptions): { redis?: ServiceRedisClient; redisUrl?: string; prefix: string } | undefined {
   if (redis !== undefined && redisUrl !== undefined) throw new TypeError('Expected either `redis` (an ioredis client) or `redisUrl`, not both.');
-  if (redis !== undefined && typeof (redis as Partial<ServiceRedis>)?.evalsha !== 'function') throw new TypeError('Expected `redis` to be an ioredis client (it has no evalsha()).');
+  if (redis !== undefined) {
+    // What ServiceRedisClient names: the scripts of the shared records, and duplicate() for the webhooks' BullMQ queue.
+    const missing = (['eval', 'evalsha', 'del', 'duplicate'] as const).filter((name) => typeof (redis as Partial<ServiceRedisClient> | null)?.[name] !== 'function');
+    if (missing.length > 0) throw new TypeError(`Expected \`redis\` to be an ioredis client (it has no ${missing.map((name) => `${name}()`).join(', ')}).`);
+  }
   if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
   if (typeof redisPrefix !== 'string') throw new TypeError('Expected `redisPrefix` to be a string.');
   if (redis === undefined && redisUrl === undefined) return undefined;
