@@ -276,12 +276,14 @@ export class Credits {
     this.#accounts = accounts;
   }
 
-  /** Takes `amount` from the balance, or says how much is missing and changes nothing. */
-  charge(account: Account, amount: number): Shortfall | null {
+  /** Takes `amount` from the balance and counts the `clips` it pays for, or says how much is missing and changes nothing. */
+  charge(account: Account, amount: number, clips = 0): Shortfall | null {
     assertCredits(amount);
     if (account.balance < amount) return { required: amount, balance: account.balance };
     account.balance -= amount;
     account.usage.creditsSpent += amount;
+    // Counted here, before the save: a count changed after it would reach the journal only with the next save.
+    account.usage.videosCreated += clips;
     this.#accounts.save(account);
     return null;
   }

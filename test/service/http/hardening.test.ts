@@ -89,6 +89,18 @@ describe('the service against a stranger (review findings)', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
   });
 
+  it('counts a clip in the account row it journals with the charge: after a crash, videos_created is every clip made', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cliphook-crash-'));
+    dirs.push(dir);
+    const { app: handler, auth } = await app({ file: join(dir, 'a', 'service.json') });
+    expect((await request(handler).post('/v1/videos').set('authorization', auth).send({ prompt: 'a fox' })).status).toBe(202);
+    expect((await request(handler).post('/v1/videos/batch').set('authorization', auth).send({ items: [{ prompt: 'an owl' }, { prompt: 'a hare' }] })).status).toBe(207);
+    expect((await request(handler).get('/v1/account').set('authorization', auth)).body.api_usage.videos_created).toBe(3);
+    cpSync(join(dir, 'a'), join(dir, 'b'), { recursive: true, filter: (source) => !source.endsWith('.lock') });
+    const { app: restarted } = await app({ file: join(dir, 'b', 'service.json') });
+    expect((await request(restarted).get('/v1/account').set('authorization', auth)).body.api_usage).toMatchObject({ videos_created: 3 });
+  });
+
   it('replays the first response even when it took the balance below 10', async () => {
     const { app: handler, auth } = await app({ balance: 20 });
     const first = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'order-7').send({ prompt: 'a fox', model: 'cinema' });

@@ -60,7 +60,7 @@ export class VideoCommands {
     const photos = await this.#photos(caller, command);
     this.#simulated(caller, photos);
     const cost = price(command.model, command.duration);
-    if (this.#options.credits.charge(caller.account, cost)) throw insufficient(caller.account, cost);
+    if (this.#options.credits.charge(caller.account, cost, 1)) throw insufficient(caller.account, cost);
     const video = this.#createTask(caller, photos, cost);
     return createdView(video, command.warnings, this.#view());
   }
@@ -78,7 +78,7 @@ export class VideoCommands {
     for (const [index, photos] of checked.entries()) this.#simulated(caller, photos, index);
     const prices = checked.map(({ command }) => clipPrice(command.model, command.duration));
     const total = prices.reduce((sum, price) => sum + price, 0);
-    if (this.#options.credits.charge(caller.account, total)) throw insufficient(caller.account, total);
+    if (this.#options.credits.charge(caller.account, total, checked.length)) throw insufficient(caller.account, total);
     const batchId = `batch_${this.#options.clock.now().toString(36)}${randomBytes(3).toString('hex')}`;
     const videos = checked.map((photos, index) => this.#createTask(caller, photos, prices[index]!, batchId));
     const ctx = this.#view();
@@ -126,8 +126,7 @@ export class VideoCommands {
     this.#retrying.add(original.id);
     try {
       const price = clipPrice(original.model, original.duration);
-      if (credits.charge(caller.account, price)) throw insufficient(caller.account, price);
-      caller.account.usage.videosCreated++;
+      if (credits.charge(caller.account, price, 1)) throw insufficient(caller.account, price);
       const retry = lifecycle.create({
         accountId: caller.account.id, keyId: original.keyId, prompt: original.prompt, model: original.model, duration: original.duration,
         ratio: original.ratio, resolution: original.resolution, imageUrls: original.imageUrls, assetIdsUsed: original.assetIdsUsed,
@@ -204,7 +203,6 @@ export class VideoCommands {
   /** Creates the task of a checked command; the caller has charged `price` in this turn. */
   #createTask(caller: Caller, { command, assetIdsUsed }: Photos, price: number, batchId: string | null = null): Video {
     const simulation = simulationIn(command.prompt);
-    caller.account.usage.videosCreated++;
     return this.#options.lifecycle.create({
       accountId: caller.account.id, keyId: caller.key.id, prompt: command.prompt, model: command.model, duration: command.duration,
       ratio: command.ratio, resolution: command.resolution, imageUrls: command.imageUrls, assetIdsUsed, assetSource: command.assetSource,
