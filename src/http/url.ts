@@ -1,8 +1,8 @@
 /**
  * `new URL(value, base)`, or `null` when it cannot parse: the one way cliphook asks whether a string is a URL.
- * Not `URL.canParse`: on Node 20 it refuses what `new URL` takes when the string holds a character outside
- * ASCII (`URL.canParse('http://é.com/x')` is `false`, always; `URL.canParse('//é', base)` flips once
- * optimised), so a check by it and the parse after it could disagree (test/http/url.test.ts).
+ * Not `URL.canParse`: on Node 20, once optimised, it refuses what `new URL` takes when the string holds a
+ * character outside ASCII (`URL.canParse('http://é.com/x')`, `URL.canParse('//é', base)`: true at first, then
+ * false), so a check by it and the parse after it could disagree (test/http/url.test.ts).
  */
 export function parseUrl(value: string, base?: string | URL): URL | null {
   try {

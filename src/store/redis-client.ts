@@ -2,13 +2,14 @@ import type { ConnectionOptions } from 'node:tls';
 
 // Issue 29 item 15: the published declarations name only our own and Node's types. A Redis a user hands to a
 // part of cliphook is typed by what that part does with it, written out here; an ioredis client satisfies
-// each (test/types/redis-client.ts checks it at compile time, so these cannot drift from ioredis's own).
+// each (test/store/redis-client.test.ts checks it at compile time, so these cannot drift from ioredis's own).
 
 /**
  * Where a Redis is and how to reach it: the ioredis options cliphook passes on when it opens its own
  * connections (`bullmqQueue({ connection })`). Each has ioredis's meaning and default. Options that would
- * change how cliphook's own connections behave (`lazyConnect`, `maxRetriesPerRequest`, `enableOfflineQueue`,
- * `keyPrefix`) are not taken: cliphook sets them.
+ * change how cliphook's own connections behave (`lazyConnect`, `enableOfflineQueue`, `keyPrefix`) are not
+ * taken: cliphook sets them (`maxRetriesPerRequest` is taken and overridden). Any other ioredis option given
+ * at run time still reaches ioredis; only the ones here are typed.
  * @example { host: 'redis.internal', port: 6380, password: process.env.REDIS_PASSWORD, tls: {} }
  */
 export interface RedisClientOptions {
@@ -43,6 +44,26 @@ export interface RedisClientOptions {
   retryStrategy?: ((times: number) => number | void | null) | null | undefined;
   /** Waits for Redis to have loaded its data before the connection counts as ready. @default true */
   enableReadyCheck?: boolean | undefined;
+  /** Whether to reconnect (and resend, with 2) on a reply error such as `READONLY` after a failover. */
+  reconnectOnError?: ((error: Error) => boolean | 1 | 2) | null | undefined;
+  /** Sends the commands of one event loop turn as one pipeline. @default false */
+  enableAutoPipelining?: boolean | undefined;
+  /** Redis Sentinel: the sentinels to ask where the master `name` is (then `host` and `port` are not used). */
+  sentinels?: Array<{ host?: string; port?: number; family?: number }> | undefined;
+  /** Redis Sentinel: the master group's name. */
+  name?: string | undefined;
+  /** Redis Sentinel: connect to the master or a replica. @default 'master' */
+  role?: 'master' | 'slave' | undefined;
+  sentinelUsername?: string | undefined;
+  sentinelPassword?: string | undefined;
+  /** Redis Sentinel: TLS to the sentinels too (with `sentinelTLS`). @default false */
+  enableTLSForSentinelMode?: boolean | undefined;
+  sentinelTLS?: ConnectionOptions | undefined;
+  /**
+   * Taken so an ioredis configuration (BullMQ's docs ask for `null`) can be passed as it is; cliphook's own
+   * connections set it themselves (`null`), so a value here changes nothing.
+   */
+  maxRetriesPerRequest?: number | null | undefined;
 }
 
 /** What cliphook overrides when it duplicates a client: how its own connections queue and retry. */

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { lineOf, parseLine } from '../../src/inspector/exchange-line.js';
 import { exchangeVideoId, summarize, type Exchange } from '../../src/inspector/exchanges.js';
+import { WRITE_AFTER_MS } from '../../src/inspector/exchange-log.js';
 import { ListenRecorder } from '../../src/inspector/listen-recorder.js';
 import { testdir } from '../relay/fixtures.js';
 import { exchangeFixture } from './fixtures.js';
@@ -51,6 +52,25 @@ describe('the inspector log under a burst', () => {
     expect(writes).toHaveLength(2);
     expect(open).toHaveBeenCalledTimes(1);
     expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toHaveLength(310);
+  });
+
+  it('writes a window of lines on its own WRITE_AFTER_MS after the first, with no flush asked', async () => {
+    const { dir, cleanup } = await testdir();
+    cleanups.push(cleanup);
+    const log = join(dir, 'listen.events.jsonl');
+    const recorder = await ListenRecorder.open({ forwardTo: 'http://127.0.0.1:9/webhooks', log });
+    cleanups.push(() => recorder.close());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      for (let n = 1; n <= 3; n++) recorder.record(exchangeFixture(n));
+      await vi.advanceTimersByTimeAsync(WRITE_AFTER_MS - 1);
+      expect(writes).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+    } finally {
+      vi.useRealTimers();
+    }
+    await vi.waitFor(() => expect(writes).toHaveLength(1));
+    await vi.waitFor(async () => expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toHaveLength(3));
   });
 
   it('rewrites a full log with the lines of the exchanges it still holds, byte for byte as they were appended, the new ones after them', async () => {

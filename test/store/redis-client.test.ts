@@ -36,6 +36,11 @@ describe('the structural Redis types an ioredis client is given as', () => {
     expect(() => bullmqQueue({ connection: theirs })).toThrow(/Expected `connection` without `keyPrefix` \("app:"\)/);
     const unprefixed: RedisOptions = { ...theirs, keyPrefix: undefined };
     expect(bullmqQueue({ connection: unprefixed }).where).toBe('redis+unix:///tmp/redis.sock');
+    // Written inline, as BullMQ's and ioredis's docs write them: maxRetriesPerRequest (cliphook sets null anyway),
+    // a failover hook, and Redis Sentinel.
+    expect(bullmqQueue({ connection: { host: '10.0.0.8', port: 6392, maxRetriesPerRequest: null, reconnectOnError: () => true } }).where).toBe('redis://10.0.0.8:6392');
+    const sentinel: RedisClientOptions = { sentinels: [{ host: '10.0.0.9', port: 26379 }], name: 'mymaster', sentinelPassword: 's', role: 'master' };
+    expect(() => bullmqQueue({ connection: sentinel })).not.toThrow();
   });
 
   it('lets an ioredis client through the relay’s `redis`, and refuses an object that is not one', () => {

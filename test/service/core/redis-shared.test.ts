@@ -131,12 +131,14 @@ describe.runIf(redis)('serve processes sharing Redis (issue 13)', () => {
 });
 
 describe('the redis option, checked at construction', () => {
-  it('names each method of ServiceRedisClient a given client lacks, duplicate() included (the webhooks’ BullMQ queue needs it)', () => {
+  it('names each method a given client lacks that the service calls: duplicate() too unless an emitter is given (the webhooks’ BullMQ queue needs it)', () => {
     const scriptsOnly = { eval: async () => null, evalsha: async () => null, del: async () => 0 };
     expect(() => sharedOptions({ redis: scriptsOnly as never })).toThrow('Expected `redis` to be an ioredis client (it has no duplicate()).');
     expect(() => sharedOptions({ redis: {} as never })).toThrow('Expected `redis` to be an ioredis client (it has no eval(), evalsha(), del(), duplicate()).');
     expect(() => sharedOptions({ redis: null as never })).toThrow(/it has no eval\(\)/);
     const full = { ...scriptsOnly, duplicate: () => full, options: {} };
     expect(sharedOptions({ redis: full as never })).toEqual({ redis: full, prefix: 'cliphook:service:' });
+    // With an emitter of the caller's own, no BullMQ queue is made from the client: duplicate() is not needed.
+    expect(sharedOptions({ redis: scriptsOnly as never, emitter: {} })).toEqual({ redis: scriptsOnly, prefix: 'cliphook:service:' });
   });
 });

@@ -23,11 +23,12 @@ export interface SharedRecords {
 }
 
 /** Checks the Redis options; `undefined` when none is given. Throws a TypeError naming a bad one. */
-export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:' }: SharedOptions): { redis?: ServiceRedisClient; redisUrl?: string; prefix: string } | undefined {
+export function sharedOptions({ redis, redisUrl, redisPrefix = 'cliphook:service:', emitter }: SharedOptions & { emitter?: unknown }): { redis?: ServiceRedisClient; redisUrl?: string; prefix: string } | undefined {
   if (redis !== undefined && redisUrl !== undefined) throw new TypeError('Expected either `redis` (an ioredis client) or `redisUrl`, not both.');
   if (redis !== undefined) {
-    // What ServiceRedisClient names: the scripts of the shared records, and duplicate() for the webhooks' BullMQ queue.
-    const missing = (['eval', 'evalsha', 'del', 'duplicate'] as const).filter((name) => typeof (redis as Partial<ServiceRedisClient> | null)?.[name] !== 'function');
+    // What the service calls: the scripts of the shared records, and duplicate() for the webhooks' BullMQ queue
+    // when no emitter is given (without it, bullmqQueue would take the object for connection options).
+    const missing = (['eval', 'evalsha', 'del', ...(emitter === undefined ? ['duplicate' as const] : [])] as const).filter((name) => typeof (redis as Partial<ServiceRedisClient> | null)?.[name] !== 'function');
     if (missing.length > 0) throw new TypeError(`Expected \`redis\` to be an ioredis client (it has no ${missing.map((name) => `${name}()`).join(', ')}).`);
   }
   if (redisUrl !== undefined) assertRedisUrl(redisUrl, 'redisUrl');
