@@ -128,11 +128,11 @@ export class ServiceFeed extends EventEmitter<ServiceFeedEvents> {
   }
 
   clips({ limit = 500 }: { limit?: number } = {}): ClipSummary[] {
-    return newest(this.#service.store.table('video').values(), limit).map(clipSummary);
+    return newest(this.#service.store.table('video'), this.#service.store.lastId('video'), limit).map(clipSummary);
   }
 
   images({ limit = 500 }: { limit?: number } = {}): ImageSummary[] {
-    return newest(this.#service.store.table('image_job').values(), limit).map(imageSummary);
+    return newest(this.#service.store.table('image_job'), this.#service.store.lastId('image_job'), limit).map(imageSummary);
   }
 
   close(): void {
@@ -175,8 +175,21 @@ function fingerprint(summary: DeliverySummary): string {
   return `${summary.state}|${summary.attempts}|${summary.nextAttemptAt}`;
 }
 
-function newest<T extends { id: number }>(rows: Iterable<T>, limit: number): T[] {
-  return [...rows].sort((a, b) => b.id - a.id).slice(0, limit);
+/**
+ * The `limit` rows of highest id, newest first. Ids only grow, so it reads down from the last one given: the
+ * cost is the rows answered (and the ids removed among them), not every row ever kept. Only when far more ids
+ * than that were removed does it sort the table instead.
+ */
+export function newest<T extends { id: number }>(table: { readonly size: number; get(id: number): T | undefined; values(): Iterable<T> }, lastId: number, limit: number): T[] {
+  const rows: T[] = [];
+  const want = Math.min(limit, table.size);
+  const budget = 4 * want + 1_000;
+  for (let id = lastId, looked = 0; id >= 1 && rows.length < want; id--, looked++) {
+    if (looked === budget) return [...table.values()].sort((a, b) => b.id - a.id).slice(0, limit);
+    const row = table.get(id);
+    if (row) rows.push(row);
+  }
+  return rows;
 }
 
 function idOf(payload: Record<string, unknown>): string | null {

@@ -1,7 +1,7 @@
 // The service side of the inspector (issue 14): a failing receiver's delivery with each attempt placed on the
 // retry schedule, the next slot, Redeliver; clips and image jobs with their states; changes told as they happen.
 import { afterEach, describe, expect, it } from 'vitest';
-import { attemptSlots, nextSlot, ServiceFeed, type ClipSummary, type DeliverySummary, type ImageSummary } from '../../src/inspector/service-feed.js';
+import { attemptSlots, newest, nextSlot, ServiceFeed, type ClipSummary, type DeliverySummary, type ImageSummary } from '../../src/inspector/service-feed.js';
 import { SimulatedClock } from '../../src/service/core/clock.js';
 import { ImageRequest } from '../../src/service/contract/images.js';
 import { VideoRequest } from '../../src/service/contract/videos.js';
@@ -98,5 +98,55 @@ describe('ServiceFeed', () => {
     expect(nextSlot({ state: 'pending', nextAttemptAt: T0 + 600_000, attempts: [at(0)] })).toEqual({ slot: 4, delayMs: 600_000, at: T0 + 600_000 });
     expect(nextSlot({ state: 'pending', nextAttemptAt: T0, attempts: [] })).toEqual({ slot: 1, delayMs: 0, at: T0 });
     expect(nextSlot({ state: 'delivered', nextAttemptAt: null, attempts: [at(0)] })).toBeNull();
+  });
+});
+
+// The lists read down from the last id given, so their cost is the rows answered, not every row ever kept.
+describe('newest', () => {
+  const tableOf = (ids: number[]) => {
+    const rows = new Map(ids.map((id) => [id, { id }]));
+    let scanned = 0;
+    return {
+      table: { get size() { return rows.size; }, get: (id: number) => rows.get(id), values: () => (scanned++, rows.values()) },
+      rows,
+      scanned: () => scanned,
+    };
+  };
+
+  it('answers the newest rows from the last id down, never reading the whole table', () => {
+    const { table, rows, scanned } = tableOf(Array.from({ length: 100_000 }, (_, i) => i + 1));
+    for (const gone of [100_000, 99_998]) rows.delete(gone);
+    expect(newest(table, 100_000, 4).map((row) => row.id)).toEqual([99_999, 99_997, 99_996, 99_995]);
+    expect(newest(table, 100_000, 500)).toHaveLength(500);
+    expect(scanned()).toBe(0);
+  });
+
+  it('stops at the table’s size (a table emptied, or smaller than the limit)', () => {
+    const empty = tableOf([]);
+    expect(newest(empty.table, 1_000_000, 500)).toEqual([]);
+    const three = tableOf([2, 9, 40]);
+    expect(newest(three.table, 40, 500).map((row) => row.id)).toEqual([40, 9, 2]);
+    expect(empty.scanned() + three.scanned()).toBe(0);
+  });
+
+  it('sorts the table instead when far more of the newest ids were removed than it answers, with the same answer', () => {
+    const { table, scanned } = tableOf([1, 2, 3, 5]);
+    expect(newest(table, 50_000, 3).map((row) => row.id)).toEqual([5, 3, 2]);
+    expect(scanned()).toBe(1);
+  });
+
+  it('is what ServiceFeed lists clips by, through the service’s last id', async () => {
+    const { service, feed, caller } = await setup();
+    for (let n = 0; n < 3; n++) await createVideo(service, caller, { prompt: `fox ${n}` });
+    const videos = service.store.table('video');
+    const values = videos.values.bind(videos);
+    videos.values = () => {
+      throw new Error('the list read every clip');
+    };
+    try {
+      expect(feed.clips({ limit: 2 }).map((clip) => clip.id)).toEqual([3, 2]);
+    } finally {
+      videos.values = values;
+    }
   });
 });

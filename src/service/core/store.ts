@@ -128,6 +128,11 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return id;
   }
 
+  /** The last id `nextId` gave for `table` (0 before the first): the newest row's, unless it was removed. */
+  lastId(table: keyof T & string): number {
+    return (this.#seq[table] ?? 1) - 1;
+  }
+
   /** Starts a table's ids again from 1 (issue 22's reset, once the table is empty). */
   restartIds(table: keyof T & string): void {
     delete this.#seq[table];
