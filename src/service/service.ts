@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Delivery, WebhookEmitter } from '../emitter/index.js';
-import { Accounts, Credits, type AccountTables } from './core/accounts.js';
+import { Accounts, type AccountTables } from './core/accounts.js';
+import { Credits } from './core/credits.js';
 import { AuthFailures } from './core/auth-failures.js';
 import { SimulatedClock } from './core/clock.js';
 import { fetchImage } from './core/fetch-image.js';

@@ -1,11 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Accounts, Credits, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
+import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
 
 async function setup() {
   const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });
   const accounts = new Accounts(store, () => 1_000);
-  return { store, accounts, credits: new Credits(accounts) };
+  return { store, accounts };
 }
 
 describe('Accounts and keys (spec 5)', () => {
@@ -97,33 +97,5 @@ describe('Accounts: lookups that do not grow with the keys ever made (issue 29 f
     expect(accounts.keysOf(account.id)).toEqual([]);
     expect(accounts.ofSecret('whsec_again_0123456789')).toBeUndefined();
     expect(accounts.ofSecret('whsec_second_0123456789')).toBeUndefined();
-  });
-});
-
-describe('Credits', () => {
-  it('charges only what the balance covers and never goes negative; refunds and top-ups add', async () => {
-    const { accounts, credits } = await setup();
-    const { account } = accounts.create({ balance: 20 });
-    expect(credits.charge(account, 18)).toBeNull();
-    expect(credits.charge(account, 9)).toEqual({ required: 9, balance: 2 });
-    expect(account.balance).toBe(2);
-    credits.refund(account, 18);
-    credits.topUp(account, 100);
-    expect(account).toMatchObject({ balance: 120, toppedUp: true, usage: { creditsSpent: 18, creditsRefunded: 18 } });
-    expect(() => credits.charge(account, -1)).toThrow(RangeError);
-    expect(() => credits.charge(account, 1.5)).toThrow(RangeError);
-  });
-
-  it('lets 50 spends race against a small balance: the sum charged never exceeds it', async () => {
-    const { accounts, credits, store } = await setup();
-    const { account } = accounts.create({ balance: 100 });
-    const outcomes = await Promise.all(Array.from({ length: 50 }, async () => {
-      await Promise.resolve();
-      const shortfall = credits.charge(account, 9);
-      await store.commit();
-      return shortfall === null;
-    }));
-    expect(outcomes.filter(Boolean)).toHaveLength(11);
-    expect(account.balance).toBe(1);
   });
 });

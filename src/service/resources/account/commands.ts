@@ -1,6 +1,7 @@
 import { MAX_DEFAULT_ASSETS } from '../../contract/settings.js';
 import { ServiceError } from '../../contract/problems.js';
-import { MAX_KEYS_PER_ACCOUNT, MIN_BALANCE_TO_CREATE_KEYS, newApiKey, newWebhookSecret, type Accounts, type ApiKey, type Credits } from '../../core/accounts.js';
+import { MAX_KEYS_PER_ACCOUNT, MIN_BALANCE_TO_CREATE_KEYS, newApiKey, newWebhookSecret, type Accounts, type ApiKey } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
 import { insufficient, type Caller } from '../../core/gate.js';
 import type { Assets } from '../assets/assets.js';
 import { VideoLifecycle, type Video } from '../videos/lifecycle.js';

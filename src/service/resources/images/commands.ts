@@ -2,7 +2,7 @@ import type { ProblemCode } from '../../../protocol/problem.js';
 import type { ImageCommand } from '../../contract/images.js';
 import { LIMITS } from '../../contract/limits.js';
 import { ServiceError } from '../../contract/problems.js';
-import type { Credits } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
 import type { Caller } from '../../core/gate.js';
 import { insufficient } from '../../core/gate.js';
 import type { ServiceStore } from '../../core/store.js';

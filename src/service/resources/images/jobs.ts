@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import type { Account, Accounts, Credits } from '../../core/accounts.js';
+import type { Account, Accounts } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
 import { imageCharge } from '../../contract/pricing.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';

@@ -3,7 +3,7 @@ import { clipPrice, type VideoModel } from '../../contract/pricing.js';
 import { ServiceError } from '../../contract/problems.js';
 import { videoCommand, type CanonicalVideo, type VideoCommand, type VideoStatus } from '../../contract/videos.js';
 import { checkClipCallback } from '../../core/callback-url.js';
-import type { Credits } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
 import type { Files } from '../../core/files.js';
 import { insufficient, type Caller } from '../../core/gate.js';
 import type { MediaSigner } from '../../core/media-signer.js';

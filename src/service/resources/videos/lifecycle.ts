@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ERROR_SENTENCES, type VideoErrorCode } from '../../../protocol/events.js';
-import type { Account, Accounts, Credits } from '../../core/accounts.js';
+import type { Account, Accounts } from '../../core/accounts.js';
+import type { Credits } from '../../core/credits.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
 import type { ServiceStore, Table } from '../../core/store.js';
 import type { Resolution, VideoModel } from '../../contract/pricing.js';

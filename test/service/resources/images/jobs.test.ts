@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Accounts, Credits, type AccountTables } from '../../../../src/service/core/accounts.js';
+import { Accounts, type AccountTables } from '../../../../src/service/core/accounts.js';
+import { Credits } from '../../../../src/service/core/credits.js';
 import { SimulatedClock } from '../../../../src/service/core/clock.js';
 import { ImageJobs } from '../../../../src/service/resources/images/jobs.js';
 import { animateOf, JOB_WINDOW_MS, parseImageSimulation, type ImageJobTables, type ImageRenderer } from '../../../../src/service/resources/images/job.js';
