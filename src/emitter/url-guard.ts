@@ -1,5 +1,6 @@
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
 import { checkHost } from '../http/outbound-guard.js';
+import { parseUrl } from '../http/url.js';
 
 /** The longest callback URL accepted, in characters (spec section 8). */
 export const MAX_CALLBACK_URL_LENGTH = 2048;
@@ -15,12 +16,8 @@ export function checkCallbackUrl(url: unknown, { allowPrivateNetworks }: { allow
   if (url.length > MAX_CALLBACK_URL_LENGTH) {
     throw new InvalidCallbackUrlError(`The callback URL is ${url.length} characters long; the limit is ${MAX_CALLBACK_URL_LENGTH}.`);
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new InvalidCallbackUrlError(`The callback URL is not an absolute URL: ${JSON.stringify(url.slice(0, 100))}.`);
-  }
+  const parsed = parseUrl(url);
+  if (!parsed) throw new InvalidCallbackUrlError(`The callback URL is not an absolute URL: ${JSON.stringify(url.slice(0, 100))}.`);
   const schemes = allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(parsed.protocol)) {
     const allowed = allowPrivateNetworks ? 'https or http' : 'https (http only with `allowPrivateNetworks`)';

@@ -11,3 +11,9 @@ export function parseUrl(value: string, base?: string | URL): URL | null {
     return null;
   }
 }
+
+/** The URL of `value` when it is an absolute http: or https: URL, else `null`. */
+export function httpUrlOf(value: unknown): URL | null {
+  const url = typeof value === 'string' ? parseUrl(value) : null;
+  return url && (url.protocol === 'http:' || url.protocol === 'https:') ? url : null;
+}

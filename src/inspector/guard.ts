@@ -36,8 +36,7 @@ export function checkHost(req: IncomingMessage, hosts: ReadonlySet<string>): Ref
 /** Refuses a write (POST) that a page of another origin could have sent. */
 export function checkWrite(req: IncomingMessage, hosts: ReadonlySet<string>): Refusal {
   const origin = req.headers.origin;
-  const url = origin === undefined ? undefined : parseUrl(origin);
-  if (url !== undefined && !(url && url.protocol === 'http:' && hosts.has(url.host))) {
+  if (origin !== undefined && !isInspectorOrigin(parseUrl(origin), hosts)) {
     return { code: 'origin_not_allowed', detail: `Writes come from the inspector's own page, not from ${origin}.` };
   }
   const site = req.headers['sec-fetch-site'];
@@ -47,4 +46,9 @@ export function checkWrite(req: IncomingMessage, hosts: ReadonlySet<string>): Re
   const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') return { code: 'unsupported_media_type', detail: 'Send the request body as application/json.' };
   return null;
+}
+
+/** An http: origin whose host is one the inspector answers at. */
+function isInspectorOrigin(url: URL | null, hosts: ReadonlySet<string>): boolean {
+  return url?.protocol === 'http:' && hosts.has(url.host);
 }

@@ -1,6 +1,7 @@
 // The options of `receiver.reconcile()` and of `createReceiver({ reconcile })` (issue 30 item 2), checked
 // once: a misconfiguration is a TypeError naming the option, at construction or at the call.
 import type { ListOptions } from './reconcile-list.js';
+import { parseUrl } from '../http/url.js';
 
 export interface ReconcileOptions {
   /** The account's API key (spec 5), sent as `Authorization: Bearer …` to GET /videos. */
@@ -102,12 +103,8 @@ export function checkSchedule(schedule: unknown): ReconcileSchedule {
 }
 
 function checkBaseUrl(baseUrl: unknown): string {
-  let url: URL;
-  try {
-    url = new URL(String(baseUrl));
-  } catch {
-    throw new TypeError(`Expected \`baseUrl\` to be the service's absolute URL with /v1, got ${JSON.stringify(baseUrl)}.`);
-  }
+  const url = parseUrl(String(baseUrl));
+  if (!url) throw new TypeError(`Expected \`baseUrl\` to be the service's absolute URL with /v1, got ${JSON.stringify(baseUrl)}.`);
   if (typeof baseUrl !== 'string' || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search !== '' || url.hash !== '') {
     throw new TypeError(`Expected \`baseUrl\` to be an http(s) URL without query, such as https://api.example.com/v1, got ${JSON.stringify(baseUrl)}.`);
   }

@@ -1,3 +1,4 @@
+import { parseUrl } from '../http/url.js';
 /** Option checks shared by the relay server and the listener: each throws a TypeError naming the option. */
 
 export function positiveInteger(name: string, value: unknown): number {
@@ -14,12 +15,7 @@ export function nonEmptyString(name: string, value: unknown): string {
 
 /** An absolute http(s) URL; `ws:`/`wss:` too when `ws` is set. */
 export function httpUrl(name: string, value: unknown, ws = false): URL {
-  let url: URL | null = null;
-  try {
-    url = typeof value === 'string' ? new URL(value) : null;
-  } catch {
-    url = null;
-  }
+  const url = typeof value === 'string' ? parseUrl(value) : null;
   const schemes = ws ? ['http:', 'https:', 'ws:', 'wss:'] : ['http:', 'https:'];
   if (!url || !schemes.includes(url.protocol)) {
     throw new TypeError(`Expected \`${name}\` to be an absolute ${schemes.map((s) => s.slice(0, -1)).join('/')} URL, got ${show(value)}.`);

@@ -8,7 +8,7 @@ import { inspectListener } from '../listen-inspector.js';
 import { flagError, parsePort, stopSignal } from '../process.js';
 import { palette, type Palette } from '../output.js';
 import { turnWriter } from '../turn-writer.js';
-import { parseUrl } from '../../http/url.js';
+import { httpUrlOf } from '../../http/url.js';
 
 export interface ListenCommandOptions {
   forwardTo?: string;
@@ -51,7 +51,7 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   const relayUrl = options.relay.replace(/\/+$/, '');
   const forwardTo = options.forwardTo;
   if (forwardTo === undefined) throw new ExitError('--forward-to <url> is required: the local URL to forward webhooks to.', 2);
-  if (!/^https?:$/.test(parseUrl(relayUrl)?.protocol ?? '')) throw new ExitError(`--relay must be an http(s) URL, got ${JSON.stringify(relayUrl)}.`, 2);
+  if (!httpUrlOf(relayUrl)) throw new ExitError(`--relay must be an http(s) URL, got ${JSON.stringify(relayUrl)}.`, 2);
   if (options.forwardInvalid && !options.secret) throw new ExitError('--forward-invalid needs --secret: without it no signature is checked.', 2);
   const list = (values: string[] | undefined) => values?.flatMap((value) => value.split(',')).map((name) => name.trim()).filter(Boolean);
   const events = list(options.events);

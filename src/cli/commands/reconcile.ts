@@ -13,6 +13,7 @@ import { resolveReconcileOptions } from '../../receiver/reconcile-options.js';
 import { ExitError } from '../errors.js';
 import { palette, print } from '../output.js';
 import { parseTimeout } from './trigger.js';
+import { parseUrl } from '../../http/url.js';
 
 export interface ReconcileCommandOptions {
   /** Required (or CLIPHOOK_API_KEY); checked here so a missing one is a usage error (exit 2). */
@@ -114,12 +115,8 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
 
 /** `localhost` or a literal loopback address: reached over http for local development (docs/cli.md). */
 function isLoopback(url: string): boolean {
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return false;
-  }
+  const host = parseUrl(url)?.hostname;
+  if (host === undefined) return false;
   if (host === 'localhost') return true;
   const bare = host.startsWith('[') ? host.slice(1, -1) : host;
   return isIP(bare) !== 0 && classifyAddress(bare) === 'loopback';

@@ -9,6 +9,7 @@ import { guardLookup, type LookupFunction } from '../../http/outbound-guard.js';
 import { InvalidCallbackUrlError } from '../../protocol/errors.js';
 import { version } from '../../version.js';
 import { ASSET_TYPES, MAX_ASSET_BYTES } from '../contract/assets.js';
+import { parseUrl } from '../../http/url.js';
 
 /** The bytes of an image downloaded whole and recognised by its bytes. */
 export interface FetchedBytes {
@@ -64,12 +65,8 @@ export interface FetchRefusal {
  * @example checkImageTarget('https://127.0.0.1/cat.png', true).ok // false (invalid_image_url)
  */
 export function checkImageTarget(url: string | URL, strict: boolean): { ok: true; url: URL } | FetchRefusal {
-  let parsed: URL;
-  try {
-    parsed = typeof url === 'string' ? new URL(url) : url;
-  } catch {
-    return invalid(`The image URL ${JSON.stringify(String(url).slice(0, 100))} is not an absolute http(s) URL.`);
-  }
+  const parsed = typeof url === 'string' ? parseUrl(url) : url;
+  if (!parsed) return invalid(`The image URL ${JSON.stringify(String(url).slice(0, 100))} is not an absolute http(s) URL.`);
   const reason = targetFault(parsed, strict);
   return reason ? invalid(`The image URL ${show(parsed)} ${reason}.`) : { ok: true, url: parsed };
 }
@@ -79,12 +76,8 @@ export function checkImageTarget(url: string | URL, strict: boolean): { ok: true
  * @example redirectTarget(new URL('https://cdn.example.com/a.png'), 'http://10.0.0.5/a.png', true).ok // false
  */
 export function redirectTarget(from: URL, location: string | undefined, strict: boolean): { ok: true; url: URL } | FetchRefusal {
-  let next: URL;
-  try {
-    next = new URL(location ?? '', from);
-  } catch {
-    return failed(`The image URL ${show(from)} redirects to an unreadable Location; link the image file itself.`);
-  }
+  const next = parseUrl(location ?? '', from);
+  if (!next) return failed(`The image URL ${show(from)} redirects to an unreadable Location; link the image file itself.`);
   const reason = targetFault(next, strict);
   return reason ? invalid(`The image URL ${show(from)} redirects to ${show(next)}, which ${reason}.`) : { ok: true, url: next };
 }
