@@ -38,7 +38,7 @@ const TOOLS: readonly ToolDefinition[] = [...CLIP_TOOLS, ...ACCOUNT_TOOLS, ...PH
 // /v1's own `limits` (60 a minute, 429) and `floor` (402) steps for every message but those that cost nothing.
 
 /** The largest JSON-RPC body the endpoint reads (LIMITS.jsonBodyBytes, as /v1). */
-export const MAX_MCP_BYTES = LIMITS.jsonBodyBytes;
+const MAX_MCP_BYTES = LIMITS.jsonBodyBytes;
 
 /** A request to `/mcp` as the admission steps see it. */
 export interface McpRun {

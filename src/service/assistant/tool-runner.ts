@@ -205,9 +205,7 @@ export function contractInput<T extends z.ZodObject>(schema: T): StandardSchemaW
 
 /** Parses a tool's arguments with the contract's schema, or throws its refusal. */
 export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.output<T> {
-  // Issue 31 (the walk): the schema's own parse; the contract's mapping (parseOrThrow) only for a refusal.
-  const parsed = schema.safeParse(args ?? {}, { reportInput: true });
-  return parsed.success ? parsed.data : parseOrThrow(schema, args ?? {});
+  return parseOrThrow(schema, args ?? {});
 }
 
 /**

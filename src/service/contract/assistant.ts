@@ -59,11 +59,6 @@ export type AssistantCode = keyof typeof ASSISTANT_CODES;
 /** Every code a tool's refusal can carry: one of `/v1`'s problem codes, or one of the assistant's own. */
 export type ToolCode = ProblemCode | AssistantCode;
 
-/** Whether `code` is one of the assistant's own codes. */
-export function isAssistantCode(code: string): code is AssistantCode {
-  return Object.hasOwn(ASSISTANT_CODES, code);
-}
-
 /** The table of the assistant's own codes in docs/service.md. */
 export function assistantCodeTable(): string {
   const rows = Object.entries(ASSISTANT_CODES).map(([code, meaning]) => `| \`${code}\` | ${meaning} |`);

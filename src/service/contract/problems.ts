@@ -102,9 +102,19 @@ export function refusalOf(schema: z.ZodType, issues: readonly z.core.$ZodIssue[]
  * @example const body = parseOrThrow(VideoRequest, json)
  */
 export function parseOrThrow<T extends z.ZodType>(schema: T, input: unknown, options: RefusalOptions = {}): z.output<T> {
-  const parsed = schema.safeParse(input, { reportInput: true });
+  const parsed = parseReporting(schema, input);
   if (parsed.success) return parsed.data;
   throw ServiceError.from(refusalOf(schema, parsed.error.issues, input, options));
+}
+
+/**
+ * `schema.safeParse(input)`, and for a failure the issues with the inputs a refusal quotes. Issue 31 (speed):
+ * a parse with a context (`reportInput`) skips zod's compiled fast path (1.4 µs more on a path, 1.7 on a
+ * clip's body), so only what fails is parsed again with it.
+ */
+export function parseReporting<T extends z.ZodType>(schema: T, input: unknown): z.ZodSafeParseResult<z.output<T>> {
+  const fast = schema.safeParse(input);
+  return fast.success ? fast : schema.safeParse(input, { reportInput: true });
 }
 
 /** A union's failure holds its members' issues: the one that got furthest names the real problem. */
