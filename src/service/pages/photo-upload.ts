@@ -10,7 +10,8 @@ import type { Caller } from '../core/gate.js';
 import { sendResult } from '../http/respond.js';
 import type { AssetCommands } from '../resources/assets/commands.js';
 import type { OperationRun } from '../runner/call.js';
-import { PageRequest, routeOf, unanswered } from './run.js';
+import { routeOf } from '../contract/routes.js';
+import { PageRequest, unanswered } from './run.js';
 import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } from './page.js';
 import type { Site } from '../core/site.js';
 

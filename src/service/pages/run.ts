@@ -1,17 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ROUTES, type RouteSpec } from '../contract/routes.js';
+import type { RouteSpec } from '../contract/routes.js';
 import { NodeResponseSide } from '../http/pipeline.js';
 import type { JsonBody, Outcome, RunRequest } from '../runner/chain.js';
 
 // Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
 // gives the request (its form's fields) and turns the outcome into a page.
-
-/** The contract's route of an operation a page performs (`topUp`, `uploadAsset`). */
-export function routeOf(operationId: string): RouteSpec {
-  const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId);
-  if (!route) throw new Error(`No operation ${operationId} in the contract.`);
-  return route;
-}
 
 /**
  * A page's request as the steps read it: the credential and body its form gave (the form itself was read

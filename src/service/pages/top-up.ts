@@ -3,7 +3,8 @@ import { LIMITS } from '../contract/limits.js';
 import { MAX_TOP_UP } from '../contract/settings.js';
 import type { Command, OperationRun } from '../runner/call.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
-import { PageRequest, routeOf, unanswered } from './run.js';
+import { routeOf } from '../contract/routes.js';
+import { PageRequest, unanswered } from './run.js';
 import type { Site } from '../core/site.js';
 
 /** Where the top-up page is: the URL of spec 7's `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. */

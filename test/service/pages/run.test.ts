@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PageRequest, routeOf, unanswered } from '../../../src/service/pages/run.js';
+import { PageRequest, unanswered } from '../../../src/service/pages/run.js';
 
 // Issue 31 item 1: a page's request as the runner's steps read it, and what a page does with no answer.
 
@@ -54,12 +54,5 @@ describe('unanswered', () => {
     })).toBeNull();
     expect(outcomes[0]).toBeUndefined();
     await expect(outcomes[1]).resolves.toBeUndefined();
-  });
-});
-
-describe('routeOf', () => {
-  it('is the contract’s route of an operation, and refuses an unknown one', () => {
-    expect(routeOf('topUp')).toMatchObject({ method: 'POST', path: '/settings/top-up' });
-    expect(() => routeOf('nope')).toThrow('No operation nope in the contract.');
   });
 });

@@ -1,12 +1,13 @@
 // A run of the runner's chain without HTTP: a route of the contract, a request as plain values, and the
 // outcome the chain sends, so each step can be tested alone (issue 31 item 5).
-import { ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
+import { routeOf as contractRouteOf, type OperationId, type RouteSpec } from '../../../src/service/contract/routes.js';
 import type { Caller } from '../../../src/service/core/gate.js';
 import type { GateRun } from '../../../src/service/runner/steps.js';
 import type { Outcome } from '../../../src/service/runner/chain.js';
 import type { JsonBody } from '../../../src/service/runner/chain.js';
 
-export const routeOf = (operationId: string): RouteSpec => (ROUTES as readonly RouteSpec[]).find((route) => route.operationId === operationId)!;
+/** The contract's route of an operation, as the steps take it. */
+export const routeOf = (operationId: OperationId): RouteSpec => contractRouteOf(operationId);
 
 export interface FakeRun extends GateRun {
   sent: Outcome[];
@@ -23,7 +24,7 @@ export interface FakeRequest {
   answered?: boolean;
 }
 
-export function fakeRun(operationId: string, { json = { ok: true, value: undefined }, idempotencyKey, params = {}, query = {}, command = () => ({ ok: true }), answered = false }: FakeRequest = {}): FakeRun {
+export function fakeRun(operationId: OperationId, { json = { ok: true, value: undefined }, idempotencyKey, params = {}, query = {}, command = () => ({ ok: true }), answered = false }: FakeRequest = {}): FakeRun {
   const route = routeOf(operationId);
   const sent: Outcome[] = [];
   const closeListeners: Array<() => void> = [];

@@ -1,4 +1,4 @@
-import { ROUTES, type RouteSpec } from '../../contract/routes.js';
+import { routeOf, type RouteSpec } from '../../contract/routes.js';
 import type { Outcome } from '../../runner/chain.js';
 import { CallRequest, errorOfProblem, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
 import type { HelperId, TestHelpers } from './test-helpers.js';
@@ -24,7 +24,7 @@ export interface HelperParts {
  */
 export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestHelpers {
   const call = async <T>(operationId: HelperId, input: Omit<CallInput, 'authorization'> = {}): Promise<T> => {
-    const route = (ROUTES as readonly RouteSpec[]).find((candidate) => candidate.operationId === operationId)!;
+    const route: RouteSpec = routeOf(operationId);
     const request = new CallRequest(route, { ...input, authorization: `Bearer ${adminToken}` });
     let outcome: Outcome | undefined;
     await run(route, commands[operationId], request, (answer) => {
