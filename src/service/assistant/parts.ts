@@ -47,7 +47,7 @@ export interface SpendingParts {
 /** What the sign-in and its authorization page use: the keys, the gate of `/v1`, the data file, the clock. */
 export interface SignInParts extends Origin {
   readonly store: ServiceStore<ServiceTables>;
-  readonly accounts: Pick<Accounts, 'get' | 'authenticate' | 'keysOf'>;
+  readonly accounts: Pick<Accounts, 'get' | 'authenticate' | 'withLiveKey'>;
   readonly gate: Pick<Gate, 'lookup' | 'admit' | 'floor' | 'guessed'>;
   readonly clock: Pick<SimulatedClock, 'now' | 'actFor'>;
   readonly warn: (message: string) => void;

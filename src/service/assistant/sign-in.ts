@@ -100,7 +100,7 @@ export class AssistantSignIn {
     const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
     const account = assistant ? accounts.get(assistant.accountId) : undefined;
     if (!assistant || !account || String(account.id) !== found.accountId) throw new ServiceError('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.');
-    const key = accounts.keysOf(account.id).find((candidate) => candidate.revokedAt === null);
+    const key = accounts.withLiveKey(account.id)?.key;
     if (!key) throw new ServiceError('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.');
     // The account's own time from here on (issue 22), as the gate does for a key: its daily limit, waits and rate window.
     clock.actFor(account.id);

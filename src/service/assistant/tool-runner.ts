@@ -205,7 +205,9 @@ export function contractInput<T extends z.ZodObject>(schema: T): StandardSchemaW
 
 /** Parses a tool's arguments with the contract's schema, or throws its refusal. */
 export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.output<T> {
-  return parseOrThrow(schema, args ?? {});
+  // Zod's fast path for valid arguments; the contract's mapping (parseOrThrow) only for a refusal (issue 31: the walk).
+  const valid = schema.safeParse(args ?? {});
+  return valid.success ? valid.data : parseOrThrow(schema, args ?? {});
 }
 
 /**

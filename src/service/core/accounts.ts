@@ -109,10 +109,14 @@ export class Accounts {
 
   /** The first account, if any: the one `cliphook serve` prints at start-up. */
   first(): { account: Account; key: ApiKey } | undefined {
-    const account = this.#accounts.get(1);
-    if (!account) return undefined;
-    const key = this.keysOf(account.id).find((k) => k.revokedAt === null);
-    return key ? { account, key } : undefined;
+    return this.withLiveKey(1);
+  }
+
+  /** An account with its oldest live key, what acts for it where no key was given; `undefined` without one. */
+  withLiveKey(accountId: number): { account: Account; key: ApiKey } | undefined {
+    const account = this.#accounts.get(accountId);
+    const key = account && this.keysOf(accountId).find((candidate) => candidate.revokedAt === null);
+    return account && key ? { account, key } : undefined;
   }
 
   /** Creates an account with one key. */

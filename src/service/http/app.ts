@@ -68,12 +68,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
       photoUploads: service.photoUploads,
       uploadsDir: service.files.uploads,
       assets: service.assets,
-      callerOf: (accountId) => {
-        const account = service.accounts.get(accountId);
-        const keys = account ? service.accounts.keysOf(accountId) : [];
-        const key = keys.find((candidate) => candidate.revokedAt === null) ?? keys[0];
-        return account && key ? { account, key } : null;
-      },
+      callerOf: (accountId) => service.accounts.withLiveKey(accountId) ?? null,
       run: operationRunner(linkedSteps(parts, controls)),
     },
   };

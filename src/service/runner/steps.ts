@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { LIMITS } from '../contract/limits.js';
-import { parseReporting, refusalOf, ServiceError } from '../contract/problems.js';
+import { refusalOf, ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 import { rateLimitHeaders, type Admitted, type Caller, type Gate, type Identified } from '../core/gate.js';
 import { fingerprint, type Idempotency } from '../core/idempotency.js';
@@ -233,7 +233,11 @@ export const command: Step<GateRun> = named('command', (run, next) => {
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
 export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
-  const parsed = parseReporting(schema, value);
+  // Issue 31 (speed): a parse with a context (`reportInput`) skips zod's compiled fast path (1.4 µs more on a
+  // path, 1.7 on a clip's body); the inputs the refusal quotes are needed only for what fails, parsed again.
+  const valid = schema.safeParse(value);
+  if (valid.success) return valid.data;
+  const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const options = { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) } as const;
   // A body written as a file (issue 22's seed fixture) names the member at fault with a JSON Pointer.
