@@ -20,7 +20,6 @@ export type { IngestOptions, IngestOutcome, ReceiverOptions, ReceiverRuntime, We
 export type { ReceiverReply } from './replies.js';
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 // Claim owners: unique across processes sharing a store (random prefix) and cheap per request (counter).
 // The prefix is drawn on first use: Workers refuse random values at module scope.
 let ownerPrefix: string | undefined;
@@ -131,12 +130,8 @@ export class ReceiverCore {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
-    // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
-    // event, so the event key catches its retries too, and a captured request replayed under a forged
-    // delivery id finds its event already processed.
-    const keys = [eventKey(event)];
     const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
-    return replyFor(await this.#claimAndRun(keys, event, context, verified.text));
+    return replyFor(await this.#claimAndRun(event, context, verified.text));
   }
 
   /**
@@ -151,14 +146,15 @@ export class ReceiverCore {
    */
   async ingest(event: WebhookEvent, { source }: IngestOptions): Promise<IngestOutcome> {
     if (source !== 'reconcile') throw new TypeError(`Expected \`source\` to be 'reconcile', got ${JSON.stringify(source)}.`);
+    const text = JSON.stringify(event);
     const context: WebhookContext = {
       deliveryId: `${source}:${event.event}:${event.id}`,
-      rawBody: encoder.encode(JSON.stringify(event)),
+      rawBody: encoder.encode(text),
       receivedAt: new Date(this.#clock()),
       source,
       attempt: 1,
     };
-    const outcome = await this.#claimAndRun([eventKey(event)], event, context);
+    const outcome = await this.#claimAndRun(event, context, text);
     if (outcome === 'handled' || outcome === 'queued') return 'handled';
     if (outcome === 'processed') return 'duplicate';
     // In progress elsewhere: not handled by this run, so it is reported as failed and seen again next time.
@@ -166,11 +162,15 @@ export class ReceiverCore {
   }
 
   /**
-   * The step `receive` and `ingest` share: claim the keys, run the handlers (or, with an inbox, store the
-   * event durably), mark the keys processed. Failures are told to the error listeners here; the caller
-   * turns the outcome into its answer.
+   * The step `receive` and `ingest` share: claim the event's key, run the handlers (or, with an inbox, store
+   * the event durably, as `text`), mark the key processed. Failures are told to the error listeners here;
+   * the caller turns the outcome into its answer.
    */
-  async #claimAndRun(keys: readonly string[], event: WebhookEvent, context: WebhookContext, text?: string): Promise<Processed> {
+  async #claimAndRun(event: WebhookEvent, context: WebhookContext, text: string): Promise<Processed> {
+    // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
+    // event, so the event key catches its retries too, and a captured request replayed under a forged
+    // delivery id finds its event already processed.
+    const keys = [eventKey(event)];
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
@@ -212,9 +212,9 @@ export class ReceiverCore {
    * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
-  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text?: string): Promise<Processed> {
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text: string): Promise<Processed> {
     // The body as text: verification decoded it already.
-    const record = newRecord(context.deliveryId, event.event, text ?? decoder.decode(context.rawBody), keys, context.source, context.receivedAt.getTime());
+    const record = newRecord(context.deliveryId, event.event, text, keys, context.source, context.receivedAt.getTime());
     let added;
     try {
       added = await inbox.enqueue(record);
