@@ -46,9 +46,16 @@ export class DueHeap {
   }
 
   #swap(i: number, j: number): void {
-    [this.#at[i], this.#at[j]] = [this.#at[j]!, this.#at[i]!];
-    [this.#seq[i], this.#seq[j]] = [this.#seq[j]!, this.#seq[i]!];
-    [this.#ids[i], this.#ids[j]] = [this.#ids[j]!, this.#ids[i]!];
+    // Plain moves, not destructuring swaps: those allocated an array each (issue 31's allocation profile).
+    const at = this.#at[i]!;
+    this.#at[i] = this.#at[j]!;
+    this.#at[j] = at;
+    const seq = this.#seq[i]!;
+    this.#seq[i] = this.#seq[j]!;
+    this.#seq[j] = seq;
+    const id = this.#ids[i]!;
+    this.#ids[i] = this.#ids[j]!;
+    this.#ids[j] = id;
   }
 
   #up(i: number): void {

@@ -22,34 +22,38 @@ export function peek(heap: Timer[]): Timer | undefined {
 
 /** Adds a timer. */
 export function push(heap: Timer[], timer: Timer): void {
+  // The new timer rises through a hole: no swap (a destructuring swap allocated an array per level, issue 31).
+  let i = heap.length;
   heap.push(timer);
-  let i = heap.length - 1;
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    if (!before(heap[i]!, heap[parent]!)) break;
-    [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+    const above = heap[parent]!;
+    if (!before(timer, above)) break;
+    heap[i] = above;
     i = parent;
   }
+  heap[i] = timer;
 }
 
 /** Removes and returns the earliest timer, cancelled or not. */
 export function pop(heap: Timer[]): Timer | undefined {
   const top = heap[0];
   const last = heap.pop();
-  if (heap.length > 0 && last) {
-    heap[0] = last;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      const right = left + 1;
-      let least = i;
-      if (left < heap.length && before(heap[left]!, heap[least]!)) least = left;
-      if (right < heap.length && before(heap[right]!, heap[least]!)) least = right;
-      if (least === i) break;
-      [heap[i], heap[least]] = [heap[least]!, heap[i]!];
-      i = least;
-    }
+  const size = heap.length;
+  if (size === 0 || last === undefined) return top;
+  // The last timer sinks from the root through a hole.
+  let i = 0;
+  for (;;) {
+    const left = 2 * i + 1;
+    if (left >= size) break;
+    const right = left + 1;
+    const child = right < size && before(heap[right]!, heap[left]!) ? right : left;
+    const below = heap[child]!;
+    if (!before(below, last)) break;
+    heap[i] = below;
+    i = child;
   }
+  heap[i] = last;
   return top;
 }
 

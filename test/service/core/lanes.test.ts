@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Lanes, push, type Timer } from '../../../src/service/core/lanes.js';
+import { Lanes, peek, pop, push, type Timer } from '../../../src/service/core/lanes.js';
 
 let seq = 0;
 const timer = (lane: number | null, at: number): Timer => ({ at, seq: seq++, callback: () => undefined, lane, cancelled: false });
@@ -39,5 +40,32 @@ describe('Lanes (the simulated clock\'s times and timers)', () => {
     expect(lanes.earliest()).toBeUndefined();
     lanes.clearLeads(6);
     expect(lanes.leadOf(6)).toBe(0);
+  });
+
+  it('pops timers in (at, seq) order whatever order they were pushed in, interleaved with pops and cancellations', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ at: fc.integer({ min: 0, max: 20 }), pop: fc.boolean(), cancel: fc.boolean() }), { maxLength: 200 }), (steps) => {
+        const heap: Timer[] = [];
+        const model: Timer[] = [];
+        const order = (a: Timer, b: Timer) => a.at - b.at || a.seq - b.seq;
+        for (const step of steps) {
+          const made = timer(null, step.at);
+          made.cancelled = step.cancel;
+          push(heap, made);
+          model.push(made);
+          if (step.pop) {
+            model.sort(order);
+            expect(pop(heap)).toBe(model.shift());
+          }
+        }
+        model.sort(order);
+        // peek drops the cancelled timers that surface before the first live one.
+        expect(peek(heap)).toBe(model.find((kept) => !kept.cancelled));
+        while (model[0]?.cancelled) model.shift();
+        const popped: Timer[] = [];
+        for (let next = pop(heap); next; next = pop(heap)) popped.push(next);
+        expect(popped).toEqual(model);
+      }),
+    );
   });
 });
