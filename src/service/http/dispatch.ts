@@ -14,10 +14,12 @@ export interface ExtraRoute {
   method: string;
   /** A path template: `/files/assets/{file}`. */
   path: string;
-  handle(req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>): Promise<void> | void;
+  /** `path`: the path the router matched (dot segments resolved): a problem's `instance`. */
+  handle(req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>, path: string): Promise<void> | void;
 }
 
-type Run = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => Promise<void> | void;
+/** `path`: the path as the router matched it (the URL parser's: dot segments resolved), what a run reads as the request's. */
+type Run = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>, path: string) => Promise<void> | void;
 
 /** A path template as segments, and the routes on it by method. */
 interface Template {
@@ -109,7 +111,7 @@ export class ServiceRouter {
 
   constructor(contract: ReadonlyArray<{ route: RouteSpec; handler: Handler<Caller> }>, extras: readonly ExtraRoute[], runRoute: RouteRun, onError: (error: Error) => void) {
     this.#onError = onError;
-    for (const { route, handler } of contract) this.#add(route.method, route.path, (req, res, params, query) => runRoute(route, handler, params, query, req, res));
+    for (const { route, handler } of contract) this.#add(route.method, route.path, (req, res, params, query, path) => runRoute(route, handler, params, query, req, res, path));
     for (const extra of extras) this.#add(extra.method, extra.path, extra.handle);
   }
 
@@ -145,7 +147,7 @@ export class ServiceRouter {
       // Issue 29 item 12: segments are compared decoded, so `/v1/videos/%62atch` is the batch path too.
       const found = target ? this.#find(target.plain ? path.split('/').slice(1) : path.split('/').slice(1).map(decodeURIComponent)) : null;
       const run = found?.template.methods.get(method);
-      if (found && run) return await run(req, res, found.params, target!.query());
+      if (found && run) return await run(req, res, found.params, target!.query(), path);
       req.resume();
       if (!found) return sendProblem(res, problem('not_found', { detail: `Nothing at ${path}.`, instance: path }));
       const methods = [...found.template.methods.keys()];

@@ -17,17 +17,20 @@ import type { ExtraRoute } from './dispatch.js';
 import { sendMedia } from './operations.js';
 import { headersOf, problemOf, sendJson, sendProblem, sendResult } from './respond.js';
 
-/** Writes what a page's or file's handler answered, its problem's `instance` the request's path. */
-const write = (req: IncomingMessage, res: ServerResponse, result: Result) => sendResult(res, { ...result, body: withInstance(result.body, req) });
+/** The path of a request's target, as sent (the assistant endpoint's refusals: `/mcp` has no dot segments to resolve). */
+const pathOf = (req: IncomingMessage) => (req.url ?? '/').split('?', 1)[0]!;
+
+/** Writes what a page's or file's handler answered, its problem's `instance` the request's path (the router's, where it gives one). */
+const write = (req: IncomingMessage, res: ServerResponse, result: Result, path = pathOf(req)) => sendResult(res, { ...result, body: withInstance(result.body, path) });
 
 /** Runs a page's or file's handler and writes what it answers, when it did not write it itself. */
 const answer = (run: (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => Result | undefined | Promise<Result | undefined>) =>
-  async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>) => {
+  async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, string>, path: string) => {
     const result = await run(req, res, params, query);
-    if (result && !res.headersSent) write(req, res, result);
+    if (result && !res.headersSent) write(req, res, result, path);
   };
 
-const withInstance = (body: unknown, req: IncomingMessage) => (body && typeof body === 'object' && 'code' in body && (body as { instance?: unknown }).instance === null ? { ...body, instance: (req.url ?? '/').split('?', 1)[0] } : body);
+const withInstance = (body: unknown, path: string) => (body && typeof body === 'object' && 'code' in body && (body as { instance?: unknown }).instance === null ? { ...body, instance: path } : body);
 
 /** Streams a stored file, or answers 404 when its link no longer works (deleted). */
 function sendFile(res: ServerResponse, file: { path: string; mime: string } | null, path: string): void {
@@ -51,19 +54,18 @@ export interface ServicePages {
  * pages (top-up, photo upload), and the assistant endpoint with its status, metadata and consent page.
  */
 export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | null, pages: ServicePages): ExtraRoute[] {
-  const path = (req: IncomingMessage) => (req.url ?? '/').split('?', 1)[0]!;
   const routes: ExtraRoute[] = [
-    { method: 'GET', path: '/files/assets/{file}', handle: (req, res, { file }) => sendFile(res, service.assets.file(file!), path(req)) },
-    { method: 'GET', path: '/files/images/{file}', handle: (req, res, { file }) => sendFile(res, service.images.file(file!), path(req)) },
+    { method: 'GET', path: '/files/assets/{file}', handle: (_req, res, { file }, _query, path) => sendFile(res, service.assets.file(file!), path) },
+    { method: 'GET', path: '/files/images/{file}', handle: (_req, res, { file }, _query, path) => sendFile(res, service.images.file(file!), path) },
     {
       method: 'GET',
       path: '/storage/{file}',
-      handle: async (req, res, { file }, query) => {
+      handle: async (req, res, { file }, query, path) => {
         try {
           sendMedia(res, await service.media.storage(file!, query, req.headers.range));
         } catch (error) {
           if (!(error instanceof ServiceError)) throw error;
-          sendProblem(res, problemOf(error, { origin: service.origin, instance: path(req) }), headersOf(error));
+          sendProblem(res, problemOf(error, { origin: service.origin, instance: path }), headersOf(error));
         }
       },
     },
@@ -71,8 +73,8 @@ export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | 
       method: 'GET',
       path: '/videos/{id}',
       // The webhook's video_url (spec 6.5): the clip's page in the web UI, which opens only for a signed-in browser.
-      handle: (req, res) =>
-        sendProblem(res, problem('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.', instance: path(req) }), { 'www-authenticate': 'Bearer realm="cliphook"' }),
+      handle: (_req, res, _params, _query, path) =>
+        sendProblem(res, problem('invalid_auth_header', { detail: 'This page opens only for a signed-in browser; GET /v1/videos/{id} returns a signed link that works anywhere.', instance: path }), { 'www-authenticate': 'Bearer realm="cliphook"' }),
     },
     { method: 'GET', path: MCP_STATUS_PATH, handle: (_req, res) => sendJson(res, 200, assistantStatus(service, assistant !== null)) },
     // The page a 402's user_action and the assistant's get_topup_link send a person to.

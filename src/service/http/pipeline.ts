@@ -19,7 +19,7 @@ export { parse } from '../runner/steps.js';
 export type Handler<C> = (input: { caller: C; params: any; query: any; body: any; req: IncomingMessage; res: ServerResponse }) => unknown;
 
 /** Runs one request of a contract route through the runner's chain. */
-export type RouteRun = (route: RouteSpec, handler: Handler<Caller>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse) => Promise<void>;
+export type RouteRun = (route: RouteSpec, handler: Handler<Caller>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 
 /**
  * The HTTP adapter of the runner (issue 31 item 1): turns a request of a contract route into a run of
@@ -27,7 +27,7 @@ export type RouteRun = (route: RouteSpec, handler: Handler<Caller>, rawParams: R
  */
 export function routeRunner(steps: readonly Step<GateRun>[]): RouteRun {
   const chain = compose(steps);
-  return (route, handler, params, query, req, res) => chain(new HttpRun(route, handler, params, query, req, res));
+  return (route, handler, params, query, req, res, path) => chain(new HttpRun(route, handler, params, query, req, res, path));
 }
 
 /** What a run reads of a node:http response (answered yet, closed, its status): a route's request and a page's share it. */
@@ -51,7 +51,6 @@ export abstract class NodeResponseSide {
 /** A request of node:http as the steps read it; its methods on the prototype, so a request makes no closures for them. */
 class HttpRequest extends NodeResponseSide implements RunRequest {
   readonly method: string;
-  readonly path: string;
   readonly authorization: string | undefined;
   readonly address: string | undefined;
   readonly idempotencyKey: string | readonly string[] | undefined;
@@ -62,10 +61,11 @@ class HttpRequest extends NodeResponseSide implements RunRequest {
     readonly query: Record<string, string>,
     readonly req: IncomingMessage,
     res: ServerResponse,
+    /** The router's path (dot segments resolved): the same request fingerprints and names its problems alike however its target was written. */
+    readonly path: string,
   ) {
     super(res);
     this.method = req.method ?? 'GET';
-    this.path = (req.url ?? '/').split('?', 1)[0]!;
     this.authorization = req.headers.authorization;
     this.address = req.socket.remoteAddress;
     this.idempotencyKey = req.headers['idempotency-key'];
@@ -101,9 +101,10 @@ class HttpRun implements GateRun {
     query: Record<string, string>,
     req: IncomingMessage,
     res: ServerResponse,
+    path: string,
   ) {
     this.operation = route.operationId;
-    this.request = new HttpRequest(params, query, req, res);
+    this.request = new HttpRequest(params, query, req, res, path);
     const header = this.request.idempotencyKey;
     this.exchange = { caller: null, idempotencyKey: typeof header === 'string' ? header : null, replayed: false, body: undefined, code: null, dropped: false, admin: false };
   }

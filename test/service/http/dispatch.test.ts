@@ -128,3 +128,24 @@ describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
     for (const target of ['/v1/videos?limit=1', '/v1//videos', '//host', '/v1/./videos', '/v1/%76ideos', 'v1/videos']) expect(requestTarget(target)?.plain ?? false, target).toBe(false);
   });
 });
+
+describe('the path a run reads (the router\'s, not the raw target)', () => {
+  it('fingerprints an Idempotency-Key and names a problem\'s instance by the path the router matched: /v1/./videos is /v1/videos', async () => {
+    const { app: handler, auth } = await app();
+    const body = { prompt: 'a fox in the snow', duration: 5 };
+    const first = await request(handler).post('/v1/./videos').set('authorization', auth).set('idempotency-key', 'dot-1').send(body);
+    expect(first.status).toBe(202);
+    // The same key and body on the path as usually written is the same request: replayed, not "reused".
+    const again = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'dot-1').send(body);
+    expect(again.status).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    const refused = await request(handler).post('/v1/videos/../videos?x=1').set('authorization', auth).send({ prompt: '' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.instance).toBe('/v1/videos');
+    // A route outside the contract names it the same way.
+    const file = await request(handler).get('/files/./assets/nope');
+    expect(file.status).toBe(404);
+    expect(file.body.instance).toBe('/files/assets/nope');
+  });
+});
