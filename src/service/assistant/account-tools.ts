@@ -3,6 +3,7 @@ import { ASSISTANT_TEXT } from '../contract/assistant.js';
 import { ImageFields, ImageRequest } from '../contract/images.js';
 import { LIMITS } from '../contract/limits.js';
 import { rule } from '../contract/problems.js';
+import { topUpUrl } from '../contract/settings.js';
 import type { ImageJob } from '../resources/images/job.js';
 import { contractInput, parseInput, toToolResult, tool, valueResult, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { idempotencyKey, maxCredits, signalOf } from './clip-tools.js';
@@ -100,7 +101,7 @@ export const ACCOUNT_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.object({ url: z.string(), balance: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (ctx) => toToolResult({ ok: true, value: { url: `${ctx.parts.origin}/settings/top-up`, balance: ctx.caller.account.balance } }),
+    async (ctx) => toToolResult({ ok: true, value: { url: topUpUrl(ctx.parts.origin), balance: ctx.caller.account.balance } }),
   ),
 ];
 
