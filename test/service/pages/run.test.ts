@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { unanswered as routeUnanswered } from '../../../src/service/http/pipeline.js';
 import { PageRequest, unanswered } from '../../../src/service/pages/run.js';
+import { ServiceError } from '../../../src/service/contract/problems.js';
+import type { Outcome } from '../../../src/service/runner/chain.js';
 
 // Issue 31 item 1: a page's request as the runner's steps read it, and what a page does with no answer.
 
@@ -87,7 +89,7 @@ describe('unanswered: one function for /v1\'s routes and the pages (issue 31 ite
     expect(closed).toBe(true);
     for (const kind of ['problem', 'written'] as const) {
       await exchange((req, res) => {
-        const outcome = kind === 'problem' ? { kind, body: {} as never, headers: {} } : { kind };
+        const outcome: Outcome = kind === 'problem' ? { kind, body: {} as never, headers: {}, error: new ServiceError('not_found', 'Not found') } : { kind };
         expect(unanswered(req, res, outcome)).toBeUndefined();
         res.end();
       });
