@@ -244,7 +244,8 @@ export class AssistantEndpoint {
    * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer: a Host or
    * Origin that is neither this machine nor the service (403, issue 20 item 4), the credential (401 with the
    * challenge that points to the sign-in, 403 insufficient_scope), the body (413), then the 60 a minute (429)
-   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12).
+   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12);
+   * a change that could not be saved on the way is 503 upstream_busy, anything unexpected 500 (issue 31 item 1).
    */
   async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
     // `caller` is set by the identify step, before any step reads it.
