@@ -3,8 +3,9 @@ import { ASSISTANT_TEXT } from '../contract/assistant.js';
 import { ImageFields, ImageRequest } from '../contract/images.js';
 import { LIMITS } from '../contract/limits.js';
 import { rule } from '../contract/problems.js';
+import { topUpUrl } from '../contract/settings.js';
 import type { ImageJob } from '../resources/images/job.js';
-import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
+import { contractInput, parseInput, toToolResult, tool, valueResult, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { idempotencyKey, maxCredits, signalOf } from './clip-tools.js';
 import type { Made } from './spending.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
@@ -59,22 +60,19 @@ export const ACCOUNT_TOOLS: readonly ToolDefinition[] = [
       outputSchema: ImageJobView,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (ctx, raw, extra) =>
-      toToolResult(
-        await attemptAnswer(async () => {
-          const { max_credits: max, idempotency_key: key, ...rest } = parseInput(CreateImage, raw);
-          // The contract's own rules and price, as POST /v1/images runs them.
-          const command = parseInput(ImageRequest, rest);
-          const answer = await ctx.spending.spend({ assistant: ctx.assistant, account: ctx.caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price: command.price, maxCredits: max }, async (): Promise<Made> => {
-            const made = await ctx.parts.images.create(ctx.caller, command);
-            return { id: made.id, value: made };
-          });
-          if (!answer.ok) return answer;
-          const id = answer.value.id as number;
-          await waitForImage(ctx, id, signalOf(extra));
-          return { ok: true, value: ctx.parts.images.view(ctx.parts.images.own(ctx.caller, id)) };
-        }),
-      ),
+    async (ctx, raw, extra) => {
+      const { max_credits: max, idempotency_key: key, ...rest } = parseInput(CreateImage, raw);
+      // The contract's own rules and price, as POST /v1/images runs them.
+      const command = parseInput(ImageRequest, rest);
+      const answer = await ctx.spending.spend({ assistant: ctx.assistant, account: ctx.caller.account }, { tool: 'create_image', args: rest, idempotencyKey: key, kind: 'image', price: command.price, maxCredits: max }, async (): Promise<Made> => {
+        const made = await ctx.parts.images.create(ctx.caller, command);
+        return { id: made.id, value: made };
+      });
+      if (!answer.ok) return toToolResult(answer);
+      const id = answer.value.id as number;
+      await waitForImage(ctx, id, signalOf(extra));
+      return valueResult(ctx.parts.images.view(ctx.parts.images.own(ctx.caller, id)));
+    },
   ),
 
   tool(
@@ -86,15 +84,12 @@ export const ACCOUNT_TOOLS: readonly ToolDefinition[] = [
       outputSchema: ImageJobView,
       annotations: { readOnlyHint: true },
     },
-    async (ctx, raw, extra) =>
-      toToolResult(
-        await attempt(async () => {
-          const { image_job_id: id } = parseInput(GetImage, raw);
-          ctx.parts.images.own(ctx.caller, id);
-          await waitForImage(ctx, id, signalOf(extra));
-          return ctx.parts.images.view(ctx.parts.images.own(ctx.caller, id));
-        }),
-      ),
+    async (ctx, raw, extra) => {
+      const { image_job_id: id } = parseInput(GetImage, raw);
+      ctx.parts.images.own(ctx.caller, id);
+      await waitForImage(ctx, id, signalOf(extra));
+      return valueResult(ctx.parts.images.view(ctx.parts.images.own(ctx.caller, id)));
+    },
   ),
 
   tool(
@@ -106,7 +101,7 @@ export const ACCOUNT_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.object({ url: z.string(), balance: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (ctx) => toToolResult({ ok: true, value: { url: `${ctx.parts.origin}/settings/top-up`, balance: ctx.caller.account.balance } }),
+    async (ctx) => toToolResult({ ok: true, value: { url: topUpUrl(ctx.parts.origin), balance: ctx.caller.account.balance } }),
   ),
 ];
 

@@ -9,7 +9,7 @@ import type { ImageItem } from '../resources/images/job.js';
 import { imageFileUrl } from '../resources/images/views.js';
 import { refuse, type ToolAnswer } from './answers.js';
 import type { Made } from './spending.js';
-import { attempt, attemptAnswer, contractInput, parseInput, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
+import { contractInput, parseInput, toToolResult, tool, valueResult, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { MAX_TOOL_WAIT_SECONDS, waitForClip } from './wait.js';
 
 /** The spending tools' `max_credits`: the most one call may spend (spec 5.7: required, refused rather than exceeded). */
@@ -70,15 +70,12 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (ctx, raw) =>
-      toToolResult(
-        await attemptAnswer(async () => {
-          const args = parseInput(CreateClipFromEffect, raw);
-          const effect = findEffect(args.effect_id);
-          if (!effect) return refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`);
-          return createClip(ctx, 'create_clip_from_effect', args, { prompt: effectPrompt(effect, args.subject), model: effect.model, duration: effect.duration });
-        }),
-      ),
+    async (ctx, raw) => {
+      const args = parseInput(CreateClipFromEffect, raw);
+      const effect = findEffect(args.effect_id);
+      if (!effect) return toToolResult(refuse('unknown_effect', `No effect ${JSON.stringify(args.effect_id)}; call list_effects for the ids.`));
+      return toToolResult(await createClip(ctx, 'create_clip_from_effect', args, { prompt: effectPrompt(effect, args.subject), model: effect.model, duration: effect.duration }));
+    },
   ),
 
   tool(
@@ -90,13 +87,10 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: Clip,
       annotations: { destructiveHint: false, openWorldHint: false },
     },
-    async (ctx, raw) =>
-      toToolResult(
-        await attemptAnswer(async () => {
-          const { prompt, model, duration, ratio, ...args } = parseInput(CreateClip, raw);
-          return createClip(ctx, 'create_clip', { prompt, model, duration, ratio, ...args }, { prompt: prompt ?? '', model, duration, ratio });
-        }),
-      ),
+    async (ctx, raw) => {
+      const { prompt, model, duration, ratio, ...args } = parseInput(CreateClip, raw);
+      return toToolResult(await createClip(ctx, 'create_clip', { prompt, model, duration, ratio, ...args }, { prompt: prompt ?? '', model, duration, ratio }));
+    },
   ),
 
   tool(
@@ -108,15 +102,12 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: Clip,
       annotations: { readOnlyHint: true },
     },
-    async (ctx, raw, extra) =>
-      toToolResult(
-        await attempt(async () => {
-          const args = parseInput(GetClip, raw);
-          const video = ctx.parts.videos.own(ctx.caller, args.clip_id);
-          await waitForClip(ctx.parts, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
-          return ctx.parts.videos.get(ctx.caller, args.clip_id);
-        }),
-      ),
+    async (ctx, raw, extra) => {
+      const args = parseInput(GetClip, raw);
+      const video = ctx.parts.videos.own(ctx.caller, args.clip_id);
+      await waitForClip(ctx.parts, video, (args.wait_seconds ?? MAX_TOOL_WAIT_SECONDS) * 1000, signalOf(extra));
+      return valueResult(ctx.parts.videos.get(ctx.caller, args.clip_id));
+    },
   ),
 
   tool(
@@ -128,13 +119,10 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.looseObject({ data: z.array(Clip), total: z.number() }),
       annotations: { readOnlyHint: true },
     },
-    async (ctx, raw) =>
-      toToolResult(
-        await attempt(() => {
-          const { limit = LIMITS.videoPage.default, offset = 0, status } = parseInput(VideoListFields, raw);
-          return ctx.parts.videos.list(ctx.caller, { limit, offset, status });
-        }),
-      ),
+    (ctx, raw) => {
+      const { limit = LIMITS.videoPage.default, offset = 0, status } = parseInput(VideoListFields, raw);
+      return valueResult(ctx.parts.videos.list(ctx.caller, { limit, offset, status }));
+    },
   ),
 
   tool(
@@ -146,16 +134,13 @@ export const CLIP_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.looseObject({ id: z.number(), action: z.literal('cancelled'), credits_refunded: z.number() }),
       annotations: { destructiveHint: true, idempotentHint: true },
     },
-    async (ctx, raw) =>
-      toToolResult(
-        await attemptAnswer(async (): Promise<ToolAnswer> => {
-          const args = parseInput(CancelClip, raw);
-          const { status } = ctx.parts.videos.own(ctx.caller, args.clip_id);
-          if (status !== 'pending' && status !== 'generating') return refuse('already_ended', `Clip ${args.clip_id} has already ended (${status}); nothing to cancel.`);
-          // As DELETE /v1/videos/{id}: one unit, saved before the answer.
-          return { ok: true, value: await ctx.parts.store.unit(async () => ctx.parts.videos.remove(ctx.caller, args.clip_id)) };
-        }),
-      ),
+    async (ctx, raw) => {
+      const args = parseInput(CancelClip, raw);
+      const { status } = ctx.parts.videos.own(ctx.caller, args.clip_id);
+      if (status !== 'pending' && status !== 'generating') return toToolResult(refuse('already_ended', `Clip ${args.clip_id} has already ended (${status}); nothing to cancel.`));
+      // As DELETE /v1/videos/{id}: one unit, saved before the answer (a failed write is thrown: the answer step's 503).
+      return valueResult(await ctx.parts.store.unit(async () => ctx.parts.videos.remove(ctx.caller, args.clip_id)));
+    },
   ),
 ];
 

@@ -7,7 +7,10 @@ import { BodyReadError, readBody } from '../../http/read-body.js';
 import { API_VERSION, LIMITS } from '../contract/limits.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Caller, Identified } from '../core/gate.js';
-import { fail, type Result } from '../http/result.js';
+import { problemOf } from '../http/respond.js';
+import type { Result } from '../http/result.js';
+import { failureOf } from '../runner/failure.js';
+import { problemHeaders } from '../../protocol/problem.js';
 import { compose, named, type Step } from '../runner/chain.js';
 import { floor, limits } from '../runner/steps.js';
 import { ACCOUNT_TOOLS } from './account-tools.js';
@@ -189,6 +192,8 @@ export class AssistantEndpoint {
   readonly signIn: AssistantSignIn;
   readonly settings: AssistantSettings;
   readonly #parts: AssistantParts;
+  /** Where a refusal's failures are told: a failed write (`warn`), anything unexpected (`report`). */
+  readonly #failures: { warn(message: string): void; report(error: Error): void };
   readonly #handler: McpHttpHandler;
   /** Issue 31 item 1: origin › identify › body › limits › floor › mcp, the steps of one request to /mcp. */
   readonly #request: (run: EndpointRun) => Promise<void>;
@@ -198,6 +203,7 @@ export class AssistantEndpoint {
   /** `parts` is what the endpoint uses of the service (issue 31 item 5): the service itself satisfies it. */
   constructor(parts: AssistantParts, { controls, onError, fetchClientMetadata }: { controls: AssistantControls; onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
     this.#parts = parts;
+    this.#failures = { warn: parts.warn, report: onError };
     this.signIn = new AssistantSignIn(parts, { mcpPath: MCP_PATH, fetchClientMetadata });
     const { connections } = this.signIn;
     this.spending = new AssistantSpending(parts, (id, account) => {
@@ -207,7 +213,7 @@ export class AssistantEndpoint {
     this.settings = new AssistantSettings(parts, this.signIn, this.spending);
     this.#toolChain = compose<ToolRun>([
       controls.journal,
-      toolAnswer({ warn: parts.warn, report: onError }),
+      toolAnswer(this.#failures),
       controls.faults,
       toolCommand,
     ]);
@@ -238,7 +244,8 @@ export class AssistantEndpoint {
    * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer: a Host or
    * Origin that is neither this machine nor the service (403, issue 20 item 4), the credential (401 with the
    * challenge that points to the sign-in, 403 insufficient_scope), the body (413), then the 60 a minute (429)
-   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12).
+   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12);
+   * a change that could not be saved on the way is 503 upstream_busy, anything unexpected 500 (issue 31 item 1).
    */
   async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
     // `caller` is set by the identify step, before any step reads it.
@@ -248,7 +255,7 @@ export class AssistantEndpoint {
       return undefined;
     } catch (error) {
       req.resume();
-      return this.#refusal(error, run.headers);
+      return this.#refusal(req, error, run.headers);
     }
   }
 
@@ -259,16 +266,23 @@ export class AssistantEndpoint {
   route(refused: (req: IncomingMessage, res: ServerResponse, result: Result) => void): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
     return async (req, res) => {
       const result = await this.serve(req, res);
-      if (result && !res.headersSent) refused(req, res, result);
+      if (!result) return;
+      // An answer that failed once begun is ended, as the router ends it.
+      if (res.headersSent) res.destroy();
+      else refused(req, res, result);
     };
   }
 
-  /** A `ServiceError` as the answer of `/mcp`, with its challenge for a 401 or 403. */
-  #refusal(error: unknown, headers: Record<string, string>): Result {
-    if (!(error instanceof ServiceError)) throw error;
-    const result = fail(error.code, { detail: error.detail, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }), ...(error.extra ? { extra: error.extra } : {}), ...(error.code === 'insufficient_credits' ? { userActionUrl: `${this.#parts.origin}/settings/top-up` } : {}) });
+  /**
+   * What an admission step threw as the answer of `/mcp`: the service's one mapping (issue 31 item 1: a
+   * failed write 503 and warned, anything else 500 and reported) and its one problem builder, with the
+   * challenge of a 401 or 403 that points to the sign-in.
+   */
+  #refusal(req: IncomingMessage, thrown: unknown, headers: Record<string, string>): Result {
+    const error = failureOf(thrown, this.#failures);
+    const body = problemOf(error, { origin: this.#parts.origin, instance: (req.url ?? MCP_PATH).split('?', 1)[0]! });
     const challenge = this.signIn.challenge(error.code);
-    return { ...result, headers: { ...headers, ...result.headers, ...(challenge ? { 'www-authenticate': challenge } : {}) } };
+    return { status: body.status, body, headers: { ...headers, ...problemHeaders(body), ...(challenge ? { 'www-authenticate': challenge } : {}) } };
   }
 
   /** The MCP exchange itself: the SDK's handler, on a web `Request`, its answer written to `res`. */

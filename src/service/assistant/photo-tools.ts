@@ -5,7 +5,7 @@ import { assetUri } from '../resources/assets/views.js';
 import { PHOTO_UPLOAD_PATH, PHOTO_UPLOAD_TTL_MS, type PhotoUpload } from '../resources/photos/uploads.js';
 import { signalOf } from './clip-tools.js';
 import { refuse, type ToolAnswer } from './answers.js';
-import { attempt, toToolResult, tool, type ToolContext, type ToolDefinition } from './tool-runner.js';
+import { toToolResult, tool, valueResult, type ToolContext, type ToolDefinition } from './tool-runner.js';
 import { MAX_TOOL_WAIT_SECONDS } from './wait.js';
 
 /**
@@ -41,19 +41,16 @@ export const PHOTO_TOOLS: readonly ToolDefinition[] = [
       outputSchema: z.object({ upload_id: z.string(), upload_url: z.string(), expires_at: z.string(), instructions: z.string() }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    async (ctx) =>
-      toToolResult(
-        await attempt(async () => {
-          const { upload, token } = await ctx.parts.store.unit(async () => ctx.parts.photoUploads.create({ accountId: ctx.caller.account.id, keyId: ctx.caller.key.id }));
-          const minutes = PHOTO_UPLOAD_TTL_MS / 60_000;
-          return {
-            upload_id: upload.id,
-            upload_url: `${ctx.parts.origin}${PHOTO_UPLOAD_PATH}/${token}`,
-            expires_at: new Date(upload.expiresAt).toISOString(),
-            instructions: `Give this link to the person: they open it, pick a photo and say who is in it. It works once, for ${minutes} minutes. Then call get_photo with upload_id "${upload.id}".`,
-          };
-        }),
-      ),
+    async (ctx) => {
+      const { upload, token } = await ctx.parts.store.unit(async () => ctx.parts.photoUploads.create({ accountId: ctx.caller.account.id, keyId: ctx.caller.key.id }));
+      const minutes = PHOTO_UPLOAD_TTL_MS / 60_000;
+      return valueResult({
+        upload_id: upload.id,
+        upload_url: `${ctx.parts.origin}${PHOTO_UPLOAD_PATH}/${token}`,
+        expires_at: new Date(upload.expiresAt).toISOString(),
+        instructions: `Give this link to the person: they open it, pick a photo and say who is in it. It works once, for ${minutes} minutes. Then call get_photo with upload_id "${upload.id}".`,
+      });
+    },
   ),
 
   tool(

@@ -1,9 +1,8 @@
 import type { CallToolResult, McpServer, StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import type { AssistantTool } from '../contract/assistant.js';
-import { parseOrThrow, ServiceError } from '../contract/problems.js';
+import { parseOrThrow } from '../contract/problems.js';
 import type { Caller } from '../core/gate.js';
-import { StoreWriteError } from '../core/store.js';
 import { named, type ControlledRun, type Outcome, type Step } from '../runner/chain.js';
 import { failureOf } from '../runner/failure.js';
 import { refusalOf, type ToolAnswer } from './answers.js';
@@ -92,8 +91,10 @@ export interface ToolAnswerParts {
 }
 
 /**
- * The answer of a tool call: the tool's result, or a refusal the assistant can read (a fault rule's
- * problem, a failed write as 503 upstream_busy); a fault rule's cut or hang ends or holds the connection.
+ * The answer of a tool call: the tool's result, or a refusal the assistant can read of what it threw (a
+ * `ServiceError`, a fault rule's problem, a failed write as 503 upstream_busy, told to `warn`; anything else
+ * 500, told to `report`); a fault rule's cut or hang ends or holds the connection. Issue 31 item 1: the one
+ * place a tool's error becomes its refusal (the tools do not catch).
  */
 export function toolAnswer(parts: ToolAnswerParts): Step<ToolRun> {
   return named('answer', async (run, next) => {
@@ -167,25 +168,6 @@ export function serveTools(server: McpServer, tools: readonly ToolDefinition[], 
 }
 
 /**
- * Runs a tool's work on the service's commands: their answer as the tool's value, and a `ServiceError`
- * (the spec's code, the same as on `/v1`) as a refusal the assistant can read.
- */
-export async function attempt(run: () => unknown): Promise<ToolAnswer> {
-  return attemptAnswer(async () => ({ ok: true, value: (await run()) as Record<string, unknown> }));
-}
-
-/** Runs a tool's work that answers for itself (a value or its own refusal), a `ServiceError` as a refusal. */
-export async function attemptAnswer(run: () => Promise<ToolAnswer> | ToolAnswer): Promise<ToolAnswer> {
-  try {
-    return await run();
-  } catch (error) {
-    // Issue 20 item 9: what the call changed was taken back whole (the runner's one mapping, issue 31 item 1).
-    if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: () => undefined, report: () => undefined }));
-    throw error;
-  }
-}
-
-/**
  * A tool's input schema from the contract: its JSON Schema is the zod schema's (so a tool shows the same
  * bounds, enums and descriptions as `/v1`), but the SDK lets every input through, and the tool parses it
  * itself with `parseInput`, so a bad argument is refused with the contract's code and sentence, as on `/v1`,
@@ -210,12 +192,15 @@ export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.out
   return valid.success ? valid.data : parseOrThrow(schema, args ?? {});
 }
 
+/** A tool's value (a command's view) as its result. */
+export const valueResult = (value: unknown): CallToolResult => toToolResult({ ok: true, value: value as Record<string, unknown> });
+
 /**
  * A tool answer as MCP's tool result: a value is `structuredContent` (and the same JSON as text, for
  * clients without structured output); a refusal is `isError: true` with a sentence the assistant can act on.
  */
 export function toToolResult(answer: ToolAnswer): CallToolResult {
   if (answer.ok) return { content: [{ type: 'text', text: JSON.stringify(answer.value) }], structuredContent: answer.value };
-  const text = JSON.stringify({ error: answer.code, message: answer.message, ...(answer.details ? { details: answer.details } : {}) });
+  const text = JSON.stringify({ error: answer.code, message: answer.message, ...(answer.retryAfter === undefined ? {} : { retry_after: answer.retryAfter }), ...(answer.details ? { details: answer.details } : {}) });
   return { isError: true, content: [{ type: 'text', text }] };
 }

@@ -7,7 +7,7 @@ import { MediaPath, MediaQuery } from './media.js';
 import { LIMITS } from './limits.js';
 import {
   ApiKeyList, AssistantList, AssistantPath, AssistantView, CreatedApiKey, DailyLimitRequest, DefaultAssetsRequest, DisconnectedAssistant, KeyPath, RevokedApiKey, RotatedSecret,
-  ApiKeyView, TopUpRequest, TopUpResponse,
+  ApiKeyView, TOP_UP_PAGE_PATH, TopUpRequest, TopUpResponse,
 } from './settings.js';
 import { SERVED_TEST_HELPER_ROUTES } from '../testing/contract/test-helper-routes.js';
 import { BatchResponse, CreateVideoResponse, DeleteVideoResponse, RetryResponse, Video, VideoList } from './video-responses.js';
@@ -187,7 +187,7 @@ export const ROUTES = [
     problems: [],
   },
   {
-    operationId: 'topUp', method: 'POST', path: '/settings/top-up', tag: 'Settings', auth: 'settings', body: TopUpRequest,
+    operationId: 'topUp', method: 'POST', path: TOP_UP_PAGE_PATH, tag: 'Settings', auth: 'settings', body: TopUpRequest,
     summary: 'Add bought credits (what the web UI’s payment page does)',
     responses: { 200: json('The new balance.', TopUpResponse) },
     problems: ['invalid_parameter'],

@@ -5,6 +5,15 @@ import { rule } from './problems.js';
 // The account settings that the spec puts in the web UI (spec 5.2-5.5 and 5.7), served at /settings so a
 // test can do what a person does there: top up, manage keys and their default assets, and the assistants.
 
+/**
+ * The top-up page (`GET`; `POST` with a bearer key and JSON is the `topUp` route): the URL of spec 7's
+ * `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. Issue 31 item 1: named once.
+ */
+export const TOP_UP_PAGE_PATH = '/settings/top-up';
+
+/** The top-up page at the service's `origin`: every 402's `user_action.url` and `get_topup_link`'s `url`. */
+export const topUpUrl = (origin: string): string => `${origin}${TOP_UP_PAGE_PATH}`;
+
 /** The most credits one top-up adds: a bound on what a typo can do to a test account. */
 export const MAX_TOP_UP = 1_000_000;
 /** Spec 5.7: an assistant's daily limit, 0 to 100,000 credits (ours), or null for the default (30; 10 before the first top-up). */

@@ -128,16 +128,33 @@ function send(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Prom
     case 'problem':
       if (!req.readableEnded) req.resume();
       return sendProblem(res, outcome.body, outcome.headers);
+    case 'written':
+      return undefined;
+    default:
+      return unanswered(req, res, outcome);
+  }
+}
+
+/**
+ * What node:http does with an outcome that is no answer: a cut (`drop`, a fault rule) or an answer that
+ * failed once begun (`abort`) ends the connection; a `hang` leaves it open until the client goes (resolves
+ * then). `undefined` for an answer (JSON, a problem, written), which the caller writes as it does: a route
+ * as JSON, a page as a page. Issue 31 item 1: the one place for /v1's routes and the pages.
+ */
+export function unanswered(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> | undefined {
+  switch (outcome.kind) {
     case 'drop':
       if (!req.readableEnded) req.resume();
-      return void res.destroy();
+      res.destroy();
+      return Promise.resolve();
     case 'abort':
-      return void res.destroy();
+      res.destroy();
+      return Promise.resolve();
     case 'hang':
       req.resume();
       // Never answered: the request ends when the client gives up (or the server closes).
       return new Promise<void>((resolve) => res.once('close', () => resolve()));
-    case 'written':
+    default:
       return undefined;
   }
 }

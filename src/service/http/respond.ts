@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, problem, problemHeaders, type Problem } from '../../protocol/problem.js';
 import type { ServiceError } from '../contract/problems.js';
+import { topUpUrl } from '../contract/settings.js';
 
 // How the service's answers are written: JSON bodies, and every refusal as the problem of spec section 7;
 // and the tap on them the test suite checks against the OpenAPI document (issue 31: one module, not two).
@@ -28,14 +29,18 @@ export interface ProblemContext {
   instance: string;
 }
 
-/** The problem body of a service error: its code's status and title, its sentence, its extra members. */
+/**
+ * The problem body of a service error: its code's status and title, its sentence, its extra members, and a
+ * 402's top-up link. Issue 31 item 1: the one builder of the service's problems (/v1, /mcp, the pages, the
+ * fault rules' answers).
+ */
 export function problemOf(error: ServiceError, { origin, instance }: ProblemContext): Problem {
   const action = PROBLEM_CODES[error.code] as { userAction?: string };
   return problem(error.code, {
     detail: error.detail,
     instance,
     ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
-    ...(action.userAction === 'top_up' ? { userActionUrl: `${origin}/settings/top-up` } : {}),
+    ...(action.userAction === 'top_up' ? { userActionUrl: topUpUrl(origin) } : {}),
     ...(error.extra ? { extra: error.extra } : {}),
   });
 }

@@ -1,7 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../contract/routes.js';
 import { NodeResponseSide } from '../http/pipeline.js';
-import type { JsonBody, Outcome, RunRequest } from '../runner/chain.js';
+import type { JsonBody, RunRequest } from '../runner/chain.js';
+
+/** What a page does with an outcome that is no answer (a fault rule's cut or hang): as /v1's routes do, by the same function. */
+export { unanswered } from '../http/pipeline.js';
 
 // Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
 // gives the request (its form's fields) and turns the outcome into a page.
@@ -38,21 +41,4 @@ export class PageRequest extends NodeResponseSide implements RunRequest {
   }
 
   discard(): void {}
-}
-
-/**
- * What a page does with an outcome that is no answer (a fault rule's cut or hang, an answer that failed
- * once begun): as /v1 does, the connection is ended, or left open until the client goes. `undefined`
- * for an answer or a problem, which the page renders.
- */
-export function unanswered(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> | undefined {
-  if (outcome.kind === 'drop' || outcome.kind === 'abort') {
-    res.destroy();
-    return Promise.resolve();
-  }
-  if (outcome.kind === 'hang') {
-    req.resume();
-    return new Promise<void>((resolve) => res.once('close', () => resolve()));
-  }
-  return undefined;
 }

@@ -1,16 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS } from '../contract/limits.js';
-import { MAX_TOP_UP } from '../contract/settings.js';
+import { MAX_TOP_UP, TOP_UP_PAGE_PATH } from '../contract/settings.js';
 import type { Command, OperationRun } from '../runner/call.js';
 import { html, isSameOrigin, readForm, renderPage, sendPage, unsafeRaw } from './page.js';
 import { routeOf } from '../contract/routes.js';
 import { PageRequest, unanswered } from './run.js';
 import type { Site } from '../core/site.js';
 
-/** Where the top-up page is: the URL of spec 7's `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. */
-export const TOP_UP_PAGE_PATH = '/settings/top-up';
-/** Where its form posts (the path itself takes the keyed JSON `POST /settings/top-up`). */
-export const TOP_UP_FORM_PATH = '/settings/top-up/form';
+/** Where the top-up page's form posts (the page's path itself takes the keyed JSON `POST`, operation `topUp`). */
+export const TOP_UP_FORM_PATH = `${TOP_UP_PAGE_PATH}/form`;
 
 /**
  * The top-up page, what the real service's payment page is to a person: sign in with an API key of the

@@ -1,4 +1,3 @@
-import type { Problem } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 import type { Caller } from '../core/gate.js';
@@ -116,15 +115,3 @@ export class CallRequest implements RunRequest {
 
 const strings = (values: Record<string, unknown>): Record<string, string> =>
   Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined).map(([name, value]) => [name, String(value)]));
-
-/** The members every problem body has; the rest are a refusal's `extra` (a seed's `pointer`, a batch's `item_index`). */
-const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'instance', 'code', 'error', 'retryable', 'retry_after', 'user_action', 'trace_id']);
-
-/** The `ServiceError` of a problem answered in process, as the command threw it: its code, detail, `retryAfter` and extra members. */
-export function errorOfProblem(body: Problem): ServiceError {
-  const extra = Object.fromEntries(Object.entries(body).filter(([name]) => !PROBLEM_MEMBERS.has(name)));
-  return new ServiceError(body.code as ServiceError['code'], body.detail, {
-    ...(body.retry_after === null ? {} : { retryAfter: body.retry_after }),
-    ...(Object.keys(extra).length > 0 ? { extra } : {}),
-  });
-}

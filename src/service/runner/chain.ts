@@ -39,7 +39,8 @@ export interface Exchange<C> {
 /** How a run ends, for its adapter to send. */
 export type Outcome =
   | { kind: 'json'; status: number; body: unknown; headers: Record<string, string> }
-  | { kind: 'problem'; body: Problem; headers: Record<string, string> }
+  /** A refusal: its problem body, and the error it was made of (startService()'s helpers throw it, issue 31 item 1). */
+  | { kind: 'problem'; body: Problem; headers: Record<string, string>; error: ServiceError }
   /** No answer: the connection is cut (a fault rule). */
   | { kind: 'drop' }
   /** No answer, and the connection is left open until the client gives up (a fault rule's hang). */

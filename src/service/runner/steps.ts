@@ -98,7 +98,7 @@ export function answer(parts: AnswerParts): Step<GateRun> {
       const refusal = failureOf(error, parts);
       outcome = request.answered()
         ? { kind: 'abort' }
-        : { kind: 'problem', body: problemOf(refusal, { origin: parts.site.origin, instance: request.path }), headers: { ...run.headers, ...headersOf(refusal) } };
+        : { kind: 'problem', body: problemOf(refusal, { origin: parts.site.origin, instance: request.path }), headers: { ...run.headers, ...headersOf(refusal) }, error: refusal };
     }
     if (run.cutAfter && outcome.kind !== 'abort') outcome = { kind: 'drop' };
     if (outcome.kind === 'problem') exchange.code = outcome.body.code;

@@ -1,5 +1,6 @@
-import { PROBLEM_CODES, problem, problemHeaders, type Problem, type ProblemCode } from '../../protocol/problem.js';
+import { PROBLEM_CODES, problemHeaders, type Problem, type ProblemCode } from '../../protocol/problem.js';
 import { ServiceError } from '../contract/problems.js';
+import { headersOf, problemOf } from '../http/respond.js';
 
 // What a fault rule's `{ problem: code }` answers (issue 22): the problem the service itself answers for
 // that code — status, members, extra members by code (spec 7) and Retry-After — and nothing is done.
@@ -74,24 +75,15 @@ function partsOf(code: ProblemCode, context: FaultProblemContext): FaultParts {
  * @example faultProblem('upstream_busy', { ruleId: 'flt_1', instance: '/v1/videos/7', origin }) // { status: 503, headers: { 'retry-after': '5', … }, body: { code: 'upstream_busy', retryable: true, retry_after: 5, … } }
  */
 export function faultProblem(code: ProblemCode, context: FaultProblemContext): { status: number; headers: Record<string, string>; body: Problem } {
-  const { detail, extra, retryAfter } = partsOf(code, context);
-  const topUp = (PROBLEM_CODES[code] as { userAction?: string }).userAction === 'top_up';
-  const body = problem(code, {
-    detail,
-    instance: context.instance,
-    ...(retryAfter === undefined ? {} : { retryAfter }),
-    ...(topUp ? { userActionUrl: `${context.origin}/settings/top-up` } : {}),
-    ...(Object.keys(extra).length > 0 ? { extra } : {}),
-  });
-  const headers = problemHeaders(body);
-  if (code === 'invalid_auth_header') headers['www-authenticate'] = 'Bearer realm="cliphook"';
-  if (code === 'invalid_api_key') headers['www-authenticate'] = 'Bearer realm="cliphook", error="invalid_token"';
-  return { status: body.status, headers, body };
+  // Issue 31 item 1: the service's one problem builder, on the error the fault step throws.
+  const error = faultError(code, context);
+  const body = problemOf(error, context);
+  return { status: body.status, headers: { ...problemHeaders(body), ...headersOf(error) }, body };
 }
 
 /**
- * The same answer as the service error a command throws, for a pipeline that turns errors into problems
- * itself (its `instance`, top-up URL and challenge).
+ * The same answer as the service error a command throws, for the chain's answer step to turn into its
+ * problem (`problemOf`: its `instance`, top-up URL and challenge).
  * @example throw faultError('rate_limit_exceeded', { ruleId: 'flt_2', instance: path, origin })
  */
 export function faultError(code: ProblemCode, context: FaultProblemContext): ServiceError {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { problem } from '../../../src/protocol/problem.js';
 import { ServiceError } from '../../../src/service/contract/problems.js';
 import type { Caller } from '../../../src/service/core/gate.js';
-import { CallRequest, errorOfProblem, operationRunner } from '../../../src/service/runner/call.js';
+import { CallRequest, operationRunner } from '../../../src/service/runner/call.js';
 import { named, type Outcome } from '../../../src/service/runner/chain.js';
 import type { GateRun } from '../../../src/service/runner/steps.js';
 import { routeOf } from './fixtures.js';
@@ -32,19 +32,10 @@ describe('CallRequest: a call in process as the steps read a request', () => {
     expect(request.status()).toBe(0);
     request.settle({ kind: 'json', status: 201, body: {}, headers: {} });
     expect(request.status()).toBe(201);
-    request.settle({ kind: 'problem', body: problem('not_found'), headers: {} });
+    request.settle({ kind: 'problem', body: problem('not_found'), headers: {}, error: new ServiceError('not_found', 'Not found') });
     expect(request.status()).toBe(404);
     request.settle({ kind: 'drop' });
     expect(request.status()).toBe(0);
-  });
-});
-
-describe('errorOfProblem', () => {
-  it('is the ServiceError the command threw: code, detail, retryAfter and the extra members', () => {
-    const error = errorOfProblem(problem('invalid_parameter', { detail: 'No.', retryAfter: 3, extra: { pointer: '/clips/0', parameter: 'x' } }));
-    expect(error).toBeInstanceOf(ServiceError);
-    expect(error).toMatchObject({ code: 'invalid_parameter', detail: 'No.', retryAfter: 3, extra: { pointer: '/clips/0', parameter: 'x' } });
-    expect(errorOfProblem(problem('not_found'))).toMatchObject({ code: 'not_found', retryAfter: undefined, extra: undefined });
   });
 });
 

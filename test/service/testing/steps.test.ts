@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ServiceError } from '../../../src/service/contract/problems.js';
 import { FaultRules } from '../../../src/service/testing/faults.js';
 import { faults, journal } from '../../../src/service/testing/steps.js';
 import { callerWith, fakeRun } from '../runner/fixtures.js';
@@ -51,7 +52,7 @@ describe('the test controls as steps of the runner (issue 31 items 1, 2)', () =>
     run.exchange.caller = callerWith(100);
     await step(run, async () => {
       run.exchange.code = 'not_found';
-      run.sent.push({ kind: 'problem', body: { status: 404 } as never, headers: {} });
+      run.sent.push({ kind: 'problem', body: { status: 404 } as never, headers: {}, error: new ServiceError('not_found', 'Not found') });
     });
     expect(kept).toEqual([expect.objectContaining({ at: 42, account: 1, keyId: 'key_1', operation: 'getVideo', status: 404, code: 'not_found', idempotencyKey: 'k' })]);
     await step(fakeRun('listRequests'), next);

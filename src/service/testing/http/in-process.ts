@@ -1,6 +1,6 @@
 import { routeOf, type RouteSpec } from '../../contract/routes.js';
 import type { Outcome } from '../../runner/chain.js';
-import { CallRequest, errorOfProblem, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
+import { CallRequest, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
 import type { HelperId, TestHelpers } from './test-helpers.js';
 
 // Issue 31 item 1: startService()'s helpers in process, on the route chain. Apart from the published
@@ -32,7 +32,8 @@ export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestH
       request.settle(answer);
     });
     if (outcome?.kind === 'json') return outcome.body as T;
-    if (outcome?.kind === 'problem') throw errorOfProblem(outcome.body);
+    // The refusal the answer step made the problem of (issue 31 item 1): the command's own error, with its stack.
+    if (outcome?.kind === 'problem') throw outcome.error;
     // A test helper is never faulted (testing/fault-check.ts), so it never goes unanswered.
     throw new Error(`${operationId} was not answered (${outcome?.kind ?? 'no outcome'}).`);
   };

@@ -115,3 +115,20 @@ describe('the helpers run their route’s chain (issue 31 item 1)', () => {
     }
   });
 });
+
+describe('a helper\'s refusal is the runner\'s own error, not one rebuilt from its problem (issue 31 item 4)', () => {
+  it('throws the very ServiceError the command threw (its stack names the command, not the helper)', async () => {
+    const internal = await startInternal({ clock: new SimulatedClock({ frozen: true }), warn: () => undefined });
+    try {
+      const thrown = new ServiceError('not_found', 'No such account list today.', { extra: { item_index: 2 } });
+      internal.service.testAccounts.list = () => {
+        throw thrown;
+      };
+      const error = await refusal(internal.accounts.list());
+      expect(error).toBe(thrown);
+      expect(error.extra).toEqual({ item_index: 2 });
+    } finally {
+      await internal.close();
+    }
+  });
+});
