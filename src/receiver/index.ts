@@ -16,4 +16,4 @@ export type { FileDeliveryStoreOptions } from './file-delivery-store.js';
 export { RedisDeliveryStore } from './redis-delivery-store.js';
 export type { RedisDeliveryStoreOptions, RedisLike } from './redis-delivery-store.js';
 export { Inbox, inboxDelay } from './inbox/index.js';
-export type { InboxOptions, InboxTimers, InboxRecord, InboxState, InboxSource, InboxStats, InboxListOptions, InboxPurgeOptions, BackoffOptions } from './inbox/index.js';
+export type { InboxOptions, InboxTimers, InboxRecord, InboxState, InboxSource, InboxStats, InboxListOptions, InboxPurgeOptions, InboxIdleOptions, BackoffOptions } from './inbox/index.js';

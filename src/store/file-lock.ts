@@ -23,6 +23,26 @@ export interface WaitClock {
 /** Node's own timers, out of a test's fake ones (see the heartbeat's import). */
 export const realClock: WaitClock = { now: () => Date.now(), setTimeout: (callback, ms) => waitFor(callback, ms) };
 
+/** What a lock's heartbeat repeats on: Node's own interval timer, or a test's hand. */
+export interface HeartbeatTimers {
+  setInterval(callback: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+/** Node's interval, unref'd (a held lock never keeps the process alive), out of a test's fake timers. */
+const realHeartbeat: HeartbeatTimers = {
+  setInterval: (callback, ms) => heartbeat(callback, ms).unref(),
+  clearInterval: (handle) => stopHeartbeat(handle as NodeJS.Timeout),
+};
+
+/** `FileLock.acquire(file, what, options)`. */
+export interface FileLockOptions {
+  /** How often the lock's mtime is touched. @default LOCK_REFRESH_MS (10 s) */
+  refreshMs?: number;
+  /** What the heartbeat repeats on; a test passes its own to beat by hand. @default Node's setInterval, unref'd */
+  timers?: HeartbeatTimers;
+}
+
 /** Where a process runs: the same host, boot and pid namespace make pids comparable. */
 interface Place {
   hostname: string;
@@ -60,15 +80,16 @@ let here: Place | undefined;
 export class FileLock {
   readonly path: string;
   readonly #body: LockFileBody;
-  readonly #timer: NodeJS.Timeout;
+  readonly #timers: HeartbeatTimers;
+  readonly #timer: unknown;
   #released = false;
   #warned = false;
 
-  private constructor(path: string, body: LockFileBody, refreshMs: number) {
+  private constructor(path: string, body: LockFileBody, refreshMs: number, timers: HeartbeatTimers) {
     this.path = path;
     this.#body = body;
-    this.#timer = heartbeat(() => this.#refresh(), refreshMs);
-    this.#timer.unref();
+    this.#timers = timers;
+    this.#timer = timers.setInterval(() => this.#refresh(), refreshMs);
     held.add(this);
     if (!exitHook) {
       exitHook = true;
@@ -82,7 +103,11 @@ export class FileLock {
    * Takes `<file>.lock` for this process, or throws `FileLockedError` naming the live holder.
    * `what` names the kind of store in the error (`'FileDeliveryStore'`).
    */
-  static acquire(file: string, what: string, { refreshMs = LOCK_REFRESH_MS }: { refreshMs?: number } = {}): FileLock {
+  static acquire(file: string, what: string, { refreshMs = LOCK_REFRESH_MS, timers = realHeartbeat }: FileLockOptions = {}): FileLock {
+    if (!(Number.isFinite(refreshMs) && refreshMs > 0)) throw new TypeError(`Expected \`refreshMs\` to be a positive number, got ${refreshMs}.`);
+    if (typeof timers?.setInterval !== 'function' || typeof timers.clearInterval !== 'function') {
+      throw new TypeError('Expected `timers` to have setInterval(callback, ms) and clearInterval(handle).');
+    }
     const path = `${file}.lock`;
     // 0700 as JsonFile makes it: the folder may also hold outboxes with signing secrets.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -103,7 +128,7 @@ export class FileLock {
         } finally {
           closeSync(fd);
         }
-        return new FileLock(path, body, refreshMs);
+        return new FileLock(path, body, refreshMs, timers);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
@@ -139,7 +164,7 @@ export class FileLock {
     if (this.#released) return;
     this.#released = true;
     held.delete(this);
-    stopHeartbeat(this.#timer);
+    this.#timers.clearInterval(this.#timer);
     if (readBody(this.path)?.token !== this.#body.token) return;
     try {
       unlinkSync(this.path);

@@ -53,6 +53,16 @@ async function worker(redisUrl: string, name: string, send?: { url: string; coun
   return { proc, lines, attempts, exited };
 }
 
+/**
+ * Waits until the real clock reaches `at`: for a deadline kept by Redis, which reads no injected clock
+ * (a lock's expiry). Anything the test can be told about is awaited on that instead.
+ */
+async function untilRealTime(at: number): Promise<void> {
+  // Redis expires a key once its clock is past the instant: a millisecond more, so both agree.
+  const wait = at + 1 - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+}
+
 /** Every delivery record of the queue `name`, as Redis holds it. */
 async function records(redisUrl: string, name: string): Promise<Delivery[]> {
   const client = new Redis(redisUrl);
@@ -160,8 +170,9 @@ describe.runIf(available)('the emitter on BullMQ across processes (issue 13)', (
     cleanups.push(() => server.close());
     const logs: string[] = [];
     const log = (level: string) => (message: string) => void logs.push(`${level}: ${message}`);
+    const lockDurationMs = 500;
     const emitter = createEmitter({
-      queue: bullmqQueue({ url: redis.url, name: 'outage', lockDurationMs: 500, stalledIntervalMs: 250 }),
+      queue: bullmqQueue({ url: redis.url, name: 'outage', lockDurationMs, stalledIntervalMs: 250 }),
       allowPrivateNetworks: true,
       concurrency: 4,
       logger: { info: log('info'), warn: log('warn'), error: log('error') },
@@ -172,16 +183,21 @@ describe.runIf(available)('the emitter on BullMQ across processes (issue 13)', (
       emitter.send({ url: server.url, secret: 'whsec_outage', event: 'video.completed', payload: completedPayload(i + 1) })));
     await expect.poll(() => server.received.length).toBeGreaterThan(10);
     await redis.kill();
+    // No lock is renewed once Redis is down, and Redis keeps each expiry as a real instant (PXAT): every
+    // lock taken before has expired once real time passes this one. Redis reads no injected clock.
+    const locksExpired = Date.now() + lockDurationMs;
     let resolved = false;
     const late = emitter.send({ url: server.url, secret: 'whsec_outage', event: 'video.completed', payload: completedPayload(1000) }).finally(() => void (resolved = true));
-    // Longer than the locks: the attempts in flight outlive theirs, and BullMQ says so once Redis is back.
     await expect.poll(() => logs.some((line) => line.startsWith('warn: lost the connection'))).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Longer than the locks: the attempts in flight outlive theirs, and BullMQ says so once Redis is back.
+    await untilRealTime(locksExpired);
     expect(resolved).toBe(false);
     await redis.start();
     const all = [...sent, await late];
     await expect.poll(() => all.filter((d) => emitter.get(d.id)?.state === 'delivered').length, { timeout: 30_000 }).toBe(101);
     expect(logs.find((line) => line.startsWith('info: reconnected to Redis'))).toBeDefined();
+    // The outage did outlive the locks of the attempts in flight: BullMQ found them gone once Redis was back.
+    expect(logs.some((line) => /^warn: BullMQ: (could not renew lock|Missing lock) for job/.test(line))).toBe(true);
     expect(logs.filter((line) => line.startsWith('error'))).toEqual([]);
     expect(new Set(server.received.map((r) => r.headers['x-service-delivery']))).toEqual(new Set(all.map((d) => d.id)));
   }, 60_000);

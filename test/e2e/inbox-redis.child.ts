@@ -1,8 +1,10 @@
 // One receiver process sharing a Redis inbox, for inbox-redis.test.ts:
 //   node --import tsx inbox-redis.child.ts <redis url> <prefix> <run|hang>
 // Prints "listening <port>", then "handled <event id> <attempt> <source>" per handler run; with `hang`
-// the handler never finishes, so the process dies holding its claims.
+// the handler never finishes, so the process dies holding its claims. A line "idle" on stdin is answered
+// "idle" once its inbox has nothing in flight (inbox.idle()), after every "handled" line printed before.
 import { createServer } from 'node:http';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { createReceiver, RedisDeliveryStore } from '../../src/index.js';
 
@@ -16,3 +18,6 @@ receiver.onAny(async (event, { attempt, source }) => {
 });
 const server = createServer(receiver.express()).listen(0, '127.0.0.1', () => process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`));
 process.on('SIGTERM', () => void server.close(() => void receiver.close().then(() => process.exit(0))));
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line === 'idle') void receiver.inbox!.idle().then(() => process.stdout.write('idle\n'));
+});

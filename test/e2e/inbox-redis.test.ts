@@ -3,7 +3,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { createReceiver, createTestWebhook, MemoryDeliveryStore } from '../../src/index.js';
+import { createReceiver, createTestWebhook, MemoryDeliveryStore, type InboxStats } from '../../src/index.js';
+import { RedisInboxBackend } from '../../src/receiver/inbox/redis-backend.js';
 import { SimulatedClock } from '../../src/service/core/clock.js';
 import { redisAvailable, startRedis } from '../helpers/redis.js';
 
@@ -22,12 +23,15 @@ interface Child {
   url: string;
   /** `[event id, attempt, source]` per handler run. */
   handled: Array<[number, number, string]>;
+  /** Resolves once the child's inbox has nothing in flight, with every "handled" line it printed before read. */
+  idle(): Promise<void>;
 }
 
 async function start(prefix: string, mode: 'run' | 'hang'): Promise<Child> {
   const proc = spawn(process.execPath, ['--import', 'tsx', child, redis!.url, prefix, mode], { cwd: root, env: { ...process.env, NO_COLOR: '1' } });
   cleanups.push(async () => void proc.kill('SIGKILL'));
   const handled: Child['handled'] = [];
+  const idles: Array<() => void> = [];
   let output = '';
   const port = await new Promise<string>((resolve, reject) => {
     proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -37,12 +41,28 @@ async function start(prefix: string, mode: 'run' | 'hang'): Promise<Child> {
         const [word, id, attempt, source] = line.split(' ');
         if (word === 'listening') resolve(id!);
         if (word === 'handled') handled.push([Number(id), Number(attempt), source!]);
+        if (word === 'idle') idles.shift()?.();
       }
     });
     proc.stderr.setEncoding('utf8').on('data', (chunk: string) => process.stderr.write(chunk));
     proc.once('exit', (code) => reject(new Error(`child exited ${code}`)));
   });
-  return { proc, url: `http://127.0.0.1:${port}/webhooks`, handled };
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      idles.push(resolve);
+      proc.stdin.write('idle\n');
+    });
+  return { proc, url: `http://127.0.0.1:${port}/webhooks`, handled, idle };
+}
+
+/** The records per state of the inbox under `prefix`, read from Redis as the children left them. */
+async function statsOf(prefix: string): Promise<InboxStats> {
+  const backend = new RedisInboxBackend({ redis: redis!.url, prefix: `${prefix}i:`, keepDone: 1000, keepDoneMs: 86_400_000 });
+  try {
+    return await backend.stats();
+  } finally {
+    await backend.close();
+  }
 }
 
 const post = async (url: string, hook: { headers: Record<string, string>; body: string }) => (await fetch(url, { method: 'POST', headers: hook.headers, body: hook.body })).status;
@@ -54,8 +74,10 @@ it.skipIf(!redis)('two processes on one Redis inbox: 40 events, each handled by 
   // Every event is sent to both processes at once: one takes it, the other answers a duplicate or in progress.
   const statuses = await Promise.all(hooks.flatMap((hook) => [post(a!.url, hook), post(b!.url, hook)]));
   expect(statuses.filter((s) => s === 202)).toHaveLength(40);
-  await expect.poll(() => a!.handled.length + b!.handled.length, { timeout: 15_000, interval: 50 }).toBe(40);
-  await new Promise((resolve) => setTimeout(resolve, 300)); // a second run would show up by now
+  // Every event done in Redis: none can be claimed again. Then each child's idle answer comes after every
+  // "handled" line it printed, so a second run would be in `handled` by now.
+  await expect.poll(() => statsOf(prefix), { timeout: 15_000, interval: 50 }).toEqual({ pending: 0, running: 0, dead: 0, done: 40 });
+  await Promise.all([a!.idle(), b!.idle()]);
   const all = [...a!.handled, ...b!.handled].map(([id]) => id);
   expect(all.sort()).toEqual(hooks.map((hook) => hook.event.id).sort());
 }, 60_000);
@@ -108,16 +130,17 @@ it.skipIf(!redis)('a handler slower than the lease keeps its claim while it runs
   };
   const a = make('a');
   const b = make('b');
+  // After each timer it fires, the clock waits for both inboxes' Redis round trips (renewals, looks for
+  // work, outcomes), so a renewal reaches Redis before time passes the lease, whatever the machine's speed.
+  const quiet = () => Promise.all([a.inbox!.idle({ handlers: false }), b.inbox!.idle({ handlers: false })]).then(() => undefined);
+  clock.settleWith(quiet);
   const hook = createTestWebhook('video.completed', { secret: 'whsec_redis_inbox', now: clock.now() });
   expect((await a.receive(Buffer.from(hook.body), hook.headers)).status).toBe(202);
-  await expect.poll(() => runs.length, { timeout: 5_000, interval: 10 }).toBe(1);
-  // Steps of 50 ms with 10 real ms after each: a renewal (every 500 ms) has ten steps, 100 real ms, to reach
-  // Redis before its lease would end; 5 ms after steps of 100 ms failed under load (a 50 ms window).
-  for (let ms = 0; ms < 6_000; ms += 50) {
-    await clock.advance(50);
-    await new Promise((resolve) => setTimeout(resolve, 10)); // the Redis round trips of the renewals and polls
-  }
-  await expect.poll(async () => (await b.inbox!.stats()).done, { timeout: 5_000, interval: 20 }).toBe(1);
+  await quiet();
+  expect(runs).toHaveLength(1);
+  await clock.advance(6_000); // the handler's five seconds: ten renewals, thirty looks for work by each
   // Either process may have taken it (both look for work); what matters is that no other started it too.
   expect(runs).toHaveLength(1);
+  await Promise.all([a.inbox!.idle(), b.inbox!.idle()]);
+  expect(await b.inbox!.stats()).toMatchObject({ pending: 0, running: 0, done: 1 });
 }, 30_000);

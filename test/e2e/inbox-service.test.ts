@@ -2,7 +2,7 @@
 // clips with a callback_url, the service's own webhook attempts and retries, the simulated clock.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, expect, it, vi } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { createReceiver, MemoryDeliveryStore, type InboxOptions, type WebhookEvent } from 'cliphook';
 import { SimulatedClock, startService, type StartedService } from 'cliphook/service';
 import { tempDir } from '../helpers/webhooks.js';
@@ -36,9 +36,6 @@ async function setup(inbox: Partial<InboxOptions> = {}) {
   return { svc, receiver, clip, attempts, errors };
 }
 
-/** Real turns for the runner's promises and file writes; no simulated time passes. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
-
 it('a handler that takes seconds is acknowledged at once (202, one attempt) and runs once', async () => {
   const { svc, receiver, clip, attempts } = await setup();
   const started: number[] = [];
@@ -51,10 +48,12 @@ it('a handler that takes seconds is acknowledged at once (202, one attempt) and 
   const id = await clip();
   await svc.clock.advance(10_000); // the clip ends; its webhook is answered
   expect(attempts(id)).toEqual([202]);
-  await vi.waitFor(() => expect(started).toEqual([id]));
+  await receiver.inbox!.idle({ handlers: false }); // the handler has started; it waits on the clock
+  expect(started).toEqual([id]);
   expect(finished).toEqual([]);
   await svc.clock.advance(60_000); // past the service's first retry time: nothing is sent again
-  await vi.waitFor(() => expect(finished).toEqual([id]));
+  await receiver.inbox!.idle();
+  expect(finished).toEqual([id]);
   expect(started).toEqual([id]);
   expect(attempts(id)).toEqual([202]);
 });
@@ -69,13 +68,14 @@ it('a handler that fails twice runs three times, and the service saw one 2xx', a
   });
   const id = await clip();
   await svc.clock.advance(10_000);
-  await vi.waitFor(() => expect(runs).toEqual([1]));
-  await settle();
+  await receiver.inbox!.idle(); // the failed run's retry is set on the clock
+  expect(runs).toEqual([1]);
   await svc.clock.advance(60_000);
-  await vi.waitFor(() => expect(runs).toEqual([1, 2]));
-  await settle();
+  await receiver.inbox!.idle();
+  expect(runs).toEqual([1, 2]);
   await svc.clock.advance(120_000);
-  await vi.waitFor(async () => expect((await receiver.inbox!.stats()).done).toBe(1));
+  await receiver.inbox!.idle();
+  expect((await receiver.inbox!.stats()).done).toBe(1);
   expect(runs).toEqual([1, 2, 3]);
   expect(attempts(id)).toEqual([202]);
   expect(errors).toHaveLength(2);
@@ -92,16 +92,18 @@ it('a handler that always fails ends dead, and once fixed, a replay handles it',
   const id = await clip();
   await svc.clock.advance(10_000);
   for (let i = 0; i < 3; i++) {
-    await settle();
+    await receiver.inbox!.idle();
     await svc.clock.advance(1_000);
   }
-  await vi.waitFor(async () => expect(await receiver.inbox!.stats()).toMatchObject({ dead: 1, pending: 0 }));
+  await receiver.inbox!.idle();
+  expect(await receiver.inbox!.stats()).toMatchObject({ dead: 1, pending: 0 });
   const [dead] = await receiver.inbox!.list({ state: 'dead' });
   expect(dead).toMatchObject({ attempts: 3, lastError: 'bug in the handler' });
   expect(JSON.parse(dead!.body)).toMatchObject({ id, event: 'video.completed' });
   fixed = true;
   await receiver.inbox!.replay(dead!.id);
-  await vi.waitFor(() => expect(handled).toEqual([{ id, source: 'replay' }]));
+  await receiver.inbox!.idle();
+  expect(handled).toEqual([{ id, source: 'replay' }]);
   expect(attempts(id)).toEqual([202]);
 });
 
@@ -121,16 +123,16 @@ it('past maxPending the receiver answers 503 with Retry-After; the service retri
   expect(first.filter((s) => s === 503)).toHaveLength(2);
   open = true;
   for (const resolve of waiting.splice(0)) resolve();
-  await vi.waitFor(() => expect(handled).toHaveLength(1));
-  await settle();
+  await receiver.inbox!.idle();
+  expect(handled).toHaveLength(1);
   // The spec's first retry comes 30 s later; with one slot free, one more gets in each time around.
   for (let i = 0; i < 6 && handled.length < 3; i++) {
     await svc.clock.advance(30_000);
-    await settle();
+    await receiver.inbox!.idle();
     await svc.clock.advance(120_000);
-    await settle();
+    await receiver.inbox!.idle();
   }
-  await vi.waitFor(() => expect(handled.sort()).toEqual([...ids].sort()));
+  expect(handled.sort()).toEqual([...ids].sort());
   for (const id of ids) expect(attempts(id).at(-1)).toBe(202);
   expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0, dead: 0, done: 3 });
 });
@@ -149,8 +151,8 @@ it('with webhook chaos (duplicate, concurrent, cut, late) each clip is handled e
   await svc.clock.advance(10_000); // the clips end; each webhook arrives twice, at once, cut, late
   await svc.clock.advance(30_000); // the retries of the cut attempts
   await svc.clock.advance(120_000);
-  await vi.waitFor(async () => expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0 }));
-  await settle();
+  await receiver.inbox!.idle();
+  expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0 });
   expect(handled.sort()).toEqual([...ids].sort());
   expect((await receiver.inbox!.stats()).done).toBe(3);
 });

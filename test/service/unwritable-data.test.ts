@@ -13,6 +13,7 @@ import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SimulatedClock } from '../../src/service/core/clock.js';
 import { createServiceApp, type ServiceApp } from '../../src/service/http/app.js';
+import { within } from '../helpers/within.js';
 
 const disk = vi.hoisted(() => ({ readOnly: false, under: '\0' }));
 const refuse = (syscall: string, path?: string) => Object.assign(new Error(`EROFS: read-only file system, ${syscall}${path ? ` '${path}'` : ''}`), { code: 'EROFS', errno: -30, syscall });
@@ -193,12 +194,15 @@ describe('a data folder that cannot be written (issue 20 item 9)', () => {
 
   it('sends the webhook of a clip that finished while the disk refused, by itself, once writes work again', async () => {
     const received: string[] = [];
+    let arrive!: () => void;
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
     const receiver = createServer((req, res) => {
       let body = '';
       req.on('data', (chunk) => (body += chunk));
       req.on('end', () => {
         received.push(body);
         res.writeHead(200).end();
+        arrive();
       });
     });
     servers.push(receiver);
@@ -213,11 +217,9 @@ describe('a data folder that cannot be written (issue 20 item 9)', () => {
     expect(received).toEqual([]);
     expect(warnings.some((line) => /cannot send the webhook of clip/.test(line))).toBe(true);
     disk.readOnly = false;
-    // Time passes (the next retry slot); nothing else happens: no restart, no request.
-    for (let i = 0; i < 10 && received.length === 0; i++) {
-      await app.service.clock.advance(60_000);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // Time passes (the next retry slot, at most 60 s away); nothing else happens: no restart, no request.
+    await app.service.clock.advance(60_000);
+    await within(arrived, 10_000, 'the webhook to arrive once writes work again');
     expect(received).toHaveLength(1);
     expect(JSON.parse(received[0]!)).toMatchObject({ event: 'video.completed', id: clip.id, status: 'done' });
     const again = await restart(app, file);

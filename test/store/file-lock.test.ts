@@ -173,7 +173,7 @@ describe('FileLock', () => {
     expect(existsSync(`${deep}.lock`)).toBe(false);
   });
 
-  it('touches the lock on its heartbeat, and warns once, keeping the other lock, if another process took it over', async () => {
+  it('touches the lock on its heartbeat (Node\'s interval by default)', async () => {
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     const lock = FileLock.acquire(file, 'store', { refreshMs: 20 });
     cleanups.push(() => lock.release());
@@ -181,14 +181,36 @@ describe('FileLock', () => {
     utimesSync(`${file}.lock`, old, old);
     await vi.waitFor(() => expect(Date.now() - statSync(`${file}.lock`).mtimeMs).toBeLessThan(5_000));
     expect(warn).not.toHaveBeenCalled();
+  });
+
+  it('warns once, keeping the other lock, if another process took it over, however many beats follow', () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    // Beats by hand: "once" is then counted over beats that ran, not over real milliseconds.
+    let beat: (() => void) | null = null;
+    const timers = { setInterval: (callback: () => void) => (beat = callback), clearInterval: () => void (beat = null) };
+    const lock = FileLock.acquire(file, 'store', { timers });
+    cleanups.push(() => lock.release());
+    const old = new Date(Date.now() - 20_000);
+    utimesSync(`${file}.lock`, old, old);
+    beat!();
+    expect(Date.now() - statSync(`${file}.lock`).mtimeMs).toBeLessThan(5_000);
+    expect(warn).not.toHaveBeenCalled();
 
     writeLock({ pid: 2, hostname: 'elsewhere', since: '2026-11-23T00:00:00.000Z', token: 'theirs' });
-    await vi.waitFor(() => expect(warn).toHaveBeenCalled());
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    beat!();
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0]![1]).toMatchObject({ code: 'CLIPHOOK_LOCK_LOST' });
+    for (let i = 0; i < 5; i++) beat!();
+    expect(warn).toHaveBeenCalledTimes(1);
     lock.release();
+    expect(beat).toBeNull(); // release stops the heartbeat
     expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).token).toBe('theirs');
+  });
+
+  it('checks its options, naming the option', () => {
+    expect(() => FileLock.acquire(file, 'store', { refreshMs: 0 })).toThrow(/`refreshMs`/);
+    expect(() => FileLock.acquire(file, 'store', { timers: {} as never })).toThrow(/`timers`/);
+    expect(existsSync(`${file}.lock`)).toBe(false);
   });
 
   it('reads the state and start time of /proc/<pid>/stat, whatever the command name holds', () => {

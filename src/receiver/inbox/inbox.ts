@@ -3,6 +3,12 @@ import { INBOX_STATES, type AddOutcome, type InboxBackend, type InboxListOptions
 import type { ResolvedInboxOptions } from './options.js';
 import { InboxRunner, type RunnerOptions } from './runner.js';
 
+/** `receiver.inbox.idle(options)`. */
+export interface InboxIdleOptions {
+  /** Wait for running handlers too; `false` waits for the inbox's own work only. @default true */
+  handlers?: boolean;
+}
+
 /**
  * The receiver's durable inbox (`receiver.inbox`): every verified, first-seen event is stored here before
  * the 2xx, then run by the handlers, retried with backoff, and kept when it is dead or done.
@@ -84,6 +90,25 @@ export class Inbox {
   async stats(): Promise<InboxStats> {
     await this.#opened;
     return this.#backend.stats();
+  }
+
+  /**
+   * Resolves once this process's inbox has nothing in flight: no look for due events, no handler running,
+   * no outcome or lease renewal still being written. Events waiting for their next try, or for a handler
+   * to be registered, do not count. It tells a test (or a shutdown script) that the work it started has
+   * finished, so it can then assert what did *not* happen without sleeping. On a Redis inbox it speaks for
+   * this process only: another may take an event the next moment.
+   * @param options.handlers `false` to wait for the inbox's own work only (looking, writing, renewing) while
+   * handlers go on running: what a `SimulatedClock`'s `settleWith()` waits for between two timers. @default true
+   * @example
+   * await clock.advance(60_000); // a retry falls due and runs
+   * await receiver.inbox!.idle();
+   * expect(await receiver.inbox!.stats()).toMatchObject({ pending: 0, running: 0 });
+   */
+  async idle({ handlers = true }: InboxIdleOptions = {}): Promise<void> {
+    if (typeof handlers !== 'boolean') throw new TypeError(`Expected \`handlers\` to be a boolean, got ${JSON.stringify(handlers)}.`);
+    await this.#opened;
+    await this.#runner.idle(handlers);
   }
 
   /** @internal The receiver's durable write of a first-seen event. */

@@ -35,6 +35,11 @@ export interface RunnerOptions {
 
 const encoder = new TextEncoder();
 
+interface IdleWaiter {
+  handlers: boolean;
+  resolve: () => void;
+}
+
 export class InboxRunner {
   readonly #o: RunnerOptions;
   /** Identifies this process's claims in a shared (Redis) inbox. */
@@ -42,6 +47,10 @@ export class InboxRunner {
   readonly #runs = new Set<Promise<void>>();
   /** Outcomes handed to the back end whose writes have not finished. */
   readonly #settling = new Set<Promise<void>>();
+  /** Lease renewals sent to the back end whose answer has not come back. */
+  #extending = 0;
+  /** Callers of `idle()` waiting for the runner to have nothing in flight. */
+  #idleWaiters: IdleWaiter[] = [];
   #timer: unknown = null;
   #pumping = false;
   #again = false;
@@ -54,6 +63,16 @@ export class InboxRunner {
   /** Handlers running now, here. */
   get active(): number {
     return this.#runs.size;
+  }
+
+  /**
+   * Resolves once nothing is in flight: no look for due records, no outcome being written, no lease
+   * renewal waiting for its answer and (with `handlers`) no handler running. Records waiting for their
+   * next try, or for a handler to be registered, do not count.
+   */
+  idle(handlers = true): Promise<void> {
+    if (this.#isIdle(handlers)) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push({ handlers, resolve }));
   }
 
   /** Looks for due records soon (coalesced: many kicks in one turn make one pump). */
@@ -101,12 +120,14 @@ export class InboxRunner {
       this.#pumping = false;
     }
     if (this.#again) this.kick();
+    this.#tellIdle();
   }
 
   #start(record: InboxRecord): void {
     const run = this.#run(record).finally(() => {
       this.#runs.delete(run);
       this.kick();
+      this.#tellIdle();
     });
     this.#runs.add(run);
   }
@@ -133,10 +154,10 @@ export class InboxRunner {
     // memory at once); waiting for its write too held a slot per group commit, and the handlers fell
     // behind the requests under load.
     const settling: Promise<void> = backend.settle(record, this.#owner, clock()).then(
-      () => void this.#settling.delete(settling),
+      () => this.#settled(settling),
       (error: unknown) => {
-        this.#settling.delete(settling);
         this.#o.onError(error);
+        this.#settled(settling);
       },
     );
     this.#settling.add(settling);
@@ -155,9 +176,22 @@ export class InboxRunner {
       if (stopped) return;
       handle = timers.setTimeout(() => {
         if (stopped) return;
+        // Counted, so that idle() waits for its answer: a simulated clock must not pass the lease before it.
+        this.#extending++;
+        const answered = () => {
+          this.#extending--;
+          this.#tellIdle();
+        };
         backend.extend!(id, this.#owner, clock() + leaseMs).then(
-          (kept) => (kept ? renew() : undefined),
-          (error: unknown) => (this.#o.onError(error), renew()),
+          (kept) => {
+            if (kept) renew();
+            answered();
+          },
+          (error: unknown) => {
+            this.#o.onError(error);
+            renew();
+            answered();
+          },
         );
       }, leaseMs / 2);
     };
@@ -168,6 +202,26 @@ export class InboxRunner {
         if (handle !== null) timers.clearTimeout(handle);
       },
     };
+  }
+
+  #settled(settling: Promise<void>): void {
+    this.#settling.delete(settling);
+    this.#tellIdle();
+  }
+
+  #isIdle(handlers: boolean): boolean {
+    return !this.#pumping && this.#settling.size === 0 && this.#extending === 0 && (!handlers || this.#runs.size === 0);
+  }
+
+  /** Resolves the `idle()` callers whose condition now holds. */
+  #tellIdle(): void {
+    if (this.#idleWaiters.length === 0) return;
+    const waiting: IdleWaiter[] = [];
+    for (const waiter of this.#idleWaiters) {
+      if (this.#isIdle(waiter.handlers)) waiter.resolve();
+      else waiting.push(waiter);
+    }
+    this.#idleWaiters = waiting;
   }
 
   /** Sets the timer for the next due record (and, on Redis, the next look for others' records). */

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createReceiver, createTestWebhook, FileDeliveryStore, InboxError, MemoryDeliveryStore, type WebhookContext, type WebhookEvent } from '../../../src/index.js';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
+import { flushPromises } from '../../helpers/flush.js';
 import { SECRET, tempDir } from '../../helpers/webhooks.js';
 
 interface Hook {
@@ -38,8 +39,6 @@ async function setup(inbox: Record<string, unknown> = {}, options: { limit?: num
   return { clock, receiver, send, errors, file, make };
 }
 
-/** Lets the runner's promises and file writes settle (real I/O, no simulated time passes). */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 describe('receiver inbox', () => {
   it('answers 202 before the handler runs, then runs it once from the inbox with attempt 1 and source webhook', async () => {
@@ -69,8 +68,8 @@ describe('receiver inbox', () => {
     const again = await send(first.hook);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ duplicate: true });
-    await vi.waitFor(async () => expect(await receiver.inbox!.stats()).toMatchObject({ done: 1 }));
-    await settle();
+    await receiver.inbox!.idle();
+    expect(await receiver.inbox!.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: 1 });
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
@@ -82,21 +81,22 @@ describe('receiver inbox', () => {
       if (attempt < 3) throw new Error(`boom ${attempt}`);
     });
     const { hook } = await send();
-    await vi.waitFor(() => expect(attempts).toEqual([1]));
-    await settle();
+    await receiver.inbox!.idle();
+    expect(attempts).toEqual([1]);
     expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'pending', attempts: 1, lastError: 'boom 1', nextAttemptAt: clock.now() + 1000 });
     await clock.advance(999);
-    await settle();
+    await receiver.inbox!.idle();
     expect(attempts).toEqual([1]);
     await clock.advance(1);
-    await vi.waitFor(() => expect(attempts).toEqual([1, 2]));
-    await settle();
+    await receiver.inbox!.idle();
+    expect(attempts).toEqual([1, 2]);
     // The second wait is minTimeout × factor.
     await clock.advance(1999);
-    await settle();
+    await receiver.inbox!.idle();
     expect(attempts).toEqual([1, 2]);
     await clock.advance(1);
-    await vi.waitFor(async () => expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'done', attempts: 3, lastError: null }));
+    await receiver.inbox!.idle();
+    expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'done', attempts: 3, lastError: null });
     expect(attempts).toEqual([1, 2, 3]);
     expect(errors).toHaveLength(2);
   });
@@ -111,13 +111,14 @@ describe('receiver inbox', () => {
     });
     const { hook } = await send();
     for (let i = 0; i < 3; i++) {
-      await vi.waitFor(() => expect(runs).toHaveLength(i + 1));
-      await settle();
+      await receiver.inbox!.idle();
+      expect(runs).toHaveLength(i + 1);
       await clock.advance(10);
     }
-    await vi.waitFor(async () => expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'dead', attempts: 3, lastError: 'bug' }));
+    await receiver.inbox!.idle();
+    expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'dead', attempts: 3, lastError: 'bug' });
     await clock.advance(60_000);
-    await settle();
+    await receiver.inbox!.idle();
     expect(runs).toHaveLength(3);
     expect((await receiver.inbox!.list({ state: 'dead' })).map((r) => r.id)).toEqual([hook.deliveryId]);
     fixed = true;
@@ -223,7 +224,9 @@ describe('receiver inbox', () => {
     const hooks = [await send(), await send(), await send()];
     await vi.waitFor(() => expect(first).toHaveLength(1));
     const closed = receiver.close();
-    await settle();
+    // No I/O stands between close() and the runner's stop (the inbox is open, nothing reconciles):
+    // once the promises have run, it takes no more events, so the handler's end starts no other.
+    await flushPromises();
     finish();
     await closed;
     expect(first).toHaveLength(1);
@@ -277,7 +280,7 @@ describe('receiver inbox', () => {
     const late = await send(hook);
     expect(late.status).toBe(200);
     expect(late.body).toMatchObject({ duplicate: true });
-    await settle();
+    await receiver.inbox!.idle();
     expect(seen).toHaveLength(1);
   });
 
@@ -293,6 +296,11 @@ describe('receiver inbox', () => {
     expect(make({ maxPendingBytes: '100kb' })).toThrow(/`inbox.maxPendingBytes` \(102400\) to be at least `limit` \(262144\)/);
     expect(make({ file: 'a.json', redis: 'redis://127.0.0.1:1' })).toThrow(/not both/);
     expect(make('yes')).toThrow(/`inbox`/);
+  });
+
+  it('idle() names a bad option', async () => {
+    const { receiver } = await setup();
+    await expect(receiver.inbox!.idle({ handlers: 'no' as unknown as boolean })).rejects.toThrow(/`handlers` to be a boolean/);
   });
 
   it('without an inbox the handler sees attempt 1 and source webhook, and is answered 200 after it ran', async () => {
@@ -331,7 +339,11 @@ describe('receiver inbox', () => {
     expect(marks).toEqual([]); // answered while the mark is still being written
     let closed = false;
     const closing = receiver.close().then(() => (closed = true));
-    await settle();
+    // The inbox's part of close() (its file) is the only I/O before the marks: once close() has reached it,
+    // it has closed and the promises have run, close() has done all it can without the mark.
+    await flushPromises();
+    await receiver.inbox!.close(); // the same close, already under way
+    await flushPromises();
     expect(closed).toBe(false);
     finish();
     await closing;
@@ -342,8 +354,9 @@ describe('receiver inbox', () => {
     again.onError((error) => void errors.push(error));
     const second = createTestWebhook('video.completed', { secret: SECRET });
     expect((await again.receive(Buffer.from(second.body), second.headers)).status).toBe(202);
+    const told = new Promise((resolve) => again.onError(resolve));
     finish(new Error('disk full'));
-    await settle();
+    await told;
     expect(errors).toEqual([expect.objectContaining({ message: expect.stringContaining('disk full') })]);
   });
   it('a delivery of an event already in the inbox whose mark was lost (a crash after the 202) is a duplicate, and its handler runs once', async () => {
@@ -362,7 +375,7 @@ describe('receiver inbox', () => {
     next.onAny(() => void runs++);
     const again = await next.receive(Buffer.from(hook.body), hook.headers);
     expect({ status: again.status, body: JSON.parse(again.body) }).toEqual({ status: 200, body: { received: true, duplicate: true } });
-    await settle();
+    await next.inbox!.idle();
     expect(runs).toBe(1);
   });
 });
