@@ -4,7 +4,7 @@ import { JournalFile } from '../../store/journal-file.js';
 import { undoChanges, type Unit } from './rollback.js';
 import { Table, type Row } from './table.js';
 
-export { Table, type Row } from './table.js';
+export { Table, TableIndex, type IndexKey, type IndexKeys, type Row, type TableIndexOptions } from './table.js';
 
 /** One change, as the journal keeps it: `[table, id, record]`, or `[table, id, null]` for a removal. */
 type JournalLine = [table: string, id: number | string, row: Row | null];
