@@ -226,7 +226,6 @@ export class Service {
       // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
       // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
       store.onRollback(() => {
-        this.accounts.resync();
         lifecycle.resync();
         assets.resync();
         jobs.resync();
@@ -267,7 +266,6 @@ export class Service {
         for (const row of [...table.values()]) if (!(name === 'meta' && row.id === 'service')) table.remove(row.id);
         store.restartIds(name);
       }
-      this.accounts.resync();
       lifecycle.resync();
       assets.resync();
       jobs.resync();
