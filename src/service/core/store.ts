@@ -182,7 +182,8 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
    * writes fails (or the write of what it left unsaved, made here at its end), or it throws, each of its
    * changes is undone, newest first, onto the rows as they are now, and the error is thrown on (a failed
    * write as a `StoreWriteError`): the caller answers 503, and nothing changed, in memory or on disk.
-   * Timers and indexes of the rows it touched are reconciled by the `onRollback` listeners. A unit inside
+   * Each table's indexes follow the rows undone (issue 31, s5a); timers kept beside the rows are re-armed
+   * or dropped by the `onRollback` listeners. A unit inside
    * another records its own changes and is taken back on its own.
    */
   async unit<R>(fn: () => R | Promise<R>): Promise<R> {
@@ -209,7 +210,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return this.#units.exit(fn);
   }
 
-  /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers and indexes. */
+  /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers (the tables' indexes follow by themselves). */
   onRollback(listener: () => void): () => void {
     this.#rolledBack.add(listener);
     return () => void this.#rolledBack.delete(listener);
