@@ -64,60 +64,86 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     this.unique = unique;
   }
 
+  // Issue 31 (walk): the steps a put and a lookup take are written out here rather than in small helpers,
+  // so one request runs a handful of this module's functions, not a dozen.
+
   /** The rows filed under `key`, in filing order (a new array). */
   get(key: K): R[] {
-    this.#live();
+    if (this.#dropped) throw replaced(this.#table, this.name);
     const rows = this.#byKey.get(key);
     return rows ? [...rows.values()] : [];
   }
 
   /** The first row filed under `key`: for a unique index, the one row. */
   first(key: K): R | undefined {
-    this.#live();
+    if (this.#dropped) throw replaced(this.#table, this.name);
     const rows = this.#byKey.get(key);
     return rows ? rows.values().next().value : undefined;
   }
 
   has(key: K): boolean {
-    this.#live();
+    if (this.#dropped) throw replaced(this.#table, this.name);
     return this.#byKey.has(key);
   }
 
   /** How many rows are filed under `key`. */
   count(key: K): number {
-    this.#live();
+    if (this.#dropped) throw replaced(this.#table, this.name);
     return this.#byKey.get(key)?.size ?? 0;
   }
 
   /**
-   * @internal The keys `row` is to be filed under, checked: a key that is not a string or a number, or (for
-   * a unique index) one another row holds, throws here, before the table changes anything.
+   * @internal The keys `row` is to be filed under, checked: a key that is not a string or a number, or (with
+   * `check`, a unique index's) one another row holds, throws here, before the table changes anything.
    */
-  plan(row: R): Filed<K> {
-    const keys = this.#keys(row);
-    if (this.unique) {
-      each(keys, (key) => {
-        const rows = this.#byKey.get(key);
-        if (!rows) return;
-        for (const id of rows.keys()) {
+  plan(row: R, check = this.unique): Filed<K> {
+    const given = this.#keysOf(row);
+    let keys: Filed<K>;
+    if (given === null || given === undefined) keys = undefined;
+    else if (!Array.isArray(given)) {
+      if (typeof given !== 'string' && (typeof given !== 'number' || Number.isNaN(given))) throw badKey(this.#table, this.name, given);
+      keys = given as K;
+    } else {
+      const distinct: K[] = [];
+      for (const key of given as readonly unknown[]) {
+        if (key === null || key === undefined) continue;
+        if (typeof key !== 'string' && (typeof key !== 'number' || Number.isNaN(key))) throw badKey(this.#table, this.name, key);
+        if (!distinct.includes(key as K)) distinct.push(key as K);
+      }
+      keys = distinct.length === 0 ? undefined : distinct.length === 1 ? distinct[0] : distinct;
+    }
+    if (check && keys !== undefined) {
+      for (const key of Array.isArray(keys) ? (keys as readonly K[]) : [keys as K]) {
+        for (const id of this.#byKey.get(key)?.keys() ?? []) {
           if (id !== row.id) throw new TypeError(`Table ${this.#table}, unique index ${this.name}: row ${JSON.stringify(row.id)} would take a key row ${JSON.stringify(id)} holds.`);
         }
-      });
+      }
     }
     return keys;
   }
 
   /** @internal Files `row` under `next` (its planned keys), out of the keys it no longer has. */
-  file(row: R, next: Filed<K> = this.#keys(row)): void {
+  file(row: R, next: Filed<K>): void {
     const id = row.id;
     const before = this.#filed.get(id);
-    if (before !== undefined) each(before, (key) => void (includes(next, key) || this.#drop(key, id)));
+    const list = Array.isArray(next) ? (next as readonly K[]) : null;
+    if (before !== undefined && before !== next) {
+      if (Array.isArray(before)) {
+        for (const key of before as readonly K[]) if (list ? !list.includes(key) : key !== next) this.#out(key, id);
+      } else if (list ? !list.includes(before as K) : true) this.#out(before as K, id);
+    }
     // A key kept stays in its place (`Map.set` on a present key); a new one goes last.
-    each(next, (key) => {
-      let rows = this.#byKey.get(key);
-      if (!rows) this.#byKey.set(key, (rows = new Map()));
+    if (list) {
+      for (const key of list) {
+        let rows = this.#byKey.get(key);
+        if (!rows) this.#byKey.set(key, (rows = new Map()));
+        rows.set(id, row);
+      }
+    } else if (next !== undefined) {
+      let rows = this.#byKey.get(next as K);
+      if (!rows) this.#byKey.set(next as K, (rows = new Map()));
       rows.set(id, row);
-    });
+    }
     if (next === undefined) this.#filed.delete(id);
     else this.#filed.set(id, next);
   }
@@ -126,7 +152,8 @@ export class TableIndex<R extends Row, K extends IndexKey> {
   unfile(id: R['id']): void {
     const before = this.#filed.get(id);
     if (before === undefined) return;
-    each(before, (key) => this.#drop(key, id));
+    if (Array.isArray(before)) for (const key of before as readonly K[]) this.#out(key, id);
+    else this.#out(before as K, id);
     this.#filed.delete(id);
   }
 
@@ -137,41 +164,16 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     this.#filed.clear();
   }
 
-  #drop(key: K, id: R['id']): void {
+  #out(key: K, id: R['id']): void {
     const rows = this.#byKey.get(key);
     if (!rows) return;
     rows.delete(id);
     if (rows.size === 0) this.#byKey.delete(key);
   }
-
-  #keys(row: R): Filed<K> {
-    const keys = this.#keysOf(row);
-    if (keys === null || keys === undefined) return undefined;
-    if (!Array.isArray(keys)) return this.#valid(keys as K);
-    const distinct: K[] = [];
-    for (const key of keys as readonly (K | null | undefined)[]) {
-      if (key !== null && key !== undefined && !distinct.includes(this.#valid(key))) distinct.push(key);
-    }
-    return distinct.length === 0 ? undefined : distinct.length === 1 ? distinct[0] : distinct;
-  }
-
-  #valid(key: K): K {
-    if (typeof key === 'string' || (typeof key === 'number' && !Number.isNaN(key))) return key;
-    throw new TypeError(`Table ${this.#table}, index ${this.name}: a key must be a string or a number, got ${typeof key}.`);
-  }
-
-  #live(): void {
-    if (this.#dropped) throw new Error(`Table ${this.#table}, index ${this.name}: replaced by a later index of the same name.`);
-  }
 }
 
-const each = <K>(keys: Filed<K>, visit: (key: K) => void): void => {
-  if (keys === undefined) return;
-  if (Array.isArray(keys)) for (const key of keys as readonly K[]) visit(key);
-  else visit(keys as K);
-};
-
-const includes = <K>(keys: Filed<K>, key: K): boolean => (Array.isArray(keys) ? (keys as readonly K[]).includes(key) : keys === key);
+const badKey = (table: string, index: string, key: unknown) => new TypeError(`Table ${table}, index ${index}: a key must be a string or a number, got ${typeof key}.`);
+const replaced = (table: string, index: string) => new Error(`Table ${table}, index ${index}: replaced by a later index of the same name.`);
 
 /** One table: its rows in memory, each change journalled by `put` and `remove`, its indexes kept in step. */
 export class Table<R extends Row> {
@@ -215,7 +217,7 @@ export class Table<R extends Row> {
     if (typeof keysOf !== 'function') throw new TypeError('Expected `keysOf` to be a function of a row.');
     if (typeof unique !== 'boolean') throw new TypeError(`Expected \`unique\` to be a boolean, got ${JSON.stringify(unique)}.`);
     const index = new TableIndex<R, K>(this.name, name, keysOf, unique);
-    for (const row of this.#rows.values()) index.file(row);
+    for (const row of this.#rows.values()) index.file(row, index.plan(row, false));
     this.#indexes.get(name)?.drop();
     this.#indexes.set(name, index as unknown as TableIndex<R, IndexKey>);
     this.#list = [...this.#indexes.values()];
@@ -266,7 +268,7 @@ export class Table<R extends Row> {
       return;
     }
     this.#rows.set(id, row);
-    for (const index of this.#list) index.file(row);
+    for (const index of this.#list) index.file(row, index.plan(row, false));
     for (const listener of this.#watchers.values()) listener(id, row);
   }
 }
