@@ -105,10 +105,14 @@ export class TableIndex<R extends Row, K extends IndexKey> {
       keys = given as K;
     } else {
       const distinct: K[] = [];
+      // A long list is deduped through a set, so a put stays linear in the row's keys.
+      const seen = (given as readonly unknown[]).length > SMALL ? new Set<unknown>() : null;
       for (const key of given as readonly unknown[]) {
         if (key === null || key === undefined) continue;
         if (typeof key !== 'string' && (typeof key !== 'number' || Number.isNaN(key))) throw badKey(this.#table, this.name, key);
-        if (!distinct.includes(key as K)) distinct.push(key as K);
+        if (seen ? seen.has(key) : distinct.includes(key as K)) continue;
+        seen?.add(key);
+        distinct.push(key as K);
       }
       keys = distinct.length === 0 ? undefined : distinct.length === 1 ? distinct[0] : distinct;
     }
@@ -128,9 +132,11 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     const before = this.#filed.get(id);
     const list = Array.isArray(next) ? (next as readonly K[]) : null;
     if (before !== undefined && before !== next) {
+      const kept = list && list.length > SMALL ? new Set<K>(list) : list;
+      const keeps = (key: K) => (kept instanceof Set ? kept.has(key) : kept ? kept.includes(key) : key === next);
       if (Array.isArray(before)) {
-        for (const key of before as readonly K[]) if (list ? !list.includes(key) : key !== next) this.#out(key, id);
-      } else if (list ? !list.includes(before as K) : true) this.#out(before as K, id);
+        for (const key of before as readonly K[]) if (!keeps(key)) this.#out(key, id);
+      } else if (!keeps(before as K)) this.#out(before as K, id);
     }
     // A key kept stays in its place (`Map.set` on a present key); a new one goes last.
     if (list) {
@@ -171,6 +177,9 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     if (rows.size === 0) this.#byKey.delete(key);
   }
 }
+
+/** Keys past this many are compared through a set rather than a list. */
+const SMALL = 16;
 
 const badKey = (table: string, index: string, key: unknown) => new TypeError(`Table ${table}, index ${index}: a key must be a string or a number, got ${typeof key}.`);
 const replaced = (table: string, index: string) => new Error(`Table ${table}, index ${index}: replaced by a later index of the same name.`);

@@ -172,6 +172,19 @@ describe('Table.index: several keys per row, unique keys', () => {
     await store.close();
   });
 
+  it('a row with many keys (past the small-list path) is filed once under each, and a put again drops what it no longer gives', async () => {
+    const store = await open();
+    const jobs = store.table('image_job');
+    const byToken = jobs.index('fileToken', tokensOf);
+    const images = Array.from({ length: 30 }, (_, i) => ({ token: `t${i}`, thumbToken: i % 2 === 0 ? `t${i}` : `th${i}` }));
+    const job = jobs.put({ id: 1, accountId: 7, images });
+    expect(images.flatMap((image) => [image.token, image.thumbToken]).every((token) => byToken.count(token) === 1)).toBe(true);
+    job.images = images.slice(10);
+    jobs.put(job);
+    expect([byToken.has('t9'), byToken.has('th9'), byToken.has('t10'), byToken.has('th29')]).toEqual([false, false, true, true]);
+    await store.close();
+  });
+
   it('a unique index refuses a put that takes a key another row holds, before anything changes; a row giving up its key frees it', async () => {
     const store = await open();
     const keys = store.table('key');
