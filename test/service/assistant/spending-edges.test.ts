@@ -132,6 +132,9 @@ describe('assistant spending, edges', () => {
     expect(third.isError).toBe(false);
     expect(started.service.state.videos.get(third.data.id as number)).toBeDefined();
     expect(await balance(started)).toBe(990);
+    // The charge taken back left the ledger with its row (the table's indexes, nothing undone by hand): one charge counts.
+    expect(started.service.store.table('assistant_spend').size).toBe(1);
+    expect((await call(client, 'get_account')).data.assistant).toMatchObject({ used_today: 10 });
   });
 });
 
