@@ -197,10 +197,10 @@ export class Service {
           ...[...store.table('asset').values()].filter((asset) => asset.accountId === id).map((asset) => this.assets.drop(asset)),
         ];
         removeOwnedRows(store as never, TABLES, id);
+        // Its clips', moderations' and jobs' timers stop (the indexes followed the rows by themselves).
         lifecycle.resync();
         assets.resync();
         jobs.resync();
-        this.photoUploads.resync();
         return () => files.forEach((remove) => remove());
       },
       commit: () => store.commit(),
@@ -223,14 +223,13 @@ export class Service {
     const attempted = (delivery: Delivery) => times.ended(delivery.id);
     if (ownsEmitter) emitter.on('attempt', attempted);
     this.#close = [
-      // Issue 20 item 9: a request whose write failed was taken back row by row; the timers and indexes
-      // kept beside the rows follow. Webhooks that waited for the disk go as soon as a write succeeds.
+      // Issue 20 item 9: a request whose write failed was taken back row by row; the timers kept beside the
+      // rows follow (the indexes are the tables', kept in step by them: issue 31, s5a). Webhooks that waited
+      // for the disk go as soon as a write succeeds.
       store.onRollback(() => {
-        this.accounts.resync();
         lifecycle.resync();
         assets.resync();
         jobs.resync();
-        this.photoUploads.resync();
       }),
       store.onWritable(() => webhooks.resume()),
       // `clock.advance()` sees each outcome (and what it schedules) before moving on. Issue 29 item 3: an
@@ -267,11 +266,9 @@ export class Service {
         for (const row of [...table.values()]) if (!(name === 'meta' && row.id === 'service')) table.remove(row.id);
         store.restartIds(name);
       }
-      this.accounts.resync();
       lifecycle.resync();
       assets.resync();
       jobs.resync();
-      this.photoUploads.resync();
       if (limiter instanceof RateLimiter) limiter.clear();
       failures.clear();
       this.journal.clear();

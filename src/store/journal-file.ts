@@ -32,6 +32,11 @@ export interface JournalFileOptions<S, E = unknown> {
   beforeWrite?: () => void;
 }
 
+export interface JournalCloseOptions {
+  /** Write a fresh snapshot even when nothing was appended since the last one. @default false */
+  compact?: boolean;
+}
+
 /**
  * A snapshot plus an append-only journal, with group commit. The owner keeps its state in memory,
  * `append`s one small JSON entry per change and awaits `commit()`: every commit asked for while a write
@@ -149,10 +154,14 @@ export class JournalFile<S, E> {
     return this.#group.commit();
   }
 
-  /** Writes what is queued, compacts, and closes the journal. */
-  async close(): Promise<void> {
+  /**
+   * Writes what is queued, compacts, and closes the journal. With nothing queued and nothing appended since
+   * the last compaction it writes nothing, unless `compact` asks for a fresh snapshot anyway (an owner whose
+   * state changed in place, never appended, as the service store's counters do).
+   */
+  async close({ compact = false }: JournalCloseOptions = {}): Promise<void> {
     if (!this.#readable) return;
-    if (this.#queued.length > 0 || this.#sinceCompaction > 0) {
+    if (compact || this.#queued.length > 0 || this.#sinceCompaction > 0) {
       // Leave a clean snapshot and an empty journal, so the next start reads one document.
       this.#compactNow = true;
       await this.commit();

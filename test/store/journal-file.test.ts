@@ -144,6 +144,30 @@ describe('JsonFile and JournalFile', () => {
     await journal.close();
   });
 
+  it('close({ compact: true }) writes a fresh snapshot even right after a compaction; a plain close then writes nothing', async () => {
+    const tmp = await tempDir();
+    cleanup = tmp.cleanup;
+    const state = { items: [1] };
+    const options = { file: tmp.file('c.json'), snapshot: () => ({ items: [...state.items] }), sizeOf: (s: { items: number[] }) => s.items.length, compactAfter: 1 };
+    const journal = new JournalFile<{ items: number[] }, number>(options);
+    await journal.read();
+    journal.append(1);
+    await journal.commit();
+    expect(journal.compactions).toBe(1);
+    // Changed in place, never appended (a counter): only an asked-for snapshot keeps it.
+    state.items.push(2);
+    await journal.close({ compact: true });
+    expect(journal.compactions).toBe(2);
+    expect(JSON.parse(await readFile(tmp.file('c.json'), 'utf8'))).toEqual({ items: [1, 2] });
+    expect(await readFile(tmp.file('c.json.journal'), 'utf8')).toBe('');
+
+    const plain = new JournalFile<{ items: number[] }, number>({ ...options, snapshot: () => ({ items: [9] }) });
+    await plain.read();
+    await plain.close();
+    expect(plain.writes).toBe(0);
+    expect(JSON.parse(await readFile(tmp.file('c.json'), 'utf8'))).toEqual({ items: [1, 2] });
+  });
+
   it('keeps the entries of a failed compaction for the next commit', async () => {
     const tmp = await tempDir();
     cleanup = tmp.cleanup;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LIMITS } from '../contract/limits.js';
 import { MAX_DAILY_LIMIT } from '../contract/settings.js';
 import type { Account, ApiKey } from '../core/accounts.js';
-import type { ServiceStore, Table } from '../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../core/store.js';
 
 /**
  * One assistant connected to an account: a bearer API key used on `/mcp`, or an assistant the account
@@ -38,44 +38,24 @@ export class AssistantConnections {
   readonly #table: Table<AssistantRow>;
   readonly #store: ServiceStore<ConnectionTables>;
   readonly #now: () => number;
-  // Issue 29 follow-up: row ids by grant, by client and by account, so a request's lookup reads its own rows,
-  // not every connection ever made. Rows are checked on read (a row removed beside this class, by an account's
-  // deletion or a rollback, answers nothing; one put back by a rollback is found again), so nothing is pruned.
-  readonly #byGrant = new Map<string, Set<string>>();
-  readonly #byClient = new Map<string, Set<string>>();
-  readonly #byAccount = new Map<number, Set<string>>();
+  // Issue 29 follow-up: rows by grant, by client and by account, so a request's lookup reads its own rows, not
+  // every connection ever made. Issue 31 (s5a): indexes of the table, which keeps them in step (an account's
+  // deletion, a rollback), so nothing here checks a row on read or files one by hand.
+  readonly #byGrant: TableIndex<AssistantRow, string>;
+  readonly #byClient: TableIndex<AssistantRow, string>;
+  readonly #byAccount: TableIndex<AssistantRow, number>;
 
   constructor(store: ServiceStore<ConnectionTables>, now: () => number) {
     this.#store = store;
     this.#table = store.table('assistant');
     this.#now = now;
-    for (const row of this.#table.values()) this.#file(row);
+    this.#byGrant = this.#table.index('grantId', (row) => row.grantId);
+    this.#byClient = this.#table.index('clientId', (row) => row.clientId);
+    this.#byAccount = this.#table.index('accountId', (row) => row.accountId);
   }
 
   #put(row: AssistantRow): AssistantRow {
-    this.#file(row);
     return this.#table.put(row);
-  }
-
-  #file(row: AssistantRow): void {
-    const add = <K>(map: Map<K, Set<string>>, key: K) => {
-      let ids = map.get(key);
-      if (!ids) map.set(key, (ids = new Set()));
-      ids.add(row.id);
-    };
-    add(this.#byAccount, row.accountId);
-    if (row.grantId !== null) add(this.#byGrant, row.grantId);
-    if (row.clientId !== null) add(this.#byClient, row.clientId);
-  }
-
-  /** The rows filed under `key` that still are so (see the indexes above). */
-  #rows<K>(map: Map<K, Set<string>>, key: K, belongs: (row: AssistantRow) => boolean): AssistantRow[] {
-    const rows: AssistantRow[] = [];
-    for (const id of map.get(key) ?? []) {
-      const row = this.#table.get(id);
-      if (row && belongs(row)) rows.push(row);
-    }
-    return rows;
   }
 
   get(id: string): AssistantRow | undefined {
@@ -96,12 +76,12 @@ export class AssistantConnections {
 
   /** The live connection of an OAuth grant. */
   forGrant(grantId: string): AssistantRow | undefined {
-    return this.#rows(this.#byGrant, grantId, (row) => row.grantId === grantId && row.disconnectedAt === null)[0];
+    return this.#byGrant.get(grantId).find((row) => row.disconnectedAt === null);
   }
 
   /** Whether an OAuth client has a live connection: on any account, or on `accountId`'s. */
   hasLive(clientId: string, accountId?: number): boolean {
-    return this.#rows(this.#byClient, clientId, (row) => row.clientId === clientId && row.disconnectedAt === null && (accountId === undefined || row.accountId === accountId)).length > 0;
+    return this.#byClient.get(clientId).some((row) => row.disconnectedAt === null && (accountId === undefined || row.accountId === accountId));
   }
 
   /** Records an assistant the account holder approved (the authorization page). */
@@ -117,7 +97,7 @@ export class AssistantConnections {
 
   /** The account's connections, live ones first, newest first. */
   of(accountId: number): AssistantRow[] {
-    return this.#rows(this.#byAccount, accountId, (row) => row.accountId === accountId)
+    return this.#byAccount.get(accountId)
       .sort((a, b) => Number(a.disconnectedAt !== null) - Number(b.disconnectedAt !== null) || b.createdAt - a.createdAt);
   }
 

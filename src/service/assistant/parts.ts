@@ -41,7 +41,6 @@ export interface SpendingParts {
   readonly idempotency: Pick<Idempotency, 'beginHere'>;
   readonly state: { readonly videos: VideoLifecycle };
   readonly clock: Pick<SimulatedClock, 'now'>;
-  readonly warn: (message: string) => void;
 }
 
 /** What the sign-in and its authorization page use: the keys, the gate of `/v1`, the data file, the clock. */

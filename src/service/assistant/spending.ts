@@ -1,16 +1,13 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/idempotency.js';
 import type { KeyLease } from '../runner/chain.js';
-import { StoreWriteError } from '../core/store.js';
-import { failureOf } from '../runner/failure.js';
 import { ASSISTANT_TEXT } from '../contract/assistant.js';
 import { LIMITS } from '../contract/limits.js';
-import { ServiceError } from '../contract/problems.js';
 import type { Account } from '../core/accounts.js';
-import type { Table } from '../core/store.js';
+import type { Table, TableIndex } from '../core/store.js';
 import type { SpendingParts } from './parts.js';
 import { VideoLifecycle } from '../resources/videos/lifecycle.js';
-import { refuse, refusalOf, type ToolAnswer } from './answers.js';
+import { refuse, type ToolAnswer } from './answers.js';
 
 // The spending limits (spec 5.7 and 8) are LIMITS.assistant's; an `idempotency_key` is remembered as /v1's
 // Idempotency-Key (LIMITS.idempotencyWindowMs). Issue 31 item 4.
@@ -77,9 +74,11 @@ export class AssistantSpending {
   readonly #limit: (assistant: string, account: Account) => number;
   readonly #spends: Table<SpendRow>;
   readonly #keys: SpendingParts['idempotency'];
-  readonly #ledger = new Map<string, SpendRow[]>();
+  // Issue 31 (s5a): indexes of the assistant_spend table, which keeps them in step (a rollback included).
+  /** Each assistant's charges, oldest first. */
+  readonly #ledger: TableIndex<SpendRow, string>;
   /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
-  readonly #byClip = new Map<number, SpendRow>();
+  readonly #byClip: TableIndex<SpendRow, number>;
   /** Calls whose first answer is not settled yet: a repeat waits for it. */
   readonly #pending = new Map<string, Promise<ToolAnswer>>();
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -97,16 +96,12 @@ export class AssistantSpending {
       records.put({ id: `${CALL_SCOPE}:${call.id}`, fingerprint: CALL_SCOPE, createdAt: call.at, windowMs: call.window, response: { status: 200, body: call.value } });
       calls.remove(call.id);
     }
-    for (const spend of this.#spends.values()) this.#index(spend);
+    this.#ledger = this.#spends.index('assistant', (spend) => spend.assistant);
+    this.#byClip = this.#spends.index('clip', (spend) => (spend.kind === 'clip' ? spend.targetId : undefined));
     parts.state.videos.on('change', (video: { id: number }) => {
-      const spend = this.#byClip.get(video.id);
+      const spend = this.#byClip.first(video.id);
       if (spend) this.#credits(spend);
     });
-  }
-
-  #index(spend: SpendRow): void {
-    this.#ledgerOf(spend.assistant).push(spend);
-    if (spend.kind === 'clip') this.#byClip.set(spend.targetId, spend);
   }
 
   /** The assistant's daily limit in credits. */
@@ -117,12 +112,12 @@ export class AssistantSpending {
   /** Credits the assistant's clips and images of the last 24 hours hold. */
   usedToday(assistant: string): number {
     const since = this.#parts.clock.now() - dailyWindowMs;
-    return (this.#ledger.get(assistant) ?? []).filter((spend) => spend.at > since).reduce((sum, spend) => sum + this.#credits(spend), 0);
+    return this.#ledger.get(assistant).filter((spend) => spend.at > since).reduce((sum, spend) => sum + this.#credits(spend), 0);
   }
 
   /** Clips of the assistant still pending or rendering. */
   runningClips(assistant: string): number {
-    return (this.#ledger.get(assistant) ?? []).filter((spend) => {
+    return this.#ledger.get(assistant).filter((spend) => {
       if (spend.kind !== 'clip') return false;
       const status = this.#parts.state.videos.get(spend.targetId)?.status;
       return status === 'pending' || status === 'generating';
@@ -183,42 +178,20 @@ export class AssistantSpending {
         return refuse('daily_limit_reached', `This costs ${price} credits, and this assistant has used ${used} of its ${limit} credits in the last ${ASSISTANT_TEXT.dailyWindow}. Nothing was charged; the person can raise the limit in the account settings, or try later.`, { price, used_today: used, daily_limit: limit });
       }
       // The charge and the first answer go into the ledger in the task's own unit: saved all together, or
-      // taken back all together (the unit undoes the rows; the ledger's indexes are undone here).
-      let undo: (() => void) | null = null;
-      try {
-        const made = await this.#parts.store.unit(async () => {
-          const created = await make();
-          const at = this.#parts.clock.now();
-          const spend = this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
-          this.#index(spend);
-          for (const lease of leases) lease.finish({ status: 200, body: created.value });
-          undo = () => this.#unindex(spend);
-          return created;
-        });
-        return { ok: true, value: made.value };
-      } catch (error) {
-        (undo as (() => void) | null)?.();
-        // A failed write was taken back whole: 503 upstream_busy, as the runner answers it (issue 31 item 1).
-        if (error instanceof ServiceError || error instanceof StoreWriteError) return refusalOf(failureOf(error, { warn: this.#parts.warn, report: () => undefined }));
-        throw error;
-      }
+      // taken back all together, indexes included (the table's). A failure goes on to the tool chain's one
+      // mapping (a failed write: 503 upstream_busy).
+      const made = await this.#parts.store.unit(async () => {
+        const created = await make();
+        const at = this.#parts.clock.now();
+        this.#spends.put({ id: this.#parts.store.nextId('assistant_spend'), assistant: who.assistant, kind: request.kind, targetId: created.id, at, credits: price });
+        for (const lease of leases) lease.finish({ status: 200, body: created.value });
+        return created;
+      });
+      return { ok: true, value: made.value };
     } finally {
       // Refusals are not remembered: the same call may succeed later. (A kept answer was finished already.)
       for (const lease of leases) lease.finish(null);
     }
-  }
-
-  #unindex(spend: SpendRow): void {
-    const ledger = this.#ledgerOf(spend.assistant);
-    const at = ledger.indexOf(spend);
-    if (at >= 0) ledger.splice(at, 1);
-    if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
-  }
-
-  #ledgerOf(assistant: string): SpendRow[] {
-    let spends = this.#ledger.get(assistant);
-    if (!spends) this.#ledger.set(assistant, (spends = []));
-    return spends;
   }
 
   /**
@@ -257,20 +230,7 @@ export class AssistantSpending {
    * ahead, and once forgot this one's day), so a call's cost does not grow with other assistants' history.
    */
   #forgetOld(assistant: string, now: number): void {
-    const spends = this.#ledger.get(assistant);
-    if (!spends) return;
-    const kept: SpendRow[] = [];
-    for (const spend of spends) {
-      if (now - spend.at < KEEP_SPENDS_MS) {
-        kept.push(spend);
-        continue;
-      }
-      this.#spends.remove(spend.id);
-      if (this.#byClip.get(spend.targetId) === spend) this.#byClip.delete(spend.targetId);
-    }
-    if (kept.length === spends.length) return;
-    if (kept.length === 0) this.#ledger.delete(assistant);
-    else this.#ledger.set(assistant, kept);
+    for (const spend of this.#ledger.get(assistant)) if (now - spend.at >= KEEP_SPENDS_MS) this.#spends.remove(spend.id);
   }
 }
 

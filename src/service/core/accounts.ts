@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ServiceStore, Table } from './store.js';
+import type { ServiceStore, Table, TableIndex } from './store.js';
 import { LIMITS } from '../contract/limits.js';
 
 /** Spec 5.2-5.3 and 8. */
@@ -83,16 +83,15 @@ export class Accounts {
   readonly #keys: Table<ApiKey>;
   readonly #store: ServiceStore<AccountTables>;
   readonly #now: () => number;
-  /** Live keys by token; revoked keys are not in it. */
-  readonly #byToken = new Map<string, ApiKey>();
   /** Issue 29 items 2 and 9: every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
   readonly secrets: KeySecrets;
+  // Issue 31 (s5a): indexes of the key table, which keeps them in step (a rollback, an account deleted, a reset).
+  /** Live keys by token (one key per token); revoked keys are filed under none. */
+  readonly #byToken: TableIndex<ApiKey, string>;
   /** Every key (revoked ones too) by account, in the order made: `keysOf` is a lookup, not a scan of every key ever made. */
-  readonly #byAccount = new Map<number, Map<string, ApiKey>>();
+  readonly #byAccount: TableIndex<ApiKey, number>;
   /** The keys that sign with each webhook secret (current or previous), for `ofSecret`. */
-  readonly #bySecret = new Map<string, Map<string, ApiKey>>();
-  /** The secrets each key is filed under in `#bySecret`, so a rotation takes the old ones out. */
-  readonly #secretsOf = new Map<string, string[]>();
+  readonly #bySecret: TableIndex<ApiKey, string>;
 
   constructor(store: ServiceStore<AccountTables>, now: () => number, secrets: KeySecrets = NO_SECRETS) {
     this.#store = store;
@@ -100,7 +99,12 @@ export class Accounts {
     this.#keys = store.table('key');
     this.#now = now;
     this.secrets = secrets;
-    this.resync();
+    this.#byToken = this.#keys.index('token', (key) => (key.revokedAt === null ? key.token : undefined), { unique: true });
+    this.#byAccount = this.#keys.index('accountId', (key) => key.accountId);
+    this.#bySecret = this.#keys.index('signingSecret', (key) => [key.webhookSecret, key.previousWebhookSecret]);
+    // A revoked key's secrets stay: its clips' webhooks are still signed with its webhook secret.
+    this.#keys.watch('secrets', (id, key) => (key ? secrets.set(String(id), [key.token, key.webhookSecret, key.previousWebhookSecret]) : secrets.delete(String(id))));
+    for (const key of this.#keys.values()) secrets.set(key.id, [key.token, key.webhookSecret, key.previousWebhookSecret]);
   }
 
   get(id: number): Account | undefined {
@@ -145,8 +149,6 @@ export class Accounts {
       revokedAt: null,
       defaultAssetIds: [],
     });
-    this.#byToken.set(token, key);
-    this.#index(key);
     return key;
   }
 
@@ -154,13 +156,10 @@ export class Accounts {
   update(key: ApiKey, change: Partial<Pick<ApiKey, 'token' | 'webhookSecret' | 'defaultAssetIds'>>): ApiKey {
     if (change.token !== undefined && change.token !== key.token) {
       if (this.#byToken.has(change.token)) throw new TypeError('That API key is already in use.');
-      this.#byToken.delete(key.token);
       key.token = change.token;
-      if (key.revokedAt === null) this.#byToken.set(key.token, key);
     }
     if (change.webhookSecret !== undefined) key.webhookSecret = change.webhookSecret;
     if (change.defaultAssetIds !== undefined) key.defaultAssetIds = [...change.defaultAssetIds];
-    this.#index(key);
     return this.#keys.put(key);
   }
 
@@ -168,7 +167,6 @@ export class Accounts {
   revoke(key: ApiKey): void {
     if (key.revokedAt !== null) return;
     key.revokedAt = this.#now();
-    this.#byToken.delete(key.token);
     this.#keys.put(key);
   }
 
@@ -179,57 +177,13 @@ export class Accounts {
 
   /** Deletes an account and its keys (issue 22): its keys answer 401 invalid_api_key from the next request on. */
   remove(accountId: number): boolean {
-    for (const key of this.keysOf(accountId)) {
-      this.#byToken.delete(key.token);
-      this.#keys.remove(key.id);
-      this.secrets.delete(key.id);
-      this.#unfile(key.id);
-    }
-    this.#byAccount.delete(accountId);
+    for (const key of this.keysOf(accountId)) this.#keys.remove(key.id);
     return this.#accounts.remove(accountId);
-  }
-
-  /** Rebuilds the indexes from the keys: after a request's changes were taken back (issue 20 item 9), or rows removed beside it. */
-  resync(): void {
-    this.#byToken.clear();
-    this.#byAccount.clear();
-    this.#bySecret.clear();
-    this.#secretsOf.clear();
-    for (const key of this.#keys.values()) if (key.revokedAt === null) this.#byToken.set(key.token, key);
-    for (const group of [...this.secrets.groups()]) if (group.startsWith('key_') && !this.#keys.get(group)) this.secrets.delete(group);
-    for (const key of this.#keys.values()) this.#index(key);
-  }
-
-  /** A revoked key's secrets stay: its clips' webhooks are still signed with its webhook secret. */
-  #index(key: ApiKey): void {
-    this.secrets.set(key.id, [key.token, key.webhookSecret, key.previousWebhookSecret]);
-    // Issue 29 follow-up item 1: keys by account and by signing secret, so neither lookup scans every key ever made.
-    let mine = this.#byAccount.get(key.accountId);
-    if (!mine) this.#byAccount.set(key.accountId, (mine = new Map()));
-    mine.set(key.id, key);
-    this.#unfile(key.id);
-    const signing = [...new Set([key.webhookSecret, key.previousWebhookSecret].filter((secret): secret is string => typeof secret === 'string'))];
-    for (const secret of signing) {
-      let keys = this.#bySecret.get(secret);
-      if (!keys) this.#bySecret.set(secret, (keys = new Map()));
-      keys.set(key.id, key);
-    }
-    this.#secretsOf.set(key.id, signing);
-  }
-
-  /** Takes a key out of the secret index (the secrets it was filed under). */
-  #unfile(keyId: string): void {
-    for (const secret of this.#secretsOf.get(keyId) ?? []) {
-      const keys = this.#bySecret.get(secret);
-      keys?.delete(keyId);
-      if (keys?.size === 0) this.#bySecret.delete(secret);
-    }
-    this.#secretsOf.delete(keyId);
   }
 
   /** The account's keys, revoked ones too, in the order made: one lookup (issue 29 follow-up item 1). */
   keysOf(accountId: number): ApiKey[] {
-    return [...(this.#byAccount.get(accountId)?.values() ?? [])];
+    return this.#byAccount.get(accountId);
   }
 
   key(id: string): ApiKey | undefined {
@@ -243,15 +197,14 @@ export class Accounts {
   authenticate(header: string | undefined): { account: Account; key: ApiKey } | AuthRefusal {
     const match = /^Bearer +([\x21-\x7e]+) *$/i.exec(header ?? '');
     if (!match) return 'invalid_auth_header';
-    const key = this.#byToken.get(match[1]!);
+    const key = this.#byToken.first(match[1]!);
     const account = key && this.#accounts.get(key.accountId);
     return key && account ? { account, key } : 'invalid_api_key';
   }
 
   /** The account whose key signs webhooks with `secret` (its current secret, or the one before its last rotation): one lookup. */
   ofSecret(secret: string): number | undefined {
-    const keys = this.#bySecret.get(secret);
-    return keys ? keys.values().next().value?.accountId : undefined;
+    return this.#bySecret.first(secret)?.accountId;
   }
 
   /** Saves a changed account. */

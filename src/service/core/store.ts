@@ -4,7 +4,7 @@ import { JournalFile } from '../../store/journal-file.js';
 import { undoChanges, type Unit } from './rollback.js';
 import { Table, type Row } from './table.js';
 
-export { Table, type Row } from './table.js';
+export { Table, TableIndex, type IndexKey, type IndexKeys, type Row, type TableIndexOptions } from './table.js';
 
 /** One change, as the journal keeps it: `[table, id, record]`, or `[table, id, null]` for a removal. */
 type JournalLine = [table: string, id: number | string, row: Row | null];
@@ -182,7 +182,8 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
    * writes fails (or the write of what it left unsaved, made here at its end), or it throws, each of its
    * changes is undone, newest first, onto the rows as they are now, and the error is thrown on (a failed
    * write as a `StoreWriteError`): the caller answers 503, and nothing changed, in memory or on disk.
-   * Timers and indexes of the rows it touched are reconciled by the `onRollback` listeners. A unit inside
+   * Each table's indexes follow the rows undone (issue 31, s5a); timers kept beside the rows are re-armed
+   * or dropped by the `onRollback` listeners. A unit inside
    * another records its own changes and is taken back on its own.
    */
   async unit<R>(fn: () => R | Promise<R>): Promise<R> {
@@ -209,7 +210,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return this.#units.exit(fn);
   }
 
-  /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers and indexes. */
+  /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers (the tables' indexes follow by themselves). */
   onRollback(listener: () => void): () => void {
     this.#rolledBack.add(listener);
     return () => void this.#rolledBack.delete(listener);
@@ -228,10 +229,9 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     // The last snapshot serialises the rows as they are: what changed in place and was never put (a
     // request counter) is kept at a clean close, as it always was.
     this.#closing = true;
-    // A blank line (reading skips it) makes the close write that snapshot even right after a compaction.
-    this.#journal?.appendText('');
     try {
-      await this.#journal?.close();
+      // Even right after a compaction: the rows as they are may differ from the rows as last put.
+      await this.#journal?.close({ compact: true });
     } finally {
       this.#lock?.release();
     }

@@ -51,4 +51,17 @@ describe('AssistantConnections lookups', () => {
     expect(reopened.forGrant('grant_b')?.id).toBe(second.id);
     expect(reopened.of(2).map((r) => r.id)).toEqual([second.id, first.id]);
   });
+
+  it('forgets rows removed beside it: after a reset\'s 500 removals, the same account\'s lookup visits none of them (issue 31, s5a)', async () => {
+    // The hand-kept indexes kept every id ever filed and checked each row on read, so a lookup's cost grew
+    // with the connections ever made under its key; the table's indexes drop a row when it goes.
+    const { store, connections } = await setup();
+    const table = store.table('assistant');
+    for (let i = 0; i < 500; i++) connections.forKey(key(`key_${i}`, 1));
+    for (const row of [...table.values()]) table.remove(row.id);
+    const mine = connections.forKey(key('key_new', 1));
+    const get = vi.spyOn(table, 'get');
+    expect(connections.of(1)).toEqual([mine]);
+    expect(get).not.toHaveBeenCalled();
+  });
 });

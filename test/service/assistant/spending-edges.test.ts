@@ -24,6 +24,25 @@ describe('assistant spending, edges', () => {
     expect((await call(client, 'create_clip', { prompt: 'another boat', duration: 5, max_credits: 10 })).error?.error).toBe('daily_limit_reached');
   });
 
+  it('after a reset, a new clip that takes an old charged clip\'s id does not bring the old charge back (issue 31, s5a)', async () => {
+    // The ledger's indexes were the assistant's own and no reset reached them: clip ids start again from 1,
+    // and the new clip 1's first change re-saved the charge of the old clip 1 into the emptied table.
+    const started = await start();
+    const client = await connect(started);
+    const made = await call(client, 'create_clip', { prompt: 'a paper boat', duration: 5, max_credits: 10 });
+    expect(made.data.id).toBe(1);
+    const spends = started.service.store.table('assistant_spend');
+    expect(spends.size).toBe(1);
+    await started.service.reset();
+    expect(spends.size).toBe(0);
+    const again = await fetch(`${started.url}/videos`, { method: 'POST', headers: keyed(started.apiKey, { 'content-type': 'application/json' }), body: JSON.stringify({ prompt: 'a fox', model: 'cinema-480p', duration: 5 }) });
+    expect(again.status).toBe(202);
+    expect(((await again.json()) as { id: number }).id).toBe(1);
+    await started.clock.advance(120_000);
+    expect((await (await fetch(`${started.url}/videos/1`, { headers: keyed(started.apiKey) })).json()).status).toBe('done');
+    expect(spends.size).toBe(0);
+  });
+
   it('an idempotency_key of create_clip is not replayed into create_image', async () => {
     const started = await start({ fetchImage: async () => ({ ok: true }) });
     const client = await connect(started);
@@ -113,6 +132,9 @@ describe('assistant spending, edges', () => {
     expect(third.isError).toBe(false);
     expect(started.service.state.videos.get(third.data.id as number)).toBeDefined();
     expect(await balance(started)).toBe(990);
+    // The charge taken back left the ledger with its row (the table's indexes, nothing undone by hand): one charge counts.
+    expect(started.service.store.table('assistant_spend').size).toBe(1);
+    expect((await call(client, 'get_account')).data.assistant).toMatchObject({ used_today: 10 });
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Accounts, isValidToken, type AccountTables } from '../../../src/service/core/accounts.js';
-import { ServiceStore } from '../../../src/service/core/store.js';
+import { ServiceStore, StoreWriteError } from '../../../src/service/core/store.js';
 
 async function setup() {
   const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });
@@ -87,15 +87,37 @@ describe('Accounts: lookups that do not grow with the keys ever made (issue 29 f
     // A revoked key still signs its clips' webhooks.
     accounts.revoke(second);
     expect(accounts.ofSecret('whsec_second_0123456789')).toBe(account.id);
-    // Rows removed beside the index (a reset's wipe) are forgotten at the resync that follows.
+    // Rows removed beside the owner (a reset's wipe): the table's indexes follow at once, with no resync (issue 31, s5a).
     const other = accounts.create({ balance: 0, webhookSecret: 'whsec_other_0123456789' });
     store.table('key').remove(other.key.id);
-    accounts.resync();
     expect(accounts.keysOf(other.account.id)).toEqual([]);
     expect(accounts.ofSecret('whsec_other_0123456789')).toBeUndefined();
     expect(accounts.remove(account.id)).toBe(true);
     expect(accounts.keysOf(account.id)).toEqual([]);
     expect(accounts.ofSecret('whsec_again_0123456789')).toBeUndefined();
     expect(accounts.ofSecret('whsec_second_0123456789')).toBeUndefined();
+  });
+
+  it('a unit taken back takes its keys, rotations and revocations out of every lookup and of the secrets, with nothing rebuilt (issue 31, s5a)', async () => {
+    const store = await ServiceStore.open<AccountTables>({ file: false, tables: ['account', 'key'] });
+    const filed = new Map<string, unknown[]>();
+    const secrets = { set: (group: string, values: Iterable<unknown>) => void filed.set(group, [...values]), delete: (group: string) => filed.delete(group), groups: () => filed.keys() };
+    const accounts = new Accounts(store, () => 1_000, secrets);
+    const { account, key } = accounts.create({ balance: 0, token: 'sk_kept_token_0123456789', webhookSecret: 'whsec_kept_0123456789' });
+    let added: string | undefined;
+    await expect(store.unit(() => {
+      added = accounts.addKey(account, { token: 'sk_added_token_0123456789', webhookSecret: 'whsec_added_0123456789' }).id;
+      key.previousWebhookSecret = key.webhookSecret;
+      accounts.update(key, { token: 'sk_rotated_token_0123456789', webhookSecret: 'whsec_rotated_0123456789' });
+      accounts.revoke(key);
+      throw new StoreWriteError(new Error('EROFS'));
+    })).rejects.toThrow(StoreWriteError);
+    expect(accounts.authenticate('Bearer sk_kept_token_0123456789')).toEqual({ account, key });
+    for (const token of ['sk_added_token_0123456789', 'sk_rotated_token_0123456789']) expect(accounts.authenticate(`Bearer ${token}`)).toBe('invalid_api_key');
+    expect(accounts.keysOf(account.id).map((k) => k.id)).toEqual([key.id]);
+    expect([accounts.ofSecret('whsec_kept_0123456789'), accounts.ofSecret('whsec_added_0123456789'), accounts.ofSecret('whsec_rotated_0123456789')]).toEqual([account.id, undefined, undefined]);
+    // The journal redacts what the keys are now: the added key's group is gone, the rotated key's secrets are back.
+    expect(filed.has(added!)).toBe(false);
+    expect(filed.get(key.id)).toEqual(['sk_kept_token_0123456789', 'whsec_kept_0123456789', undefined]);
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
-import type { ServiceStore, Table } from '../../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { AssetStatus } from '../../contract/assets.js';
 import type { SubjectConsent } from '../../contract/common.js';
@@ -69,8 +69,12 @@ export class Assets extends EventEmitter<AssetEvents> {
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
   readonly #onError: (error: Error) => void;
+  // Issue 31 (s5a): indexes of the asset table, which keeps them in step, so no lookup reads every account's assets.
   /** public_url tokens to assets: the public file route looks here on every request. */
-  readonly #byToken = new Map<string, Asset>();
+  readonly #byToken: TableIndex<Asset, string>;
+  /** Assets by their bytes: an upload's dedupe and whether a stored file is still used. */
+  readonly #bySha256: TableIndex<Asset, string>;
+  readonly #byAccount: TableIndex<Asset, number>;
 
   constructor(options: {
     store: ServiceStore<AssetTables>;
@@ -86,7 +90,9 @@ export class Assets extends EventEmitter<AssetEvents> {
     this.#speed = options.speed;
     this.#random = options.random ?? Math.random;
     this.#onError = options.onError ?? (() => undefined);
-    for (const asset of this.#assets.values()) this.#byToken.set(asset.token, asset);
+    this.#byToken = this.#assets.index('token', (asset) => asset.token);
+    this.#bySha256 = this.#assets.index('sha256', (asset) => asset.sha256);
+    this.#byAccount = this.#assets.index('accountId', (asset) => asset.accountId);
   }
 
   /** The caller's asset `id`, or undefined: another account's asset does not exist for it (spec 7: 404). */
@@ -97,24 +103,22 @@ export class Assets extends EventEmitter<AssetEvents> {
 
   /** The asset behind a public_url token. */
   byToken(token: string): Asset | undefined {
-    return this.#byToken.get(token);
+    return this.#byToken.first(token);
   }
 
   /** The account's asset with these bytes, if any: what `add` dedupes to. */
   find(accountId: number, sha256: string): Asset | undefined {
-    for (const asset of this.#assets.values()) if (asset.accountId === accountId && asset.sha256 === sha256) return asset;
-    return undefined;
+    return this.#bySha256.get(sha256).find((asset) => asset.accountId === accountId);
   }
 
   /** Whether any asset still uses the stored file `sha256` (so it may be removed from disk when none does). */
   fileInUse(sha256: string): boolean {
-    for (const asset of this.#assets.values()) if (asset.sha256 === sha256) return true;
-    return false;
+    return this.#bySha256.has(sha256);
   }
 
   /** The account's trusted assets, newest first (spec 4.13: the list holds trusted image assets only). */
   listTrusted(accountId: number): Asset[] {
-    return [...this.#assets.values()].filter((asset) => asset.accountId === accountId && asset.status === 'trusted').sort((a, b) => b.id - a.id);
+    return this.#byAccount.get(accountId).filter((asset) => asset.status === 'trusted').sort((a, b) => b.id - a.id);
   }
 
   /**
@@ -123,13 +127,13 @@ export class Assets extends EventEmitter<AssetEvents> {
    * until its planned moderation ends.
    */
   add(input: { accountId: number; sha256: string; name: string; fileSize: number; mimeType: string; ext: string; subjectConsent: SubjectConsent | null; rejectAs?: string }): { asset: Asset; deduped: boolean } {
-    for (const asset of this.#assets.values()) {
-      if (asset.accountId !== input.accountId || asset.sha256 !== input.sha256) continue;
-      if (input.subjectConsent !== null && asset.subjectConsent !== input.subjectConsent) {
-        asset.subjectConsent = input.subjectConsent;
-        this.#assets.put(asset);
+    const same = this.find(input.accountId, input.sha256);
+    if (same) {
+      if (input.subjectConsent !== null && same.subjectConsent !== input.subjectConsent) {
+        same.subjectConsent = input.subjectConsent;
+        this.#assets.put(same);
       }
-      return { asset, deduped: true };
+      return { asset: same, deduped: true };
     }
     const now = this.#clock.now();
     const [low, high] = MODERATION_MS[this.#speed];
@@ -144,7 +148,6 @@ export class Assets extends EventEmitter<AssetEvents> {
       reasonCode: rejectAs ?? null,
       trustedUntil: null,
     });
-    this.#byToken.set(asset.token, asset);
     this.#arm(asset);
     return { asset, deduped: false };
   }
@@ -162,7 +165,6 @@ export class Assets extends EventEmitter<AssetEvents> {
       moderation: { at: now, outcome: 'trusted' },
       reasonCode: null,
     });
-    this.#byToken.set(asset.token, asset);
     return asset;
   }
 
@@ -173,7 +175,6 @@ export class Assets extends EventEmitter<AssetEvents> {
 
   remove(asset: Asset): void {
     this.#disarm(asset.id);
-    this.#byToken.delete(asset.token);
     this.#assets.remove(asset.id);
   }
 
@@ -186,10 +187,8 @@ export class Assets extends EventEmitter<AssetEvents> {
     for (const id of [...this.#timers.keys()]) this.#disarm(id);
   }
 
-  /** Brings the token index and the moderation timers back in line with the rows, after a request's changes were taken back. */
+  /** Brings the moderation timers back in line with the rows, after a request's changes were taken back (the indexes are the table's). */
   resync(): void {
-    this.#byToken.clear();
-    for (const asset of this.#assets.values()) this.#byToken.set(asset.token, asset);
     for (const id of [...this.#timers.keys()]) if (this.#assets.get(id)?.status !== 'pending') this.#disarm(id);
     this.resume();
   }

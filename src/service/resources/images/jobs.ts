@@ -3,11 +3,10 @@ import type { Account, Accounts } from '../../core/accounts.js';
 import type { Credits } from '../../core/credits.js';
 import { imageCharge } from '../../contract/pricing.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
-import type { ServiceStore, Table } from '../../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import type { Speed } from '../../core/simulate.js';
 import type { ImageCommand, ImageErrorCode } from '../../contract/images.js';
 import type { SubjectConsent } from '../../contract/common.js';
-import { ImageJobIndex } from './job-index.js';
 import { CHARACTER_TRUST_MS, JOB_WINDOW_MS, MAX_CONCURRENT_JOBS, MAX_JOBS_PER_WINDOW, animateOf, parseImageSimulation, type ImageItem, type ImageJob, type ImageJobStatus, type ImageJobTables, type ImageRenderer } from './job.js';
 
 /** Spec 1: most images take 30-60 s, a character about 2 minutes; `--speed fast` a second or three. */
@@ -44,8 +43,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   #nextImageId = 1;
   /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
   readonly #rendering = new Map<number, number>();
-  /** Issue 29 follow-up item 2: jobs by file token and by account, so a file link, a list and the limits read no other account's jobs. */
-  readonly #index: ImageJobIndex<ImageJob>;
+  /**
+   * Issue 29 follow-up item 2: jobs by file token and by account, so a file link, a list and the limits read
+   * no other account's jobs; indexes of the table, which keeps them in step (issue 31, s5a).
+   */
+  readonly #byToken: TableIndex<ImageJob, string>;
+  readonly #byAccount: TableIndex<ImageJob, number>;
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -53,12 +56,15 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     this.#jobs = store.table('image_job');
     this.#options = options;
     for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
-    this.#index = new ImageJobIndex(this.#jobs);
+    // An image's file token and its thumbnail's each find the job while it has the image (spec 4.11 deletes them).
+    // Not `unique`: a renderer's tokens are its own, and a job's end must be saved whatever they are.
+    this.#byToken = this.#jobs.index('fileToken', (job) => (Array.isArray(job.images) ? job.images.flatMap((image) => [image.token, image.thumbToken]) : undefined));
+    this.#byAccount = this.#jobs.index('accountId', (job) => job.accountId);
   }
 
   /** The job whose images include the file token `token` (an image's or its thumbnail's), while the job has it. */
   byToken(token: string): ImageJob | undefined {
-    return this.#index.byToken(token);
+    return this.#byToken.first(token);
   }
 
   get(accountId: number, id: number): ImageJob | undefined {
@@ -68,7 +74,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
   list(accountId: number, { limit, before }: { limit: number; before: number | null }): ImageJob[] {
-    return this.#index.of(accountId)
+    return this.#byAccount.get(accountId)
       .filter((job) => before === null || job.id < before)
       .sort((a, b) => b.id - a.id)
       .slice(0, limit);
@@ -77,7 +83,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   /** Whether the account may start a job now (spec 8), checked before anything is reserved. */
   limit(accountId: number): JobLimit | null {
     const now = this.#options.clock.now();
-    const mine = this.#index.of(accountId);
+    const mine = this.#byAccount.get(accountId);
     const running = mine.filter((job) => job.status === 'generating');
     if (running.length >= MAX_CONCURRENT_JOBS) {
       const soonest = Math.min(...running.map((job) => job.plan.endAt));
@@ -116,7 +122,6 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       // A job of one whose only image cannot be made has nothing to show: it fails as result_blocked (spec 3.3).
       plan: { endAt: now + Math.round(low + (high - low) * (this.#options.random ?? Math.random)()), make, failWith: failWith ?? (make === 0 ? 'result_blocked' : null) },
     });
-    this.#index.add(job);
     this.#arm(job);
     return job;
   }
@@ -136,14 +141,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
     const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
-    this.#index.add(job);
     return this.#jobs.put(job);
   }
 
   /** DELETE /images/{id} (spec 4.11): the images go, the job stays, nothing is refunded. */
   deleteImages(job: ImageJob): number {
     const count = job.images.length;
-    this.#index.dropImages(job);
     job.images = [];
     job.imagesDeleted = true;
     this.#jobs.put(job);
@@ -183,15 +186,13 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     for (const job of this.#jobs.values()) if (job.status === 'generating') this.#arm(job);
   }
 
-  /** Brings the timers back in line with the rows after a request's changes were taken back (a job's start undone leaves none armed). */
+  /** Brings the timers back in line with the rows after a request's changes were taken back (a job's start undone leaves none armed); the indexes are the table's. */
   resync(): void {
     for (const [id, timer] of [...this.#timers]) {
       if (this.#jobs.get(id)?.status === 'generating') continue;
       this.#options.clock.clearTimeout(timer);
       this.#timers.delete(id);
     }
-    // Rows taken back or removed beside the jobs (an account deleted): the indexes follow them.
-    this.#index.rebuild();
     this.resume();
   }
 
@@ -243,7 +244,6 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const account = this.#options.accounts.get(job.accountId);
     if (account && refund > 0) this.#options.credits.refund(account, refund);
     Object.assign(job, fields);
-    this.#index.add(job);
     this.#jobs.put(job);
     try {
       await this.#store.commit();

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Asset } from '../assets/assets.js';
-import type { ServiceStore, Table } from '../../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import type { SubjectConsent } from '../../contract/common.js';
 
 /** How long an upload link works (issue 15), on the service's simulated clock. */
@@ -59,8 +59,11 @@ const hashToken = (token: string): string => createHash('sha256').update(token).
 export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   readonly #table: Table<PhotoUpload>;
   readonly #now: () => number;
+  // Issue 31 (s5a): indexes of the photo_upload table, which keeps them in step (a rollback included).
   /** Token hashes to uploads: the page looks here on every request. */
-  readonly #byHash = new Map<string, PhotoUpload>();
+  readonly #byHash: TableIndex<PhotoUpload, string>;
+  /** The upload that made each asset: a clip's consent reads it, whatever other accounts uploaded. */
+  readonly #byAsset: TableIndex<PhotoUpload, number>;
 
   /** The time long-expired links are dropped by: the service's own, which no account's time is behind (issue 22). */
   readonly #sweepNow: () => number;
@@ -74,7 +77,8 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
     this.#nowOf = nowOf;
     this.#table = store.table('photo_upload');
     this.#now = now;
-    for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
+    this.#byHash = this.#table.index('tokenHash', (upload) => upload.tokenHash);
+    this.#byAsset = this.#table.index('assetId', (upload) => upload.assetId);
   }
 
   /** A new link for `accountId`: the upload and its token (32 random bytes, base64url), which is shown once. */
@@ -93,14 +97,7 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
       assetId: null,
       subjectConsent: null,
     });
-    this.#byHash.set(upload.tokenHash, upload);
     return { upload, token };
-  }
-
-  /** Rebuilds the token index from the rows, after a request's changes were taken back. */
-  resync(): void {
-    this.#byHash.clear();
-    for (const upload of this.#table.values()) this.#byHash.set(upload.tokenHash, upload);
   }
 
   /** The account's upload `id`, or undefined (another account's upload does not exist for it). */
@@ -111,8 +108,7 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
 
   /** The upload that made asset `assetId`, if one did. */
   byAsset(accountId: number, assetId: number): PhotoUpload | undefined {
-    for (const upload of this.#table.values()) if (upload.accountId === accountId && upload.assetId === assetId) return upload;
-    return undefined;
+    return this.#byAsset.get(assetId).find((upload) => upload.accountId === accountId);
   }
 
   /** Who is in a photo: what the person said on the upload page that made it, else what was recorded with the asset. */
@@ -124,7 +120,7 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   open(token: string): LinkState {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return { ok: false, reason: 'unknown' };
     // Looked up by the token's hash: the timing of a map lookup tells nothing about a token's characters.
-    const upload = this.#byHash.get(hashToken(token));
+    const upload = this.#byHash.first(hashToken(token));
     if (!upload) return { ok: false, reason: 'unknown' };
     if (upload.usedAt !== null) return { ok: false, reason: 'used', upload };
     if (this.expired(upload)) return { ok: false, reason: 'expired', upload };
@@ -150,7 +146,6 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
     const before = this.#sweepNow() - KEEP_EXPIRED_MS;
     for (const upload of [...this.#table.values()]) {
       if (upload.usedAt === null && upload.expiresAt < before) {
-        this.#byHash.delete(upload.tokenHash);
         this.#table.remove(upload.id);
       }
     }

@@ -3,14 +3,13 @@ import { ERROR_SENTENCES, type VideoErrorCode } from '../../../protocol/events.j
 import type { Account, Accounts } from '../../core/accounts.js';
 import type { Credits } from '../../core/credits.js';
 import { onTimeOf, type LaneClock } from '../../core/clock.js';
-import type { ServiceStore, Table } from '../../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import type { Resolution, VideoModel } from '../../contract/pricing.js';
 import type { SubjectConsent } from '../../contract/common.js';
 import type { AssetSource, Ratio, VideoStatus } from '../../contract/videos.js';
 import type { DeleteAction } from '../../contract/video-responses.js';
 import { LIMITS } from '../../contract/limits.js';
 import type { Speed } from '../../core/simulate.js';
-import { ClipIndex } from './clip-index.js';
 
 /** Spec 2.1 and 3.1. */
 export type { VideoStatus };
@@ -102,24 +101,24 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   readonly #options: LifecycleOptions;
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
-  /** Clip index item: each account's clips, so its list and its account view read no other account's clips. */
-  readonly #index: ClipIndex<Video>;
+  /** Each account's clips, so its list and its account view read no other account's clips; the table keeps it in step (issue 31, s5a). */
+  readonly #byAccount: TableIndex<Video, number>;
 
   constructor(options: LifecycleOptions) {
     super();
     this.#options = options;
     this.#videos = options.store.table('video');
     this.#random = options.random ?? Math.random;
-    this.#index = new ClipIndex(this.#videos);
+    this.#byAccount = this.#videos.index('accountId', (video) => video.accountId);
   }
 
   get(id: number): Video | undefined {
     return this.#videos.get(id);
   }
 
-  /** The account's clips, in no set order (a lookup: its cost is the account's clips, not every account's). */
+  /** The account's clips in filing order, oldest first but for a clip a rollback put back (a lookup: its cost is the account's clips, not every account's). */
   of(accountId: number): Video[] {
-    return this.#index.of(accountId);
+    return this.#byAccount.get(accountId);
   }
 
   /** Creates a pending clip; the caller has charged `charged` credits in the same turn. */
@@ -158,7 +157,6 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       retriedBy: null,
       plan: { startAt, endAt, outcome: input.outcome },
     });
-    this.#index.add(video);
     this.#arm(video);
     return video;
   }
@@ -209,7 +207,6 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
       return { action: 'cancelled', refunded };
     }
     this.#disarm(video.id);
-    this.#index.drop(video);
     this.#videos.remove(video.id);
     return { action: 'deleted', refunded: 0 };
   }
@@ -228,15 +225,14 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
 
   /**
    * Brings the timers back in line with the rows after a request's changes were taken back (issue 20 item
-   * 9): a cancel undone rearms its clip, a creation undone leaves none armed.
+   * 9): a cancel undone rearms its clip, a creation undone leaves none armed. The clip index needs nothing:
+   * the table keeps it in step (issue 31, s5a).
    */
   resync(): void {
     for (const id of [...this.#timers.keys()]) {
       const status = this.#videos.get(id)?.status;
       if (status !== 'pending' && status !== 'generating') this.#disarm(id);
     }
-    // Clip index item: rows taken back or removed beside the clips (an account deleted, a reset): the index follows them.
-    this.#index.rebuild();
     this.resume();
   }
 

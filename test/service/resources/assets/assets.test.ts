@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Assets, parseAssetSimulation, type AssetTables } from '../../../../src/service/resources/assets/assets.js';
 import { SimulatedClock } from '../../../../src/service/core/clock.js';
-import { ServiceStore } from '../../../../src/service/core/store.js';
+import { ServiceStore, StoreWriteError } from '../../../../src/service/core/store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const file = (sha256: string) => ({ sha256, name: 'me.jpg', fileSize: 1234, mimeType: 'image/jpeg', ext: 'jpg', subjectConsent: 'self' as const });
@@ -75,5 +75,36 @@ describe('Assets: the state table of spec 3.2', () => {
     expect(parseAssetSimulation('rejected')).toEqual({ kind: 'rejected', reason: 'explicit_content' });
     expect(parseAssetSimulation('moderation_rejected:minor_detected')).toEqual({ kind: 'moderation_rejected', reason: 'minor_detected' });
     for (const value of [undefined, '', 'trusted', 'rejected:', 'rejected:Bad!']) expect(parseAssetSimulation(value)).toBeNull();
+  });
+});
+
+describe('Assets: lookups that do not grow with other accounts\' assets (issue 31, s5a)', () => {
+  it('an upload\'s dedupe, a file still in use, the trusted list and a public_url token read no other account\'s rows', async () => {
+    const { assets, store, clock } = await setup('fast');
+    for (let i = 0; i < 500; i++) assets.add({ accountId: 2, ...file(i.toString(16).padStart(64, '0')) });
+    const mine = assets.add({ accountId: 1, ...file('c'.repeat(64)) }).asset;
+    await clock.advance(2_000);
+    const values = vi.spyOn(store.table('asset'), 'values').mockImplementation(() => {
+      throw new Error('the whole asset table was read');
+    });
+    expect(assets.add({ accountId: 1, ...file('c'.repeat(64)) })).toEqual({ asset: mine, deduped: true });
+    expect(assets.find(1, '0'.repeat(64))).toBeUndefined();
+    expect([assets.fileInUse('c'.repeat(64)), assets.fileInUse('d'.repeat(64))]).toEqual([true, false]);
+    expect(assets.listTrusted(1)).toEqual([mine]);
+    expect(assets.byToken(mine.token)).toBe(mine);
+    assets.remove(mine);
+    expect([assets.byToken(mine.token), assets.fileInUse('c'.repeat(64)), assets.listTrusted(1)]).toEqual([undefined, false, []]);
+    expect(values).not.toHaveBeenCalled();
+  });
+
+  it('an upload taken back with its unit is found by none of them, with nothing rebuilt', async () => {
+    const { assets, store } = await setup();
+    let token = '';
+    await expect(store.unit(() => {
+      token = assets.add({ accountId: 1, ...file('e'.repeat(64)) }).asset.token;
+      throw new StoreWriteError(new Error('EROFS'));
+    })).rejects.toThrow(StoreWriteError);
+    expect([assets.byToken(token), assets.find(1, 'e'.repeat(64)), assets.fileInUse('e'.repeat(64))]).toEqual([undefined, undefined, false]);
+    assets.stop();
   });
 });

@@ -1,13 +1,12 @@
 // Clip index (issue 29 follow-up): GET /v1/videos and GET /v1/account read the caller's clips only, found
-// through a per-account index kept in step with the `video` rows, whatever other accounts keep.
+// through `VideoLifecycle.of`, an index of the `video` table by account that the table keeps in step
+// (issue 31, s5a: the index's own rules are tested in test/service/core/table.test.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { WebhookEmitter } from '../../../../src/emitter/index.js';
 import { SimulatedClock } from '../../../../src/service/core/clock.js';
-import { ServiceStore } from '../../../../src/service/core/store.js';
-import { ClipIndex } from '../../../../src/service/resources/videos/clip-index.js';
 import { Service } from '../../../../src/service/service.js';
 import { serviceClient, type ServiceClient } from '../../../helpers/service-client.js';
 
@@ -160,27 +159,5 @@ describe("an account's clips are found without reading other accounts' clips (cl
     const after = await seen(client);
     expect(after).toEqual(before);
     expect(after.ids).toEqual(newestFirst(mine));
-  });
-});
-
-describe('ClipIndex', () => {
-  it('answers only rows that are still there and still the account\'s: a stale entry answers nothing', async () => {
-    const store = await ServiceStore.open<{ video: { id: number; accountId: number } }>({ file: false, tables: ['video'] });
-    const rows = store.table('video');
-    rows.put({ id: 1, accountId: 7 });
-    const index = new ClipIndex(rows);
-    const two = rows.put({ id: 2, accountId: 7 });
-    index.add(two);
-    expect(index.of(7).map((clip) => clip.id)).toEqual([1, 2]);
-    // Rows changed beside the index: one removed, one now another account's.
-    rows.remove(1);
-    rows.put({ id: 2, accountId: 8 });
-    expect(index.of(7)).toEqual([]);
-    expect(index.of(8)).toEqual([]);
-    index.rebuild();
-    expect(index.of(8)).toEqual([{ id: 2, accountId: 8 }]);
-    index.drop({ id: 2, accountId: 8 });
-    expect(index.of(8)).toEqual([]);
-    await store.close();
   });
 });
