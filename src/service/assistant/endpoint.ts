@@ -21,7 +21,7 @@ import { PHOTO_TOOLS } from './photo-tools.js';
 import { AssistantSettings } from './settings.js';
 import { AssistantSignIn } from './sign-in.js';
 import { AssistantSpending } from './spending.js';
-import { serveTools, toolAnswer, toolCommand, type ToolContext, type ToolDefinition, type ToolRun, type ToolTransport } from './tool-runner.js';
+import { serveTools, toolAnswer, toolCommand, type ToolAnswerParts, type ToolContext, type ToolDefinition, type ToolRun, type ToolTransport } from './tool-runner.js';
 
 /** The path of the assistant endpoint and of its status, at the service's origin. */
 export const MCP_PATH = '/mcp';
@@ -193,7 +193,7 @@ export class AssistantEndpoint {
   readonly settings: AssistantSettings;
   readonly #parts: AssistantParts;
   /** Where a refusal's failures are told: a failed write (`warn`), anything unexpected (`report`). */
-  readonly #failures: { warn(message: string): void; report(error: Error): void };
+  readonly #failures: ToolAnswerParts;
   readonly #handler: McpHttpHandler;
   /** Issue 31 item 1: origin › identify › body › limits › floor › mcp, the steps of one request to /mcp. */
   readonly #request: (run: EndpointRun) => Promise<void>;
@@ -203,7 +203,7 @@ export class AssistantEndpoint {
   /** `parts` is what the endpoint uses of the service (issue 31 item 5): the service itself satisfies it. */
   constructor(parts: AssistantParts, { controls, onError, fetchClientMetadata }: { controls: AssistantControls; onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
     this.#parts = parts;
-    this.#failures = { warn: parts.warn, report: onError };
+    this.#failures = { warn: parts.warn, report: onError, site: parts };
     this.signIn = new AssistantSignIn(parts, { mcpPath: MCP_PATH, fetchClientMetadata });
     const { connections } = this.signIn;
     this.spending = new AssistantSpending(parts, (id, account) => {

@@ -5,7 +5,8 @@ import { parseOrThrow } from '../contract/problems.js';
 import type { Caller } from '../core/gate.js';
 import { named, type ControlledRun, type Outcome, type Step } from '../runner/chain.js';
 import { failureOf } from '../runner/failure.js';
-import { refusalOf, type ToolAnswer } from './answers.js';
+import { refusalOf, userActionOf, type ToolAnswer } from './answers.js';
+import type { Site } from '../core/site.js';
 import type { ToolParts } from './parts.js';
 import type { AssistantSpending } from './spending.js';
 
@@ -88,6 +89,8 @@ export interface ToolRun extends ControlledRun<Caller> {
 export interface ToolAnswerParts {
   warn(message: string): void;
   report(error: Error): void;
+  /** The service's origin: a 402's top-up link. */
+  site: Site;
 }
 
 /**
@@ -102,7 +105,7 @@ export function toolAnswer(parts: ToolAnswerParts): Step<ToolRun> {
     try {
       await next();
     } catch (error) {
-      run.result = toToolResult(refusalOf(failureOf(error, parts)));
+      run.result = toToolResult(refusalOf(failureOf(error, parts), parts.site.origin));
     }
     let outcome: Outcome | null = run.outcome;
     if (run.cutAfter) outcome = { kind: 'drop' };
@@ -201,6 +204,14 @@ export const valueResult = (value: unknown): CallToolResult => toToolResult({ ok
  */
 export function toToolResult(answer: ToolAnswer): CallToolResult {
   if (answer.ok) return { content: [{ type: 'text', text: JSON.stringify(answer.value) }], structuredContent: answer.value };
-  const text = JSON.stringify({ error: answer.code, message: answer.message, ...(answer.retryAfter === undefined ? {} : { retry_after: answer.retryAfter }), ...(answer.details ? { details: answer.details } : {}) });
+  // `user_action` as on `/v1`'s problem (spec 7): what the person can do, with the top-up page's link for a 402.
+  const action = userActionOf(answer.code);
+  const text = JSON.stringify({
+    error: answer.code,
+    message: answer.message,
+    ...(answer.retryAfter === undefined ? {} : { retry_after: answer.retryAfter }),
+    ...(action ? { user_action: { kind: action, url: answer.userActionUrl ?? null } } : {}),
+    ...(answer.details ? { details: answer.details } : {}),
+  });
   return { isError: true, content: [{ type: 'text', text }] };
 }

@@ -104,3 +104,22 @@ describe('a refusal a tool throws reads as the one it returned (issue 31 item 1)
     expect(errors.filter((message) => message.includes('the index is broken'))).toHaveLength(1);
   });
 });
+
+describe('a refusal\'s user_action, as on /v1 (spec 7)', () => {
+  it('carries the top-up page for insufficient_credits, and the kind alone where /v1 has no link', async () => {
+    const svc = await start();
+    const poor = await svc.accounts.create({ balance: 12 });
+    // A top-up lifts the assistant's default daily limit to 30 (spec 5.7), so the balance (13) is what refuses.
+    const topUp = await fetch(`${svc.origin}/settings/top-up`, { method: 'POST', headers: { authorization: `Bearer ${poor.api_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ credits: 1 }) });
+    expect(topUp.status).toBe(200);
+    const client = await connect(svc, 'modern', poor.api_key);
+    const refused = await call(client, 'create_clip', { prompt: 'a paper boat', duration: 10, max_credits: 20 });
+    expect(refused.error).toMatchObject({ error: 'insufficient_credits', user_action: { kind: 'top_up', url: `${svc.origin}/settings/top-up` }, details: { required: 20, balance: 13 } });
+    const capped = await call(client, 'create_clip', { prompt: 'a paper boat', duration: 10, max_credits: 5 });
+    expect(capped.error).toMatchObject({ error: 'cost_exceeds_max', user_action: { kind: 'raise_budget', url: null } });
+    // The assistant's own codes have none.
+    const unknown = await call(client, 'create_clip_from_effect', { effect_id: 'nope', max_credits: 50 });
+    expect(unknown.error).toMatchObject({ error: 'unknown_effect' });
+    expect(unknown.error).not.toHaveProperty('user_action');
+  });
+});
