@@ -1,5 +1,6 @@
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { AsyncResource } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ContextSlot } from './context.js';
 import { Lanes, peek, pop, push, type Timer } from './lanes.js';
 
 /** A clock the state machines arm their timers on; `as` (a `SimulatedClock`'s) puts them on an account's own time. */
@@ -100,7 +101,7 @@ export class SimulatedClock {
   /** The service's own time and each account's, with their pending timers (lanes.ts). */
   readonly #lanes = new Lanes();
   /** The account the current request or timer acts for. */
-  readonly #acting = new AsyncLocalStorage<Acting>();
+  readonly #acting = new ContextSlot<Acting>();
   readonly #sources = new Set<LaneSource>();
   /** Simulated minus real time (running), or the simulated time itself (frozen), of the service's own time. */
   #offset: number;
@@ -166,7 +167,7 @@ export class SimulatedClock {
 
   /** The account the current request or timer acts for; `null` for the service itself. */
   get account(): number | null {
-    return this.#acting.getStore()?.account ?? null;
+    return this.#acting.get()?.account ?? null;
   }
 
   /**
@@ -185,7 +186,7 @@ export class SimulatedClock {
 
   /** Inside `scope()` (a request), acts for `account` from now on; elsewhere it does nothing. */
   actFor(account: number): void {
-    const acting = this.#acting.getStore();
+    const acting = this.#acting.get();
     if (acting) acting.account = account;
   }
 

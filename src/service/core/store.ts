@@ -1,6 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { FileLock } from '../../store/file-lock.js';
 import { JournalFile } from '../../store/journal-file.js';
+import { ContextSlot } from './context.js';
 import { undoChanges, type Unit } from './rollback.js';
 import { Table, type Row } from './table.js';
 
@@ -67,7 +67,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   readonly #lock: FileLock | null;
   #badLines = 0;
   /** The command whose changes are being recorded (`unit()`), through its awaits. */
-  readonly #units = new AsyncLocalStorage<Unit>();
+  readonly #units = new ContextSlot<Unit>();
   /** Each row's JSON as last put (or loaded): what a command's change is undone to. */
   readonly #shadows = new Map<string, Map<number | string, string>>();
   /** Journal lines appended, and how many of them are known to be on disk. */
@@ -207,7 +207,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
 
   /** Runs `fn` as no command's change: what it puts is never taken back with a command (a clock advance's record). */
   background<R>(fn: () => R): R {
-    return this.#units.exit(fn);
+    return this.#units.run(undefined, fn);
   }
 
   /** Calls `listener` after a command's changes were taken back, so owners re-arm or drop their timers (the tables' indexes follow by themselves). */
@@ -257,7 +257,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   }
 
   #open(): Unit | undefined {
-    const unit = this.#units.getStore();
+    const unit = this.#units.get();
     return unit?.open ? unit : undefined;
   }
 
