@@ -64,6 +64,8 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   readonly #byHash: TableIndex<PhotoUpload, string>;
   /** The upload that made each asset: a clip's consent reads it, whatever other accounts uploaded. */
   readonly #byAsset: TableIndex<PhotoUpload, number>;
+  /** The links not used yet: what the pruning reads, never the used ones a photo's consent keeps (one key). */
+  readonly #unused: TableIndex<PhotoUpload, 'unused'>;
 
   /** The time long-expired links are dropped by: the service's own, which no account's time is behind (issue 22). */
   readonly #sweepNow: () => number;
@@ -79,6 +81,7 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
     this.#now = now;
     this.#byHash = this.#table.index('tokenHash', (upload) => upload.tokenHash);
     this.#byAsset = this.#table.index('assetId', (upload) => upload.assetId);
+    this.#unused = this.#table.index('unused', (upload) => (upload.usedAt === null ? 'unused' : undefined));
   }
 
   /** A new link for `accountId`: the upload and its token (32 random bytes, base64url), which is shown once. */
@@ -141,13 +144,15 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
     return upload;
   }
 
-  /** Drops links that expired unused long ago; used ones stay, as they tie a photo to its consent. */
+  /**
+   * Drops links that expired unused long ago; used ones stay, as they tie a photo to its consent. It reads
+   * the unused links only (those of the last week and an hour), so a new link costs nothing of the photos
+   * ever uploaded.
+   */
   #prune(): void {
     const before = this.#sweepNow() - KEEP_EXPIRED_MS;
-    for (const upload of [...this.#table.values()]) {
-      if (upload.usedAt === null && upload.expiresAt < before) {
-        this.#table.remove(upload.id);
-      }
+    for (const upload of this.#unused.get('unused')) {
+      if (upload.expiresAt < before) this.#table.remove(upload.id);
     }
   }
 }

@@ -35,3 +35,25 @@ describe('PhotoUploads lookups', () => {
     expect(values).not.toHaveBeenCalled();
   });
 });
+
+describe('PhotoUploads pruning', () => {
+  it('a new link drops the links unused for a week past their expiry, reading only the unused ones: the used ones a photo\'s consent needs stay, however many', async () => {
+    const store = await ServiceStore.open<PhotoUploadTables>({ file: false, tables: ['photo_upload'] });
+    let now = 1_000;
+    const uploads = new PhotoUploads(store, () => now);
+    for (let i = 0; i < 300; i++) uploads.markUsed(uploads.create({ accountId: 2, keyId: 'key_2' }).upload, { assetId: i + 10, subjectConsent: 'self' });
+    const stale = uploads.create({ accountId: 1, keyId: 'key_1' });
+    now += 60 * 60 * 1000 + 7 * 24 * 60 * 60 * 1000 + 1;
+    const table = store.table('photo_upload');
+    const values = vi.spyOn(table, 'values');
+    const get = vi.spyOn(table, 'get');
+    const fresh = uploads.create({ accountId: 1, keyId: 'key_1' });
+    // Neither the used links nor any other row was read to find the stale one.
+    expect(values).not.toHaveBeenCalled();
+    expect(get).not.toHaveBeenCalled();
+    expect(uploads.open(stale.token)).toEqual({ ok: false, reason: 'unknown' });
+    expect(uploads.open(fresh.token)).toMatchObject({ ok: true });
+    expect(table.size).toBe(301);
+    expect(uploads.byAsset(2, 10)).toBeDefined();
+  });
+});
