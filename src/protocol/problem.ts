@@ -159,7 +159,7 @@ export interface ProblemOptions {
   status?: number;
   traceId?: string;
   userActionUrl?: string;
-  /** Extra members for this code: `required`, `balance`, `item_index`, `reason_code`, … */
+  /** Extra members for this code: `required`, `balance`, `item_index`, `reason_code`, … (one named like a standard member is left out). */
   extra?: Record<string, unknown>;
 }
 
@@ -178,7 +178,7 @@ export function problem(code: ProblemCode, options: ProblemOptions = {}): Proble
   // Spec section 7: 5xx bodies carry no internal details, so the detail of a 5xx is the caller's choice
   // of a safe sentence, never an exception message.
   const detail = options.detail ?? entry.title;
-  return {
+  const body: Problem = {
     type: `urn:cliphook:problem:${code}`,
     title: entry.title,
     status,
@@ -190,8 +190,11 @@ export function problem(code: ProblemCode, options: ProblemOptions = {}): Proble
     retry_after: options.retryAfter ?? null,
     user_action: entry.userAction ? { kind: entry.userAction, url: options.userActionUrl ?? null } : null,
     trace_id: options.traceId ?? traceId(),
-    ...options.extra,
   };
+  // The code's own members after the standard ones; an extra named like a standard member (`status`, `code`)
+  // never replaces it, so a body always says what its code and status are.
+  for (const [name, value] of Object.entries(options.extra ?? {})) if (!Object.hasOwn(body, name)) (body as unknown as Record<string, unknown>)[name] = value;
+  return body;
 }
 
 /** 16 random hex digits from Web Crypto (global in Node 20 and every Fetch API runtime), so `cliphook/web` can build problems. */

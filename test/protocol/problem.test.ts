@@ -46,4 +46,10 @@ describe('problem', () => {
   it('lets a context override the status of a reused code', () => {
     expect(problem('invalid_signature', { status: 401 }).status).toBe(401);
   });
+
+  it('never lets an extra member replace a standard one: the body always says its own code and status', () => {
+    const body = problem('insufficient_credits', { extra: { status: 200, code: 'ok', retryable: false, required: 45 } });
+    expect(body).toMatchObject({ status: 402, code: 'insufficient_credits', retryable: true, required: 45 });
+    expect(Object.keys(body).slice(-1)).toEqual(['required']);
+  });
 });
