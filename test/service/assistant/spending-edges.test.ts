@@ -119,11 +119,24 @@ describe('assistant spending, edges', () => {
       }
       return real();
     };
+    // The repeat is known to wait on the first once it has entered the spending rules (their first step
+    // reads the clock; the in-flight lookup follows at once, in the same turn): no real-time sleep.
+    const clock = started.service.clock;
+    let entries = 0;
+    let secondEntered!: () => void;
+    const inSpend = new Promise<void>((resolve) => (secondEntered = resolve));
+    clock.now = function now(this: typeof clock) {
+      // Called by `spend` itself (the frame under this one), not by something `spend` awaits.
+      const caller = (new Error().stack ?? '').split('\n')[2] ?? '';
+      if (/^\s*at AssistantSpending\.spend /.test(caller) && ++entries === 2) secondEntered();
+      return Object.getPrototypeOf(clock).now.call(clock);
+    };
+    onTestFinished(() => void delete (clock as { now?: unknown }).now);
     const args = { prompt: 'a paper boat', duration: 5, max_credits: 10, idempotency_key: 'k1' };
     const first = call(client, 'create_clip', args);
     await inCommit;
     const second = call(client, 'create_clip', args);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await inSpend;
     release();
     expect((await first).error?.error).toBe('upstream_busy');
     expect((await second).error?.error).toBe('upstream_busy');
