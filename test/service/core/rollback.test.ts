@@ -46,19 +46,22 @@ describe('ServiceStore.unit', () => {
     videos.put({ id: 1, status: 'done' });
     let rolledBack = 0;
     store.onRollback(() => void rolledBack++);
+    let meanwhileDone!: () => void;
+    const meanwhile = new Promise<void>((resolve) => (meanwhileDone = resolve));
     const unit = store.unit(async () => {
       account.balance -= 9;
       account.usage.spent += 9;
       accounts.put(account);
       videos.put({ id: store.nextId('video'), status: 'pending' });
       videos.remove(1);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await meanwhile;
       fails();
     });
     // Meanwhile, outside the unit: a refund of 4.
     account.balance += 4;
     account.usage.refunded += 4;
     accounts.put(account);
+    meanwhileDone();
     await expect(unit).rejects.toBeInstanceOf(StoreWriteError);
     expect(account).toEqual({ id: 1, balance: 104, usage: { spent: 0, refunded: 4 }, note: '' });
     expect([...videos.values()]).toEqual([{ id: 1, status: 'done' }]);
