@@ -1,6 +1,6 @@
 // The authorization server's storage: bounded registrations that never evict a client in use, sign-ins in
 // memory only, and a grant's codes and tokens revoked together.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MAX_INTERACTIONS, MAX_REGISTERED_CLIENTS, StoreAdapterFactory, type OAuthTables } from '../../../src/service/assistant/oauth/adapter.js';
 import { OAUTH_TTL } from '../../../src/service/assistant/oauth/paths.js';
 import { ServiceStore } from '../../../src/service/core/store.js';
@@ -108,5 +108,45 @@ describe('StoreAdapterFactory', () => {
     expect((await refresh.find('r1'))?.consumed).toBeUndefined();
     now += 1000;
     expect((await refresh.find('r1'))?.consumed).toBe(1_000_000);
+  });
+
+  it('revokes a grant whose first revocation was taken back with its unit (a disconnect whose write failed): the lookups are the table\'s', async () => {
+    const store = await open();
+    const factory = new StoreAdapterFactory(store);
+    const tokens = factory.adapter('AccessToken');
+    await tokens.upsert('t1', { grantId: 'g1', accountId: 'a' }, 3600);
+    await tokens.upsert('t2', { grantId: 'g1', accountId: 'a' }, 3600);
+    await expect(
+      store.unit(async () => {
+        expect(factory.revokeGrant('g1')).toBe(true);
+        throw new Error('the write of the disconnect failed');
+      }),
+    ).rejects.toThrow(/failed/);
+    // The tokens are back with the rows; the retry finds and revokes them.
+    expect(await tokens.find('t1')).toBeDefined();
+    expect(factory.revokeGrant('g1')).toBe(true);
+    expect([await tokens.find('t1'), await tokens.find('t2')]).toEqual([undefined, undefined]);
+  });
+
+  it('counts and evicts clients from the table itself: a registration taken back is not counted, and making room reads the clients only', async () => {
+    const store = await open();
+    const factory = new StoreAdapterFactory(store);
+    const clients = factory.adapter('Client');
+    await expect(
+      store.unit(async () => {
+        await clients.upsert('gone', { client_id: 'gone' }).catch(() => undefined);
+        throw new Error('taken back');
+      }),
+    ).rejects.toThrow(/taken back/);
+    expect(factory.clientCount()).toBe(0);
+    const tokens = factory.adapter('AccessToken');
+    for (let i = 0; i < 300; i++) await tokens.upsert(`t${i}`, { grantId: `g${i}` }, 3600);
+    for (let i = 0; i < MAX_REGISTERED_CLIENTS; i++) await clients.upsert(`c${i}`, { client_id: `c${i}` });
+    const table = store.table('oauth');
+    const values = vi.spyOn(table, 'values');
+    await clients.upsert('newcomer', { client_id: 'newcomer' });
+    expect(values).not.toHaveBeenCalled();
+    expect(await clients.find('c0')).toBeUndefined();
+    expect(factory.clientCount()).toBe(MAX_REGISTERED_CLIENTS);
   });
 });

@@ -1,5 +1,5 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { ServiceStore, Table } from '../../core/store.js';
+import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import { OAUTH_TTL } from './paths.js';
 
 /** One record of the authorization server (a client, a grant, a code, a token, a session…), as kept in the data file. */
@@ -35,18 +35,28 @@ const CLIENT_GRACE_MS = 10 * 60_000;
 /** Models kept in memory only (see MAX_INTERACTIONS). */
 const MEMORY_MODELS = new Set(['Interaction']);
 
+/** A record's model: `AccessToken` of `AccessToken:V1St…`. */
+const modelOf = (row: OAuthRow): string => row.id.slice(0, row.id.indexOf(':'));
+
+/** What the indexes read of a record's payload. */
+type Keyed = { grantId?: string; uid?: string; userCode?: string };
+
 /**
  * oidc-provider's storage on the service's own store: every record in one table of the data file, so a
- * connected assistant's tokens survive `serve` restarting. Lookups by grant, session uid and user code
- * go through indexes rebuilt from the table at start. Records past `expiresAt` are treated as absent and
- * swept as they are met.
+ * connected assistant's tokens survive `serve` restarting. Lookups by grant, session uid and user code,
+ * and the registered clients, are indexes of that table (issue 31: kept in step by the table, so a
+ * disconnect taken back with its unit of work leaves them right). Records past `expiresAt` are treated as
+ * absent and swept as they are met.
  */
 export class StoreAdapterFactory {
   readonly #table: Table<OAuthRow>;
   readonly #store: ServiceStore<OAuthTables>;
-  readonly #byGrant = new Map<string, Set<string>>();
-  readonly #byUid = new Map<string, string>();
-  readonly #byUserCode = new Map<string, string>();
+  /** The codes and tokens of each grant: what a disconnect revokes. */
+  readonly #byGrant: TableIndex<OAuthRow, string>;
+  readonly #byUid: TableIndex<OAuthRow, string>;
+  readonly #byUserCode: TableIndex<OAuthRow, string>;
+  /** The registered clients, oldest first: what making room reads, never the tokens. */
+  readonly #clients: TableIndex<OAuthRow, 'client'>;
   readonly #now: () => number;
   readonly #inUse: (clientId: string) => boolean;
   readonly #grantRevoked: (grantId: string) => Promise<void>;
@@ -56,7 +66,6 @@ export class StoreAdapterFactory {
   readonly #opened = new Set<string>();
   /** Wrong API keys sent on each sign-in's consent page: kept with the sign-in, and gone with it. */
   readonly #failures = new Map<string, number>();
-  #clients = 0;
   #writes = 0;
 
   /**
@@ -72,7 +81,10 @@ export class StoreAdapterFactory {
     this.#now = now;
     this.#inUse = clientInUse;
     this.#grantRevoked = grantRevoked;
-    for (const row of this.#table.values()) this.#index(row);
+    this.#byGrant = this.#table.index('grant', (row) => (GRANTABLE.has(modelOf(row)) ? (row.payload as Keyed).grantId || undefined : undefined));
+    this.#byUid = this.#table.index('uid', (row) => (modelOf(row) === 'Session' ? (row.payload as Keyed).uid || undefined : undefined));
+    this.#byUserCode = this.#table.index('userCode', (row) => (row.payload as Keyed).userCode || undefined);
+    this.#clients = this.#table.index('client', (row) => (modelOf(row) === 'Client' ? 'client' : undefined));
   }
 
   /** The adapter of one model, as oidc-provider's `adapter` option asks. */
@@ -82,11 +94,8 @@ export class StoreAdapterFactory {
     return {
       upsert: async (id, payload, expiresIn) => {
         if (model === 'Client' && !this.#table.get(key(id))) this.#makeRoomForClient();
-        this.#remove(key(id));
         if (++this.#writes % SWEEP_EVERY === 0) this.sweep();
-        const row: OAuthRow = { id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null };
-        this.#table.put(row);
-        this.#index(row);
+        this.#table.put({ id: key(id), payload, expiresAt: typeof expiresIn === 'number' ? this.#now() + expiresIn * 1000 : null });
         await this.#store.commit();
       },
       find: async (id) => {
@@ -100,12 +109,12 @@ export class StoreAdapterFactory {
         return payload;
       },
       findByUid: async (uid) => {
-        const id = this.#byUid.get(uid);
-        return id === undefined ? undefined : this.#live(id)?.payload;
+        const row = this.#byUid.first(uid);
+        return row === undefined ? undefined : this.#live(row.id)?.payload;
       },
       findByUserCode: async (userCode) => {
-        const id = this.#byUserCode.get(userCode);
-        return id === undefined ? undefined : this.#live(id)?.payload;
+        const row = this.#byUserCode.first(userCode);
+        return row === undefined ? undefined : this.#live(row.id)?.payload;
       },
       consume: async (id) => {
         const row = this.#live(key(id));
@@ -115,7 +124,7 @@ export class StoreAdapterFactory {
         await this.#store.commit();
       },
       destroy: async (id) => {
-        if (this.#remove(key(id))) await this.#store.commit();
+        if (this.#table.remove(key(id))) await this.#store.commit();
       },
       revokeByGrantId: async (grantId) => {
         if (this.revokeGrant(grantId)) await this.#store.commit();
@@ -206,10 +215,10 @@ export class StoreAdapterFactory {
     if (this.clientCount() < MAX_REGISTERED_CLIENTS) return;
     // A client registered within a sign-in's lifetime may have a person on its consent page right now.
     const youngSince = Math.floor((this.#now() - CLIENT_GRACE_MS) / 1000);
-    for (const row of this.#table.values()) {
-      if (!row.id.startsWith('Client:') || this.#inUse(row.id.slice('Client:'.length))) continue;
+    for (const row of this.#clients.get('client')) {
+      if (this.#inUse(row.id.slice('Client:'.length))) continue;
       if (Number((row.payload as { client_id_issued_at?: number }).client_id_issued_at ?? 0) > youngSince) continue;
-      this.#remove(row.id);
+      this.#table.remove(row.id);
       return;
     }
     throw new Error(`All ${MAX_REGISTERED_CLIENTS} registered clients are in use by connected assistants or were registered in the last ${CLIENT_GRACE_MS / 60_000} minutes; try again later.`);
@@ -217,10 +226,8 @@ export class StoreAdapterFactory {
 
   /** Removes every code and token of a grant; true when something was removed (not yet committed). */
   revokeGrant(grantId: string): boolean {
-    const members = [...(this.#byGrant.get(grantId) ?? [])];
     let removed = false;
-    for (const id of members) removed = this.#remove(id) || removed;
-    this.#byGrant.delete(grantId);
+    for (const row of this.#byGrant.get(grantId)) removed = this.#table.remove(row.id) || removed;
     return removed;
   }
 
@@ -228,52 +235,23 @@ export class StoreAdapterFactory {
   sweep(): number {
     const now = this.#now();
     let removed = 0;
-    for (const row of [...this.#table.values()]) if (row.expiresAt !== null && row.expiresAt <= now && this.#remove(row.id)) removed++;
+    for (const row of [...this.#table.values()]) if (row.expiresAt !== null && row.expiresAt <= now && this.#table.remove(row.id)) removed++;
     return removed;
   }
 
   /** Clients registered (dynamically) and still kept. */
   clientCount(): number {
-    return this.#clients;
+    return this.#clients.count('client');
   }
 
   #live(id: string): OAuthRow | undefined {
     const row = this.#table.get(id);
     if (!row) return undefined;
     if (row.expiresAt !== null && row.expiresAt <= this.#now()) {
-      this.#remove(id);
+      this.#table.remove(id);
       void this.#store.commit();
       return undefined;
     }
     return row;
-  }
-
-  #index(row: OAuthRow): void {
-    const model = row.id.slice(0, row.id.indexOf(':'));
-    if (model === 'Client') this.#clients++;
-    const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
-    if (GRANTABLE.has(model) && grantId) {
-      const members = this.#byGrant.get(grantId) ?? new Set<string>();
-      members.add(row.id);
-      this.#byGrant.set(grantId, members);
-    }
-    if (model === 'Session' && uid) this.#byUid.set(uid, row.id);
-    if (userCode) this.#byUserCode.set(userCode, row.id);
-  }
-
-  #remove(id: string): boolean {
-    const row = this.#table.get(id);
-    if (!row) return false;
-    this.#table.remove(id);
-    if (id.startsWith('Client:')) this.#clients--;
-    const { grantId, uid, userCode } = row.payload as { grantId?: string; uid?: string; userCode?: string };
-    if (grantId) {
-      const members = this.#byGrant.get(grantId);
-      members?.delete(id);
-      if (members?.size === 0) this.#byGrant.delete(grantId);
-    }
-    if (uid && this.#byUid.get(uid) === id) this.#byUid.delete(uid);
-    if (userCode && this.#byUserCode.get(userCode) === id) this.#byUserCode.delete(userCode);
-    return true;
   }
 }
