@@ -68,13 +68,13 @@ export function undoChanges(changes: readonly Change[], tableOf: (name: string) 
     const live = table.get(id);
     if (after === null) {
       // It removed the row: back it comes, unless someone made it again since.
-      if (!live && before !== null) table.put(JSON.parse(before) as Row);
+      if (!live && before !== null) table.restore(JSON.parse(before) as Row);
     } else if (before === null) {
       // It made the row.
       if (live) table.remove(id);
     } else if (live) {
       revertInPlace(live as unknown as Record<string, unknown>, JSON.parse(before) as Record<string, unknown>, JSON.parse(after) as Record<string, unknown>);
-      table.put(live);
+      table.restore(live);
     }
   }
 }

@@ -270,8 +270,12 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
   /** Undoes a unit's changes, newest first, as changes of no command; then tells the owners. */
   #rollback(unit: Unit): void {
     if (unit.changes.length === 0) return;
-    this.background(() => undoChanges(unit.changes, (name) => this.#tables.get(name)!));
-    for (const listener of this.#rolledBack) listener();
+    try {
+      this.background(() => undoChanges(unit.changes, (name) => this.#tables.get(name)!));
+    } finally {
+      // Timers follow the rows even if an undo threw (each owner re-arms from the rows as they are).
+      for (const listener of this.#rolledBack) listener();
+    }
   }
 
   /** Retries the write after 1 s, then 2, 4… up to 30 s, until one succeeds (queued changes reach the disk by themselves). */

@@ -245,10 +245,23 @@ export class Table<R extends Row> {
 
   /** Stores `row` (new or changed in place), files it in every index, and queues it for the next commit. */
   put(row: R): R {
+    return this.#put(row, true);
+  }
+
+  /**
+   * @internal A rollback's put (rollback.ts): as `put`, but a unique index does not refuse it. The row takes
+   * back the keys it held before the unit; one another row took meanwhile is then held by both (`first`
+   * answers the row that took it meanwhile, filed first), rather than the rollback stopping halfway.
+   */
+  restore(row: R): R {
+    return this.#put(row, false);
+  }
+
+  #put(row: R, checkUnique: boolean): R {
     // Issue 31 (s5a): every index's keys first, so a bad key or a unique key already held refuses the put before anything changes.
     const list = this.#list;
     const planned = this.#planned;
-    for (let i = 0; i < list.length; i++) planned[i] = list[i]!.plan(row);
+    for (let i = 0; i < list.length; i++) planned[i] = checkUnique ? list[i]!.plan(row) : list[i]!.plan(row, false);
     this.#rows.set(row.id, row);
     for (let i = 0; i < list.length; i++) {
       list[i]!.file(row, planned[i] as Filed<IndexKey>);

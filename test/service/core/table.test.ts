@@ -133,6 +133,39 @@ describe('Table.index: kept in step by a failed unit\'s rollback', () => {
     await store.close();
   });
 
+  it('a rollback gives a row back a unique key another row took meanwhile: held by both, never a rollback stopped halfway', async () => {
+    const store = await open();
+    const keys = store.table('key');
+    const live = keys.index('token', (key) => (key.revokedAt === null ? key.token : undefined), { unique: true });
+    let rolledBack = 0;
+    store.onRollback(() => void rolledBack++);
+    keys.put({ id: 'key_a', token: 'sk_t', revokedAt: null });
+    keys.put({ id: 'key_x', token: 'sk_x', revokedAt: null });
+    let meanwhileDone!: () => void;
+    const meanwhile = new Promise<void>((resolve) => (meanwhileDone = resolve));
+    const unit = store.unit(async () => {
+      const x = keys.get('key_x')!;
+      x.revokedAt = 1;
+      keys.put(x);
+      const a = keys.get('key_a')!;
+      a.revokedAt = 1;
+      keys.put(a);
+      await meanwhile;
+      fails();
+    });
+    // Meanwhile, outside the unit, another key takes the token key_a held.
+    keys.put({ id: 'key_b', token: 'sk_t', revokedAt: null });
+    meanwhileDone();
+    // The unit's own failure, not the unique index's refusal; both of its changes undone; the owners told.
+    await expect(unit).rejects.toBeInstanceOf(StoreWriteError);
+    expect([keys.get('key_a')!.revokedAt, keys.get('key_x')!.revokedAt]).toEqual([null, null]);
+    expect([ids(live.get('sk_t')), live.first('sk_x')?.id]).toEqual([['key_b', 'key_a'], 'key_x']);
+    expect(rolledBack).toBe(1);
+    // A put of the unit's own kind is still refused.
+    expect(() => keys.put({ id: 'key_c', token: 'sk_x', revokedAt: null })).toThrow(/unique index token/);
+    await store.close();
+  });
+
   it('a watcher sees every put and removal, the rollback\'s too', async () => {
     const store = await open();
     const keys = store.table('key');
