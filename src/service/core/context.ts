@@ -4,11 +4,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 // own propagation (about 70 ns here), and a POST /v1/videos makes about 46 promises. The clock's account and
 // the store's unit of work were two instances; they are two slots of this one.
 
-/** One link of the context: a slot's value, over the context it was set in. */
+/**
+ * The slots set around the caller and their values, side by side. Flat: a run copies the frame it is made
+ * in (as many entries as slots are set there: one or two), so a lookup never walks a chain, however many
+ * runs nest (a polling loop re-entering `clock.as` forever included).
+ */
 interface Frame {
-  readonly slot: ContextSlot<unknown>;
-  readonly value: unknown;
-  readonly parent: Frame | undefined;
+  readonly slots: readonly ContextSlot<unknown>[];
+  readonly values: readonly unknown[];
 }
 
 const storage = new AsyncLocalStorage<Frame>();
@@ -23,15 +26,21 @@ const storage = new AsyncLocalStorage<Frame>();
 export class ContextSlot<T> {
   /** The value of the innermost `run` of this slot around the caller; `undefined` outside every one. */
   get(): T | undefined {
-    // As deep as the runs nested around the caller (a request's: two or three), never longer with time.
-    for (let frame = storage.getStore(); frame !== undefined; frame = frame.parent) {
-      if (frame.slot === this) return frame.value as T | undefined;
-    }
-    return undefined;
+    const frame = storage.getStore();
+    if (frame === undefined) return undefined;
+    const at = frame.slots.indexOf(this as ContextSlot<unknown>);
+    return at === -1 ? undefined : (frame.values[at] as T | undefined);
   }
 
   /** Runs `fn` with this slot set to `value` (`undefined`: as outside every run), the other slots as they are. */
   run<R>(value: T | undefined, fn: () => R): R {
-    return storage.run({ slot: this as ContextSlot<unknown>, value, parent: storage.getStore() }, fn);
+    const frame = storage.getStore();
+    const slot = this as ContextSlot<unknown>;
+    if (frame === undefined) return storage.run({ slots: [slot], values: [value] }, fn);
+    const at = frame.slots.indexOf(slot);
+    if (at === -1) return storage.run({ slots: [...frame.slots, slot], values: [...frame.values, value] }, fn);
+    const values = frame.values.slice();
+    values[at] = value;
+    return storage.run({ slots: frame.slots, values }, fn);
   }
 }

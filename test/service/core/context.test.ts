@@ -47,3 +47,19 @@ describe('ContextSlot (one AsyncLocalStorage for every slot)', () => {
     expect(await Promise.all([read(1), read(2), read(3)])).toEqual([1, 2, 3]);
   });
 });
+
+describe('ContextSlot re-entered', () => {
+  it('keeps every slot right through a loop that re-enters a run on each turn (a poller calling clock.as forever)', async () => {
+    const account = new ContextSlot<number>();
+    const unit = new ContextSlot<string>();
+    // Each turn runs inside the last one's context: with frames chained, this made a chain 20,000 long that
+    // every lookup of `unit` walked; a frame is flat, one entry per slot set.
+    const poll = (left: number): Promise<[number | undefined, string | undefined]> =>
+      left === 0 ? Promise.resolve([account.get(), unit.get()]) : account.run(left, () => new Promise((resolve) => setImmediate(() => resolve(poll(left - 1)))));
+    expect(await unit.run('outer', () => poll(20_000))).toEqual([1, 'outer']);
+    // Nested synchronously, innermost wins and unwinding restores each level.
+    const nest = (left: number): Array<number | string | undefined> => (left === 0 ? [account.get(), unit.get()] : account.run(left, () => unit.run(`u${left}`, () => nest(left - 1))));
+    expect(nest(1_000)).toEqual([1, 'u1']);
+    expect([account.get(), unit.get()]).toEqual([undefined, undefined]);
+  });
+});
