@@ -58,7 +58,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     for (const job of this.#jobs.values()) for (const image of job.images) this.#nextImageId = Math.max(this.#nextImageId, image.id + 1);
     // An image's file token and its thumbnail's each find the job while it has the image (spec 4.11 deletes them).
     // Not `unique`: a renderer's tokens are its own, and a job's end must be saved whatever they are.
-    this.#byToken = this.#jobs.index('fileToken', (job) => (Array.isArray(job.images) ? job.images.flatMap((image) => [image.token, image.thumbToken]) : undefined));
+    // Only string tokens are links (a renderer's odd answer is no key the table refuses the job's end for).
+    this.#byToken = this.#jobs.index('fileToken', (job) => (Array.isArray(job.images) ? job.images.flatMap((image) => [image.token, image.thumbToken]).filter((token) => typeof token === 'string') : undefined));
     this.#byAccount = this.#jobs.index('accountId', (job) => job.accountId);
   }
 
@@ -213,7 +214,9 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     const timer = this.#options.clock.setTimeout(() => {
       this.#timers.delete(job.id);
       this.#rendering.set(job.id, job.accountId);
-      void this.#finish(job).finally(() => this.#rendering.delete(job.id));
+      void this.#finish(job)
+        .catch((error: Error) => this.#options.onError?.(new Error(`image job ${job.id} could not end: ${error.message}`)))
+        .finally(() => this.#rendering.delete(job.id));
     }, Math.max(0, endAt - this.#options.clock.now()));
     this.#timers.set(job.id, timer);
   }

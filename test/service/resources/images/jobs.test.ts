@@ -141,6 +141,19 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     expect((await timedOut).status).toBe('generating');
   });
 
+  it('a renderer whose image token is not a string still ends the job (the file-token index files strings only): no refused put, no unhandled rejection', async () => {
+    const odd: ImageRenderer = { render: async (job, index) => ({ ...(await fakeRenderer.render(job, index)), thumbToken: true as unknown as string }) };
+    const errors: Error[] = [];
+    const { clock, jobs, start } = await setup(100, { renderer: odd, onError: (error) => errors.push(error) });
+    const job = start({ description: 'a lighthouse', count: 1 });
+    const ended = new Promise((resolve) => jobs.once('ended', resolve));
+    await clock.advance(60_000);
+    await ended;
+    expect(job.status).toBe('done');
+    expect(errors).toEqual([]);
+    expect(jobs.byToken(job.images[0]!.token)).toBe(job);
+  });
+
   it('DELETE removes the images, keeps the job, refunds nothing', async () => {
     const { clock, jobs, start, account } = await setup();
     const job = start({ description: 'a boat', count: 4 });
