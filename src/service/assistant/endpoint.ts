@@ -255,7 +255,7 @@ export class AssistantEndpoint {
       return undefined;
     } catch (error) {
       req.resume();
-      return this.#refusal(req, error, run.headers);
+      return this.#refusal(error, run.headers);
     }
   }
 
@@ -278,9 +278,10 @@ export class AssistantEndpoint {
    * failed write 503 and warned, anything else 500 and reported) and its one problem builder, with the
    * challenge of a 401 or 403 that points to the sign-in.
    */
-  #refusal(req: IncomingMessage, thrown: unknown, headers: Record<string, string>): Result {
+  #refusal(thrown: unknown, headers: Record<string, string>): Result {
     const error = failureOf(thrown, this.#failures);
-    const body = problemOf(error, { origin: this.#parts.origin, instance: (req.url ?? MCP_PATH).split('?', 1)[0]! });
+    // The path the router matched (only `/mcp` reaches here), not the target as sent (`/x/../mcp`).
+    const body = problemOf(error, { origin: this.#parts.origin, instance: MCP_PATH });
     const challenge = this.signIn.challenge(error.code);
     return { status: body.status, body, headers: { ...headers, ...problemHeaders(body), ...(challenge ? { 'www-authenticate': challenge } : {}) } };
   }

@@ -61,7 +61,7 @@ class HttpRequest extends NodeResponseSide implements RunRequest {
     readonly query: Record<string, string>,
     readonly req: IncomingMessage,
     res: ServerResponse,
-    /** The router's path (dot segments resolved): the same request fingerprints and names its problems alike however its target was written. */
+    /** The router's path (the URL parser's: dot segments resolved, so `/v1/./videos` fingerprints and names its problems as `/v1/videos`; percent-encoding is kept as sent). */
     readonly path: string,
   ) {
     super(res);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { advanceWhile, balance, call, connect, start } from './fixtures.js';
+import { within } from '../../helpers/within.js';
 
 const keyed = (apiKey: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${apiKey}`, ...extra });
 
@@ -136,7 +137,8 @@ describe('assistant spending, edges', () => {
     const first = call(client, 'create_clip', args);
     await inCommit;
     const second = call(client, 'create_clip', args);
-    await inSpend;
+    // Bounded: should `spend` stop reading the clock first, this fails saying so rather than hanging.
+    await within(inSpend, 10_000, 'the repeat to enter AssistantSpending.spend (its first clock read)');
     release();
     expect((await first).error?.error).toBe('upstream_busy');
     expect((await second).error?.error).toBe('upstream_busy');

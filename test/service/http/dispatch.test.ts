@@ -147,5 +147,9 @@ describe('the path a run reads (the router\'s, not the raw target)', () => {
     const file = await request(handler).get('/files/./assets/nope');
     expect(file.status).toBe(404);
     expect(file.body.instance).toBe('/files/assets/nope');
+    // And the assistant endpoint's refusals.
+    const mcp = await request(handler).post('/x/../mcp').set('content-type', 'application/json').send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(mcp.status).toBe(401);
+    expect(mcp.body.instance).toBe('/mcp');
   });
 });
