@@ -118,7 +118,10 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     }
     if (check && keys !== undefined) {
       for (const key of Array.isArray(keys) ? (keys as readonly K[]) : [keys as K]) {
-        for (const id of this.#byKey.get(key)?.keys() ?? []) {
+        const holders = this.#byKey.get(key);
+        // Only taking a key is refused: a row keeps one it holds with another (a rollback's restore), so it can still be changed.
+        if (holders === undefined || holders.has(row.id)) continue;
+        for (const id of holders.keys()) {
           if (id !== row.id) throw new TypeError(`Table ${this.#table}, unique index ${this.name}: row ${JSON.stringify(row.id)} would take a key row ${JSON.stringify(id)} holds.`);
         }
       }

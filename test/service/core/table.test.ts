@@ -163,6 +163,15 @@ describe('Table.index: kept in step by a failed unit\'s rollback', () => {
     expect(rolledBack).toBe(1);
     // A put of the unit's own kind is still refused.
     expect(() => keys.put({ id: 'key_c', token: 'sk_x', revokedAt: null })).toThrow(/unique index token/);
+    // Either holder of the shared token can still be changed (a webhook secret rotated): it takes no key.
+    const a = keys.get('key_a')!;
+    expect(keys.put(a)).toBe(a);
+    const b = keys.get('key_b')!;
+    expect(keys.put(b)).toBe(b);
+    expect(ids(live.get('sk_t'))).toEqual(['key_b', 'key_a']);
+    a.revokedAt = 2;
+    keys.put(a);
+    expect(ids(live.get('sk_t'))).toEqual(['key_b']);
     await store.close();
   });
 
