@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 // The module's own timer, not the global one: a user's fake timers (vi.useFakeTimers, sinon) replace
 // the globals, and `runAllTimers()` would then spin forever on this heartbeat.
 import { setInterval as heartbeat, clearInterval as stopHeartbeat, setTimeout as waitFor } from 'node:timers';
 import { FileLockedError, type LockHolder } from '../protocol/errors.js';
+import { place, procStat, running, samePlace, type Place, type ProcessMark } from './process-identity.js';
 
 /** How often a held lock's mtime is touched, so processes on other machines can tell it is alive. */
 export const LOCK_REFRESH_MS = 10_000;
@@ -43,20 +43,7 @@ export interface FileLockOptions {
   timers?: HeartbeatTimers;
 }
 
-/** Where a process runs: the same host, boot and pid namespace make pids comparable. */
-interface Place {
-  hostname: string;
-  /** Linux: this boot's id; `null` elsewhere. */
-  boot: string | null;
-  /** Linux: the pid namespace (containers on one host have their own); `null` elsewhere. */
-  pidNamespace: string | null;
-}
-
-interface LockFileBody extends Place {
-  pid: number;
-  /** Linux: the process's start time in clock ticks since boot, which a reused pid does not share. */
-  started: number | null;
-  since: string;
+interface LockFileBody extends Place, ProcessMark {
   /** Tells this lock from a later one at the same path. */
   token: string;
 }
@@ -64,7 +51,6 @@ interface LockFileBody extends Place {
 /** Locks held by this process, released by one `exit` listener rather than one listener each. */
 const held = new Set<FileLock>();
 let exitHook = false;
-let here: Place | undefined;
 
 /**
  * One process's claim on a data file, as `<file>.lock` beside it: created exclusively, holding the
@@ -234,61 +220,9 @@ function inspect(path: string): { holder: LockHolder | null; stale: boolean } | 
   // until old.
   if (!body) return { holder: null, stale: untouched };
   const holder: LockHolder = { pid: body.pid, hostname: body.hostname, since: body.since, touchedAt: new Date(mtimeMs).toISOString() };
-  const me = place();
-  const samePlace = body.hostname === me.hostname && body.boot === me.boot && body.pidNamespace === me.pidNamespace;
   // Elsewhere, only the heartbeat tells; here, the pid does (a paused process keeps its lock).
-  if (!samePlace) return { holder, stale: untouched };
+  if (!samePlace(body, place())) return { holder, stale: untouched };
   return { holder, stale: !running(body) };
-}
-
-/** Whether the process that wrote `body` (on this machine) still runs: its pid, and its start time where known. */
-function running(body: LockFileBody): boolean {
-  try {
-    process.kill(body.pid, 0);
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const stat = procStat(body.pid);
-  // A zombie (killed, not yet reaped by its parent) still answers kill(0), yet will never write again (issue 10).
-  if (stat !== null && (stat.state === 'Z' || stat.state === 'X')) return false;
-  const started = stat?.started ?? null;
-  if (body.started !== null && started !== null) return started === body.started; // else a reused pid
-  // No start times (not Linux): this process's own pid is a previous life of it (pid 1 in a restarted
-  // container) when the lock is older than this process.
-  if (body.pid === process.pid) return Date.parse(body.since) >= Date.now() - process.uptime() * 1000 - 1_000;
-  return true;
-}
-
-function place(): Place {
-  here ??= { hostname: hostname(), boot: readText('/proc/sys/kernel/random/boot_id'), pidNamespace: readLink('/proc/self/ns/pid') };
-  return here;
-}
-
-/** What `/proc/<pid>/stat` says of a process (Linux; `null` elsewhere or once it is reaped). */
-function procStat(pid: number): ProcStat | null {
-  const text = readText(`/proc/${pid}/stat`);
-  return text === null ? null : parseProcStat(text);
-}
-
-/** The fields of `/proc/<pid>/stat` a lock needs. */
-export interface ProcStat {
-  /** Field 3: `R`, `S`, `D`, `T` (stopped, still a holder), `Z` (zombie) or `X` (dead)… */
-  state: string;
-  /** Field 22: the start time in clock ticks after boot, which a reused pid does not share; `null` if unreadable. */
-  started: number | null;
-}
-
-/** Parses one `/proc/<pid>/stat` line; `null` when it is not one. */
-export function parseProcStat(text: string): ProcStat | null {
-  // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
-  const close = text.lastIndexOf(')');
-  if (close < 0) return null;
-  const fields = text.slice(close + 2).trim().split(' ');
-  const state = fields[0];
-  if (state === undefined || state === '') return null;
-  const started = Number(fields[19]);
-  return { state, started: Number.isSafeInteger(started) ? started : null };
 }
 
 function readBody(path: string): LockFileBody | null {
@@ -304,22 +238,6 @@ function readBody(path: string): LockFileBody | null {
       since: String(body.since),
       token: body.token,
     };
-  } catch {
-    return null;
-  }
-}
-
-function readText(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return null;
-  }
-}
-
-function readLink(path: string): string | null {
-  try {
-    return readlinkSync(path);
   } catch {
     return null;
   }

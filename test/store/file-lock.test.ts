@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, FileLockedError } from '../../src/index.js';
-import { FileLock, LOCK_STALE_MS, parseProcStat } from '../../src/store/file-lock.js';
+import { FileLock, LOCK_STALE_MS } from '../../src/store/file-lock.js';
+import { parseProcStat } from '../../src/store/process-identity.js';
 
 const child = fileURLToPath(new URL('./file-lock.child.ts', import.meta.url));
 const racer = fileURLToPath(new URL('./file-lock.racer.ts', import.meta.url));
@@ -211,14 +212,6 @@ describe('FileLock', () => {
     expect(() => FileLock.acquire(file, 'store', { refreshMs: 0 })).toThrow(/`refreshMs`/);
     expect(() => FileLock.acquire(file, 'store', { timers: {} as never })).toThrow(/`timers`/);
     expect(existsSync(`${file}.lock`)).toBe(false);
-  });
-
-  it('reads the state and start time of /proc/<pid>/stat, whatever the command name holds', () => {
-    const rest = (state: string) => `${state} 1 2 3 0 -1 4194560 5 0 0 0 1 2 0 0 20 0 1 0 123456 1000 200`;
-    expect(parseProcStat(`4242 (node) ${rest('S')}`)).toEqual({ state: 'S', started: 123456 });
-    expect(parseProcStat(`4242 (a) b (c) ${rest('Z')}`)).toEqual({ state: 'Z', started: 123456 });
-    expect(parseProcStat('4242 (node) Z')).toEqual({ state: 'Z', started: null });
-    expect(parseProcStat('garbage')).toBeNull();
   });
 
   it("keeps its heartbeat out of a test's fake timers", () => {
