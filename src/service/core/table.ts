@@ -3,7 +3,7 @@ export interface Row {
   readonly id: number | string;
 }
 
-/** Where a table journals its changes: the service store (`state.ts`). */
+/** Where a table journals its changes: the service store (`store.ts`). */
 export interface TableOwner {
   journal(table: string, id: number | string, row: Row | null): void;
 }
@@ -121,9 +121,8 @@ export class TableIndex<R extends Row, K extends IndexKey> {
         const holders = this.#byKey.get(key);
         // Only taking a key is refused: a row keeps one it holds with another (a rollback's restore), so it can still be changed.
         if (holders === undefined || holders.has(row.id)) continue;
-        for (const id of holders.keys()) {
-          if (id !== row.id) throw new TypeError(`Table ${this.#table}, unique index ${this.name}: row ${JSON.stringify(row.id)} would take a key row ${JSON.stringify(id)} holds.`);
-        }
+        const [holder] = holders.keys();
+        throw new TypeError(`Table ${this.#table}, unique index ${this.name}: row ${JSON.stringify(row.id)} would take a key row ${JSON.stringify(holder)} holds.`);
       }
     }
     return keys;
