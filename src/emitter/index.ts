@@ -17,6 +17,6 @@ export { systemClock } from './types.js';
 export type { Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState, EmitterClock, EmitterLogger } from './types.js';
 export { bullmqQueue } from './bullmq/options.js';
 export type { BullmqQueue, BullmqQueueOptions } from './bullmq/options.js';
-export type { RedisClientLike, RedisClientOptions, RedisDuplicateOptions } from '../store/redis-client.js';
+export type { RedisClientLike, RedisClientOptions, RedisDuplicateOptions, RedisTlsProfile } from '../store/redis-client.js';
 export type { EmitterStats } from './engine.js';
 export type { EmitterStateCode } from '../protocol/errors.js';

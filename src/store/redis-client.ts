@@ -1,8 +1,12 @@
 import type { ConnectionOptions } from 'node:tls';
 
-// Issue 29 item 15: the published declarations name only our own and Node's types. A Redis a user hands to a
-// part of cliphook is typed by what that part does with it, written out here; an ioredis client satisfies
-// each (test/store/redis-client.test.ts checks it at compile time, so these cannot drift from ioredis's own).
+// The published declarations name only our own and Node's types, so no release of ioredis can break an app's
+// type-check through ours. A Redis a user hands to a part of cliphook is typed by what that part does with it,
+// written out here; an ioredis client and ioredis's options satisfy each (test/store/redis-client.test.ts
+// checks it at compile time against the ioredis installed, and test/package.test.ts against the newest).
+
+/** The TLS profiles ioredis ships by name (6.1 and later): its certificates for Redis Cloud. */
+export type RedisTlsProfile = 'RedisCloudFixed' | 'RedisCloudFlexible';
 
 /**
  * Where a Redis is and how to reach it: the ioredis options cliphook passes on when it opens its own
@@ -26,8 +30,11 @@ export interface RedisClientOptions {
   password?: string | undefined;
   /** @default 0 */
   db?: number | undefined;
-  /** TLS (`rediss://`): Node's `tls.connect` options; `{}` for a server with a public certificate. */
-  tls?: ConnectionOptions | undefined;
+  /**
+   * TLS (`rediss://`): Node's `tls.connect` options (`{}` for a server with a public certificate), or the
+   * name of a TLS profile ioredis ships (`'RedisCloudFixed'`, `'RedisCloudFlexible'` since ioredis 6.1).
+   */
+  tls?: ConnectionOptions | RedisTlsProfile | undefined;
   /** Milliseconds to wait for the connection before it fails. @default 10_000 */
   connectTimeout?: number | undefined;
   /** Milliseconds a command may wait for its reply before it fails. @default no limit */

@@ -13,10 +13,17 @@ afterEach(() => {
 
 const SECRET = 'whsec_redis_test';
 
-async function receiverProcess(url: string, { slow = false } = {}) {
+// A claim's lease is the longest a handler may run before another process may run the same event (the
+// direct path does not renew it). The duplicates test runs no slow handler: a lease far longer than any run
+// on a loaded machine. The kill test needs B's refusal to come while A's lease holds (a few seconds after
+// A started, however busy the machine) and the lease to end soon after A is killed.
+const LONG_LEASE_MS = 60_000;
+const KILL_LEASE_MS = 5_000;
+
+async function receiverProcess(url: string, { slow = false, leaseMs = LONG_LEASE_MS } = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./redis-receiver.child.ts', import.meta.url)), url], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, SLOW_HANDLER: slow ? '1' : '0' },
+    env: { ...process.env, SLOW_HANDLER: slow ? '1' : '0', LEASE_MS: String(leaseMs) },
   });
   children.push(child);
   const lines: string[] = [];
@@ -53,16 +60,16 @@ describe.runIf(redis)('two receiver processes sharing RedisDeliveryStore (issue 
     expect(new Set(handled).size).toBe(100);
   });
 
-  it('lets the sender\'s retry run a handler once more after its process was killed mid-handler, never twice at once', async () => {
-    const [a, b] = await Promise.all([receiverProcess(redis!.url, { slow: true }), receiverProcess(redis!.url)]);
+  it('lets the sender\'s retry run a handler once more after its process was killed mid-handler, never twice at once', { timeout: 60_000 }, async () => {
+    const [a, b] = await Promise.all([receiverProcess(redis!.url, { slow: true, leaseMs: KILL_LEASE_MS }), receiverProcess(redis!.url, { leaseMs: KILL_LEASE_MS })]);
     const delivery = signedRequest(completedEvent({ id: 20_001 }), { secret: SECRET, deliveryId: `dlv_kill_${Date.now()}` });
     void post(a.url, delivery).catch(() => undefined);
-    await expect.poll(() => a.lines.some((line) => line.startsWith('started '))).toBe(true);
+    await expect.poll(() => a.lines.some((line) => line.startsWith('started ')), { timeout: KILL_LEASE_MS / 2, interval: 10 }).toBe(true);
     // While A holds the claim, B refuses to run it a second time.
     expect((await post(b.url, delivery)).status).toBe(503);
     a.child.kill('SIGKILL');
-    // A's lease (400 ms) expires in Redis; the sender's retry then runs the handler on B, once.
-    await expect.poll(async () => (await post(b.url, delivery)).status, { timeout: 5_000, interval: 100 }).toBe(200);
+    // A's lease expires in Redis; the sender's retry then runs the handler on B, once.
+    await expect.poll(async () => (await post(b.url, delivery)).status, { timeout: KILL_LEASE_MS * 4, interval: 100 }).toBe(200);
     expect(b.lines.filter((line) => line.startsWith('handled '))).toHaveLength(1);
   });
 });

@@ -17,6 +17,10 @@ afterEach(async () => {
 });
 
 const API_KEY = 'sk_two_serve_processes_one_redis';
+// Six processes start here, each compiling the CLI through tsx (two servers, four CLI runs), and the clips end
+// in real time: seconds each on a 2-core machine that runs the other test files meanwhile. The bound is for
+// a hung process, not a measure of speed; nothing asserted depends on how long any of it takes.
+const PROCESSES_TIMEOUT = 180_000;
 
 async function serve(data: string) {
   const started = await startServe(['--data', data, '--api-key', API_KEY, '--balance', '1000'], { CLIPHOOK_REDIS_URL: redis!.url });
@@ -81,7 +85,7 @@ describe.runIf(redis)('two serve processes on one Redis behind one port (issue 1
     expect(accountB.body.balance).toBeLessThan(1000);
 
     // Every clip ends (fast speed) and its webhook reaches the receiver once, whichever worker sent it.
-    await expect.poll(() => received.length, { timeout: 60_000, interval: 200 }).toBe(clips);
+    await expect.poll(() => received.length, { timeout: PROCESSES_TIMEOUT, interval: 200 }).toBe(clips);
     expect(new Set(received).size).toBe(clips);
 
     // `cliphook deliveries --redis` reads the same queue: every delivery, and a redelivery by id.
@@ -97,5 +101,5 @@ describe.runIf(redis)('two serve processes on one Redis behind one port (issue 1
     expect(again).toMatchObject({ code: 0, stdout: expect.stringMatching(/\[200\]/) });
     expect(received.filter((id) => id === received[0])).toHaveLength(2);
     expect(await runBin(['deliveries', 'show', 'dlv_nope', '--redis', redis!.url])).toMatchObject({ code: 1, stderr: expect.stringMatching(/no delivery dlv_nope in redis:\/\/127\.0\.0\.1/) });
-  });
+  }, PROCESSES_TIMEOUT);
 });

@@ -5,8 +5,8 @@ import type { ServiceRedisClient } from 'cliphook/service';
 import { resolveRelayOptions } from '../../src/relay/server-options.js';
 import type { Assignable, Expect } from '../types/type-checks.js';
 
-// Issue 29 item 15: the options that take a Redis are typed by structural types of ours, so the published
-// declarations name no ioredis. These checks keep them fitting ioredis's own types: each fails to compile
+// The options that take a Redis are typed by structural types of ours, so the published declarations name
+// no ioredis. These checks keep them fitting ioredis's own types: each fails to compile
 // (`npm run typecheck`) if ioredis's `Redis` stops fitting one, or if our options stop being ioredis's.
 export type Checks = [
   Expect<Assignable<Redis, RedisClientLike>>,
@@ -34,6 +34,9 @@ describe('the structural Redis types an ioredis client is given as', () => {
     // ioredis's own options type still fits, and a keyPrefix in it is still refused.
     const theirs: RedisOptions = { path: '/tmp/redis.sock', keyPrefix: 'app:' };
     expect(() => bullmqQueue({ connection: theirs })).toThrow(/Expected `connection` without `keyPrefix` \("app:"\)/);
+    // A TLS profile ioredis ships by name (6.1 and later) fits as well.
+    const cloud: RedisOptions = { host: '10.0.0.6', port: 6380, tls: 'RedisCloudFixed' };
+    expect(bullmqQueue({ connection: cloud }).where).toBe('redis://10.0.0.6:6380');
     const unprefixed: RedisOptions = { ...theirs, keyPrefix: undefined };
     expect(bullmqQueue({ connection: unprefixed }).where).toBe('redis+unix:///tmp/redis.sock');
     // Written inline, as BullMQ's and ioredis's docs write them: maxRetriesPerRequest (cliphook sets null anyway),
