@@ -1,12 +1,17 @@
 // The options of `receiver.reconcile()` and of `createReceiver({ reconcile })` (issue 30 item 2), checked
 // once: a misconfiguration is a TypeError naming the option, at construction or at the call.
 import type { ListOptions } from './reconcile-list.js';
+import { isLoopbackHost } from '../http/loopback.js';
 import { parseUrl } from '../http/url.js';
 
 export interface ReconcileOptions {
   /** The account's API key (spec 5), sent as `Authorization: Bearer …` to GET /videos. */
   apiKey: string;
-  /** The service's base URL, with `/v1`. @example 'https://api.example.com/v1' */
+  /**
+   * The service's base URL, with `/v1`: https, or http on localhost or a loopback address only (the API key
+   * and the list items, which carry no signature, are protected by TLS alone).
+   * @example 'https://api.example.com/v1'
+   */
   baseUrl: string;
   /**
    * Clips that ended (`completed_at`) at or after this time: a `Date`, an ISO 8601 string or milliseconds.
@@ -107,6 +112,11 @@ function checkBaseUrl(baseUrl: unknown): string {
   if (!url) throw new TypeError(`Expected \`baseUrl\` to be the service's absolute URL with /v1, got ${JSON.stringify(baseUrl)}.`);
   if (typeof baseUrl !== 'string' || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search !== '' || url.hash !== '') {
     throw new TypeError(`Expected \`baseUrl\` to be an http(s) URL without query, such as https://api.example.com/v1, got ${JSON.stringify(baseUrl)}.`);
+  }
+  // The API key and the list items, which are unsigned, are trusted through TLS alone: plain http only
+  // where nothing leaves the machine.
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    throw new TypeError(`Expected \`baseUrl\` to use https (http only on localhost or a loopback address, as the API key and the unsigned clips travel over it), got ${JSON.stringify(baseUrl)}.`);
   }
   let href = url.href;
   while (href.endsWith('/')) href = href.slice(0, -1);

@@ -103,6 +103,17 @@ describe('cliphook reconcile', () => {
     expect(refused.stderr).toContain('401 invalid_api_key');
   });
 
+  it('exits 2 with one line for a plain-http --url off loopback: the API key and the unsigned clips would travel in clear', async () => {
+    const args = ['--api-key', 'sk_x', '--secret', 'whsec_x', '--to', 'http://127.0.0.1:9/x'];
+    for (const url of ['http://10.1.2.3/v1', 'http://api.example.com/v1']) {
+      const refused = await cli('reconcile', ...args, '--url', url);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('--url');
+      expect(refused.stderr).toContain('https');
+    }
+  });
+
   it('parses --since as a duration back from now or an ISO time', () => {
     const now = Date.parse('2026-11-22T12:00:00Z');
     expect(parseSince('3h', now)).toBe(now - 3 * 3_600_000);

@@ -209,6 +209,19 @@ describe('receiver.reconcile on a list', () => {
     expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, every: 1000 } })).toThrow(/`reconcile.every`/);
   });
 
+  it('refuses a plain-http baseUrl off loopback (the API key and the unsigned items would travel in clear); https anywhere and http on loopback pass', async () => {
+    const { receiver } = receiverWith();
+    for (const baseUrl of ['http://api.example.com/v1', 'http://10.1.2.3/v1', 'http://192.168.1.5:8080/v1', 'http://[fd00::1]/v1']) {
+      expect(() => receiver.reconcile({ ...base, baseUrl })).toThrow(TypeError);
+      expect(() => receiver.reconcile({ ...base, baseUrl })).toThrow(/`baseUrl`.*https/);
+    }
+    expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, baseUrl: 'http://api.example.com/v1', every: MIN } })).toThrow(/`baseUrl`/);
+    const { fetch } = fakeService([]);
+    for (const baseUrl of ['https://api.example.com/v1', 'https://10.1.2.3/v1', 'http://127.0.0.1:4010/v1', 'http://localhost:4010/v1', 'http://[::1]:4010/v1', 'http://api.localhost/v1']) {
+      await expect(receiver.reconcile({ ...base, baseUrl, fetch })).resolves.toMatchObject({ checked: 0 });
+    }
+  });
+
   it('gives up with too_many_clips past maxPages, before handling anything, and invalid_response on a body that is not a VideoList', async () => {
     const since = NOW - 60 * MIN;
     const { fetch } = fakeService(Array.from({ length: 250 }, (_, i) => clip(i + 1, since + i, since + MIN)));
