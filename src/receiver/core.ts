@@ -71,7 +71,7 @@ export class ReceiverCore {
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
-    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock);
+    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock, (error, context) => this.#errors.emit(error, context, error.status));
     if (reconcile !== undefined) this.#reconciler.start(reconcile);
   }
 

@@ -5,7 +5,8 @@ import { ReconcileError } from '../protocol/errors.js';
 
 /** A clip of the list that reached done or error, as GET /videos shows it (spec 2.1). */
 export interface TerminalClip {
-  id: number;
+  /** `null` for an item whose `id` is not a positive integer: listed so that it is reported, not dropped. */
+  id: number | null;
   status: 'done' | 'error';
   /** `completed_at` in milliseconds; `null` when the service gave none (such a clip is always taken). */
   completedAt: number | null;
@@ -49,13 +50,13 @@ export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
  * Throws `ReconcileError` when it could not see them all.
  */
 export async function listTerminalClips(options: ListOptions): Promise<TerminalClip[]> {
-  const seen = new Map<number, TerminalClip>();
+  const seen = new Map<string, TerminalClip>();
   const waits = { left: options.maxWaits };
   for (const status of ['done', 'error'] as const) await listStatus(status, options, seen, waits);
-  return [...seen.values()].sort((a, b) => (a.completedAt ?? Infinity) - (b.completedAt ?? Infinity) || a.id - b.id);
+  return [...seen.values()].sort((a, b) => (a.completedAt ?? Infinity) - (b.completedAt ?? Infinity) || (a.id ?? 0) - (b.id ?? 0));
 }
 
-async function listStatus(status: 'done' | 'error', options: ListOptions, seen: Map<number, TerminalClip>, waits: { left: number }): Promise<void> {
+async function listStatus(status: 'done' | 'error', options: ListOptions, seen: Map<string, TerminalClip>, waits: { left: number }): Promise<void> {
   const floor = options.since - options.maxGenerationMs;
   let offset = 0;
   for (let page = 0; ; page++) {
@@ -69,7 +70,7 @@ async function listStatus(status: 'done' | 'error', options: ListOptions, seen: 
       if (clip === null) continue;
       const created = typeof item.created_at === 'string' ? Date.parse(item.created_at) : NaN;
       if (created < floor) older = true;
-      if (clip.completedAt === null || clip.completedAt >= options.since) seen.set(clip.id, clip);
+      if (clip.completedAt === null || clip.completedAt >= options.since) seen.set(clipKey(clip), clip);
     }
     if (older || list.data.length < PAGE_LIMIT || offset + list.data.length >= list.total) return;
     offset += PAGE_LIMIT - PAGE_OVERLAP;
@@ -78,9 +79,18 @@ async function listStatus(status: 'done' | 'error', options: ListOptions, seen: 
 
 /** The item as a terminal clip of `status`; `null` for an item the filter should not have given. */
 function terminalClip(item: Record<string, unknown>, status: 'done' | 'error'): TerminalClip | null {
-  if (item.status !== status || !Number.isSafeInteger(item.id) || (item.id as number) < 1) return null;
+  if (item.status !== status) return null;
+  const id = Number.isSafeInteger(item.id) && (item.id as number) >= 1 ? (item.id as number) : null;
   const completed = typeof item.completed_at === 'string' ? Date.parse(item.completed_at) : NaN;
-  return { id: item.id as number, status, completedAt: Number.isNaN(completed) ? null : completed, item };
+  return { id, status, completedAt: Number.isNaN(completed) ? null : completed, item };
+}
+
+/**
+ * A clip's identity within a run: its id, so the overlap of two pages counts it once. An item without a
+ * valid id is told apart by what it shows instead; its signed `video_url` changes on every read.
+ */
+export function clipKey(clip: TerminalClip): string {
+  return clip.id !== null ? String(clip.id) : `?${clip.status}:${JSON.stringify([clip.item.id, clip.item.created_at, clip.item.completed_at])}`;
 }
 
 interface VideoList {

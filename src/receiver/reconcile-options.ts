@@ -45,7 +45,20 @@ export interface ReconcileSchedule extends Omit<ReconcileOptions, 'since'> {
   onError?: (error: Error) => void;
 }
 
-/** What one run did. `checked` = `handled` + `duplicates` + `failed`. */
+/**
+ * A list item that makes no valid event of spec 2.12 (a field missing or of the wrong type): no handler
+ * sees it, it does not hold the cursor, and `receiver.onError` hears of it once.
+ */
+export interface MalformedClip {
+  /** The clip's id; `null` when the item has no valid one. */
+  id: number | null;
+  /** The first offending field, e.g. `credits_used`. */
+  field: string;
+  /** Why it makes no valid event. */
+  message: string;
+}
+
+/** What one run did. `checked` = `handled` + `duplicates` + `failed` + `malformed.length`. */
 export interface ReconcileResult {
   /** Distinct clips that ended at or after `since`. */
   checked: number;
@@ -55,6 +68,8 @@ export interface ReconcileResult {
   duplicates: number;
   /** Events a handler threw on, that were being handled elsewhere, or that the store did not take: the next run sees them again. */
   failed: number;
+  /** Items of the list that make no valid event: skipped, so the next run from the cursor does not see them again. */
+  malformed: MalformedClip[];
   /** ISO 8601: where this run started. */
   since: string;
   /** ISO 8601: where the next run without `since` starts. */

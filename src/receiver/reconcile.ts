@@ -2,10 +2,10 @@
 // service's API (reconcile-list.ts), each becomes the event its webhook carries (spec 2.12), and the
 // receiver's own dedupe and handlers take it (`ingest`): what a webhook already delivered is a duplicate,
 // and a webhook arriving later is one too (the event key is the event and the clip id). No Node module.
-import { ReconcileError } from '../protocol/errors.js';
+import { InvalidPayloadError, ReconcileError, WebhookVerificationError } from '../protocol/errors.js';
 import { parseEvent, type WebhookEvent } from '../protocol/events.js';
-import { listTerminalClips, type TerminalClip } from './reconcile-list.js';
-import { checkSchedule, DEFAULT_SINCE_MS, resolveReconcileOptions, type ReconcileOptions, type ReconcileResult, type ReconcileSchedule } from './reconcile-options.js';
+import { clipKey, listTerminalClips, type TerminalClip } from './reconcile-list.js';
+import { checkSchedule, DEFAULT_SINCE_MS, resolveReconcileOptions, type MalformedClip, type ReconcileOptions, type ReconcileResult, type ReconcileSchedule } from './reconcile-options.js';
 
 /**
  * Where a receiver remembers how far reconciliation got: the newest `completed_at` (milliseconds) up to
@@ -15,6 +15,12 @@ export interface ReconcileCursor {
   read(): Promise<number | null>;
   advance(to: number): Promise<void>;
 }
+
+/** Where a list item that makes no valid event is told: the receiver's `onError` listeners. */
+export type MalformedReport = (error: WebhookVerificationError, context: { deliveryId?: string; source: 'reconcile' }) => void;
+
+/** Malformed items remembered as told, so a run that sees one again does not tell it again. */
+const MAX_TOLD = 10_000;
 
 /** What reconciliation feeds: the receiver's `ingest`. */
 export interface IngestTarget {
@@ -86,11 +92,14 @@ export class Reconciler {
   /** The run in progress, so runs never overlap. */
   #running: Promise<unknown> = Promise.resolve();
   #timer: { handle: unknown; timers: NonNullable<ReconcileSchedule['timers']> } | null = null;
+  readonly #report: MalformedReport;
+  readonly #told = new Set<string>();
 
-  constructor(target: IngestTarget, cursor: ReconcileCursor, clock: () => number) {
+  constructor(target: IngestTarget, cursor: ReconcileCursor, clock: () => number, report: MalformedReport = () => undefined) {
     this.#target = target;
     this.#cursor = cursor;
     this.#clock = clock;
+    this.#report = report;
   }
 
   /** One run: see `receiver.reconcile()`. */
@@ -106,15 +115,22 @@ export class Reconciler {
     const started = this.#clock();
     const since = options.since ?? (await this.#cursor.read()) ?? started - DEFAULT_SINCE_MS;
     const clips = await listTerminalClips({ ...options, since, signal: this.#stop.signal });
-    const result = { checked: clips.length, handled: 0, duplicates: 0, failed: 0 };
+    const result = { checked: clips.length, handled: 0, duplicates: 0, failed: 0, malformed: [] as MalformedClip[] };
     let firstFailed: TerminalClip | null = null;
     // Oldest completion first: the order the webhooks would have come in.
     for (const clip of clips) {
+      let event: WebhookEvent;
+      try {
+        event = eventOfClip(clip.item, this.#clock());
+      } catch (error) {
+        // The same item every run: holding the cursor for it would hold it for good.
+        result.malformed.push(this.#malformed(clip, error));
+        continue;
+      }
       let outcome: 'handled' | 'duplicate' | 'failed';
       try {
-        outcome = await this.#target.ingest(eventOfClip(clip.item, this.#clock()), { source: 'reconcile' });
+        outcome = await this.#target.ingest(event, { source: 'reconcile' });
       } catch {
-        // An item that makes no valid event: counted, and seen again by the next run.
         outcome = 'failed';
       }
       if (outcome === 'handled') result.handled++;
@@ -130,6 +146,23 @@ export class Reconciler {
     cursor = Math.max(cursor, since);
     await this.#cursor.advance(cursor);
     return { ...result, since: new Date(since).toISOString(), cursor: new Date(cursor).toISOString() };
+  }
+
+  /** The item as reported in the result; told to `onError` the first time this receiver sees it. */
+  #malformed(clip: TerminalClip, error: unknown): MalformedClip {
+    const field = error instanceof InvalidPayloadError ? error.field : '';
+    const reason = error instanceof Error ? error.message : String(error);
+    const malformed = { id: clip.id, field, message: `The service listed ${clip.id === null ? 'a clip without a valid id' : `clip ${clip.id}`}, which makes no valid event: ${reason} Reconciliation skips it.` };
+    const key = clipKey(clip);
+    if (!this.#told.has(key)) {
+      this.#told.add(key);
+      if (this.#told.size > MAX_TOLD) this.#told.delete(this.#told.values().next().value!);
+      const name = clip.status === 'done' ? 'video.completed' : 'video.failed';
+      // 502: the service, not a sender anyone could be, answered something invalid (logged with no listener).
+      const told = new WebhookVerificationError('invalid_payload', 502, malformed.message);
+      this.#report(told, clip.id === null ? { source: 'reconcile' } : { deliveryId: `reconcile:${name}:${clip.id}`, source: 'reconcile' });
+    }
+    return malformed;
   }
 
   /** Runs at once and then `every` milliseconds after each run ends, until `close()`. */

@@ -63,7 +63,7 @@ describe('receiver.reconcile on a list', () => {
     const { fetch, requests } = fakeService(clips);
     const { receiver, seen } = receiverWith();
     const result = await receiver.reconcile({ ...base, since, fetch });
-    expect(result).toEqual({ checked: 3, handled: 3, duplicates: 0, failed: 0, since: iso(since), cursor: iso(NOW - MIN) });
+    expect(result).toEqual({ checked: 3, handled: 3, duplicates: 0, failed: 0, malformed: [], since: iso(since), cursor: iso(NOW - MIN) });
     expect(seen.map((e) => [e.id, e.event])).toEqual([[201, 'video.failed'], [202, 'video.completed'], [200, 'video.completed']]);
     // done: offset 0 holds 200-202 and 53 clips of 2-151; the first clip created 30 min before since ends the paging.
     expect(requests).toEqual(['?status=done&limit=100&offset=0', '?status=error&limit=100&offset=0']);
@@ -87,6 +87,29 @@ describe('receiver.reconcile on a list', () => {
     broken = false;
     expect(await receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(since + 2 * MIN), checked: 2, handled: 1, duplicates: 1, failed: 0, cursor: iso(NOW - MIN) });
     expect(ran).toEqual([1, 3, 2]);
+  });
+
+  it('a list item that makes no valid event: reported once to onError and in the result, skipped, and the cursor moves past it', async () => {
+    const since = NOW - 60 * MIN;
+    const broken = { ...clip(2, since, since + 2 * MIN), credits_used: 'lots' };
+    const noId = { ...clip(4, since, since + 4 * MIN), id: 'four' };
+    const { fetch } = fakeService([clip(1, since, since + MIN), broken, clip(3, since, since + 3 * MIN), noId] as ReturnType<typeof clip>[]);
+    const { receiver, seen } = receiverWith();
+    const errors: Array<[string, unknown, unknown]> = [];
+    receiver.onError((error, context) => void errors.push([error.code, context.deliveryId, context.source]));
+    const malformed = [
+      { id: 2, field: 'credits_used', message: expect.stringContaining('`credits_used` must be a non-negative integer') },
+      { id: null, field: 'id', message: expect.stringContaining('id') },
+    ];
+    const first = await receiver.reconcile({ ...base, since, fetch });
+    expect(first).toEqual({ checked: 4, handled: 2, duplicates: 0, failed: 0, malformed, since: iso(since), cursor: iso(NOW - MIN) });
+    expect(seen.map((event) => event.id)).toEqual([1, 3]);
+    expect(errors).toEqual([['invalid_payload', 'reconcile:video.completed:2', 'reconcile'], ['invalid_payload', undefined, 'reconcile']]);
+    // Seen again from an explicit since: in the result again, but told to onError once.
+    expect(await receiver.reconcile({ ...base, since, fetch })).toMatchObject({ checked: 4, duplicates: 2, failed: 0, malformed });
+    expect(errors).toHaveLength(2);
+    // The cursor is past it: the next run from the cursor does not see it.
+    expect(await receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(NOW - MIN), checked: 0, malformed: [] });
   });
 
   it('an event being handled by a webhook right now is not run twice: failed for this run, a duplicate for the next', async () => {

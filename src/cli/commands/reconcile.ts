@@ -82,10 +82,19 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   }
   const p = palette();
   const transport = createHttpTransport({ allowPrivateNetworks: loopback, maxSockets: 1, lookup: loopback ? loopbackLookup : undefined });
-  const counts = { delivered: 0, duplicates: 0, failed: 0 };
+  const counts = { delivered: 0, duplicates: 0, failed: 0, malformed: 0 };
   try {
     for (const clip of clips) {
-      const event = eventOfClip(clip.item, Date.now());
+      let event;
+      try {
+        event = eventOfClip(clip.item, Date.now());
+      } catch (error) {
+        // The service listed something that is no event of spec 2.12: said once here, the rest still goes out.
+        counts.malformed++;
+        const completed = typeof clip.item.completed_at === 'string' ? clip.item.completed_at : '?';
+        print(`clip ${clip.id ?? '?'} completed ${completed} ${p.red(`malformed: ${(error as Error).message}`)} skipped`);
+        continue;
+      }
       const body = JSON.stringify(event);
       const deliveryId = `reconcile:${event.event}:${event.id}`;
       const headers = { 'content-type': 'application/json', [HEADER_EVENT]: event.event, [HEADER_SIGNATURE]: sign(body, secret), [HEADER_DELIVERY]: deliveryId };
@@ -109,8 +118,12 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   } finally {
     transport.close();
   }
-  print(`${clips.length} clips ended since ${new Date(since).toISOString()}: ${counts.delivered} delivered, ${counts.duplicates} duplicates, ${counts.failed} failed`);
-  if (counts.failed > 0) throw new ExitError(`${counts.failed} of ${clips.length} events were not acknowledged by ${target.href}`, 1);
+  const malformed = counts.malformed > 0 ? `, ${counts.malformed} malformed` : '';
+  print(`${clips.length} clips ended since ${new Date(since).toISOString()}: ${counts.delivered} delivered, ${counts.duplicates} duplicates, ${counts.failed} failed${malformed}`);
+  const failures: string[] = [];
+  if (counts.failed > 0) failures.push(`${counts.failed} of ${clips.length - counts.malformed} events were not acknowledged by ${target.href}`);
+  if (counts.malformed > 0) failures.push(`${counts.malformed} of ${clips.length} clips made no valid event (the service's list items; see the lines above)`);
+  if (failures.length > 0) throw new ExitError(failures.join('; '), 1);
 }
 
 /** `localhost` or a literal loopback address: reached over http for local development (docs/cli.md). */
