@@ -2,6 +2,7 @@
 // API (spec 4.3: GET /videos, newest first by creation, `status` filter, `limit` 1-100 and `offset`).
 // No Node module: the web receiver reconciles too.
 import { ReconcileError } from '../protocol/errors.js';
+import { abortError, deadline, orAbort, type ReconcileTimers } from './reconcile-deadline.js';
 
 /** A clip of the list that reached done or error, as GET /videos shows it (spec 2.1). */
 export interface TerminalClip {
@@ -25,7 +26,11 @@ export interface ListOptions {
   maxWaits: number;
   maxPages: number;
   maxGenerationMs: number;
-  /** Aborted when the receiver closes: a wait ends at once and the listing stops. */
+  /** Milliseconds one GET may take, headers and body. */
+  requestTimeout: number;
+  /** Where the request deadlines are timed. */
+  timers: ReconcileTimers;
+  /** Aborted when the receiver closes or the run's deadline passes: a wait ends at once and the listing stops with its reason. */
   signal?: AbortSignal | undefined;
 }
 
@@ -101,15 +106,8 @@ interface VideoList {
 /** One GET, waiting out 429 and 503 (spec 7: Retry-After) while waits are left. */
 async function getPage(url: string, options: ListOptions, waits: { left: number }): Promise<VideoList> {
   for (;;) {
-    if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
-    let res: Response;
-    try {
-      res = await options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: options.signal ?? null });
-    } catch (error) {
-      if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
-      throw new ReconcileError('unreachable', `GET ${url} got no answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    }
-    const body = await readJson(res, url);
+    if (options.signal?.aborted) throw abortError(options.signal);
+    const { res, body } = await getJson(url, options);
     if (res.ok) return asVideoList(body, url);
     const problem = (typeof body === 'object' && body !== null ? body : {}) as { code?: unknown; retry_after?: unknown; detail?: unknown };
     const serviceCode = typeof problem.code === 'string' ? problem.code : undefined;
@@ -121,7 +119,27 @@ async function getPage(url: string, options: ListOptions, waits: { left: number 
       throw new ReconcileError('waits_exhausted', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''} after ${options.maxWaits} waits; reconcile again later.`, { status: res.status, serviceCode });
     }
     waits.left--;
-    await abortable(options.sleep(retryAfterMs(res.headers.get('retry-after'), problem.retry_after)), options.signal);
+    await orAbort(options.sleep(retryAfterMs(res.headers.get('retry-after'), problem.retry_after)), options.signal);
+  }
+}
+
+/**
+ * One GET and its body, within `requestTimeout` from the request to the body's last byte: a service
+ * that answers nothing, or drips its body a byte at a time, would otherwise hold the run for as long.
+ */
+async function getJson(url: string, options: ListOptions): Promise<{ res: Response; body: unknown }> {
+  const request = deadline(options.timers, options.requestTimeout, () => new ReconcileError('request_timeout', `GET ${url} sent no whole answer within ${options.requestTimeout} ms (requestTimeout).`), [options.signal]);
+  try {
+    let res: Response;
+    try {
+      res = await orAbort(options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: request.signal }), request.signal);
+    } catch (error) {
+      if (request.signal.aborted) throw abortError(request.signal);
+      throw new ReconcileError('unreachable', `GET ${url} got no answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+    return { res, body: await readJson(res, url, request.signal) };
+  } finally {
+    request.clear();
   }
 }
 
@@ -132,18 +150,8 @@ export function retryAfterMs(header: string | null, member: unknown): number {
   return Math.min(Math.max(seconds, 0) * 1000, MAX_WAIT_MS);
 }
 
-function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return wait;
-  return new Promise((resolve, reject) => {
-    const stop = () => reject(new ReconcileError('stopped', 'The receiver was closed during reconciliation.'));
-    if (signal.aborted) return stop();
-    signal.addEventListener('abort', stop, { once: true });
-    wait.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
-  });
-}
-
-/** The body as JSON, read at most `MAX_PAGE_BYTES`; `null` for a body that is not JSON. */
-async function readJson(res: Response, url: string): Promise<unknown> {
+/** The body as JSON, read at most `MAX_PAGE_BYTES` until `signal` aborts; `null` for a body that is not JSON. */
+async function readJson(res: Response, url: string, signal: AbortSignal): Promise<unknown> {
   const declared = Number(res.headers.get('content-length'));
   if (declared > MAX_PAGE_BYTES) {
     await res.body?.cancel();
@@ -153,7 +161,14 @@ async function readJson(res: Response, url: string): Promise<unknown> {
   let bytes = 0;
   const reader = res.body?.getReader();
   if (reader) {
-    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    const next = () =>
+      orAbort(reader.read(), signal).catch((error: unknown) => {
+        // A fetch that ignores its signal would keep the socket: cancel the body, without waiting on it.
+        reader.cancel().catch(() => undefined);
+        if (signal.aborted) throw abortError(signal);
+        throw new ReconcileError('unreachable', `GET ${url} broke off its answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      });
+    for (let read = await next(); !read.done; read = await next()) {
       bytes += read.value.byteLength;
       if (bytes > MAX_PAGE_BYTES) {
         await reader.cancel();

@@ -5,7 +5,8 @@
 import { InvalidPayloadError, ReconcileError, WebhookVerificationError } from '../protocol/errors.js';
 import { parseEvent, type WebhookEvent } from '../protocol/events.js';
 import { clipKey, listTerminalClips, type TerminalClip } from './reconcile-list.js';
-import { checkSchedule, DEFAULT_SINCE_MS, resolveReconcileOptions, type MalformedClip, type ReconcileOptions, type ReconcileResult, type ReconcileSchedule } from './reconcile-options.js';
+import { abortError, deadline, defaultTimers, linked, orAbort, type ReconcileTimers } from './reconcile-deadline.js';
+import { checkSchedule, DEFAULT_SINCE_MS, resolveReconcileOptions, type MalformedClip, type ReconcileOptions, type ReconcileResult, type ReconcileSchedule, type ResolvedReconcileOptions } from './reconcile-options.js';
 
 /**
  * Where a receiver remembers how far reconciliation got: the newest `completed_at` (milliseconds) up to
@@ -82,16 +83,17 @@ export function eventOfClip(item: Record<string, unknown>, deliveredAt: number):
 
 /**
  * Runs reconciliations for one receiver, one at a time, and the optional timer; `close()` stops both
- * (a run waiting on Retry-After ends with `stopped`; one handing events over finishes first).
+ * (a run listing or waiting on Retry-After ends with `stopped`; one handing events over finishes first,
+ * within its `runTimeout`).
  */
 export class Reconciler {
   readonly #target: IngestTarget;
   readonly #cursor: ReconcileCursor;
   readonly #clock: () => number;
   readonly #stop = new AbortController();
-  /** The run in progress, so runs never overlap. */
-  #running: Promise<unknown> = Promise.resolve();
-  #timer: { handle: unknown; timers: NonNullable<ReconcileSchedule['timers']> } | null = null;
+  /** The run in progress and its options: a call with the same options joins it, any other is refused. */
+  #current: { options: ResolvedReconcileOptions; promise: Promise<ReconcileResult> } | null = null;
+  #timer: { handle: unknown; timers: ReconcileTimers } | null = null;
   readonly #report: MalformedReport;
   readonly #told = new Set<string>();
 
@@ -105,20 +107,38 @@ export class Reconciler {
   /** One run: see `receiver.reconcile()`. */
   run(options: ReconcileOptions): Promise<ReconcileResult> {
     const resolved = resolveReconcileOptions(options);
-    const run = this.#running.then(() => this.#run(resolved));
-    this.#running = run.catch(() => undefined);
-    return run;
+    const current = this.#current;
+    if (current !== null) {
+      if (sameOptions(current.options, resolved)) return current.promise;
+      return Promise.reject(new ReconcileError('reconcile_in_progress', 'A reconciliation with other options is running on this receiver: call again once it has ended (a call with the same options joins it).'));
+    }
+    const timeout = deadline(resolved.timers, resolved.runTimeout, () => new ReconcileError('run_timeout', `The reconciliation took longer than ${resolved.runTimeout} ms (runTimeout); the cursor did not move.`));
+    // The deadline settles the run even when a handler never does: the next run is not held by it.
+    const promise = orAbort(this.#run(resolved, timeout.signal), timeout.signal).finally(() => {
+      timeout.clear();
+      if (this.#current?.promise === promise) this.#current = null;
+    });
+    this.#current = { options: resolved, promise };
+    return promise;
   }
 
-  async #run(options: ReturnType<typeof resolveReconcileOptions>): Promise<ReconcileResult> {
+  async #run(options: ResolvedReconcileOptions, timeout: AbortSignal): Promise<ReconcileResult> {
     if (this.#stop.signal.aborted) throw new ReconcileError('stopped', 'The receiver was closed.');
     const started = this.#clock();
     const since = options.since ?? (await this.#cursor.read()) ?? started - DEFAULT_SINCE_MS;
-    const clips = await listTerminalClips({ ...options, since, signal: this.#stop.signal });
+    const listing = linked([this.#stop.signal, timeout]);
+    let clips: TerminalClip[];
+    try {
+      clips = await listTerminalClips({ ...options, since, signal: listing.signal });
+    } finally {
+      listing.clear();
+    }
     const result = { checked: clips.length, handled: 0, duplicates: 0, failed: 0, malformed: [] as MalformedClip[] };
     let firstFailed: TerminalClip | null = null;
     // Oldest completion first: the order the webhooks would have come in.
     for (const clip of clips) {
+      // Past the deadline the run has already rejected: nothing more is handed over.
+      if (timeout.aborted) throw abortError(timeout);
       let event: WebhookEvent;
       try {
         event = eventOfClip(clip.item, this.#clock());
@@ -140,6 +160,7 @@ export class Reconciler {
         firstFailed ??= clip;
       }
     }
+    if (timeout.aborted) throw abortError(timeout);
     // Everything that ended before the listing began was listed; a failure holds the cursor at itself.
     let cursor = started - CLOCK_SKEW_MS;
     if (firstFailed !== null) cursor = Math.min(cursor, firstFailed.completedAt ?? since);
@@ -165,15 +186,22 @@ export class Reconciler {
     return malformed;
   }
 
-  /** Runs at once and then `every` milliseconds after each run ends, until `close()`. */
+  /**
+   * Runs at once and then `every` milliseconds after each run ends, until `close()`. A tick that finds a
+   * run in progress (a call's) takes that run as its own rather than queueing one behind it.
+   */
   start(schedule: ReconcileSchedule): void {
     checkSchedule(schedule);
-    const { every, timers = defaultTimers, onError = reportError, ...options } = schedule;
+    const { every, onError = reportError, ...options } = schedule;
+    const timers = options.timers ?? defaultTimers;
     const tick = (): void => {
       this.#timer = null;
-      this.run(options)
+      const other = this.#current?.promise;
+      const run = other ?? this.run(options);
+      run
         .catch((error: Error) => {
-          if (!this.#stop.signal.aborted) onError(error);
+          // A call's run tells its caller; the schedule hears only its own.
+          if (other === undefined && !this.#stop.signal.aborted) onError(error);
         })
         .finally(() => {
           if (!this.#stop.signal.aborted) this.#timer = { handle: timers.setTimeout(tick, every), timers };
@@ -182,24 +210,19 @@ export class Reconciler {
     this.#timer = { handle: timers.setTimeout(tick, 0), timers };
   }
 
-  /** Stops the timer and any wait, and resolves once the run in progress has ended. */
+  /** Stops the timer and any listing or wait, and resolves once the run in progress has ended. */
   async close(): Promise<void> {
-    this.#stop.abort();
+    this.#stop.abort(new ReconcileError('stopped', 'The receiver was closed during reconciliation.'));
     if (this.#timer) this.#timer.timers.clearTimeout(this.#timer.handle);
     this.#timer = null;
-    await this.#running;
+    await this.#current?.promise.catch(() => undefined);
   }
 }
 
-const defaultTimers: NonNullable<ReconcileSchedule['timers']> = {
-  setTimeout: (callback, ms) => {
-    const handle = setTimeout(callback, ms) as unknown as { unref?: () => void };
-    // A scheduled reconciliation alone must not keep a Node process alive.
-    handle.unref?.();
-    return handle;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
+/** Whether two runs would do the same: every option the same value (functions the same function). */
+function sameOptions(a: ResolvedReconcileOptions, b: ResolvedReconcileOptions): boolean {
+  return (Object.keys(a) as Array<keyof ResolvedReconcileOptions>).every((key) => Object.is(a[key], b[key]));
+}
 
 function reportError(error: Error): void {
   console.error(`cliphook receiver: a scheduled reconciliation failed (${(error as { code?: string }).code ?? error.name}). Pass reconcile.onError to handle these yourself.`, error);

@@ -194,11 +194,12 @@ describe('receiver.reconcile on a list', () => {
       const timer = timers[due]!;
       timers[due] = null;
       timer.callback();
-      await vi.waitFor(() => expect(timers.some((t) => t !== null)).toBe(true));
+      // The run has ended once the next one is armed (its own deadlines come and go on the same timers).
+      await vi.waitFor(() => expect(timers.filter((t) => t !== null).map((t) => t.at)).toEqual([now + 15 * MIN]));
       return true;
     };
     const { fetch, requests } = fakeService([]);
-    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), clock: () => now, reconcile: { ...base, fetch, every: 15 * MIN, timers: fake } });
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), clock: () => now, reconcile: { ...base, fetch, every: 15 * MIN, runTimeout: 10 * MIN, timers: fake } });
     expect(await fire()).toBe(true);
     expect(requests).toHaveLength(2);
     expect(await fire()).toBe(false); // the next is 15 minutes away
@@ -218,7 +219,8 @@ describe('receiver.reconcile on a list', () => {
     const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, fetch, every: MIN, timers, onError: (error) => void failures.push((error as ReconcileError).code) } });
     callback!();
     await vi.waitFor(() => expect(failures).toEqual(['service_error']));
-    await vi.waitFor(() => expect(delays).toEqual([0, MIN]));
+    // The tick at once, the run's deadline (15 min), its one GET's (30 s), then the next tick.
+    await vi.waitFor(() => expect(delays).toEqual([0, 15 * MIN, 30_000, MIN]));
     await receiver.close();
   });
 

@@ -8,6 +8,7 @@ import { CliphookError, ReconcileError } from '../../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../../protocol/headers.js';
 import { assertSecret, sign } from '../../protocol/signature.js';
 import { eventOfClip } from '../../receiver/reconcile.js';
+import { deadline } from '../../receiver/reconcile-deadline.js';
 import { listTerminalClips } from '../../receiver/reconcile-list.js';
 import { resolveReconcileOptions } from '../../receiver/reconcile-options.js';
 import { ExitError } from '../errors.js';
@@ -74,11 +75,15 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   }
   const since = parseSince(options.since, Date.now());
   let clips;
+  // The library's deadlines: each GET within requestTimeout, the whole listing within runTimeout.
+  const listing = deadline(list.timers, list.runTimeout, () => new ReconcileError('run_timeout', `The listing took longer than ${list.runTimeout} ms.`));
   try {
-    clips = await listTerminalClips({ ...list, since });
+    clips = await listTerminalClips({ ...list, since, signal: listing.signal });
   } catch (error) {
     if (error instanceof ReconcileError) throw new ExitError(`reconcile: ${error.message}`, 1);
     throw error;
+  } finally {
+    listing.clear();
   }
   const p = palette();
   const transport = createHttpTransport({ allowPrivateNetworks: loopback, maxSockets: 1, lookup: loopback ? loopbackLookup : undefined });
