@@ -113,7 +113,9 @@ async function getPage(url: string, options: ListOptions, waits: { left: number 
     const serviceCode = typeof problem.code === 'string' ? problem.code : undefined;
     if (res.status !== 429 && res.status !== 503) {
       const detail = typeof problem.detail === 'string' ? `: ${problem.detail.slice(0, 200)}` : '';
-      throw new ReconcileError('service_error', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''}${detail}`, { status: res.status, serviceCode });
+      // Spec 4.3: the list is at /v1/videos, so a 404 there is most often a base URL without /v1.
+      const hint = res.status === 404 ? ` (\`baseUrl\` must be the service's base URL ending in /v1, such as https://api.example.com/v1)` : '';
+      throw new ReconcileError('service_error', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''}${detail}${hint}`, { status: res.status, serviceCode });
     }
     if (waits.left <= 0) {
       throw new ReconcileError('waits_exhausted', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''} after ${options.maxWaits} waits; reconcile again later.`, { status: res.status, serviceCode });
@@ -135,7 +137,7 @@ async function getJson(url: string, options: ListOptions): Promise<{ res: Respon
       res = await orAbort(options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: request.signal }), request.signal);
     } catch (error) {
       if (request.signal.aborted) throw abortError(request.signal);
-      throw new ReconcileError('unreachable', `GET ${url} got no answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      throw new ReconcileError('unreachable', `Could not reach ${new URL(url).host} (GET ${url}): ${whyUnreachable(error)}`, { cause: error });
     }
     return { res, body: await readJson(res, url, request.signal) };
   } finally {
@@ -148,6 +150,24 @@ export function retryAfterMs(header: string | null, member: unknown): number {
   const fromHeader = header !== null && /^\d{1,6}$/.test(header.trim()) ? Number(header.trim()) : NaN;
   const seconds = Number.isFinite(fromHeader) ? fromHeader : typeof member === 'number' && Number.isFinite(member) && member >= 0 ? member : 1;
   return Math.min(Math.max(seconds, 0) * 1000, MAX_WAIT_MS);
+}
+
+/**
+ * Why a fetch failed, down its causes: fetch says only "fetch failed", its cause says `connect
+ * ECONNREFUSED 10.0.0.1:443` or `getaddrinfo ENOTFOUND api.example.com`.
+ */
+export function whyUnreachable(error: unknown): string {
+  const parts: string[] = [];
+  let at: unknown = error;
+  for (let depth = 0; at !== null && at !== undefined && depth < 5; depth++) {
+    const code = (at as { code?: unknown }).code;
+    // Happy eyeballs tries every address and fails with all of their errors.
+    const inner = at instanceof AggregateError ? at.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).join(', ') : '';
+    const message = [at instanceof Error ? at.message : String(at), inner].filter(Boolean).join(' ');
+    parts.push(typeof code === 'string' && !message.includes(code) ? `${code} ${message}`.trim() : message);
+    at = (at as { cause?: unknown }).cause;
+  }
+  return parts.filter(Boolean).join(': ');
 }
 
 /** The body as JSON, read at most `MAX_PAGE_BYTES` until `signal` aborts; `null` for a body that is not JSON. */

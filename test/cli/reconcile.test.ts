@@ -155,6 +155,32 @@ describe('cliphook reconcile', () => {
     }
   });
 
+  it('says what is wrong in the words of the command: a --to off the guard, an unreachable --url, a --url without /v1', async () => {
+    const base = ['--api-key', 'sk_x', '--secret', 'whsec_x'];
+    for (const to of ['http://10.1.2.3/hooks', 'https://10.1.2.3/hooks', 'http://example.com/hooks']) {
+      const refused = await cli('reconcile', ...base, '--url', svc.url, '--to', to);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('--to');
+      expect(refused.stderr).toContain('loopback');
+      expect(refused.stderr).not.toContain('allowPrivateNetworks');
+    }
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const down = await cli('reconcile', ...base, '--url', `http://127.0.0.1:${port}/v1`, '--to', 'http://127.0.0.1:9/x');
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toContain(`127.0.0.1:${port}`);
+    expect(down.stderr).toContain('ECONNREFUSED');
+    const noV1 = await cli('reconcile', ...base, '--url', svc.url.replace(/\/v1$/, ''), '--to', 'http://127.0.0.1:9/x');
+    expect(noV1.code).toBe(1);
+    expect(noV1.stderr.trim().split('\n')).toHaveLength(1);
+    expect(noV1.stderr).toContain('404');
+    expect(noV1.stderr).toMatch(/--url .*\/v1/);
+  });
+
   it('parses --since as a duration back from now or an ISO time', () => {
     const now = Date.parse('2026-11-22T12:00:00Z');
     expect(parseSince('3h', now)).toBe(now - 3 * 3_600_000);

@@ -256,8 +256,13 @@ describe('receiver.reconcile on a list', () => {
     const html = (async () => new Response('<html>', { status: 200 })) as unknown as typeof globalThis.fetch;
     await expect(receiver.reconcile({ ...base, since, fetch: html })).rejects.toMatchObject({ code: 'invalid_response' });
     const down = (async () => {
-      throw new TypeError('fetch failed');
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 203.0.113.9:443'), { code: 'ECONNREFUSED' }) });
     }) as unknown as typeof globalThis.fetch;
-    await expect(receiver.reconcile({ ...base, since, fetch: down })).rejects.toBeInstanceOf(ReconcileError);
+    const unreachable = await receiver.reconcile({ ...base, since, fetch: down }).catch((e: unknown) => e);
+    expect(unreachable).toBeInstanceOf(ReconcileError);
+    expect(unreachable).toMatchObject({ code: 'unreachable', message: expect.stringMatching(/^Could not reach svc\.test .*ECONNREFUSED 203\.0\.113\.9:443/) });
+    const nothing = (async () => Response.json({ code: 'not_found', detail: 'Nothing at /videos' }, { status: 404 })) as unknown as typeof globalThis.fetch;
+    const notFound = await receiver.reconcile({ ...base, baseUrl: 'https://svc.test', since, fetch: nothing }).catch((e: unknown) => e);
+    expect(notFound).toMatchObject({ code: 'service_error', status: 404, message: expect.stringContaining('`baseUrl` must be the service\'s base URL ending in /v1') });
   });
 });

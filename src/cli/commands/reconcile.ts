@@ -62,17 +62,14 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   if (!secret) throw new ExitError('reconcile needs --secret <secret> (or CLIPHOOK_SECRET), the signing secret', 2);
   const timeoutMs = parseTimeout(options.timeout);
   let list;
-  let target: URL;
-  let loopback: boolean;
   try {
     assertSecret(secret);
     list = resolveReconcileOptions({ apiKey, baseUrl: url });
-    loopback = isLoopback(to);
-    target = checkCallbackUrl(to, { allowPrivateNetworks: loopback });
   } catch (error) {
-    if (error instanceof TypeError || error instanceof CliphookError) throw new ExitError(error.message.replace('`baseUrl`', '--url'), 2);
+    if (error instanceof TypeError || error instanceof CliphookError) throw new ExitError(inCliWords(error.message), 2);
     throw error;
   }
+  const { target, loopback } = checkTo(to);
   const since = parseSince(options.since, Date.now());
   let clips;
   // The library's deadlines: each GET within requestTimeout, the whole listing within runTimeout.
@@ -80,7 +77,7 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   try {
     clips = await listTerminalClips({ ...list, since, signal: listing.signal });
   } catch (error) {
-    if (error instanceof ReconcileError) throw new ExitError(`reconcile: ${error.message}`, 1);
+    if (error instanceof ReconcileError) throw new ExitError(`reconcile: ${inCliWords(error.message)}`, 1);
     throw error;
   } finally {
     listing.clear();
@@ -129,6 +126,29 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   if (counts.failed > 0) failures.push(`${counts.failed} of ${clips.length - counts.malformed} events were not acknowledged by ${target.href}`);
   if (counts.malformed > 0) failures.push(`${counts.malformed} of ${clips.length} clips made no valid event (the service's list items; see the lines above)`);
   if (failures.length > 0) throw new ExitError(failures.join('; '), 1);
+}
+
+/** The library's option names as the command's flags. */
+function inCliWords(message: string): string {
+  return message.replaceAll('`baseUrl`', '--url');
+}
+
+/**
+ * `--to` through the emitter's callback guard, with the command's own rule in the message: the guard's
+ * way out, `allowPrivateNetworks`, is no flag of this command.
+ */
+function checkTo(to: string): { target: URL; loopback: boolean } {
+  const loopback = isLoopback(to);
+  try {
+    return { target: checkCallbackUrl(to, { allowPrivateNetworks: loopback }), loopback };
+  } catch (error) {
+    if (!(error instanceof CliphookError)) throw error;
+    const why = error.message
+      .replace(/^The callback URL/, '--to')
+      .replace(/ \(http only with `allowPrivateNetworks`\)/, '')
+      .replace(/; allow it with `allowPrivateNetworks`\.$/, '.');
+    throw new ExitError(`${why} reconcile delivers to an https URL on a public address, or to localhost or a loopback address (http allowed there).`, 2);
+  }
 }
 
 /** `localhost` or a literal loopback address: reached over http for local development (docs/cli.md). */
