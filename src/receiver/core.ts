@@ -76,7 +76,7 @@ export class ReceiverCore {
   }
 
   /**
-   * Issue 30: hands every clip that ended since `since` (default: where the last run got to) to the
+   * Hands every clip that ended since `since` (default: where the last run got to) to the
    * handlers as the event its webhook carries, through the same dedupe: what a webhook already delivered
    * is a duplicate, and so is a webhook that arrives later. Runs one at a time: a call during a run joins
    * it when its options are the same, and rejects at once with `reconcile_in_progress` otherwise; each GET

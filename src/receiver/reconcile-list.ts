@@ -1,4 +1,4 @@
-// Issue 30 item 2: the clips that reached a terminal state since a time, read through the service's own
+// The clips that reached a terminal state since a time, read through the service's own
 // API (spec 4.3: GET /videos, newest first by creation, `status` filter, `limit` 1-100 and `offset`).
 // No Node module: the web receiver reconciles too.
 import { ReconcileError } from '../protocol/errors.js';

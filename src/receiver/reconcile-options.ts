@@ -1,4 +1,4 @@
-// The options of `receiver.reconcile()` and of `createReceiver({ reconcile })` (issue 30 item 2), checked
+// The options of `receiver.reconcile()` and of `createReceiver({ reconcile })`, checked
 // once: a misconfiguration is a TypeError naming the option, at construction or at the call.
 import { defaultTimers, type ReconcileTimers } from './reconcile-deadline.js';
 import type { ListOptions } from './reconcile-list.js';

@@ -1,4 +1,4 @@
-// Issue 30 item 2: reconciliation after an outage. The clips that ended since a time are read through the
+// Reconciliation after an outage. The clips that ended since a time are read through the
 // service's API (reconcile-list.ts), each becomes the event its webhook carries (spec 2.12), and the
 // receiver's own dedupe and handlers take it (`ingest`): what a webhook already delivered is a duplicate,
 // and a webhook arriving later is one too (the event key is the event and the clip id). No Node module.

@@ -46,13 +46,14 @@ export function parseSince(text: string, now: number): number {
 }
 
 /**
- * `cliphook reconcile` (issue 30 item 2): lists the account's clips that ended since `--since` through
+ * `cliphook reconcile`: lists the account's clips that ended since `--since` through
  * GET /videos and POSTs each one's event, signed as the service signs its webhooks, to `--to`, one after
  * another; the receiver's dedupe drops what it already had. Each event's `X-Service-Delivery` is derived
  * from it (`reconcile:<event>:<clip id>`), so a second run is a duplicate even for a receiver that dedupes
  * by delivery id only. `--to` is guarded as the emitter's callback URLs are (https, no private address),
  * except that a loopback URL (http allowed) is reached for local development. Exit 0 when every event was
- * acknowledged (2xx), 1 when one was not or the listing failed, 2 for usage errors.
+ * acknowledged (2xx), 1 when one was not, a list item made no valid event (the others still go out) or the
+ * listing failed, 2 for usage errors (a plain-http `--url` off loopback among them).
  */
 export async function reconcile(options: ReconcileCommandOptions): Promise<void> {
   const { apiKey, url, to, secret } = options;
