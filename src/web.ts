@@ -4,7 +4,7 @@
 // the Node entry's; verifyWebhook, sign and verifySignature return promises, as Web Crypto does.
 export { createWebReceiver as createReceiver, WebReceiver as WebhookReceiver } from './receiver/web-receiver.js';
 export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply, IngestOptions, IngestOutcome } from './receiver/core.js';
-export type { ReconcileOptions, ReconcileResult, ReconcileSchedule } from './receiver/reconcile-options.js';
+export type { MalformedClip, ReconcileOptions, ReconcileResult, ReconcileSchedule } from './receiver/reconcile-options.js';
 export { verifyWebhookWeb as verifyWebhook } from './receiver/web-verify.js';
 export type { VerifyOptions, VerifiedWebhook, HeaderSource } from './receiver/verify-core.js';
 export { signWeb as sign, verifySignatureWeb as verifySignature } from './protocol/signature-web.js';

@@ -180,15 +180,27 @@ export class RelayError extends CliphookError {
 }
 
 /** Why a reconciliation stopped: see `ReconcileError`. */
-export type ReconcileErrorCode = 'service_error' | 'waits_exhausted' | 'unreachable' | 'invalid_response' | 'too_many_clips' | 'stopped';
+export type ReconcileErrorCode =
+  | 'service_error'
+  | 'waits_exhausted'
+  | 'unreachable'
+  | 'invalid_response'
+  | 'too_many_clips'
+  | 'request_timeout'
+  | 'run_timeout'
+  | 'reconcile_in_progress'
+  | 'stopped';
 
 /**
- * Why a reconciliation (issue 30 item 2) stopped before it had seen every clip: `service_error` (the
- * service answered a problem that waiting does not fix: 401 invalid_api_key, 402, 404, a 5xx other than
- * 503), `waits_exhausted` (429 or 503 more often than `maxWaits`), `unreachable` (no HTTP answer),
- * `invalid_response` (an answer that is not a VideoList, or larger than the bound), `too_many_clips`
- * (more than `maxPages` pages since `since`), `stopped` (the receiver was closed). Nothing was handled by
- * a run that throws, and its cursor did not move.
+ * Why a reconciliation stopped before it had seen every clip: `service_error` (the service answered a
+ * problem that waiting does not fix: 401 invalid_api_key, 402, 404, a 5xx other than 503),
+ * `waits_exhausted` (429 or 503 more often than `maxWaits`), `unreachable` (no HTTP answer, or one broken
+ * off), `invalid_response` (an answer that is not a VideoList, or larger than the bound), `too_many_clips`
+ * (more than `maxPages` pages since `since`), `request_timeout` (a GET, headers and body, took longer than
+ * `requestTimeout`), `run_timeout` (the run took longer than `runTimeout`; the events it had handed over
+ * stay handled), `reconcile_in_progress` (a run with other options was in progress on the receiver; none
+ * was started), `stopped` (the receiver was closed). The cursor of a run that throws did not move, and
+ * only a `run_timeout` can come after events were handled.
  * @example try { await receiver.reconcile(options); } catch (error) { if (error instanceof ReconcileError) console.log(error.code, error.status, error.serviceCode); }
  */
 export class ReconcileError extends CliphookError {

@@ -71,17 +71,20 @@ export class ReceiverCore {
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
-    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock);
+    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock, (error, context) => this.#errors.emit(error, context, error.status));
     if (reconcile !== undefined) this.#reconciler.start(reconcile);
   }
 
   /**
-   * Issue 30: hands every clip that ended since `since` (default: where the last run got to) to the
+   * Hands every clip that ended since `since` (default: where the last run got to) to the
    * handlers as the event its webhook carries, through the same dedupe: what a webhook already delivered
-   * is a duplicate, and so is a webhook that arrives later. Runs one at a time. The cursor is kept beside
+   * is a duplicate, and so is a webhook that arrives later. Runs one at a time: a call during a run joins
+   * it when its options are the same, and rejects at once with `reconcile_in_progress` otherwise; each GET
+   * and each run has a deadline (`requestTimeout`, `runTimeout`). The cursor is kept beside
    * the store on Node (a file beside the deliveries file, the same Redis, or memory) and in memory in
    * `cliphook/web` (on Workers, run it from a Cron Trigger with an explicit `since`). Rejects with
-   * `ReconcileError` when it could not list every clip (then nothing was handled).
+   * `ReconcileError` when it could not list every clip (then nothing was handled) or ran past `runTimeout`;
+   * the cursor of a run that rejects does not move.
    * @example const { checked, handled, duplicates, failed } = await receiver.reconcile({ apiKey, baseUrl: 'https://api.example.com/v1', since: new Date(Date.now() - 4 * 3600_000) });
    */
   reconcile(options: ReconcileOptions): Promise<ReconcileResult> {

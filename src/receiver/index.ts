@@ -1,6 +1,6 @@
 export { createReceiver, Receiver, WebhookReceiver } from './node.js';
 export type { ReceiverOptions, WebhookContext, WebhookHandler, ErrorListener, ReceiverReply, IngestOptions, IngestOutcome } from './core.js';
-export type { ReconcileOptions, ReconcileResult, ReconcileSchedule } from './reconcile-options.js';
+export type { MalformedClip, ReconcileOptions, ReconcileResult, ReconcileSchedule } from './reconcile-options.js';
 export type { NodeMiddleware } from './express.js';
 export type { FastifyReceiverPlugin, FastifyReceiverOptions, FastifyInstanceLike, FastifyRequestLike, FastifyReplyLike } from './fastify.js';
 export type { KoaMiddleware, KoaReceiverOptions, KoaContextLike } from './koa.js';

@@ -1,4 +1,4 @@
-// Issue 30 item 2: where a Node receiver keeps reconciliation's cursor — beside its delivery store, so it
+// Where a Node receiver keeps reconciliation's cursor — beside its delivery store, so it
 // lasts as long as what the dedupe remembers: a file beside the deliveries file, a key in the same Redis,
 // or memory for the memory store and any store of the user's.
 import { readFile, rename, writeFile } from 'node:fs/promises';

@@ -1,11 +1,13 @@
-// Issue 30 item 2: the clips that reached a terminal state since a time, read through the service's own
+// The clips that reached a terminal state since a time, read through the service's own
 // API (spec 4.3: GET /videos, newest first by creation, `status` filter, `limit` 1-100 and `offset`).
 // No Node module: the web receiver reconciles too.
 import { ReconcileError } from '../protocol/errors.js';
+import { abortError, deadline, orAbort, type ReconcileTimers } from './reconcile-deadline.js';
 
 /** A clip of the list that reached done or error, as GET /videos shows it (spec 2.1). */
 export interface TerminalClip {
-  id: number;
+  /** `null` for an item whose `id` is not a positive integer: listed so that it is reported, not dropped. */
+  id: number | null;
   status: 'done' | 'error';
   /** `completed_at` in milliseconds; `null` when the service gave none (such a clip is always taken). */
   completedAt: number | null;
@@ -24,7 +26,11 @@ export interface ListOptions {
   maxWaits: number;
   maxPages: number;
   maxGenerationMs: number;
-  /** Aborted when the receiver closes: a wait ends at once and the listing stops. */
+  /** Milliseconds one GET may take, headers and body. */
+  requestTimeout: number;
+  /** Where the request deadlines are timed. */
+  timers: ReconcileTimers;
+  /** Aborted when the receiver closes or the run's deadline passes: a wait ends at once and the listing stops with its reason. */
   signal?: AbortSignal | undefined;
 }
 
@@ -49,13 +55,13 @@ export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
  * Throws `ReconcileError` when it could not see them all.
  */
 export async function listTerminalClips(options: ListOptions): Promise<TerminalClip[]> {
-  const seen = new Map<number, TerminalClip>();
+  const seen = new Map<string, TerminalClip>();
   const waits = { left: options.maxWaits };
   for (const status of ['done', 'error'] as const) await listStatus(status, options, seen, waits);
-  return [...seen.values()].sort((a, b) => (a.completedAt ?? Infinity) - (b.completedAt ?? Infinity) || a.id - b.id);
+  return [...seen.values()].sort((a, b) => (a.completedAt ?? Infinity) - (b.completedAt ?? Infinity) || (a.id ?? 0) - (b.id ?? 0));
 }
 
-async function listStatus(status: 'done' | 'error', options: ListOptions, seen: Map<number, TerminalClip>, waits: { left: number }): Promise<void> {
+async function listStatus(status: 'done' | 'error', options: ListOptions, seen: Map<string, TerminalClip>, waits: { left: number }): Promise<void> {
   const floor = options.since - options.maxGenerationMs;
   let offset = 0;
   for (let page = 0; ; page++) {
@@ -69,7 +75,7 @@ async function listStatus(status: 'done' | 'error', options: ListOptions, seen: 
       if (clip === null) continue;
       const created = typeof item.created_at === 'string' ? Date.parse(item.created_at) : NaN;
       if (created < floor) older = true;
-      if (clip.completedAt === null || clip.completedAt >= options.since) seen.set(clip.id, clip);
+      if (clip.completedAt === null || clip.completedAt >= options.since) seen.set(clipKey(clip), clip);
     }
     if (older || list.data.length < PAGE_LIMIT || offset + list.data.length >= list.total) return;
     offset += PAGE_LIMIT - PAGE_OVERLAP;
@@ -78,9 +84,18 @@ async function listStatus(status: 'done' | 'error', options: ListOptions, seen: 
 
 /** The item as a terminal clip of `status`; `null` for an item the filter should not have given. */
 function terminalClip(item: Record<string, unknown>, status: 'done' | 'error'): TerminalClip | null {
-  if (item.status !== status || !Number.isSafeInteger(item.id) || (item.id as number) < 1) return null;
+  if (item.status !== status) return null;
+  const id = Number.isSafeInteger(item.id) && (item.id as number) >= 1 ? (item.id as number) : null;
   const completed = typeof item.completed_at === 'string' ? Date.parse(item.completed_at) : NaN;
-  return { id: item.id as number, status, completedAt: Number.isNaN(completed) ? null : completed, item };
+  return { id, status, completedAt: Number.isNaN(completed) ? null : completed, item };
+}
+
+/**
+ * A clip's identity within a run: its id, so the overlap of two pages counts it once. An item without a
+ * valid id is told apart by what it shows instead; its signed `video_url` changes on every read.
+ */
+export function clipKey(clip: TerminalClip): string {
+  return clip.id !== null ? String(clip.id) : `?${clip.status}:${JSON.stringify([clip.item.id, clip.item.created_at, clip.item.completed_at])}`;
 }
 
 interface VideoList {
@@ -91,27 +106,42 @@ interface VideoList {
 /** One GET, waiting out 429 and 503 (spec 7: Retry-After) while waits are left. */
 async function getPage(url: string, options: ListOptions, waits: { left: number }): Promise<VideoList> {
   for (;;) {
-    if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
-    let res: Response;
-    try {
-      res = await options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: options.signal ?? null });
-    } catch (error) {
-      if (options.signal?.aborted) throw new ReconcileError('stopped', 'The receiver was closed during reconciliation.');
-      throw new ReconcileError('unreachable', `GET ${url} got no answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    }
-    const body = await readJson(res, url);
+    if (options.signal?.aborted) throw abortError(options.signal);
+    const { res, body } = await getJson(url, options);
     if (res.ok) return asVideoList(body, url);
     const problem = (typeof body === 'object' && body !== null ? body : {}) as { code?: unknown; retry_after?: unknown; detail?: unknown };
     const serviceCode = typeof problem.code === 'string' ? problem.code : undefined;
     if (res.status !== 429 && res.status !== 503) {
       const detail = typeof problem.detail === 'string' ? `: ${problem.detail.slice(0, 200)}` : '';
-      throw new ReconcileError('service_error', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''}${detail}`, { status: res.status, serviceCode });
+      // Spec 4.3: the list is at /v1/videos, so a 404 there is most often a base URL without /v1.
+      const hint = res.status === 404 ? ` (\`baseUrl\` must be the service's base URL ending in /v1, such as https://api.example.com/v1)` : '';
+      throw new ReconcileError('service_error', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''}${detail}${hint}`, { status: res.status, serviceCode });
     }
     if (waits.left <= 0) {
       throw new ReconcileError('waits_exhausted', `GET ${url} answered ${res.status}${serviceCode ? ` ${serviceCode}` : ''} after ${options.maxWaits} waits; reconcile again later.`, { status: res.status, serviceCode });
     }
     waits.left--;
-    await abortable(options.sleep(retryAfterMs(res.headers.get('retry-after'), problem.retry_after)), options.signal);
+    await orAbort(options.sleep(retryAfterMs(res.headers.get('retry-after'), problem.retry_after)), options.signal);
+  }
+}
+
+/**
+ * One GET and its body, within `requestTimeout` from the request to the body's last byte: a service
+ * that answers nothing, or drips its body a byte at a time, would otherwise hold the run for as long.
+ */
+async function getJson(url: string, options: ListOptions): Promise<{ res: Response; body: unknown }> {
+  const request = deadline(options.timers, options.requestTimeout, () => new ReconcileError('request_timeout', `GET ${url} sent no whole answer within ${options.requestTimeout} ms (requestTimeout).`), [options.signal]);
+  try {
+    let res: Response;
+    try {
+      res = await orAbort(options.fetch(url, { headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' }, signal: request.signal }), request.signal);
+    } catch (error) {
+      if (request.signal.aborted) throw abortError(request.signal);
+      throw new ReconcileError('unreachable', `Could not reach ${new URL(url).host} (GET ${url}): ${whyUnreachable(error)}`, { cause: error });
+    }
+    return { res, body: await readJson(res, url, request.signal) };
+  } finally {
+    request.clear();
   }
 }
 
@@ -122,18 +152,26 @@ export function retryAfterMs(header: string | null, member: unknown): number {
   return Math.min(Math.max(seconds, 0) * 1000, MAX_WAIT_MS);
 }
 
-function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return wait;
-  return new Promise((resolve, reject) => {
-    const stop = () => reject(new ReconcileError('stopped', 'The receiver was closed during reconciliation.'));
-    if (signal.aborted) return stop();
-    signal.addEventListener('abort', stop, { once: true });
-    wait.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
-  });
+/**
+ * Why a fetch failed, down its causes: fetch says only "fetch failed", its cause says `connect
+ * ECONNREFUSED 10.0.0.1:443` or `getaddrinfo ENOTFOUND api.example.com`.
+ */
+export function whyUnreachable(error: unknown): string {
+  const parts: string[] = [];
+  let at: unknown = error;
+  for (let depth = 0; at !== null && at !== undefined && depth < 5; depth++) {
+    const code = (at as { code?: unknown }).code;
+    // Happy eyeballs tries every address and fails with all of their errors.
+    const inner = at instanceof AggregateError ? at.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).join(', ') : '';
+    const message = [at instanceof Error ? at.message : String(at), inner].filter(Boolean).join(' ');
+    parts.push(typeof code === 'string' && !message.includes(code) ? `${code} ${message}`.trim() : message);
+    at = (at as { cause?: unknown }).cause;
+  }
+  return parts.filter(Boolean).join(': ');
 }
 
-/** The body as JSON, read at most `MAX_PAGE_BYTES`; `null` for a body that is not JSON. */
-async function readJson(res: Response, url: string): Promise<unknown> {
+/** The body as JSON, read at most `MAX_PAGE_BYTES` until `signal` aborts; `null` for a body that is not JSON. */
+async function readJson(res: Response, url: string, signal: AbortSignal): Promise<unknown> {
   const declared = Number(res.headers.get('content-length'));
   if (declared > MAX_PAGE_BYTES) {
     await res.body?.cancel();
@@ -143,7 +181,14 @@ async function readJson(res: Response, url: string): Promise<unknown> {
   let bytes = 0;
   const reader = res.body?.getReader();
   if (reader) {
-    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    const next = () =>
+      orAbort(reader.read(), signal).catch((error: unknown) => {
+        // A fetch that ignores its signal would keep the socket: cancel the body, without waiting on it.
+        reader.cancel().catch(() => undefined);
+        if (signal.aborted) throw abortError(signal);
+        throw new ReconcileError('unreachable', `GET ${url} broke off its answer: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      });
+    for (let read = await next(); !read.done; read = await next()) {
       bytes += read.value.byteLength;
       if (bytes > MAX_PAGE_BYTES) {
         await reader.cancel();

@@ -26,6 +26,25 @@ async function listen(handler: Parameters<typeof createServer>[1]): Promise<stri
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
 }
 
+/** A clip as GET /videos shows it (spec 2.1), ended `minutesAgo`. */
+function listed(id: number, minutesAgo: number) {
+  const at = new Date(Date.now() - minutesAgo * 60_000).toISOString();
+  return {
+    id, status: 'done', prompt: `clip ${id}`, video_url: `https://svc.test/v1/media/${id}.mp4`, poster_url: null, share_page_url: null, credits_used: 9, refunded: false,
+    model: 'standard', duration: 5, ratio: '16:9', progress: null, error: null, error_code: null, created_at: at, completed_at: at, poll_url: `https://svc.test/v1/videos/${id}`,
+  };
+}
+
+/** A service of the test's own on 127.0.0.1: GET /v1/videos answers `items` of the status asked for. */
+async function listing(items: Array<Record<string, unknown>>): Promise<string> {
+  const url = await listen((req, res) => {
+    const query = new URL(req.url ?? '/', 'http://x').searchParams;
+    const data = items.filter((item) => item.status === query.get('status'));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data, total: data.length, limit: 100, offset: 0 }));
+  });
+  return url.replace(/\/webhooks$/, '/v1');
+}
+
 /** An account with two done clips and one failed, none with a callback_url: no webhook ever went out. */
 async function accountWithClips() {
   const account = await svc.accounts.create({ balance: 1_000 });
@@ -101,6 +120,65 @@ describe('cliphook reconcile', () => {
     const refused = await cli('reconcile', ...base, '--to', 'http://127.0.0.1:9/x');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('401 invalid_api_key');
+  });
+
+  it('a list item that makes no valid event: a failure line for it, the other clips delivered, exit 1 without a stack', async () => {
+    const url = await listing([listed(1, 30), { ...listed(2, 20), credits_used: 'lots' }, listed(3, 10)]);
+    const got: number[] = [];
+    const to = await listen((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk)).on('end', () => {
+        got.push((JSON.parse(body) as WebhookEvent).id);
+        res.writeHead(200).end();
+      });
+    });
+    const run = await cli('reconcile', '--api-key', 'sk_x', '--url', url, '--to', to, '--secret', 'whsec_x', '--since', '1h');
+    expect(run.code).toBe(1);
+    expect(got).toEqual([1, 3]);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toMatch(/^clip 2 .*credits_used.*skipped$/);
+    expect(lines[3]).toMatch(/: 2 delivered, 0 duplicates, 0 failed, 1 malformed$/);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain('1 of 3 clips made no valid event');
+    expect(run.stderr).not.toContain('    at ');
+  });
+
+  it('exits 2 with one line for a plain-http --url off loopback: the API key and the unsigned clips would travel in clear', async () => {
+    const args = ['--api-key', 'sk_x', '--secret', 'whsec_x', '--to', 'http://127.0.0.1:9/x'];
+    for (const url of ['http://10.1.2.3/v1', 'http://api.example.com/v1']) {
+      const refused = await cli('reconcile', ...args, '--url', url);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('--url');
+      expect(refused.stderr).toContain('https');
+    }
+  });
+
+  it('says what is wrong in the words of the command: a --to off the guard, an unreachable --url, a --url without /v1', async () => {
+    const base = ['--api-key', 'sk_x', '--secret', 'whsec_x'];
+    for (const to of ['http://10.1.2.3/hooks', 'https://10.1.2.3/hooks', 'http://example.com/hooks']) {
+      const refused = await cli('reconcile', ...base, '--url', svc.url, '--to', to);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('--to');
+      expect(refused.stderr).toContain('loopback');
+      expect(refused.stderr).not.toContain('allowPrivateNetworks');
+    }
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const down = await cli('reconcile', ...base, '--url', `http://127.0.0.1:${port}/v1`, '--to', 'http://127.0.0.1:9/x');
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toContain(`127.0.0.1:${port}`);
+    expect(down.stderr).toContain('ECONNREFUSED');
+    const noV1 = await cli('reconcile', ...base, '--url', svc.url.replace(/\/v1$/, ''), '--to', 'http://127.0.0.1:9/x');
+    expect(noV1.code).toBe(1);
+    expect(noV1.stderr.trim().split('\n')).toHaveLength(1);
+    expect(noV1.stderr).toContain('404');
+    expect(noV1.stderr).toMatch(/--url .*\/v1/);
   });
 
   it('parses --since as a duration back from now or an ISO time', () => {

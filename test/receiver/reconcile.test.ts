@@ -63,7 +63,7 @@ describe('receiver.reconcile on a list', () => {
     const { fetch, requests } = fakeService(clips);
     const { receiver, seen } = receiverWith();
     const result = await receiver.reconcile({ ...base, since, fetch });
-    expect(result).toEqual({ checked: 3, handled: 3, duplicates: 0, failed: 0, since: iso(since), cursor: iso(NOW - MIN) });
+    expect(result).toEqual({ checked: 3, handled: 3, duplicates: 0, failed: 0, malformed: [], since: iso(since), cursor: iso(NOW - MIN) });
     expect(seen.map((e) => [e.id, e.event])).toEqual([[201, 'video.failed'], [202, 'video.completed'], [200, 'video.completed']]);
     // done: offset 0 holds 200-202 and 53 clips of 2-151; the first clip created 30 min before since ends the paging.
     expect(requests).toEqual(['?status=done&limit=100&offset=0', '?status=error&limit=100&offset=0']);
@@ -87,6 +87,29 @@ describe('receiver.reconcile on a list', () => {
     broken = false;
     expect(await receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(since + 2 * MIN), checked: 2, handled: 1, duplicates: 1, failed: 0, cursor: iso(NOW - MIN) });
     expect(ran).toEqual([1, 3, 2]);
+  });
+
+  it('a list item that makes no valid event: reported once to onError and in the result, skipped, and the cursor moves past it', async () => {
+    const since = NOW - 60 * MIN;
+    const broken = { ...clip(2, since, since + 2 * MIN), credits_used: 'lots' };
+    const noId = { ...clip(4, since, since + 4 * MIN), id: 'four' };
+    const { fetch } = fakeService([clip(1, since, since + MIN), broken, clip(3, since, since + 3 * MIN), noId] as ReturnType<typeof clip>[]);
+    const { receiver, seen } = receiverWith();
+    const errors: Array<[string, unknown, unknown]> = [];
+    receiver.onError((error, context) => void errors.push([error.code, context.deliveryId, context.source]));
+    const malformed = [
+      { id: 2, field: 'credits_used', message: expect.stringContaining('`credits_used` must be a non-negative integer') },
+      { id: null, field: 'id', message: expect.stringContaining('id') },
+    ];
+    const first = await receiver.reconcile({ ...base, since, fetch });
+    expect(first).toEqual({ checked: 4, handled: 2, duplicates: 0, failed: 0, malformed, since: iso(since), cursor: iso(NOW - MIN) });
+    expect(seen.map((event) => event.id)).toEqual([1, 3]);
+    expect(errors).toEqual([['invalid_payload', 'reconcile:video.completed:2', 'reconcile'], ['invalid_payload', undefined, 'reconcile']]);
+    // Seen again from an explicit since: in the result again, but told to onError once.
+    expect(await receiver.reconcile({ ...base, since, fetch })).toMatchObject({ checked: 4, duplicates: 2, failed: 0, malformed });
+    expect(errors).toHaveLength(2);
+    // The cursor is past it: the next run from the cursor does not see it.
+    expect(await receiver.reconcile({ ...base, fetch })).toMatchObject({ since: iso(NOW - MIN), checked: 0, malformed: [] });
   });
 
   it('an event being handled by a webhook right now is not run twice: failed for this run, a duplicate for the next', async () => {
@@ -171,11 +194,12 @@ describe('receiver.reconcile on a list', () => {
       const timer = timers[due]!;
       timers[due] = null;
       timer.callback();
-      await vi.waitFor(() => expect(timers.some((t) => t !== null)).toBe(true));
+      // The run has ended once the next one is armed (its own deadlines come and go on the same timers).
+      await vi.waitFor(() => expect(timers.filter((t) => t !== null).map((t) => t.at)).toEqual([now + 15 * MIN]));
       return true;
     };
     const { fetch, requests } = fakeService([]);
-    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), clock: () => now, reconcile: { ...base, fetch, every: 15 * MIN, timers: fake } });
+    const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), clock: () => now, reconcile: { ...base, fetch, every: 15 * MIN, runTimeout: 10 * MIN, timers: fake } });
     expect(await fire()).toBe(true);
     expect(requests).toHaveLength(2);
     expect(await fire()).toBe(false); // the next is 15 minutes away
@@ -195,7 +219,8 @@ describe('receiver.reconcile on a list', () => {
     const receiver = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, fetch, every: MIN, timers, onError: (error) => void failures.push((error as ReconcileError).code) } });
     callback!();
     await vi.waitFor(() => expect(failures).toEqual(['service_error']));
-    await vi.waitFor(() => expect(delays).toEqual([0, MIN]));
+    // The tick at once, the run's deadline (15 min), its one GET's (30 s), then the next tick.
+    await vi.waitFor(() => expect(delays).toEqual([0, 15 * MIN, 30_000, MIN]));
     await receiver.close();
   });
 
@@ -209,6 +234,19 @@ describe('receiver.reconcile on a list', () => {
     expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, every: 1000 } })).toThrow(/`reconcile.every`/);
   });
 
+  it('refuses a plain-http baseUrl off loopback (the API key and the unsigned items would travel in clear); https anywhere and http on loopback pass', async () => {
+    const { receiver } = receiverWith();
+    for (const baseUrl of ['http://api.example.com/v1', 'http://10.1.2.3/v1', 'http://192.168.1.5:8080/v1', 'http://[fd00::1]/v1']) {
+      expect(() => receiver.reconcile({ ...base, baseUrl })).toThrow(TypeError);
+      expect(() => receiver.reconcile({ ...base, baseUrl })).toThrow(/`baseUrl`.*https/);
+    }
+    expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, baseUrl: 'http://api.example.com/v1', every: MIN } })).toThrow(/`baseUrl`/);
+    const { fetch } = fakeService([]);
+    for (const baseUrl of ['https://api.example.com/v1', 'https://10.1.2.3/v1', 'http://127.0.0.1:4010/v1', 'http://localhost:4010/v1', 'http://[::1]:4010/v1', 'http://api.localhost/v1']) {
+      await expect(receiver.reconcile({ ...base, baseUrl, fetch })).resolves.toMatchObject({ checked: 0 });
+    }
+  });
+
   it('gives up with too_many_clips past maxPages, before handling anything, and invalid_response on a body that is not a VideoList', async () => {
     const since = NOW - 60 * MIN;
     const { fetch } = fakeService(Array.from({ length: 250 }, (_, i) => clip(i + 1, since + i, since + MIN)));
@@ -218,8 +256,13 @@ describe('receiver.reconcile on a list', () => {
     const html = (async () => new Response('<html>', { status: 200 })) as unknown as typeof globalThis.fetch;
     await expect(receiver.reconcile({ ...base, since, fetch: html })).rejects.toMatchObject({ code: 'invalid_response' });
     const down = (async () => {
-      throw new TypeError('fetch failed');
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 203.0.113.9:443'), { code: 'ECONNREFUSED' }) });
     }) as unknown as typeof globalThis.fetch;
-    await expect(receiver.reconcile({ ...base, since, fetch: down })).rejects.toBeInstanceOf(ReconcileError);
+    const unreachable = await receiver.reconcile({ ...base, since, fetch: down }).catch((e: unknown) => e);
+    expect(unreachable).toBeInstanceOf(ReconcileError);
+    expect(unreachable).toMatchObject({ code: 'unreachable', message: expect.stringMatching(/^Could not reach svc\.test .*ECONNREFUSED 203\.0\.113\.9:443/) });
+    const nothing = (async () => Response.json({ code: 'not_found', detail: 'Nothing at /videos' }, { status: 404 })) as unknown as typeof globalThis.fetch;
+    const notFound = await receiver.reconcile({ ...base, baseUrl: 'https://svc.test', since, fetch: nothing }).catch((e: unknown) => e);
+    expect(notFound).toMatchObject({ code: 'service_error', status: 404, message: expect.stringContaining('`baseUrl` must be the service\'s base URL ending in /v1') });
   });
 });

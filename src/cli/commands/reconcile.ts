@@ -8,6 +8,7 @@ import { CliphookError, ReconcileError } from '../../protocol/errors.js';
 import { HEADER_DELIVERY, HEADER_EVENT, HEADER_SIGNATURE } from '../../protocol/headers.js';
 import { assertSecret, sign } from '../../protocol/signature.js';
 import { eventOfClip } from '../../receiver/reconcile.js';
+import { deadline } from '../../receiver/reconcile-deadline.js';
 import { listTerminalClips } from '../../receiver/reconcile-list.js';
 import { resolveReconcileOptions } from '../../receiver/reconcile-options.js';
 import { ExitError } from '../errors.js';
@@ -45,13 +46,14 @@ export function parseSince(text: string, now: number): number {
 }
 
 /**
- * `cliphook reconcile` (issue 30 item 2): lists the account's clips that ended since `--since` through
+ * `cliphook reconcile`: lists the account's clips that ended since `--since` through
  * GET /videos and POSTs each one's event, signed as the service signs its webhooks, to `--to`, one after
  * another; the receiver's dedupe drops what it already had. Each event's `X-Service-Delivery` is derived
  * from it (`reconcile:<event>:<clip id>`), so a second run is a duplicate even for a receiver that dedupes
  * by delivery id only. `--to` is guarded as the emitter's callback URLs are (https, no private address),
  * except that a loopback URL (http allowed) is reached for local development. Exit 0 when every event was
- * acknowledged (2xx), 1 when one was not or the listing failed, 2 for usage errors.
+ * acknowledged (2xx), 1 when one was not, a list item made no valid event (the others still go out) or the
+ * listing failed, 2 for usage errors (a plain-http `--url` off loopback among them).
  */
 export async function reconcile(options: ReconcileCommandOptions): Promise<void> {
   const { apiKey, url, to, secret } = options;
@@ -61,31 +63,41 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   if (!secret) throw new ExitError('reconcile needs --secret <secret> (or CLIPHOOK_SECRET), the signing secret', 2);
   const timeoutMs = parseTimeout(options.timeout);
   let list;
-  let target: URL;
-  let loopback: boolean;
   try {
     assertSecret(secret);
     list = resolveReconcileOptions({ apiKey, baseUrl: url });
-    loopback = isLoopback(to);
-    target = checkCallbackUrl(to, { allowPrivateNetworks: loopback });
   } catch (error) {
-    if (error instanceof TypeError || error instanceof CliphookError) throw new ExitError(error.message.replace('`baseUrl`', '--url'), 2);
+    if (error instanceof TypeError || error instanceof CliphookError) throw new ExitError(inCliWords(error.message), 2);
     throw error;
   }
+  const { target, loopback } = checkTo(to);
   const since = parseSince(options.since, Date.now());
   let clips;
+  // The library's deadlines: each GET within requestTimeout, the whole listing within runTimeout.
+  const listing = deadline(list.timers, list.runTimeout, () => new ReconcileError('run_timeout', `The listing took longer than ${list.runTimeout} ms.`));
   try {
-    clips = await listTerminalClips({ ...list, since });
+    clips = await listTerminalClips({ ...list, since, signal: listing.signal });
   } catch (error) {
-    if (error instanceof ReconcileError) throw new ExitError(`reconcile: ${error.message}`, 1);
+    if (error instanceof ReconcileError) throw new ExitError(`reconcile: ${inCliWords(error.message)}`, 1);
     throw error;
+  } finally {
+    listing.clear();
   }
   const p = palette();
   const transport = createHttpTransport({ allowPrivateNetworks: loopback, maxSockets: 1, lookup: loopback ? loopbackLookup : undefined });
-  const counts = { delivered: 0, duplicates: 0, failed: 0 };
+  const counts = { delivered: 0, duplicates: 0, failed: 0, malformed: 0 };
   try {
     for (const clip of clips) {
-      const event = eventOfClip(clip.item, Date.now());
+      let event;
+      try {
+        event = eventOfClip(clip.item, Date.now());
+      } catch (error) {
+        // The service listed something that is no event of spec 2.12: said once here, the rest still goes out.
+        counts.malformed++;
+        const completed = typeof clip.item.completed_at === 'string' ? clip.item.completed_at : '?';
+        print(`clip ${clip.id ?? '?'} completed ${completed} ${p.red(`malformed: ${(error as Error).message}`)} skipped`);
+        continue;
+      }
       const body = JSON.stringify(event);
       const deliveryId = `reconcile:${event.event}:${event.id}`;
       const headers = { 'content-type': 'application/json', [HEADER_EVENT]: event.event, [HEADER_SIGNATURE]: sign(body, secret), [HEADER_DELIVERY]: deliveryId };
@@ -109,8 +121,35 @@ export async function reconcile(options: ReconcileCommandOptions): Promise<void>
   } finally {
     transport.close();
   }
-  print(`${clips.length} clips ended since ${new Date(since).toISOString()}: ${counts.delivered} delivered, ${counts.duplicates} duplicates, ${counts.failed} failed`);
-  if (counts.failed > 0) throw new ExitError(`${counts.failed} of ${clips.length} events were not acknowledged by ${target.href}`, 1);
+  const malformed = counts.malformed > 0 ? `, ${counts.malformed} malformed` : '';
+  print(`${clips.length} clips ended since ${new Date(since).toISOString()}: ${counts.delivered} delivered, ${counts.duplicates} duplicates, ${counts.failed} failed${malformed}`);
+  const failures: string[] = [];
+  if (counts.failed > 0) failures.push(`${counts.failed} of ${clips.length - counts.malformed} events were not acknowledged by ${target.href}`);
+  if (counts.malformed > 0) failures.push(`${counts.malformed} of ${clips.length} clips made no valid event (the service's list items; see the lines above)`);
+  if (failures.length > 0) throw new ExitError(failures.join('; '), 1);
+}
+
+/** The library's option names as the command's flags. */
+function inCliWords(message: string): string {
+  return message.replaceAll('`baseUrl`', '--url');
+}
+
+/**
+ * `--to` through the emitter's callback guard, with the command's own rule in the message: the guard's
+ * way out, `allowPrivateNetworks`, is no flag of this command.
+ */
+function checkTo(to: string): { target: URL; loopback: boolean } {
+  const loopback = isLoopback(to);
+  try {
+    return { target: checkCallbackUrl(to, { allowPrivateNetworks: loopback }), loopback };
+  } catch (error) {
+    if (!(error instanceof CliphookError)) throw error;
+    const why = error.message
+      .replace(/^The callback URL/, '--to')
+      .replace(/ \(http only with `allowPrivateNetworks`\)/, '')
+      .replace(/; allow it with `allowPrivateNetworks`\.$/, '.');
+    throw new ExitError(`${why} reconcile delivers to an https URL on a public address, or to localhost or a loopback address (http allowed there).`, 2);
+  }
 }
 
 /** `localhost` or a literal loopback address: reached over http for local development (docs/cli.md). */
