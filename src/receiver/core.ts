@@ -2,7 +2,7 @@ import { WebhookHandlerError, WebhookVerificationError } from '../protocol/error
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
-import { eventKey } from './event-key.js';
+import { checkNamespace, eventKey } from './event-key.js';
 import { parseLimit } from './limit.js';
 import type { IngestOptions, IngestOutcome, ReceiverOptions, ReceiverRuntime, WebhookContext, WebhookHandler } from './receiver-types.js';
 import { reply, replyFor, type Processed, type ReceiverReply } from './replies.js';
@@ -32,6 +32,8 @@ let ownerCount = 0;
 export class ReceiverCore {
   readonly store: DeliveryStore;
   readonly limit: number;
+  /** The `namespace` option: what every event key and the reconcile cursor are kept under. */
+  readonly namespace: string | undefined;
   readonly #secrets: readonly string[];
   readonly #tolerance: number | false;
   readonly #leaseMs: number;
@@ -46,8 +48,9 @@ export class ReceiverCore {
   /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
   readonly #marking = new Set<Promise<void>>();
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile, namespace }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
+    this.namespace = checkNamespace(namespace);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
@@ -71,7 +74,7 @@ export class ReceiverCore {
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
-    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock);
+    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store, this.namespace), clock);
     if (reconcile !== undefined) this.#reconciler.start(reconcile);
   }
 
@@ -170,7 +173,7 @@ export class ReceiverCore {
     // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
     // event, so the event key catches its retries too, and a captured request replayed under a forged
     // delivery id finds its event already processed.
-    const keys = [eventKey(event)];
+    const keys = [eventKey(event, this.namespace)];
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the
