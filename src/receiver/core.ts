@@ -3,7 +3,7 @@ import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
 import { checkNamespace, eventKey } from './event-key.js';
-import { parseLimit } from './limit.js';
+import { DEFAULT_BODY_TIMEOUT, checkBodyTimeout, parseLimit } from './limit.js';
 import type { IngestOptions, IngestOutcome, ReceiverOptions, ReceiverRuntime, WebhookContext, WebhookHandler } from './receiver-types.js';
 import { reply, replyFor, type Processed, type ReceiverReply } from './replies.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource } from './verify-core.js';
@@ -32,6 +32,8 @@ let ownerCount = 0;
 export class ReceiverCore {
   readonly store: DeliveryStore;
   readonly limit: number;
+  /** The `bodyTimeout` option: how long an adapter may take to read one body, in milliseconds. */
+  readonly bodyTimeout: number;
   /** The `namespace` option: what every event key and the reconcile cursor are kept under. */
   readonly namespace: string | undefined;
   readonly #secrets: readonly string[];
@@ -48,11 +50,12 @@ export class ReceiverCore {
   /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
   readonly #marking = new Set<Promise<void>>();
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile, namespace }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', bodyTimeout = DEFAULT_BODY_TIMEOUT, leaseMs = 60_000, clock = Date.now, inbox, reconcile, namespace }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
     this.namespace = checkNamespace(namespace);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
+    this.bodyTimeout = checkBodyTimeout(bodyTimeout);
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
     if (typeof clock !== 'function') throw new TypeError(`Expected \`clock\` to be a function returning milliseconds, got ${typeof clock}.`);
     this.#leaseMs = leaseMs;
