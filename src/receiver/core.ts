@@ -142,8 +142,9 @@ export class ReceiverCore {
 
   /**
    * Hands an event that did not come as a webhook (issue 30 item 2: one `reconcile()` rebuilt from GET
-   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>`, so an
-   * event a webhook already delivered is a `'duplicate'`, and a webhook arriving after it is one too.
+   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>` (in the
+   * receiver's `namespace`), so an event a webhook already delivered is a `'duplicate'`, and a webhook
+   * arriving after it is one too.
    * `'failed'` when a handler threw (the claim is released, so a later run tries again), when the store
    * did not answer, or when the same event is being handled right now; failures reach `onError`. With an
    * inbox, `'handled'` means durably taken into it (its handlers run from there, `source: 'reconcile'`),
