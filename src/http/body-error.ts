@@ -1,8 +1,17 @@
-/** Why a request body could not be read: over the limit, or the sender left (or the socket failed) mid-body. */
+const MESSAGES = {
+  too_large: 'The body is larger than the limit.',
+  aborted: 'The request body could not be read completely.',
+  timeout: 'The request body did not arrive in time.',
+} as const;
+
+/**
+ * Why a request body could not be read: over the limit, the sender left (or the socket failed) mid-body,
+ * or the body was still arriving when the reader's deadline passed.
+ */
 export class BodyReadError extends Error {
-  readonly reason: 'too_large' | 'aborted';
-  constructor(reason: 'too_large' | 'aborted') {
-    super(reason === 'too_large' ? 'The body is larger than the limit.' : 'The request body could not be read completely.');
+  readonly reason: keyof typeof MESSAGES;
+  constructor(reason: keyof typeof MESSAGES) {
+    super(MESSAGES[reason]);
     this.name = 'BodyReadError';
     this.reason = reason;
   }

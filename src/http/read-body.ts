@@ -8,16 +8,18 @@ export { BodyReadError, isAborted } from './body-error.js';
  * The body of a Node request, capped at `limit` bytes: the receiver's and the relay's one reader.
  * `declared` is the request's Content-Length (`NaN` when there is none). A body that has already arrived
  * whole (the usual webhook: headers and body in one packet) is taken with one `read()` and comes back at
- * once; any other is streamed through raw-body. Throws or rejects with `BodyReadError`. A Content-Length
- * over the limit fails before anything is read; the rest of a refused body stays unread.
+ * once; any other is streamed through raw-body, within `timeoutMs` when given (then the stream is paused
+ * and the read rejects with `BodyReadError('timeout')`; the caller answers and closes the connection).
+ * Throws or rejects with `BodyReadError`. A Content-Length over the limit fails before anything is read;
+ * the rest of a refused body stays unread.
  *
  * raw-body alone cost the receiver about 4% of its throughput in bench/middleware.ts (an async-hooks
  * resource, five listeners, a nextTick and a copy per body), which the common case now skips.
  */
-export function readBody(req: IncomingMessage, limit: number, declared: number): Buffer | Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, declared: number, timeoutMs?: number): Buffer | Promise<Buffer> {
   if (declared > limit) throw new BodyReadError('too_large');
   if (req.destroyed) throw new BodyReadError('aborted');
-  return takeArrived(req, declared) ?? afterParser(req, limit, declared);
+  return takeArrived(req, declared) ?? afterParser(req, limit, declared, timeoutMs);
 }
 
 /**
@@ -25,9 +27,9 @@ export function readBody(req: IncomingMessage, limit: number, declared: number):
  * Node's HTTP parser emits the request at the end of the headers, before it has pushed the body; the
  * microtask runs once the parser has gone through the rest of that packet.
  */
-async function afterParser(req: IncomingMessage, limit: number, declared: number): Promise<Buffer> {
+async function afterParser(req: IncomingMessage, limit: number, declared: number, timeoutMs: number | undefined): Promise<Buffer> {
   await undefined;
-  return takeArrived(req, declared) ?? readStream(req, limit);
+  return takeArrived(req, declared) ?? readStream(req, limit, timeoutMs);
 }
 
 /**
@@ -45,13 +47,32 @@ function takeArrived(req: IncomingMessage, declared: number): Buffer | null {
   return body;
 }
 
-/** Streams the rest of the body through raw-body, with its limit, as a `BodyReadError` on failure. */
-async function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
-  try {
-    return await getRawBody(req, { limit });
-  } catch (error) {
+/**
+ * Streams the rest of the body through raw-body, with its limit, as a `BodyReadError` on failure; past
+ * `timeoutMs` the stream is paused and the read rejects with `'timeout'`. The timer is cleared whichever
+ * comes first; raw-body lets go of the stream once its connection closes.
+ */
+function readStream(req: IncomingMessage, limit: number, timeoutMs: number | undefined): Promise<Buffer> {
+  const reading = getRawBody(req, { limit }).catch((error: unknown) => {
     throw new BodyReadError((error as { type?: string }).type === 'entity.too.large' ? 'too_large' : 'aborted');
-  }
+  });
+  if (timeoutMs === undefined) return reading;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      req.pause();
+      reject(new BodyReadError('timeout'));
+    }, timeoutMs);
+    reading.then(
+      (body) => {
+        clearTimeout(timer);
+        resolve(body);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** Timers for `drainBody`: the relay passes its injected scheduler. */

@@ -21,6 +21,7 @@ export type WebhookVerificationCode =
   | 'invalid_payload'
   | 'stale_delivery'
   | 'body_too_large'
+  | 'body_timeout'
   | 'body_already_parsed';
 
 /** A webhook request that must not be processed: bad signature, malformed body, replay, too large. */

@@ -98,6 +98,8 @@ export const PROBLEM_CODES = {
   missing_delivery_id: spec(400, 'Missing X-Service-Delivery'),
   invalid_payload: spec(400, 'Payload does not match the webhook schema'),
   stale_delivery: spec(400, 'Delivery outside the replay window'),
+  // The body was still arriving when the receiver's `bodyTimeout` passed (RFC 9110 §15.5.9): sent whole, the same request succeeds.
+  body_timeout: spec(408, 'Body not received in time', true),
   body_already_parsed: spec(500, 'Body already parsed by another middleware', true),
   delivery_in_progress: spec(503, 'This delivery is still being processed', true),
   // The delivery store (Redis, say) did not answer the claim: nothing ran, so the sender's retry is safe.

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { BodyReadError, readBody } from '../http/read-body.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { tooLarge } from './limit.js';
+import { bodyTimedOut, tooLarge } from './limit.js';
 
 export { parseLimit, tooLarge } from './limit.js';
 export { FETCH_PARSED_HINT, readFetchBody } from './fetch-body.js';
@@ -10,6 +10,12 @@ export const PARSED_BODY_HINT =
   'The request body was already consumed by a body parser, so the signature cannot be checked over the raw bytes. ' +
   "Mount the webhook route before express.json(), or use express.raw({ type: 'application/json' }) on it " +
   '(NestJS: NestFactory.create(AppModule, { rawBody: true }); Next.js Pages Router: export const config = { api: { bodyParser: false } }).';
+
+/** What a body reader is held to: the receiver's `limit` (bytes) and `bodyTimeout` (milliseconds). */
+export interface BodyLimits {
+  readonly limit: number;
+  readonly bodyTimeout: number;
+}
 
 /** A Node request as Express leaves it: maybe with a body a parser already set. */
 export type NodeRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
@@ -41,13 +47,14 @@ export function wireHeaders(req: IncomingMessage): { get(name: string): string |
 }
 
 /**
- * The raw body of a Node request, capped at `limit` before anything is hashed. Takes a Buffer that
- * `express.raw()` left in `req.body` or a framework left in `req.rawBody`; fails at once, never hangs,
- * when a JSON parser already consumed the stream. A body that has already arrived whole comes back at
- * once, otherwise a promise of it, which rejects with a `BodyReadError`: map that with `bodyError`.
- * `parsedHint` is the `body_already_parsed` detail: how to fix the mount in the adapter's framework.
+ * The raw body of a Node request, capped at `limit` before anything is hashed and read within
+ * `bodyTimeout`. Takes a Buffer that `express.raw()` left in `req.body` or a framework left in
+ * `req.rawBody`; fails at once, never hangs, when a JSON parser already consumed the stream. A body that
+ * has already arrived whole comes back at once, otherwise a promise of it, which rejects with a
+ * `BodyReadError`: map that with `bodyError`. `parsedHint` is the `body_already_parsed` detail: how to
+ * fix the mount in the adapter's framework.
  */
-export function readNodeBody(req: NodeRequest, limit: number, headers = wireHeaders(req), parsedHint = PARSED_BODY_HINT): Buffer | Promise<Buffer> {
+export function readNodeBody(req: NodeRequest, { limit, bodyTimeout }: BodyLimits, headers = wireHeaders(req), parsedHint = PARSED_BODY_HINT): Buffer | Promise<Buffer> {
   const left = Buffer.isBuffer(req.body) ? req.body : Buffer.isBuffer(req.rawBody) ? req.rawBody : null;
   if (left) {
     if (left.length > limit) throw tooLarge(limit);
@@ -66,18 +73,19 @@ export function readNodeBody(req: NodeRequest, limit: number, headers = wireHead
   }
   const declared = Number(headers.get('content-length') ?? Number.NaN);
   try {
-    return readBody(req, limit, declared);
+    return readBody(req, limit, declared, bodyTimeout);
   } catch (error) {
-    throw bodyError(error, limit);
+    throw bodyError(error, { limit, bodyTimeout });
   }
 }
 
 /**
- * The receiver's error for a body over the limit (a `BodyReadError('too_large')`); anything else as it
- * is, including an aborted read, which the adapters drop without a reply (nothing is wrong with the body
- * the sender meant to send). The adapter maps a rejected read with it too, which spares a `.catch`
- * promise on every request.
+ * The receiver's error for a body over the limit (a `BodyReadError('too_large')`) or one that did not
+ * arrive within `bodyTimeout` (`'timeout'`); anything else as it is, including an aborted read, which the
+ * adapters drop without a reply (nothing is wrong with the body the sender meant to send). The adapter
+ * maps a rejected read with it too, which spares a `.catch` promise on every request.
  */
-export function bodyError(error: unknown, limit: number): unknown {
-  return error instanceof BodyReadError && error.reason === 'too_large' ? tooLarge(limit) : error;
+export function bodyError(error: unknown, { limit, bodyTimeout }: BodyLimits): unknown {
+  if (!(error instanceof BodyReadError)) return error;
+  return error.reason === 'too_large' ? tooLarge(limit) : error.reason === 'timeout' ? bodyTimedOut(bodyTimeout) : error;
 }

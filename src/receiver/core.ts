@@ -2,8 +2,8 @@ import { WebhookHandlerError, WebhookVerificationError } from '../protocol/error
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
-import { eventKey } from './event-key.js';
-import { parseLimit } from './limit.js';
+import { checkNamespace, eventKey } from './event-key.js';
+import { DEFAULT_BODY_TIMEOUT, checkBodyTimeout, parseLimit } from './limit.js';
 import type { IngestOptions, IngestOutcome, ReceiverOptions, ReceiverRuntime, WebhookContext, WebhookHandler } from './receiver-types.js';
 import { reply, replyFor, type Processed, type ReceiverReply } from './replies.js';
 import { checkTolerance, normaliseSecrets, type HeaderSource } from './verify-core.js';
@@ -32,6 +32,10 @@ let ownerCount = 0;
 export class ReceiverCore {
   readonly store: DeliveryStore;
   readonly limit: number;
+  /** The `bodyTimeout` option: how long an adapter may take to read one body, in milliseconds. */
+  readonly bodyTimeout: number;
+  /** The `namespace` option: what every event key and the reconcile cursor are kept under. */
+  readonly namespace: string | undefined;
   readonly #secrets: readonly string[];
   readonly #tolerance: number | false;
   readonly #leaseMs: number;
@@ -46,10 +50,12 @@ export class ReceiverCore {
   /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
   readonly #marking = new Set<Promise<void>>();
 
-  constructor({ secret, store, tolerance = 300, limit = '256kb', leaseMs = 60_000, clock = Date.now, inbox, reconcile }: ReceiverOptions, runtime: ReceiverRuntime) {
+  constructor({ secret, store, tolerance = 300, limit = '256kb', bodyTimeout = DEFAULT_BODY_TIMEOUT, leaseMs = 60_000, clock = Date.now, inbox, reconcile, namespace }: ReceiverOptions, runtime: ReceiverRuntime) {
     this.#secrets = normaliseSecrets(secret);
+    this.namespace = checkNamespace(namespace);
     this.#tolerance = checkTolerance(tolerance);
     this.limit = parseLimit(limit);
+    this.bodyTimeout = checkBodyTimeout(bodyTimeout);
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
     if (typeof clock !== 'function') throw new TypeError(`Expected \`clock\` to be a function returning milliseconds, got ${typeof clock}.`);
     this.#leaseMs = leaseMs;
@@ -71,7 +77,7 @@ export class ReceiverCore {
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
     }
-    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store), clock, (error, context) => this.#errors.emit(error, context, error.status));
+    this.#reconciler = new Reconciler(this, runtime.reconcileCursor(this.store, this.namespace), clock, (error, context) => this.#errors.emit(error, context, error.status));
     if (reconcile !== undefined) this.#reconciler.start(reconcile);
   }
 
@@ -139,8 +145,9 @@ export class ReceiverCore {
 
   /**
    * Hands an event that did not come as a webhook (issue 30 item 2: one `reconcile()` rebuilt from GET
-   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>`, so an
-   * event a webhook already delivered is a `'duplicate'`, and a webhook arriving after it is one too.
+   * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>` (in the
+   * receiver's `namespace`), so an event a webhook already delivered is a `'duplicate'`, and a webhook
+   * arriving after it is one too.
    * `'failed'` when a handler threw (the claim is released, so a later run tries again), when the store
    * did not answer, or when the same event is being handled right now; failures reach `onError`. With an
    * inbox, `'handled'` means durably taken into it (its handlers run from there, `source: 'reconcile'`),
@@ -173,7 +180,7 @@ export class ReceiverCore {
     // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
     // event, so the event key catches its retries too, and a captured request replayed under a forged
     // delivery id finds its event already processed.
-    const keys = [eventKey(event)];
+    const keys = [eventKey(event, this.namespace)];
     // Identifies this claim, so a request whose lease expired cannot release its successor's.
     const owner = `${(ownerPrefix ??= `${crypto.randomUUID()}:`)}${++ownerCount}`;
     // Promises are awaited only where a store or a handler returns one: every await is a turn of the

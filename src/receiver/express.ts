@@ -15,7 +15,7 @@ export function expressAdapter(receiver: ReceiverCore): NodeMiddleware {
     let result: ReceiverReply;
     try {
       const headers = wireHeaders(req);
-      let body = readNodeBody(req, receiver.limit, headers);
+      let body = readNodeBody(req, receiver, headers);
       if (!Buffer.isBuffer(body)) body = await body;
       result = await receiver.receive(body, headers);
     } catch (error) {
@@ -23,7 +23,7 @@ export function expressAdapter(receiver: ReceiverCore): NodeMiddleware {
       // claimed, no listener hears it); the connection, whose body is half read, is closed.
       if (isAborted(error)) return void res.destroy();
       try {
-        result = receiver.refuse(bodyError(error, receiver.limit));
+        result = receiver.refuse(bodyError(error, receiver));
       } catch (unexpected) {
         if (next) return next(unexpected);
         throw unexpected;

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
+import { isAborted } from '../http/body-error.js';
+import { readBody } from '../http/read-body.js';
 import { WebhookVerificationError } from '../protocol/errors.js';
-import { tooLarge, wireHeaders } from './body.js';
+import { bodyError, wireHeaders } from './body.js';
 import type { ReceiverCore, ReceiverReply } from './core.js';
 
 // Issue 32 item 1: structural types only, so the published .d.ts names no Fastify type; Fastify's own
@@ -22,13 +24,9 @@ export interface FastifyReplyLike {
 /** The part of a Fastify instance the plugin uses. */
 export interface FastifyInstanceLike {
   removeAllContentTypeParsers(): unknown;
-  addContentTypeParser(
-    contentType: string,
-    options: { parseAs: 'buffer'; bodyLimit: number },
-    parser: (request: unknown, body: Buffer, done: (error: Error | null, body?: Buffer) => void) => void,
-  ): unknown;
+  addContentTypeParser(contentType: string, parser: (request: FastifyRequestLike, payload: IncomingMessage, done: (error: Error | null, body?: Buffer) => void) => void): unknown;
   setErrorHandler(handler: (error: { code?: string; statusCode?: number }, request: FastifyRequestLike, reply: FastifyReplyLike) => unknown): unknown;
-  post(path: string, options: { bodyLimit: number }, handler: (request: FastifyRequestLike, reply: FastifyReplyLike) => unknown): unknown;
+  post(path: string, handler: (request: FastifyRequestLike, reply: FastifyReplyLike) => unknown): unknown;
 }
 
 /** Options given to `app.register(receiver.fastify(), options)`, beside Fastify's own (`prefix`, …). */
@@ -45,13 +43,18 @@ export const FASTIFY_PARSED_HINT =
   'Register receiver.fastify() as it is, without fastify-plugin, and leave request.body alone on its route.';
 
 /**
- * Adapts a receiver to Fastify as an encapsulated plugin: inside it, the only content-type parser keeps
- * every body as a Buffer within the receiver's `limit`, so the app's JSON parser stays for its other routes.
+ * Adapts a receiver to Fastify as an encapsulated plugin: inside it, the only content-type parser reads
+ * every body with the receiver's own Node reader, as a Buffer within its `limit` and `bodyTimeout`
+ * (Fastify's `requestTimeout` is 0 unless the app sets one), so the app's JSON parser stays for its other
+ * routes.
  */
 export function fastifyAdapter(receiver: ReceiverCore): FastifyReceiverPlugin {
-  const limit = receiver.limit;
+  const { limit, bodyTimeout } = receiver;
   // Bytes, not a string: Fastify would append `; charset=utf-8` to the problem's content type.
   const reply = (to: FastifyReplyLike, result: ReceiverReply) => to.code(result.status).headers(result.headers).send(Buffer.from(result.body));
+  // The refusals become the receiver's problems (its error handler below); a read the client abandoned
+  // is a 400 for the app's error handler, as Fastify's own reader makes it (Fastify then closes the connection).
+  const failed = (error: unknown): Error => (isAborted(error) ? Object.assign(error, { statusCode: 400 }) : (bodyError(error, receiver) as Error));
   const plugin: FastifyReceiverPlugin = async function cliphookReceiver(instance, options) {
     const { path = '/webhooks' } = options ?? {};
     if (typeof path !== 'string' || !path.startsWith('/')) {
@@ -59,14 +62,29 @@ export function fastifyAdapter(receiver: ReceiverCore): FastifyReceiverPlugin {
     }
     // Issue 32 item 1: only inside this plugin's context; every content type (or none) arrives as bytes.
     instance.removeAllContentTypeParsers();
-    instance.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_request, body, done) => done(null, body));
-    // Fastify refuses an oversized body before the route runs: answer it with the receiver's problem
-    // (and tell its listeners), not Fastify's generic 413; anything else goes to the app's error handler.
-    instance.setErrorHandler((error, _request, to) => {
-      if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
-      return reply(to, receiver.refuse(tooLarge(limit)));
+    instance.addContentTypeParser('*', (request, payload, done) => {
+      // A preParsing hook of the app may have replaced the stream: its length is then not the header's.
+      const declared = payload === request.raw ? Number(payload.headers['content-length'] ?? Number.NaN) : Number.NaN;
+      let body;
+      try {
+        body = readBody(payload, limit, declared, bodyTimeout);
+      } catch (error) {
+        return done(failed(error));
+      }
+      if (Buffer.isBuffer(body)) return done(null, body);
+      body.then(
+        (bytes) => done(null, bytes),
+        (error: unknown) => done(failed(error)),
+      );
     });
-    instance.post(path, { bodyLimit: limit }, async (request, to) => {
+    // A body over the limit or not read in time fails before the route runs: answer it with the
+    // receiver's problem (and tell its listeners), not Fastify's generic one; anything else goes to the
+    // app's error handler.
+    instance.setErrorHandler((error, _request, to) => {
+      if (!(error instanceof WebhookVerificationError)) throw error;
+      return reply(to, receiver.refuse(error));
+    });
+    instance.post(path, async (request, to) => {
       const body = request.body === undefined || request.body === null ? Buffer.alloc(0) : request.body;
       const result = Buffer.isBuffer(body)
         ? await receiver.receive(body, wireHeaders(request.raw))

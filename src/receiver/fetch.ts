@@ -19,7 +19,7 @@ export async function fetchAdapter(receiver: ReceiverCore, req: Request, headers
   let result: ReceiverReply;
   try {
     // `length` undefined: readFetchBody reads the Content-Length off `req` itself.
-    result = await receiver.receive(await readFetchBody(req, receiver.limit, length), headers);
+    result = await receiver.receive(await readFetchBody(req, receiver.limit, receiver.bodyTimeout, length), headers);
   } catch (error) {
     if (isAborted(error)) return new Response(null, { status: ABORTED_STATUS });
     result = receiver.refuse(error);

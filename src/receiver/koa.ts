@@ -52,7 +52,7 @@ export function koaAdapter(receiver: ReceiverCore, options: KoaReceiverOptions =
     try {
       const req = ctx.req;
       const headers = wireHeaders(req);
-      let body = readNodeBody(req, receiver.limit, headers, KOA_PARSED_HINT);
+      let body = readNodeBody(req, receiver, headers, KOA_PARSED_HINT);
       if (!Buffer.isBuffer(body)) body = await body;
       result = await receiver.receive(body, headers);
     } catch (error) {
@@ -64,7 +64,7 @@ export function koaAdapter(receiver: ReceiverCore, options: KoaReceiverOptions =
       }
       // Issue 32 item 2: answered here (and logged once by the receiver), not thrown, so Koa's error
       // handler does not log it a second time and replace the problem body with its own.
-      result = receiver.refuse(bodyError(error, receiver.limit));
+      result = receiver.refuse(bodyError(error, receiver));
     }
     ctx.status = result.status;
     ctx.set(result.headers);

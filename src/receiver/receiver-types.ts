@@ -24,11 +24,25 @@ export interface ReceiverOptions {
   /** Largest body accepted, checked before hashing. @default '256kb' */
   limit?: number | string;
   /**
+   * How long reading one request's body may take, in milliseconds, from the start of the read: past it the
+   * request is answered `408 body_timeout` and its connection closed, so a sender that stalls mid-body
+   * holds nothing open. A body that arrived with its headers never starts the timer.
+   * @default 30_000
+   */
+  bodyTimeout?: number;
+  /**
    * How long a claim holds before another request may take it over, in milliseconds: a process that
    * died mid-handler blocks its delivery no longer than this. Keep it above your slowest handler.
    * @default 60_000
    */
   leaseMs?: number;
+  /**
+   * Starts every event key (`<namespace>:e:<event>:<clip id>`) and keeps its own reconcile cursor, so
+   * receivers of different accounts (different secrets) sharing one store do not take each other's
+   * clips for duplicates. 1 to 64 of `A-Z a-z 0-9 . _ -`. Changing it forgets the dedupe history.
+   * @default undefined: keys `e:<event>:<clip id>`, one cursor per store
+   */
+  namespace?: string;
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
   /**
@@ -79,6 +93,9 @@ export interface ReceiverRuntime {
   defaultStore(clock: () => number): DeliveryStore;
   /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
   openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
-  /** Where `reconcile()` remembers how far it got: beside the store on Node (file, Redis, memory), in memory on the web. */
-  reconcileCursor(store: DeliveryStore): ReconcileCursor;
+  /**
+   * Where `reconcile()` remembers how far it got: beside the store on Node (file, Redis, memory), in memory
+   * on the web; one per `namespace` of the store.
+   */
+  reconcileCursor(store: DeliveryStore, namespace: string | undefined): ReconcileCursor;
 }

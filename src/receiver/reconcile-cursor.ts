@@ -7,14 +7,21 @@ import { FileDeliveryStore } from './file-delivery-store.js';
 import { memoryCursorFor, type ReconcileCursor } from './reconcile.js';
 import { RedisDeliveryStore } from './redis-delivery-store.js';
 
-/** The Redis mark holding the cursor (`<prefix>mark:reconcile`). */
+/** The Redis mark holding the cursor (`<prefix>mark:reconcile`, or `<prefix>mark:reconcile:<namespace>`). */
 const MARK = 'reconcile';
 
-/** The cursor kept beside `store`. */
-export function cursorFor(store: DeliveryStore): ReconcileCursor {
-  if (store instanceof FileDeliveryStore) return new FileCursor(`${store.file}.reconcile.json`);
-  if (store instanceof RedisDeliveryStore) return { read: () => store.readMark(MARK), advance: (to) => store.raiseMark(MARK, to) };
-  return memoryCursorFor(store);
+/**
+ * The cursor kept beside `store`, one per `namespace` (checked by the receiver: no '/' or ':'): without
+ * one, `<file>.reconcile.json` or the mark `reconcile`; in one, `<file>.<namespace>.reconcile.json` or
+ * the mark `reconcile:<namespace>`.
+ */
+export function cursorFor(store: DeliveryStore, namespace?: string): ReconcileCursor {
+  if (store instanceof FileDeliveryStore) return new FileCursor(namespace === undefined ? `${store.file}.reconcile.json` : `${store.file}.${namespace}.reconcile.json`);
+  if (store instanceof RedisDeliveryStore) {
+    const mark = namespace === undefined ? MARK : `${MARK}:${namespace}`;
+    return { read: () => store.readMark(mark), advance: (to) => store.raiseMark(mark, to) };
+  }
+  return memoryCursorFor(store, namespace);
 }
 
 /** Temporary files of this process, numbered: two receivers sharing a store write the same cursor file. */

@@ -46,13 +46,15 @@ export class MemoryCursor implements ReconcileCursor {
   }
 }
 
-/** Memory cursors by store: receivers sharing a store share a cursor. */
-const memoryCursors = new WeakMap<object, ReconcileCursor>();
+/** Memory cursors by store, then by namespace (`''` for none): receivers sharing a store and a namespace share a cursor. */
+const memoryCursors = new WeakMap<object, Map<string, ReconcileCursor>>();
 
-/** The memory cursor of `store`, made on first use. */
-export function memoryCursorFor(store: object): ReconcileCursor {
-  let cursor = memoryCursors.get(store);
-  if (!cursor) memoryCursors.set(store, (cursor = new MemoryCursor()));
+/** The memory cursor of `store` in `namespace`, made on first use. */
+export function memoryCursorFor(store: object, namespace?: string): ReconcileCursor {
+  let cursors = memoryCursors.get(store);
+  if (!cursors) memoryCursors.set(store, (cursors = new Map()));
+  let cursor = cursors.get(namespace ?? '');
+  if (!cursor) cursors.set(namespace ?? '', (cursor = new MemoryCursor()));
   return cursor;
 }
 

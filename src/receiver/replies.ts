@@ -54,9 +54,15 @@ export function replyFor(outcome: Processed): ReceiverReply {
   }
 }
 
-/** A problem+json reply with the spec's `code`, its `content-length` counted in bytes. */
+/**
+ * A problem+json reply with the spec's `code`, its `content-length` counted in bytes. A 408 also says
+ * `connection: close` (RFC 9110 §15.5.9): the rest of its body was never read, so the connection cannot
+ * carry another request.
+ */
 export function reply(code: ProblemCode, detail: string, options: { status?: number; retryAfter?: number } = {}): ReceiverReply {
   const body = problem(code, { detail, ...options });
   const text = JSON.stringify(body);
-  return { status: body.status, headers: { ...problemHeaders(body), 'content-length': String(encoder.encode(text).byteLength) }, body: text };
+  const headers: Record<string, string> = { ...problemHeaders(body), 'content-length': String(encoder.encode(text).byteLength) };
+  if (body.status === 408) headers.connection = 'close';
+  return { status: body.status, headers, body: text };
 }

@@ -16,7 +16,9 @@ async function start(receiver: WebhookReceiver, rawBody = true): Promise<Mounted
 }
 
 describe('receiver.express() in a NestJS controller', () => {
-  frameworkChecks((receiver) => start(receiver));
+  // Nest's body parser (rawBody: true) reads the body before the controller calls the receiver, so the
+  // receiver's bodyTimeout never starts there: Node's server.requestTimeout bounds that read (docs/receiver.md).
+  frameworkChecks((receiver) => start(receiver), { stall: false });
 
   it('fails with 500 body_already_parsed naming rawBody: true, logged once, when the app was created without it', async () => {
     const receiver = newReceiver();

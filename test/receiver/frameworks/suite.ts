@@ -1,6 +1,6 @@
-import type { AddressInfo, Server } from 'node:net';
+import { connect, type AddressInfo, type Server } from 'node:net';
 import { expect, it, vi } from 'vitest';
-import { MemoryDeliveryStore, createReceiver, createTestWebhook, type VideoCompletedEvent, type WebhookContext, type WebhookReceiver } from '../../../src/index.js';
+import { MemoryDeliveryStore, createReceiver, createTestWebhook, type ReceiverOptions, type VideoCompletedEvent, type WebhookContext, type WebhookReceiver } from '../../../src/index.js';
 
 // Issue 32: the same five checks in every framework, each against the real framework on 127.0.0.1:0.
 
@@ -20,8 +20,14 @@ export interface Answer {
   body: Record<string, unknown> | null;
 }
 
-export function newReceiver(): WebhookReceiver {
-  return createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), limit: LIMIT });
+/**
+ * The body deadline of the stalled-body check: real time, since the framework's own socket and parser
+ * run on real timers; short, so the check stays fast, and far above what a local body takes.
+ */
+export const STALL_BODY_TIMEOUT = 200;
+
+export function newReceiver(options: Partial<ReceiverOptions> = {}): WebhookReceiver {
+  return createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), limit: LIMIT, ...options });
 }
 
 export async function post(url: string, body: BodyInit, headers: Record<string, string>): Promise<Answer> {
@@ -64,13 +70,68 @@ export function chunkedOversized(): ReadableStream<Uint8Array> {
   });
 }
 
+export interface StalledAnswer extends Answer {
+  /** The server closed the connection after answering. */
+  closed: boolean;
+}
+
 /**
- * The checks every adapter passes: a signed webhook, a duplicate, a bad signature, and an oversized body
- * (declared, and streamed when `chunked`). The parsed-body mistake differs per framework: each file has its own.
+ * Sends a webhook's headers and the first byte of its body over a raw socket, then nothing more: with a
+ * Content-Length, or chunked (one chunk of one byte). Resolves with the answer once the server closes
+ * the connection, or with what came by `giveUpMs` (then `closed: false`).
  */
-export function frameworkChecks(mount: (receiver: WebhookReceiver) => Promise<Mounted>, { chunked = true } = {}): void {
-  async function withMounted(run: (mounted: Mounted, receiver: WebhookReceiver) => Promise<void>): Promise<void> {
-    const receiver = newReceiver();
+export async function stallAfterOneByte(url: string, body: string, headers: Record<string, string>, { chunked = false, giveUpMs = 5000 } = {}): Promise<StalledAnswer> {
+  const { hostname, port, pathname } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const framing = chunked ? 'transfer-encoding: chunked\r\n' : `content-length: ${Buffer.byteLength(body)}\r\n`;
+  socket.write(`POST ${pathname} HTTP/1.1\r\nhost: ${hostname}:${port}\r\n${framing}${head}\r\n${chunked ? `1\r\n${body[0]}\r\n` : body[0]}`);
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => void chunks.push(chunk));
+  const closed = await new Promise<boolean>((resolve) => {
+    const giveUp = setTimeout(() => resolve(false), giveUpMs);
+    socket.once('close', () => {
+      clearTimeout(giveUp);
+      resolve(true);
+    });
+    socket.once('error', () => undefined);
+  });
+  socket.destroy();
+  const text = Buffer.concat(chunks).toString('utf8');
+  const [top = '', ...rest] = text.split('\r\n\r\n');
+  const [statusLine = '', ...fields] = top.split('\r\n');
+  const field = (name: string) => fields.find((line) => line.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? null;
+  let payload = rest.join('\r\n\r\n');
+  // Some servers (Next.js) send the answer chunked: join the chunks' data.
+  if (field('transfer-encoding') === 'chunked') {
+    let joined = '';
+    for (let at = 0; ; ) {
+      const size = Number.parseInt(payload.slice(at, payload.indexOf('\r\n', at)), 16);
+      if (!(size > 0)) break;
+      const start = payload.indexOf('\r\n', at) + 2;
+      joined += payload.slice(start, start + size);
+      at = start + size + 2;
+    }
+    payload = joined;
+  }
+  let parsed: Record<string, unknown> | null = null;
+  try {
+    parsed = JSON.parse(payload) as Record<string, unknown>;
+  } catch {
+    // Not JSON (or nothing came): left null, which the assertions show.
+  }
+  return { status: Number(statusLine.split(' ')[1] ?? 0), contentType: field('content-type'), body: parsed, closed };
+}
+
+/**
+ * The checks every adapter passes: a signed webhook, a duplicate, a bad signature, an oversized body
+ * (declared, and streamed when `chunked`), and a body that stalls after one byte (with a Content-Length,
+ * and chunked when `chunked`), unless `stall` is false: where the framework's own parser reads the body
+ * before the receiver is called. The parsed-body mistake differs per framework: each file has its own.
+ */
+export function frameworkChecks(mount: (receiver: WebhookReceiver) => Promise<Mounted>, { chunked = true, stall = true } = {}): void {
+  async function withMounted(run: (mounted: Mounted, receiver: WebhookReceiver) => Promise<void>, options: Partial<ReceiverOptions> = {}): Promise<void> {
+    const receiver = newReceiver(options);
     const mounted = await mount(receiver);
     try {
       await run(mounted, receiver);
@@ -133,4 +194,26 @@ export function frameworkChecks(mount: (receiver: WebhookReceiver) => Promise<Mo
       expect((await post(url, good.body, good.headers)).status).toBe(200);
       expect(handler).toHaveBeenCalledTimes(1);
     }));
+
+  it.runIf(stall)('answers a body that stalls after one byte 408 body_timeout as problem+json once `bodyTimeout` passes, and closes the connection', () =>
+    withMounted(
+      async ({ url }, receiver) => {
+        const handler = vi.fn();
+        const heard: string[] = [];
+        receiver.onAny(handler);
+        receiver.onError((error) => void heard.push(error.code));
+        const hook = createTestWebhook('video.completed', { secret: SECRET });
+        const framings = chunked ? [false, true] : [false];
+        for (const framing of framings) {
+          const answer = await stallAfterOneByte(url, hook.body, hook.headers, { chunked: framing });
+          expect(answer).toMatchObject({ status: 408, contentType: 'application/problem+json', body: { code: 'body_timeout', status: 408 }, closed: true });
+        }
+        expect(handler).not.toHaveBeenCalled();
+        expect(heard).toEqual(framings.map(() => 'body_timeout'));
+        // The server still takes the next webhook, whole, within the same deadline.
+        expect((await post(url, hook.body, hook.headers)).status).toBe(200);
+        expect(handler).toHaveBeenCalledTimes(1);
+      },
+      { bodyTimeout: STALL_BODY_TIMEOUT },
+    ));
 }
