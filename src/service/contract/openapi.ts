@@ -7,7 +7,8 @@ import { faultRuleNames } from '../testing/fault-check.js';
 import { FaultActionProblem, FaultMatchOperation, FaultMatchPath } from '../testing/contract/test-helpers.js';
 
 /**
- * The OpenAPI 3.1 document of the service, made from `routes.ts` alone: zod 4 writes JSON Schema 2020-12,
+ * The OpenAPI 3.1 document of the service, made from `routes.ts` (and the closed lists of a fault rule that
+ * `testing/fault-check.ts` makes from them): zod 4 writes JSON Schema 2020-12,
  * which is OpenAPI 3.1's own dialect, so every schema goes in as it is. Served at GET /v1/openapi.json and
  * written by `cliphook openapi`.
  */
@@ -35,13 +36,16 @@ const HEADERS: Record<string, Json> = {
   'Content-Disposition': { description: 'attachment, with download=1.', schema: { type: 'string' } },
 };
 
+let closed: Map<z.ZodType, readonly string[]> | undefined;
+
 /**
  * The closed lists the contract writes as patterns, because they are made from the routes, which are made
- * from the contract: the document gives each as the enum it is.
+ * from the contract: the document gives each as the enum it is. Made once (the routes do not change).
  */
 function closedLists(): Map<z.ZodType, readonly string[]> {
+  if (closed) return closed;
   const names = faultRuleNames();
-  return new Map<z.ZodType, readonly string[]>([[FaultMatchOperation, names.operations], [FaultMatchPath, names.paths], [FaultActionProblem, names.problems]]);
+  return (closed = new Map<z.ZodType, readonly string[]>([[FaultMatchOperation, names.operations], [FaultMatchPath, names.paths], [FaultActionProblem, names.problems]]));
 }
 
 /** What zod's JSON Schema writer is told: a closed list is an enum, not its pattern. */
