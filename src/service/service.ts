@@ -11,7 +11,7 @@ import { Gate, RATE_LIMIT, RateLimiter } from './core/gate.js';
 import { Idempotency, type IdempotencyRow } from './core/idempotency.js';
 import { MediaSigner } from './core/media-signer.js';
 import { openShared, type SharedRecords } from './core/redis/shared.js';
-import { removeOwnedRows } from './core/owned-rows.js';
+import { OwnedRows } from './core/owned-rows.js';
 import { ServiceStore } from './core/store.js';
 import type { Row } from './core/table.js';
 import { checkOptions, DEFAULT_BALANCE, DEFAULT_FILE, serviceEmitter, type ServiceOptions } from './options.js';
@@ -187,20 +187,15 @@ export class Service {
     this.faultRules = new FaultRules({ now, accountExists: (id) => this.accounts.get(id) !== undefined });
     this.faults = new FaultRuleCommands(this.faultRules);
     this.webhookChaos = new WebhookChaosCommands(this.accounts);
+    const owned = new OwnedRows(store, TABLES);
     this.testAccounts = new TestAccountCommands({
       accounts: this.accounts,
       startingBalance: () => options.balance ?? DEFAULT_BALANCE,
       // Issue 29 item 8: an account deleted takes all it owns; its files go once that is saved.
+      // Its rows are found by the owner indexes, so the cost is its own rows; its timers go with them.
       owned: (id) => {
-        const files = [
-          ...[...store.table('image_job').values()].filter((job) => job.accountId === id).map((job) => imageFiles.purge(job)),
-          ...[...store.table('asset').values()].filter((asset) => asset.accountId === id).map((asset) => this.assets.drop(asset)),
-        ];
-        removeOwnedRows(store as never, TABLES, id);
-        // Its clips', moderations' and jobs' timers stop (the indexes followed the rows by themselves).
-        lifecycle.resync();
-        assets.resync();
-        jobs.resync();
+        const files = [...owned.of('image_job', id).map((job) => imageFiles.purge(job)), ...owned.of('asset', id).map((asset) => this.assets.drop(asset))];
+        owned.remove(id);
         return () => files.forEach((remove) => remove());
       },
       commit: () => store.commit(),

@@ -231,13 +231,7 @@ function requestConsent(consents: SubjectConsent[]): SubjectConsent {
   return 'no_real_person';
 }
 
-/** One of the caller's made images, by its id. */
+/** One of the caller's made images, by its id: the jobs' index by image, so its cost is the one job that holds it. */
 function madeImage(ctx: ToolContext, imageId: number): ImageItem | undefined {
-  // Only the caller's own jobs (the index by account): the cost does not grow with other accounts' jobs.
-  for (const job of ctx.parts.state.images.list(ctx.caller.account.id, { limit: Number.MAX_SAFE_INTEGER, before: null })) {
-    if (job.imagesDeleted) continue;
-    const image = job.images.find((item) => item.id === imageId);
-    if (image) return image;
-  }
-  return undefined;
+  return ctx.parts.state.images.image(ctx.caller.account.id, imageId);
 }

@@ -191,8 +191,19 @@ export const ImageRequest = ImageFields.superRefine((input, ctx) => {
   command(input, (path, message, code, extra) => ctx.addIssue({ code: 'custom', path, message, params: cross(code, extra) }));
 })
   .transform((input) => command(input, () => undefined)!)
-  // Issue 29 item 14: "fields go with a template" as JSON Schema too (null is absent, as `command` reads it).
-  .meta({ if: { required: ['fields'], properties: { fields: { type: 'object' } } }, then: { required: ['template'], properties: { template: { type: 'string' } } } });
+  // The cross-field rules as JSON Schema too, so a validator of the document takes what the service takes
+  // (null is absent, as `command` reads it): fields go with a template; and a description or its alias
+  // with something besides white space, a template or a character, else 400 missing_input (spec 4.7).
+  .meta({
+    if: { required: ['fields'], properties: { fields: { type: 'object' } } },
+    then: { required: ['template'], properties: { template: { type: 'string' } } },
+    anyOf: [
+      { required: ['description'], properties: { description: { type: 'string', pattern: '\\S' } } },
+      { required: ['prompt'], properties: { prompt: { type: 'string', pattern: '\\S' } } },
+      { required: ['template'], properties: { template: { type: 'string' } } },
+      { required: ['type'], properties: { type: { const: 'character' } } },
+    ],
+  });
 export type ImageRequestInput = z.input<typeof ImageRequest>;
 
 const SCRIPTS = ['Cyrillic', 'Greek', 'Hebrew', 'Devanagari', 'Bengali', 'Tamil', 'Thai', 'Hangul', 'Hiragana', 'Katakana', 'Armenian', 'Georgian', 'Ethiopic'];

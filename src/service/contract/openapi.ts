@@ -2,10 +2,13 @@ import { z } from 'zod';
 import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
 import { IdempotencyKey, Problem } from './common.js';
 import { API_VERSION, LIMITS } from './limits.js';
-import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
+import { bodyOptional, commonProblems, ROUTES, type RouteSpec } from './routes.js';
+import { faultRuleNames } from '../testing/fault-check.js';
+import { FaultActionProblem, FaultMatchOperation, FaultMatchPath } from '../testing/contract/test-helpers.js';
 
 /**
- * The OpenAPI 3.1 document of the service, made from `routes.ts` alone: zod 4 writes JSON Schema 2020-12,
+ * The OpenAPI 3.1 document of the service, made from `routes.ts` (and the closed lists of a fault rule that
+ * `testing/fault-check.ts` makes from them): zod 4 writes JSON Schema 2020-12,
  * which is OpenAPI 3.1's own dialect, so every schema goes in as it is. Served at GET /v1/openapi.json and
  * written by `cliphook openapi`.
  */
@@ -32,6 +35,34 @@ const HEADERS: Record<string, Json> = {
   'Accept-Ranges': { description: 'bytes', schema: { type: 'string' } },
   'Content-Disposition': { description: 'attachment, with download=1.', schema: { type: 'string' } },
 };
+
+let closed: Map<z.ZodType, readonly string[]> | undefined;
+
+/**
+ * The closed lists the contract writes as patterns, because they are made from the routes, which are made
+ * from the contract: the document gives each as the enum it is. Made once (the routes do not change).
+ */
+function closedLists(): Map<z.ZodType, readonly string[]> {
+  if (closed) return closed;
+  const names = faultRuleNames();
+  return (closed = new Map<z.ZodType, readonly string[]>([[FaultMatchOperation, names.operations], [FaultMatchPath, names.paths], [FaultActionProblem, names.problems]]));
+}
+
+/** What zod's JSON Schema writer is told: a closed list is an enum, not its pattern. */
+function writerOptions(io: 'input' | 'output') {
+  const lists = closedLists();
+  return {
+    target: TARGET,
+    io,
+    unrepresentable: 'any' as const,
+    override: ({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSchema: Json }) => {
+      const values = lists.get(zodSchema as z.ZodType);
+      if (!values) return;
+      delete jsonSchema.pattern;
+      jsonSchema.enum = [...values];
+    },
+  };
+}
 
 /** The name of a route's request body schema in the components. */
 const bodyName = (route: RouteSpec) => `${route.operationId[0]!.toUpperCase()}${route.operationId.slice(1)}Request`;
@@ -134,7 +165,7 @@ function operation(route: RouteSpec): Json {
     };
   }
   const body = route.body
-    ? { required: true, content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}${idOf(route.body) ?? bodyName(route)}` } } } }
+    ? { required: !bodyOptional(route.body), content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}${idOf(route.body) ?? bodyName(route)}` } } } }
     : route.multipart
       ? { required: true, content: { 'multipart/form-data': { schema: { $ref: `${SCHEMA_REF}${idOf(route.multipart) ?? bodyName(route)}` }, encoding: { file: { contentType: 'image/jpeg, image/png, image/webp, image/gif, image/heic' } } } } }
       : undefined;
@@ -181,7 +212,7 @@ function components(routes: readonly RouteSpec[]): Record<string, Json> {
   }
   const schemas: Record<string, Json> = {};
   for (const [registry, io] of [[outputs, 'output'], [inputs, 'input']] as const) {
-    const written = z.toJSONSchema(registry, { target: TARGET, io, uri: (id) => `${SCHEMA_REF}${id}`, unrepresentable: 'any' }) as { schemas: Record<string, Json> };
+    const written = z.toJSONSchema(registry, { ...writerOptions(io), uri: (id) => `${SCHEMA_REF}${id}` }) as { schemas: Record<string, Json> };
     for (const [id, schema] of Object.entries(written.schemas)) schemas[id] = tidy(schema, io === 'input');
   }
   return Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
@@ -189,7 +220,7 @@ function components(routes: readonly RouteSpec[]): Record<string, Json> {
 
 /** A schema inline (a parameter's); `safeBounds` keeps the integer bounds a request is refused beyond. */
 function schemaOf(schema: z.ZodType, io: 'input' | 'output', safeBounds = false): Json {
-  return tidy(z.toJSONSchema(schema, { target: TARGET, io, unrepresentable: 'any' }) as Json, safeBounds);
+  return tidy(z.toJSONSchema(schema, writerOptions(io)) as Json, safeBounds);
 }
 
 /** The schemas with an `id` inside `schema`, itself included. */

@@ -251,6 +251,14 @@ export function routeOf<const Id extends OperationId>(operationId: Id): Extract<
   return ROUTES.find((route) => route.operationId === operationId) as Extract<Route, { operationId: Id }>;
 }
 
+/**
+ * Whether a JSON body may be left out: a body schema that takes `{}` (every member optional), as which the
+ * service reads a request without a body (`runner/steps.ts`); the document marks the others required.
+ */
+export function bodyOptional(body: z.ZodType): boolean {
+  return body.safeParse({}).success;
+}
+
 /** The problems every route of `auth` can answer, besides its own (spec 4, 5 and 7). */
 export function commonProblems(route: RouteSpec): ProblemCode[] {
   const codes: ProblemCode[] = [];

@@ -63,7 +63,10 @@ function matchOf(template: Template, path: readonly string[]): Record<string, st
 
 /** A request target as the router reads it: its path, whether it needs no decoding, and its query. */
 export interface RequestTarget {
-  /** The path as the WHATWG URL parser gives it (dot segments resolved, characters percent-encoded). */
+  /**
+   * The path as the WHATWG URL parser gives it (dot segments resolved, characters percent-encoded), with its
+   * percent-encodings normalised (`normalisePercentEncoding`): what the router matches and a run fingerprints.
+   */
   path: string;
   /** Nothing in the path to decode: its segments are as written. */
   plain: boolean;
@@ -83,8 +86,28 @@ export function requestTarget(target: string): RequestTarget | null {
   if (isPlainPath(target)) return { path: target, plain: true, query: NO_QUERY };
   const url = parseUrl(target, 'http://service.invalid');
   if (!url) return null;
-  return { path: url.pathname, plain: false, query: () => Object.fromEntries(url.searchParams) };
+  return { path: normalisePercentEncoding(url.pathname), plain: false, query: () => Object.fromEntries(url.searchParams) };
 }
+
+/**
+ * A path's percent-encodings as RFC 3986 §6.2.2 compares them: an unreserved character (§2.3: ALPHA, DIGIT,
+ * `-`, `.`, `_`, `~`) encoded is the character itself (§6.2.2.2), and the rest are written with upper-case
+ * hex (§6.2.2.1). So `/v1/%76ideos` is `/v1/videos` to the router and to an Idempotency-Key's fingerprint.
+ * Only unreserved characters are decoded, none of which is `%` or `/`: a segment never decodes twice, nor splits.
+ * @example normalisePercentEncoding('/v1/%76ideos/a%2fb') // '/v1/videos/a%2Fb'
+ */
+export function normalisePercentEncoding(path: string): string {
+  if (!path.includes('%')) return path;
+  return path.replace(PERCENT_ENCODED, (_, hex: string) => {
+    const code = Number.parseInt(hex, 16);
+    return isUnreserved(code) ? String.fromCharCode(code) : `%${hex.toUpperCase()}`;
+  });
+}
+
+const PERCENT_ENCODED = /%([0-9A-Fa-f]{2})/g;
+
+const isUnreserved = (code: number): boolean =>
+  (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e;
 
 /** `/` then letters, digits, `_`, `-` and slashes, never two slashes in a row (`//host` is another origin). */
 function isPlainPath(target: string): boolean {

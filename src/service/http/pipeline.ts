@@ -61,7 +61,7 @@ class HttpRequest extends NodeResponseSide implements RunRequest {
     readonly query: Record<string, string>,
     readonly req: IncomingMessage,
     res: ServerResponse,
-    /** The router's path (the URL parser's: dot segments resolved, so `/v1/./videos` fingerprints and names its problems as `/v1/videos`; percent-encoding is kept as sent). */
+    /** The router's path (the URL parser's, dot segments resolved, with its percent-encodings normalised: `/v1/./videos` and `/v1/%76ideos` fingerprint and name their problems as `/v1/videos`). */
     readonly path: string,
   ) {
     super(res);

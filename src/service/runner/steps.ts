@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/common.js';
 import { LIMITS } from '../contract/limits.js';
 import { refusalOf, ServiceError } from '../contract/problems.js';
-import type { RouteSpec } from '../contract/routes.js';
+import { bodyOptional, type RouteSpec } from '../contract/routes.js';
 import { rateLimitHeaders, type Admitted, type Caller, type Gate, type Identified } from '../core/gate.js';
 import { fingerprint, type Idempotency } from '../core/idempotency.js';
 import { tokenHash } from '../core/redis/client.js';
@@ -178,7 +178,7 @@ export function parseInput(): Step<GateRun> {
     if (json.ok) run.exchange.body = json.value;
     if (!json.ok) throw json.error;
     // No body at all where every member is optional (POST /test_helpers/accounts) is the empty object.
-    const value = json.value === undefined && schema.safeParse({}).success ? {} : json.value;
+    const value = json.value === undefined && bodyOptional(schema) ? {} : json.value;
     run.input = { params, query, body: parse(schema, value, run.route, 'invalid_json') };
     return next();
   };

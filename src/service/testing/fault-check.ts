@@ -17,6 +17,24 @@ export function faultableRoutes(routes: readonly RouteSpec[] = ROUTES): RouteSpe
   return routes.filter((route) => route.tag !== 'Test helpers');
 }
 
+/**
+ * What a fault rule may name, as closed lists: the operationIds and path templates of the routes it may
+ * match, the assistant tools that perform one of them, and the codes one of them can answer. The document
+ * writes them as the enums of `match.operation`, `match.path` and `action.problem`; `checkFaultRule`
+ * refuses a name outside them (and a code the matched routes cannot all answer).
+ * @example faultRuleNames().paths // ['/v1/videos', '/v1/videos/batch', '/v1/videos/{id}', …]
+ */
+export function faultRuleNames(routes: readonly RouteSpec[] = ROUTES): { operations: string[]; paths: string[]; problems: ProblemCode[] } {
+  const faultable = faultableRoutes(routes);
+  const operations = faultable.map((route) => route.operationId);
+  const tools = Object.entries(ASSISTANT_TOOLS).filter(([, performs]) => operations.includes(performs)).map(([tool]) => tool);
+  return {
+    operations: [...operations, ...tools],
+    paths: [...new Set(faultable.map((route) => route.path))],
+    problems: [...new Set(faultable.flatMap((route) => [...answerableCodes(route)]))].sort(),
+  };
+}
+
 /** The 400 `invalid_parameter` of a rule, naming the member at fault and, where known, what it may be. */
 export const refuse = (parameter: string, detail: string, allowed?: readonly unknown[]) =>
   new ServiceError('invalid_parameter', detail, { extra: { parameter, ...(allowed ? { allowed_values: allowed } : {}) } });
@@ -30,16 +48,16 @@ export const refuse = (parameter: string, detail: string, allowed?: readonly unk
  */
 export function checkFaultRule(input: Pick<FaultRuleInput, 'match' | 'action'>, routes: readonly RouteSpec[] = ROUTES): RouteSpec[] {
   const faultable = faultableRoutes(routes);
+  const names = faultRuleNames(routes);
   const { operation, method, path } = input.match;
   let selected: RouteSpec[];
   if (operation !== undefined) {
     // Issue 31 item 2: an assistant tool is faulted as the operation it performs (its codes), on /mcp only.
     const performs = isAssistantTool(operation) ? ASSISTANT_TOOLS[operation] : operation;
     selected = faultable.filter((route) => route.operationId === performs);
-    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper, or an assistant tool.`, [...faultable.map((route) => route.operationId), ...Object.keys(ASSISTANT_TOOLS)]);
+    if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper, or an assistant tool.`, names.operations);
   } else {
-    const paths = [...new Set(faultable.map((route) => route.path))];
-    if (path !== undefined && !paths.includes(path)) throw refuse('match.path', `No path template ${path} to fault: use one of the document's paths, as /v1/videos/{id}.`, paths);
+    if (path !== undefined && !names.paths.includes(path)) throw refuse('match.path', `No path template ${path} to fault: use one of the document's paths, as /v1/videos/{id}.`, names.paths);
     selected = faultable.filter((route) => (method === undefined || route.method === method) && (path === undefined || route.path === path));
     if (selected.length === 0) {
       const methods = faultable.filter((route) => route.path === path).map((route) => route.method);

@@ -39,6 +39,36 @@ describe('assistant tools', () => {
     expect(account.data.assistant).toMatchObject({ daily_limit: 30, used_today: 12, remaining_today: 18, running_clips: 0 });
   });
 
+  it('create_clip reads only the image job that holds the image it names, however many jobs its account has', async () => {
+    const started = await start({ fetchImage: async () => ({ ok: true }) });
+    await topUpOnce(started);
+    const client = await connect(started);
+    const image = await advanceWhile(started, call(client, 'create_image', { description: 'a lighthouse at dusk', max_credits: 2 }), 5_000);
+    const imageId = (image.data.images as Array<{ id: number }>)[0]!.id;
+    const jobs = started.service.store.table('image_job');
+    const made = jobs.get(image.data.id as number)!;
+    // 200 later jobs of the same account, each counting the reads of its images (the made job too).
+    const read = new Set<number>();
+    const counted = (job: typeof made) => {
+      const images = job.images;
+      return Object.defineProperty({ ...job }, 'images', { enumerable: true, get: () => (read.add(job.id), images) });
+    };
+    await started.service.store.unit(() => {
+      jobs.put(counted(made));
+      for (let i = 1; i <= 200; i++) {
+        const id = started.service.store.nextId('image_job');
+        jobs.put(counted({ ...made, id, images: made.images.map((item) => ({ ...item, id: 1_000_000 + i, token: `other-${i}`, thumbToken: `other-thumb-${i}` })) }));
+      }
+    });
+    read.clear();
+    const clip = await call(client, 'create_clip', { image_ids: [imageId], prompt: 'waves', max_credits: 10 });
+    expect(clip.isError).toBe(false);
+    expect([...read]).toEqual([made.id]);
+    read.clear();
+    expect(await call(client, 'create_clip', { image_ids: [999], max_credits: 10 })).toMatchObject({ isError: true, error: { error: 'invalid_image_id' } });
+    expect([...read]).toEqual([]);
+  });
+
   it('create_clip_from_effect charges the effect\'s base price; unknown effects are refused', async () => {
     const started = await start();
     await topUpOnce(started);

@@ -13,7 +13,10 @@ import type { z } from 'zod';
 import { ImageRequest } from '../../../src/service/contract/images.js';
 import { openApiDocument } from '../../../src/service/contract/openapi.js';
 import { parseOrThrow, ServiceError } from '../../../src/service/contract/problems.js';
-import { routeOf, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
+import { commonProblems, routeOf, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
+import { ASSISTANT_TOOL_NAMES } from '../../../src/service/contract/assistant.js';
+import type { ProblemCode } from '../../../src/protocol/problem.js';
+import { checkFaultRule } from '../../../src/service/testing/fault-check.js';
 import { FaultRuleRequest } from '../../../src/service/testing/contract/test-helpers.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 
@@ -144,6 +147,68 @@ describe('the rules the document once stated only in words, as schema (issue 29 
     for (const [body, expected] of cases) {
       expect(answered(ImageRequest, body), JSON.stringify(body)).toBe(expected);
       expect(documented('CreateImageRequest', body), JSON.stringify(body)).toBe(expected === 'ok');
+    }
+  });
+
+  it('an image needs a description (or its alias prompt), a template or a character: {} fails the document as the service refuses it, missing_input', () => {
+    const cases: Array<[unknown, string]> = [
+      [{}, 'missing_input'],
+      [{ description: null, prompt: null, template: null }, 'missing_input'],
+      [{ description: '  \n ' }, 'missing_input'],
+      [{ quality: 'hd', count: 4 }, 'missing_input'],
+      [{ type: 'image' }, 'missing_input'],
+      [{ description: 'a fox' }, 'ok'],
+      [{ prompt: 'a fox' }, 'ok'],
+      [{ description: '  ', prompt: 'a fox' }, 'invalid_parameter prompt'],
+      [{ template: 'poster', fields: { headline: 'Grand opening' } }, 'ok'],
+      [{ type: 'character', character: { age: '26-35', style: 'photo' } }, 'ok'],
+    ];
+    for (const [body, expected] of cases) {
+      expect(answered(ImageRequest, body), JSON.stringify(body)).toBe(expected);
+      // A refusal other than missing_input is the service's alone (two members that disagree).
+      if (!expected.startsWith('invalid_parameter')) expect(documented('CreateImageRequest', body), JSON.stringify(body)).toBe(expected === 'ok');
+    }
+  });
+
+  it("a fault rule's match.operation, match.path and action.problem are closed lists: enums of what a rule may name, each taken by the service", () => {
+    const rule = (schemas.CreateFaultRuleRequest as { properties: Record<string, { properties: Record<string, Record<string, unknown>> }> }).properties;
+    const operation = rule.match!.properties.operation!;
+    const path = rule.match!.properties.path!;
+    const problem = rule.action!.properties.problem!;
+    for (const member of [operation, path, problem]) {
+      expect(member.pattern).toBeUndefined();
+      expect(Array.isArray(member.enum) && member.enum.length > 0).toBe(true);
+    }
+    const faultable = (ROUTES as readonly RouteSpec[]).filter((route) => route.tag !== 'Test helpers');
+    expect([...(operation.enum as string[])].sort()).toEqual([...faultable.map((route) => route.operationId), ...ASSISTANT_TOOL_NAMES].sort());
+    expect([...(path.enum as string[])].sort()).toEqual([...new Set(faultable.map((route) => route.path))].sort());
+    expect(problem.enum).toEqual(expect.arrayContaining(['upstream_busy', 'not_found', 'insufficient_credits', 'rate_limit_exceeded']));
+    // Every value listed is one the service takes, and one outside the lists is refused by both.
+    for (const name of operation.enum as string[]) expect(() => checkFaultRule({ match: { operation: name }, action: { delay_ms: 1 } }), name).not.toThrow();
+    for (const name of path.enum as string[]) expect(() => checkFaultRule({ match: { path: name }, action: { delay_ms: 1 } }), name).not.toThrow();
+    for (const code of problem.enum as ProblemCode[]) {
+      const route = faultable.find((each) => each.problems.includes(code) || commonProblems(each).includes(code))!;
+      expect(() => checkFaultRule({ match: { operation: route.operationId }, action: { problem: code } }), code).not.toThrow();
+    }
+    for (const [body, parameter] of [
+      [{ match: { operation: 'getVideos' }, action: { delay_ms: 1 } }, 'match.operation'],
+      [{ match: { operation: 'createTestAccount' }, action: { delay_ms: 1 } }, 'match.operation'],
+      [{ match: { path: '/v1/videos/7' }, action: { delay_ms: 1 } }, 'match.path'],
+      [{ match: { operation: 'getVideo' }, action: { problem: 'no_such_code' } }, 'action.problem'],
+    ] as const) {
+      expect(documented('CreateFaultRuleRequest', body), JSON.stringify(body)).toBe(false);
+      expect(() => checkFaultRule(parseOrThrow(FaultRuleRequest, body)), JSON.stringify(body)).toThrow(expect.objectContaining({ code: 'invalid_parameter', extra: expect.objectContaining({ parameter }) }));
+    }
+  });
+
+  it('marks a request body required exactly where the service refuses a request without one: POST /test_helpers/accounts takes none', () => {
+    const requestBody = (route: RouteSpec) => (doc.paths[route.path]![route.method.toLowerCase()] as { requestBody?: { required?: boolean } }).requestBody;
+    expect(requestBody(routeOf('createTestAccount'))?.required ?? false).toBe(false);
+    expect(requestBody(routeOf('createImage'))?.required).toBe(true);
+    expect(requestBody(routeOf('createFaultRule'))?.required).toBe(true);
+    for (const route of (ROUTES as readonly RouteSpec[]).filter((each) => each.body)) {
+      // The service reads a request without a body as {} (runner/steps.ts): what it takes, the document must.
+      expect(requestBody(route)?.required ?? false, route.operationId).toBe(!route.body!.safeParse({}).success);
     }
   });
 

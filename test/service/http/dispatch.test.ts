@@ -78,7 +78,12 @@ describe('the router (issue 29 item 12)', () => {
 });
 
 describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
-  /** What the router read before: the WHATWG URL parser's path, decoded segments and query. */
+  /** RFC 3986 §6.2.2: an encoded unreserved character is the character; other encodings in upper-case hex. */
+  const normalised = (path: string) => path.replace(/%[0-9a-f]{2}/gi, (encoded) => {
+    const char = String.fromCharCode(Number.parseInt(encoded.slice(1), 16));
+    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : encoded.toUpperCase();
+  });
+  /** What the router reads: the WHATWG URL parser's path (its encodings normalised), decoded segments and query. */
   const parsed = (target: string) => {
     let url: URL;
     try {
@@ -92,7 +97,7 @@ describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
     } catch {
       segments = 'URIError';
     }
-    return { path: url.pathname, segments, query: Object.fromEntries(url.searchParams) };
+    return { path: normalised(url.pathname), segments, query: Object.fromEntries(url.searchParams) };
   };
   const read = (target: string) => {
     const found = requestTarget(target);
@@ -107,11 +112,11 @@ describe('requestTarget (issue 31: a plain path is not parsed again)', () => {
   };
 
   it('reads every target as the URL parser does: path, segments and query', () => {
-    for (const target of ['/', '/v1/videos/123', '/v1/videos/', '//evil.example/v1', '/v1//videos', '/v1/videos/%62atch', '/v1/../v1/videos', '/v1/./videos', '/v1/videos?limit=5&status=done', '/v1/videos#x', '/v1\\videos', '/v1/vidéos', '/%zz', 'http://[', '*']) {
+    for (const target of ['/', '/v1/videos/123', '/v1/videos/', '//evil.example/v1', '/v1//videos', '/v1/videos/%62atch', '/v1/%76ideos/a%2fb%7e%e9', '/v1/a%2e%2Eb', '/v1/../v1/videos', '/v1/./videos', '/v1/videos?limit=5&status=done', '/v1/videos#x', '/v1\\videos', '/v1/vidéos', '/%zz', 'http://[', '*']) {
       expect(read(target), target).toEqual(parsed(target));
     }
     // Targets made of the characters that matter to a URL parser, and of the plain ones.
-    const chars = fc.constantFrom(...'/aZ09_-.%2e?&=#\\é :@'.split(''));
+    const chars = fc.constantFrom(...'/aZ09_-.%2e7f?&=#\\é :@~'.split(''));
     fc.assert(fc.property(fc.array(chars, { maxLength: 24 }).map((parts) => `/${parts.join('')}`), (target) => {
       expect(read(target)).toEqual(parsed(target));
     }), { numRuns: 2000 });
@@ -151,5 +156,24 @@ describe('the path a run reads (the router\'s, not the raw target)', () => {
     const mcp = await request(handler).post('/x/../mcp').set('content-type', 'application/json').send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(mcp.status).toBe(401);
     expect(mcp.body.instance).toBe('/mcp');
+  });
+
+  it('reads a percent-encoded unreserved character as the character (RFC 3986 §6.2.2.2): /v1/%76ideos is /v1/videos, for routing and the Idempotency-Key', async () => {
+    const { app: handler, auth } = await app();
+    const body = { prompt: 'a fox in the snow', duration: 5 };
+    const first = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'pct-1').send(body);
+    expect(first.status).toBe(202);
+    for (const path of ['/v1/%76ideos', '/%76%31/vid%65os', '/v1/vide%6fs']) {
+      const again = await request(handler).post(path).set('authorization', auth).set('idempotency-key', 'pct-1').send(body);
+      expect([again.status, again.headers['idempotent-replayed'], again.body.id], path).toEqual([202, 'true', first.body.id]);
+    }
+    // The other way round: a key first used on the encoded path replays on the plain one.
+    const encoded = await request(handler).post('/v1/%76ideos').set('authorization', auth).set('idempotency-key', 'pct-2').send(body);
+    expect(encoded.status).toBe(202);
+    const plain = await request(handler).post('/v1/videos').set('authorization', auth).set('idempotency-key', 'pct-2').send(body);
+    expect([plain.status, plain.headers['idempotent-replayed'], plain.body.id]).toEqual([202, 'true', encoded.body.id]);
+    // A problem names the path as normalised.
+    const refused = await request(handler).post('/v1/%76ideos').set('authorization', auth).send({ prompt: '' });
+    expect([refused.status, refused.body.instance]).toEqual([400, '/v1/videos']);
   });
 });

@@ -1,9 +1,12 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { AssistantEndpoint } from '../../../src/service/assistant/endpoint.js';
 import { SimulatedClock } from '../../../src/service/core/clock.js';
-import { startService } from '../../../src/service/http/app.js';
+import { Table } from '../../../src/service/core/table.js';
+import { createServiceApp, startService } from '../../../src/service/http/app.js';
 import { Service } from '../../../src/service/service.js';
 import { serviceClient, type ServiceClient } from '../../helpers/service-client.js';
 
@@ -165,6 +168,54 @@ describe('deleting an account removes all it owns (issue 29 item 8)', () => {
       await http.close();
       await svc.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('deleting an account reads its own rows only', () => {
+  it('walks no table, however many rows other accounts hold; its connections leave the connection index at once', async () => {
+    const svc = await Service.open({ file: false, clock: new SimulatedClock({ frozen: true }), adminToken: ADMIN, rateLimitPerMinute: 1e6, warn: () => undefined });
+    const app = await createServiceApp({ service: svc, warn: () => undefined });
+    const connections = (app.assistant as unknown as AssistantEndpoint).signIn.connections;
+    const http = (method: 'post' | 'delete' | 'get', path: string, key: string, body?: object) => {
+      const call = request(app)[method](path).set('authorization', `Bearer ${key}`);
+      return body === undefined ? call : call.send(body);
+    };
+    try {
+      const both = (kind: string, extra: Record<string, unknown>) => ['gone', 'kept'].map((account) => ({ name: `${kind}-${account}`, account, ...extra }));
+      const seeded = (await http('post', '/test_helpers/seed', ADMIN, {
+        accounts: [{ name: 'gone' }, { name: 'kept' }],
+        assets: both('asset', {}),
+        clips: [...both('pending', { status: 'pending' }), ...Array.from({ length: 300 }, (_, i) => ({ name: `many-${i}`, account: 'kept', status: 'pending' }))],
+        images: both('image', { status: 'done' }),
+      })).body;
+      const gone = seeded.accounts.gone as { id: number; api_key: string };
+      const kept = seeded.accounts.kept as { id: number; api_key: string };
+      const goneConnection = connections.forKey(svc.accounts.keysOf(gone.id)[0]!);
+      const keptConnection = connections.forKey(svc.accounts.keysOf(kept.id)[0]!);
+      await svc.store.commit();
+      const timersBefore = svc.clock.timers;
+
+      const values = vi.spyOn(Table.prototype, 'values');
+      try {
+        expect((await http('delete', `/test_helpers/accounts/${gone.id}`, ADMIN)).status).toBe(200);
+        expect(values.mock.contexts.map((table) => (table as Table<never>).name)).toEqual([]);
+      } finally {
+        values.mockRestore();
+      }
+      // Its rows went, its pending clip's timer with them; the other account keeps all of its own.
+      for (const name of ['video', 'asset', 'image_job', 'key', 'assistant'] as const) {
+        const rows = [...svc.store.table(name).values()] as Array<{ accountId: number }>;
+        expect(rows.filter((row) => row.accountId === gone.id)).toEqual([]);
+        expect(rows.some((row) => row.accountId === kept.id)).toBe(true);
+      }
+      expect(svc.clock.timers).toBe(timersBefore - 1);
+      // The connection index answers without the deleted account's connection, without a restart.
+      expect(connections.get(goneConnection.id)).toBeUndefined();
+      expect(connections.of(gone.id)).toEqual([]);
+      expect(connections.of(kept.id).map((row) => row.id)).toEqual([keptConnection.id]);
+    } finally {
+      await app.close();
     }
   });
 });

@@ -93,6 +93,8 @@ export class Assets extends EventEmitter<AssetEvents> {
     this.#byToken = this.#assets.index('token', (asset) => asset.token);
     this.#bySha256 = this.#assets.index('sha256', (asset) => asset.sha256);
     this.#byAccount = this.#assets.index('accountId', (asset) => asset.accountId);
+    // An asset removed beside it (its account deleted, its upload taken back) takes its moderation timer with it.
+    this.#assets.watch('timers', (id, row) => row === null && this.#disarm(id));
   }
 
   /** The caller's asset `id`, or undefined: another account's asset does not exist for it (spec 7: 404). */

@@ -49,6 +49,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
    */
   readonly #byToken: TableIndex<ImageJob, string>;
   readonly #byAccount: TableIndex<ImageJob, number>;
+  /** Jobs by the ids of the images they hold (image ids are the service's, unique across jobs). */
+  readonly #byImage: TableIndex<ImageJob, number>;
 
   constructor(store: ServiceStore<ImageJobTables>, options: ImageJobsOptions) {
     super();
@@ -61,6 +63,10 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     // Only string tokens are links (a renderer's odd answer is no key the table refuses the job's end for).
     this.#byToken = this.#jobs.index('fileToken', (job) => (Array.isArray(job.images) ? job.images.flatMap((image) => [image.token, image.thumbToken]).filter((token) => typeof token === 'string') : undefined));
     this.#byAccount = this.#jobs.index('accountId', (job) => job.accountId);
+    // Spec 4.11: a job whose images were deleted holds none that can be used.
+    this.#byImage = this.#jobs.index('imageId', (job) => (Array.isArray(job.images) && !job.imagesDeleted ? job.images.map((image) => image.id).filter((id) => typeof id === 'number') : undefined));
+    // A job removed beside it (its account deleted, its start taken back) takes its timer with it.
+    this.#jobs.watch('timers', (id, row) => row === null && this.#disarm(id));
   }
 
   /** The job whose images include the file token `token` (an image's or its thumbnail's), while the job has it. */
@@ -71,6 +77,12 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   get(accountId: number, id: number): ImageJob | undefined {
     const job = this.#jobs.get(id);
     return job && job.accountId === accountId ? job : undefined;
+  }
+
+  /** The account's image `imageId`, while its job holds it: a lookup, whatever the account's other jobs. */
+  image(accountId: number, imageId: number): ImageItem | undefined {
+    const job = this.#byImage.first(imageId);
+    return job && job.accountId === accountId ? job.images.find((image) => image.id === imageId) : undefined;
   }
 
   /** The account's jobs, newest first, older than the `before` cursor (spec 4.9). */
@@ -189,12 +201,13 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
   /** Brings the timers back in line with the rows after a request's changes were taken back (a job's start undone leaves none armed); the indexes are the table's. */
   resync(): void {
-    for (const [id, timer] of [...this.#timers]) {
-      if (this.#jobs.get(id)?.status === 'generating') continue;
-      this.#options.clock.clearTimeout(timer);
-      this.#timers.delete(id);
-    }
+    for (const id of [...this.#timers.keys()]) if (this.#jobs.get(id)?.status !== 'generating') this.#disarm(id);
     this.resume();
+  }
+
+  #disarm(id: number): void {
+    this.#options.clock.clearTimeout(this.#timers.get(id));
+    this.#timers.delete(id);
   }
 
   stop(): void {

@@ -110,6 +110,8 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     this.#videos = options.store.table('video');
     this.#random = options.random ?? Math.random;
     this.#byAccount = this.#videos.index('accountId', (video) => video.accountId);
+    // A clip removed beside it (its account deleted, its creation taken back) takes its timer with it.
+    this.#videos.watch('timers', (id, row) => row === null && this.#disarm(id));
   }
 
   get(id: number): Video | undefined {

@@ -152,13 +152,24 @@ export const MAX_FAULT_COUNT = 1_000_000;
 const FAULT_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const count = (name: string, min: number) => rule(z.int().min(min).max(MAX_FAULT_COUNT), { code: 'invalid_parameter', detail: () => `${name} is a whole number from ${min} to ${MAX_FAULT_COUNT}.` });
 
+// The names a rule may give are closed lists made from the routes, which are made from this module: the
+// schemas take their shape here, `faultRuleNames` (testing/fault-check.ts) lists them, and the document
+// writes them as enums (contract/openapi.ts).
+
+/** A fault rule's `match.operation`: an operationId of the document or an assistant tool. */
+export const FaultMatchOperation = rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'match.operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' });
+/** A fault rule's `match.path`: a path template of the document. */
+export const FaultMatchPath = rule(z.string().regex(/^\/[A-Za-z0-9_{}./-]{0,255}$/), { code: 'invalid_parameter', detail: () => 'match.path is a path template of this document (/v1/videos/{id}).' });
+/** A fault rule's `action.problem`: a code of spec section 7. */
+export const FaultActionProblem = rule(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/), { code: 'invalid_parameter', detail: () => 'action.problem is a code of spec section 7.' });
+
 /** Which requests a fault rule matches (checked against the routes by testing/faults.ts). */
 export const FaultMatch = z
   .object({
-    operation: rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'match.operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' })
+    operation: FaultMatchOperation
       .optional().meta({ description: `An operationId of this document, or the name of an assistant tool of /mcp (${ASSISTANT_TOOL_NAMES.join(', ')}): its calls get the action, a problem as the tool's refusal. Not with method or path.` }),
     method: rule(z.enum(FAULT_METHODS), { code: 'invalid_parameter', allowed: FAULT_METHODS }).optional(),
-    path: rule(z.string().regex(/^\/[A-Za-z0-9_{}./-]{0,255}$/), { code: 'invalid_parameter', detail: () => 'match.path is a path template of this document (/v1/videos/{id}).' })
+    path: FaultMatchPath
       .optional().meta({ description: 'A path template of this document (/v1/videos/{id}).' }),
     account: rule(z.int().min(1), { code: 'invalid_parameter', detail: () => 'match.account is an account id.' }).optional().meta({ description: 'Only this account’s requests. An API key’s rules are its own account’s.' }),
   })
@@ -176,7 +187,7 @@ export const FaultMatch = z
 /** What a fault rule does to a matched request. */
 export const FaultAction = z
   .object({
-    problem: rule(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/), { code: 'invalid_parameter', detail: () => 'action.problem is a code of spec section 7.' })
+    problem: FaultActionProblem
       .optional().meta({ description: 'Answer this problem (a code of spec section 7 that every matched route can answer), exactly as the service would; nothing is done.' }),
     retry_after: rule(z.int().min(0).max(86_400), { code: 'invalid_parameter', detail: () => 'action.retry_after is whole seconds from 0 to 86400.' })
       .optional().meta({ description: 'With a retryable problem: the Retry-After to send instead of the service’s own.' }),

@@ -69,6 +69,18 @@ describe('ImageJobs: the state table of spec 3.3', () => {
     expect(new Set(job.images.map((image) => image.id)).size).toBe(4);
   });
 
+  it('finds an image by its id for its own account only, and no longer once its images are deleted', async () => {
+    const { clock, jobs, account, start } = await setup();
+    const job = start({ description: 'a lighthouse', count: 4 });
+    expect(jobs.image(account.id, 1)).toBeUndefined();
+    await clock.advance(60_000);
+    const [first, second] = job.images;
+    expect(jobs.image(account.id, second!.id)).toBe(second);
+    expect(jobs.image(account.id + 1, first!.id)).toBeUndefined();
+    expect(jobs.deleteImages(job)).toBe(4);
+    expect(jobs.image(account.id, first!.id)).toBeUndefined();
+  });
+
   it('generating → partial when some images cannot be made: the exact unused part refunded', async () => {
     const { clock, account, start } = await setup();
     const job = start({ description: 'a garden simulate:partial', count: 4, quality: 'hd' });
