@@ -71,6 +71,7 @@ export async function replay(id: string, options: InboxCommandOptions): Promise<
 
 /** `cliphook inbox purge --state dead|done [--before <time>]`: drops what finished before then. */
 export async function purge(options: InboxCommandOptions & { state?: string; before?: string }): Promise<void> {
+  if (options.state === undefined) throw new ExitError('inbox purge needs --state dead or --state done (pending and running events are never dropped)', 2);
   if (options.state !== 'dead' && options.state !== 'done') throw new ExitError(`--state expects dead or done (pending and running events are never dropped), got ${JSON.stringify(options.state)}`, 2);
   const before = options.before === undefined ? Date.now() : parseBefore(options.before);
   const state = options.state;
