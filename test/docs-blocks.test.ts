@@ -83,9 +83,9 @@ describe('the code blocks of README.md and docs/', () => {
     writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, noEmit: true, paths }, files: ['deno.d.ts', ...modules.map((module) => module.path)] }));
 
     const tsc = join(ROOT, 'node_modules', 'typescript-7', 'bin', 'tsc');
-    const output = await promisify(execFile)(process.execPath, [tsc, '-p', join(work, 'tsconfig.json'), '--pretty', 'false'], { cwd: work }).then(
-      ({ stdout }) => stdout,
-      (error: { stdout?: string }) => error.stdout ?? String(error),
+    const { code, output, stderr } = await promisify(execFile)(process.execPath, [tsc, '-p', join(work, 'tsconfig.json'), '--pretty', 'false'], { cwd: work }).then(
+      ({ stdout, stderr }) => ({ code: 0, output: stdout, stderr }),
+      (error: { code?: number; stdout?: string; stderr?: string }) => ({ code: error.code ?? -1, output: error.stdout ?? '', stderr: error.stderr ?? String(error) }),
     );
     // Each error is named by the document's own line, so the failure says where to fix the Markdown.
     const byPath = new Map(modules.map((module) => [module.path, module]));
@@ -95,5 +95,7 @@ describe('the code blocks of README.md and docs/', () => {
       return at ? `${at.document}:${at.line} ${found[3]}` : line;
     });
     expect(errors).toEqual([]);
+    // tsc exits non-zero only with errors; one that failed otherwise says why on stderr.
+    expect(code, stderr).toBe(0);
   }, 120_000);
 });
