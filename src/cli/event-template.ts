@@ -10,13 +10,16 @@ export interface BuildEventOptions {
 }
 
 /**
- * The body for `cliphook trigger`: the event's template from `templates/events/`, a fresh video id and
- * fresh times, the error code and its sentence, then every `--set` (only over a field the event has).
- * Usage errors exit with 2.
+ * The body for `cliphook trigger`: the event's template from `templates/events/`, a fresh video id (or the
+ * one `--set id=…` gives, which the `video_url` then names) and fresh times, the error code and its
+ * sentence, then every `--set` (only over a field the event has). Usage errors exit with 2.
  */
 export async function buildEvent(event: string, { errorCode, set = [], now = Date.now() }: BuildEventOptions): Promise<Record<string, unknown>> {
   if (!isWebhookEventName(event)) throw new ExitError(`unknown event ${JSON.stringify(event)}; choose one of ${WEBHOOK_EVENTS.join(', ')}`, 2);
-  const body = freshEvent(event, now);
+  const sets = parseSet(set);
+  // The clip's id is chosen first, so what is derived from it (video_url) names that clip; a --set video_url still wins.
+  const id = sets.findLast(([key]) => key === 'id')?.[1];
+  const body = freshEvent(event, now, typeof id === 'number' ? id : undefined);
   if (errorCode !== undefined) {
     if (event !== 'video.failed') throw new ExitError('--error-code goes with video.failed only', 2);
     if (!(VIDEO_ERROR_CODES as readonly string[]).includes(errorCode)) {
@@ -26,7 +29,7 @@ export async function buildEvent(event: string, { errorCode, set = [], now = Dat
     body.error = ERROR_SENTENCES[errorCode as VideoErrorCode];
   }
   const fields = Object.keys(body).filter((key) => key !== 'event');
-  for (const [key, value] of parseSet(set)) {
+  for (const [key, value] of sets) {
     // A misspelt field (`--set promt=…`) would otherwise go out as an extra member nobody reads.
     if (!Object.hasOwn(body, key)) throw new ExitError(`--set ${key}: ${event} has no field \`${key}\`; its fields are ${fields.join(', ')}`, 2);
     body[key] = value;

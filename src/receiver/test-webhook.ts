@@ -35,14 +35,15 @@ export interface TestWebhook<N extends WebhookEventName> {
 const templates = new Map<WebhookEventName, string>();
 
 /**
- * The event's body from `templates/events/<name>.json` (shipped with the package) with a fresh clip id
- * and times around `now`, and no `delivered_at` (each attempt sets its own). `cliphook trigger` starts here.
+ * The event's body from `templates/events/<name>.json` (shipped with the package) with the clip id `id`
+ * (a fresh random one by default) and what names it (`video_url`), times around `now`, and no
+ * `delivered_at` (each attempt sets its own). `cliphook trigger` starts here.
  */
-export function freshEvent(name: WebhookEventName, now: number): Record<string, unknown> {
+export function freshEvent(name: WebhookEventName, now: number, id: number = randomInt(100_000, 1_000_000_000)): Record<string, unknown> {
   let text = templates.get(name);
   if (text === undefined) templates.set(name, (text = readFileSync(new URL(`templates/events/${name}.json`, packageRoot), 'utf8')));
   const body = JSON.parse(text) as Record<string, unknown>;
-  body.id = randomInt(100_000, 1_000_000_000);
+  body.id = id;
   body.created_at = iso(now - 97_000);
   body.completed_at = iso(now);
   delete body.delivered_at;
@@ -69,7 +70,8 @@ export function createTestWebhook<N extends WebhookEventName>(name: N, options: 
     throw new TypeError(`Expected \`deliveryId\` to be 1-255 characters, got ${JSON.stringify(deliveryId)}.`);
   }
   if (!Number.isFinite(now)) throw new TypeError(`Expected \`now\` to be milliseconds since the epoch, got ${String(now)}.`);
-  const body: Record<string, unknown> = { ...freshEvent(name, now), ...fields, event: name, delivered_at: iso(now) };
+  const id = (fields as { id?: unknown }).id;
+  const body: Record<string, unknown> = { ...freshEvent(name, now, typeof id === 'number' ? id : undefined), ...fields, event: name, delivered_at: iso(now) };
   const code = (fields as { error_code?: unknown }).error_code;
   if (name === 'video.failed' && typeof code === 'string' && !('error' in fields)) body.error = ERROR_SENTENCES[code as VideoErrorCode] ?? null;
   const event = parseEvent(body) as EventOf<N>;

@@ -1,10 +1,15 @@
 import { parseUrl } from '../http/url.js';
 /** The checks and the printing of a Redis URL, one place for every part that takes one (issue 13). */
 
+/** Whether `url` is a `redis://` or `rediss://` URL with a host. */
+export function isRedisUrl(url: unknown): url is string {
+  const parsed = typeof url === 'string' ? parseUrl(url) : null;
+  return parsed !== null && (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.host !== '';
+}
+
 /** Throws a `TypeError` naming `option` unless `url` is a `redis://` or `rediss://` URL with a host. */
 export function assertRedisUrl(url: unknown, option: string): asserts url is string {
-  const parsed = typeof url === 'string' ? parseUrl(url) : null;
-  if (!(parsed && (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.host !== '')) throw new TypeError(`Expected \`${option}\` to be a redis:// or rediss:// URL, got ${typeof url === 'string' ? JSON.stringify(redactRedisUrl(url)) : String(url)}.`);
+  if (!isRedisUrl(url)) throw new TypeError(`Expected \`${option}\` to be a redis:// or rediss:// URL, got ${typeof url === 'string' ? JSON.stringify(redactRedisUrl(url)) : String(url)}.`);
 }
 
 /** A Redis URL as logs and messages may show it: scheme, host, port and database, never the user or password. */

@@ -50,6 +50,17 @@ describe('cliphook trigger', () => {
     expect(body).toMatchObject({ event: 'video.failed', status: 'error', error_code: 'content_rejected', error: ERROR_SENTENCES.content_rejected, prompt: 'a red fox', model: null });
   });
 
+  it('--set id=777: the video_url names clip 777 too, unless --set video_url says otherwise', async () => {
+    const receiver = await startReceiver(secret, Date.now);
+    cleanups.push(() => receiver.close());
+    const result = await cli('trigger', 'video.completed', '--set', 'id=777', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
+    expect(result.code).toBe(0);
+    expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({ id: 777, video_url: 'https://app.example.com/videos/777' });
+    const own = await cli('trigger', 'video.completed', '--set', 'video_url=https://cdn.example.com/a.mp4', '--set', 'id=778', '--url', receiver.url, '--secret', secret, '--outbox', outboxFile());
+    expect(own.code).toBe(0);
+    expect(JSON.parse(receiver.received[1]!.body)).toMatchObject({ id: 778, video_url: 'https://cdn.example.com/a.mp4' });
+  });
+
   it('has a sentence for every error code of spec 2.9', () => {
     for (const code of VIDEO_ERROR_CODES) expect(ERROR_SENTENCES[code], code).toMatch(/\.$/);
   });

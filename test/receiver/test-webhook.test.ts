@@ -71,6 +71,11 @@ describe('createTestWebhook', () => {
     expect(seen).toHaveLength(3);
   });
 
+  it("names the given clip id in a video.completed's video_url, unless the video_url is given too", () => {
+    expect(createTestWebhook('video.completed', { secret: 'whsec_x', event: { id: 777 } }).event).toMatchObject({ id: 777, video_url: 'https://app.example.com/videos/777' });
+    expect(createTestWebhook('video.completed', { secret: 'whsec_x', event: { id: 778, video_url: 'https://cdn.example.com/a.mp4' } }).event.video_url).toBe('https://cdn.example.com/a.mp4');
+  });
+
   it('sets every time from `now`, so a test can send a delivery outside the replay window', async () => {
     const { server, seen } = app();
     const now = Date.parse('2026-01-02T03:04:05Z');

@@ -4,6 +4,7 @@ import { createEmitter, type WebhookEmitter } from '../../emitter/emitter.js';
 import type { Delivery, DeliveryState } from '../../emitter/types.js';
 import { quietLogger } from '../logger.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
+import { reachRedis } from '../redis-reach.js';
 import { ExitError } from '../errors.js';
 import { follower, type Follower } from '../follow.js';
 import { outboxError, readOutbox, startOutboxEmitter, who } from '../outbox-emitter.js';
@@ -107,6 +108,7 @@ function where(options: DeliveriesOptions): string {
  * record. With `worker: false` it makes no attempts; otherwise it is one more worker while it runs.
  */
 async function startRedisEmitter(url: string, timeoutMs: number, { worker = true }: { worker?: boolean } = {}): Promise<WebhookEmitter> {
+  await reachRedis(url, '--redis');
   let emitter: WebhookEmitter;
   try {
     emitter = createEmitter({ queue: bullmqQueue({ url, worker }), allowPrivateNetworks: true, timeoutMs, logger: quietLogger });

@@ -5,6 +5,7 @@ import { FileInboxBackend } from '../../receiver/inbox/file-backend.js';
 import { INBOX_STATES, type InboxBackend, type InboxRecord, type InboxState } from '../../receiver/inbox/record.js';
 import { RedisInboxBackend } from '../../receiver/inbox/redis-backend.js';
 import { assertRedisUrl } from '../../store/redis-url.js';
+import { reachRedis } from '../redis-reach.js';
 import { ExitError } from '../errors.js';
 import { who } from '../outbox-emitter.js';
 import { palette, print, type Palette } from '../output.js';
@@ -70,6 +71,7 @@ export async function replay(id: string, options: InboxCommandOptions): Promise<
 
 /** `cliphook inbox purge --state dead|done [--before <time>]`: drops what finished before then. */
 export async function purge(options: InboxCommandOptions & { state?: string; before?: string }): Promise<void> {
+  if (options.state === undefined) throw new ExitError('inbox purge needs --state dead or --state done (pending and running events are never dropped)', 2);
   if (options.state !== 'dead' && options.state !== 'done') throw new ExitError(`--state expects dead or done (pending and running events are never dropped), got ${JSON.stringify(options.state)}`, 2);
   const before = options.before === undefined ? Date.now() : parseBefore(options.before);
   const state = options.state;
@@ -96,6 +98,7 @@ async function withInbox<T>(options: InboxCommandOptions, use: (inbox: InboxBack
   try {
     if (options.redis !== undefined) {
       assertRedisUrl(options.redis, '--redis');
+      await reachRedis(options.redis, '--redis');
       // Retention is the app's: this never drops done records by its own count or age.
       inbox = new RedisInboxBackend({ redis: options.redis, prefix: options.prefix, keepDone: Number.MAX_SAFE_INTEGER, keepDoneMs: Number.POSITIVE_INFINITY });
     } else {

@@ -3,6 +3,7 @@ import { isLoopbackHost } from '../../http/loopback.js';
 import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
+import { reachRedis } from '../redis-reach.js';
 
 export interface RelayCommandOptions {
   port: string;
@@ -68,6 +69,7 @@ export async function relay(options: RelayCommandOptions, io: RelayIo = processI
     throw error;
   }
   const where = options.redis !== undefined ? redactRedisUrl(options.redis) : data;
+  if (options.redis !== undefined) await reachRedis(options.redis, '--redis');
   try {
     await server.open();
   } catch (error) {

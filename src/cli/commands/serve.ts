@@ -11,6 +11,7 @@ import { ExitError } from '../errors.js';
 import { aborted, flagError, parsePort, stopSignal } from '../process.js';
 import { isLoopbackHost } from '../../http/loopback.js';
 import { redactRedisUrl } from '../../store/redis-url.js';
+import { reachRedis } from '../redis-reach.js';
 
 export interface ServeCommandOptions {
   port: string;
@@ -72,6 +73,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     balance = Number(options.balance);
   }
   const seed = options.seed === undefined ? undefined : readSeed(options.seed, options.strict === true);
+  if (options.redis !== undefined) await reachRedis(options.redis, '--redis');
   let app: ServiceApp;
   try {
     app = await createServiceApp({
