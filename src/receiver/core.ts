@@ -213,8 +213,10 @@ export class ReceiverCore {
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
   async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text: string): Promise<Processed> {
-    // The body as text: verification decoded it already.
-    const record = newRecord(context.deliveryId, event.event, text, keys, context.source, context.receivedAt.getTime());
+    // Identified by its event key, as the claim is: a different event under a delivery id already seen is
+    // a new record, and the same event under another delivery id is the one already stored. The body as
+    // text: verification decoded it already.
+    const record = newRecord(keys[0]!, event.event, text, keys, context.source, context.receivedAt.getTime(), context.deliveryId);
     let added;
     try {
       added = await inbox.enqueue(record);
@@ -238,7 +240,7 @@ export class ReceiverCore {
       },
     );
     this.#marking.add(marking);
-    // Already in the inbox under this delivery id (its mark was lost in a crash): a duplicate delivery.
+    // This event is already in the inbox (its mark was lost in a crash): a duplicate delivery.
     return added === 'exists' ? 'processed' : 'queued';
   }
 

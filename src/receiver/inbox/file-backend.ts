@@ -107,6 +107,8 @@ export class FileInboxBackend implements InboxBackend {
     const now = this.#clock();
     const done: InboxRecord[] = [];
     for (const record of this.#records.values()) {
+      // A record stored without its delivery id is keyed by it.
+      record.deliveryId ??= record.id;
       // Issue 30 item 1: the process that ran it died (at least once: it runs again).
       if (record.state === 'running') Object.assign(record, { state: 'pending', nextAttemptAt: now });
       this.#counts[record.state]++;

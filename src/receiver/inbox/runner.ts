@@ -134,7 +134,7 @@ export class InboxRunner {
 
   async #run(record: InboxRecord): Promise<void> {
     const { dispatch, clock, backoff, backend } = this.#o;
-    const context: RunContext = { deliveryId: record.id, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source };
+    const context: RunContext = { deliveryId: record.deliveryId, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source };
     const keeping = this.#keepLease(record.id);
     try {
       const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
