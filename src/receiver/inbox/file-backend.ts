@@ -74,7 +74,7 @@ export class FileInboxBackend implements InboxBackend {
       beforeWrite: () => this.#writeRuns(),
     });
     // Last, so nothing that can throw comes after it and leaves the lock held.
-    this.#lock = FileLock.acquire(file, 'the receiver inbox');
+    this.#lock = FileLock.acquire(file, 'receiver inbox');
     openInboxes.add(this.#path);
   }
 
