@@ -39,7 +39,8 @@ export interface ReceiverOptions {
   reconcile?: ReconcileSchedule;
   /**
    * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
-   * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
+   * by the handlers from there with local retries. `true` keeps it beside the delivery store: in `inbox.json`
+   * beside its file, or in memory beside a `MemoryDeliveryStore` (for tests: nothing written).
    * @default undefined: handlers run before the reply, as without an inbox
    */
   inbox?: true | InboxOptions;

@@ -9,13 +9,24 @@ export interface InboxTimers {
   clearTimeout(handle: unknown): void;
 }
 
-/** `createReceiver({ inbox })`: `true` for a file beside the delivery store, or these. */
+/**
+ * `createReceiver({ inbox })`: `true` for an inbox beside the delivery store (a file beside a file store, memory
+ * beside a `MemoryDeliveryStore`), or these.
+ */
 export interface InboxOptions {
   /**
    * The inbox file (its journal `<file>.journal`, its lock `<file>.lock`): one process at a time.
-   * @default 'inbox.json' in the delivery store's folder ('.cliphook/inbox.json')
+   * @default 'inbox.json' in the delivery store's folder ('.cliphook/inbox.json'); memory beside a `MemoryDeliveryStore`
    */
   file?: string;
+  /**
+   * Tests: keep the inbox in memory and write nothing, whatever the delivery store. It lives as long as the
+   * delivery store object (a receiver made again on that store finds its events), so a test file's inbox
+   * is gone with its receiver and store, and test files run in parallel never share one. Already the
+   * default beside a `MemoryDeliveryStore`; not with `file`, `redis` or `fsync`.
+   * @default false (true beside a MemoryDeliveryStore)
+   */
+  memory?: boolean;
   /** A `redis://` URL or a connected ioredis client: one inbox shared by several processes, each event run by one. */
   redis?: string | RedisLike;
   /** Redis only: prefix of every key. @default 'cliphook:inbox:' */
@@ -56,6 +67,7 @@ export interface InboxOptions {
 
 export interface ResolvedInboxOptions {
   file: string | undefined;
+  memory: boolean;
   redis: string | RedisLike | undefined;
   prefix: string;
   fsync: boolean;
@@ -95,9 +107,10 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   if (inbox !== true && (typeof inbox !== 'object' || inbox === null)) throw new TypeError(`Expected \`inbox\` to be true or an options object, got ${String(inbox)}.`);
   const {
     file,
+    memory = false,
     redis,
     prefix = 'cliphook:inbox:',
-    fsync = false,
+    fsync,
     concurrency = 4,
     retries = DEFAULT_BACKOFF.retries,
     minTimeout = DEFAULT_BACKOFF.minTimeout,
@@ -112,6 +125,11 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     timers = NODE_TIMERS,
   }: InboxOptions = inbox === true ? {} : inbox;
   if (file !== undefined && redis !== undefined) throw new TypeError('Expected `inbox.file` or `inbox.redis`, not both.');
+  if (typeof memory !== 'boolean') throw new TypeError(`Expected \`inbox.memory\` to be a boolean, got ${JSON.stringify(memory)}.`);
+  if (memory && (file !== undefined || redis !== undefined || fsync !== undefined)) {
+    throw new TypeError('Expected `inbox.memory` alone: a memory inbox has no `file`, `redis` or `fsync`.');
+  }
+  if (fsync !== undefined && typeof fsync !== 'boolean') throw new TypeError(`Expected \`inbox.fsync\` to be a boolean, got ${JSON.stringify(fsync)}.`);
   if (file !== undefined && (typeof file !== 'string' || file.length === 0)) throw new TypeError(`Expected \`inbox.file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
   if (redis !== undefined && typeof redis !== 'string' && typeof (redis as RedisLike)?.eval !== 'function') {
     throw new TypeError('Expected `inbox.redis` to be a redis:// URL or an ioredis client (it has no eval()).');
@@ -128,5 +146,5 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
   }
   const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
-  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
+  return { file, memory, redis, prefix, fsync: fsync ?? false, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
 }

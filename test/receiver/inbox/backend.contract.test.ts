@@ -1,7 +1,8 @@
-// Issue 30 item 1: the file and Redis inbox back ends pass one contract.
+// Issue 30 item 1: the file, memory and Redis inbox back ends pass one contract.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { InboxError } from '../../../src/index.js';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
+import { MemoryInboxBackend, MemoryInboxState } from '../../../src/receiver/inbox/memory-backend.js';
 import { newRecord, type InboxBackend } from '../../../src/receiver/inbox/record.js';
 import { RedisInboxBackend } from '../../../src/receiver/inbox/redis-backend.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
@@ -32,6 +33,25 @@ const factories: Record<string, (keep?: { keepDone?: number; keepDoneMs?: number
     const file = tmp.file('inbox.json');
     const open = async () => {
       const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, clock });
+      await backend.open();
+      return backend;
+    };
+    let current = await open();
+    cleanups.push(() => current.close());
+    return {
+      backend: current,
+      reopen: async () => {
+        await current.close();
+        current = await open();
+        return current;
+      },
+    };
+  },
+  // The next start in the same process: a receiver made again on the same MemoryDeliveryStore.
+  memory: async ({ keepDone = 100, keepDoneMs = 60_000 } = {}) => {
+    const state = new MemoryInboxState();
+    const open = async () => {
+      const backend = new MemoryInboxBackend({ state, keepDone, keepDoneMs, clock });
       await backend.open();
       return backend;
     };
