@@ -61,6 +61,15 @@ export interface WebhookContext {
   source: InboxSource;
   /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
   attempt: number;
+  /**
+   * Aborted when the receiver stops waiting for this run, its reason a `HandlerTimeoutError`: with an inbox
+   * at `inbox.handlerTimeout` (5 minutes by default; the run counts as failed and is retried) or when
+   * `close()` passes `inbox.closeTimeout` (the event runs again at the next start); without one at `leaseMs`
+   * (60 s by default), when the claim lapses and the sender's retry may run the event again (the run counts
+   * as failed: 500, claim released). Pass it to `fetch` and database calls so abandoned work stops.
+   * @example receiver.on('video.completed', (event, { signal }) => fetch(event.video_url!, { signal }));
+   */
+  signal: AbortSignal;
 }
 
 /** How `ingest` ended for one event (issue 30 item 2). */
