@@ -1,6 +1,6 @@
 import { HandlerTimeoutError, WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
-import { HOST_TIMERS, raceDeadline } from './deadline.js';
+import { HandlerContext, HOST_TIMERS, RunDeadline } from './deadline.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
 import { eventKey } from './event-key.js';
@@ -188,13 +188,13 @@ export class ReceiverCore {
     }
     if (outcome !== 'claimed') return outcome;
     if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner, text);
-    const abort = new AbortController();
-    const run: WebhookContext = { ...context, signal: abort.signal };
+    const deadline = new RunDeadline();
+    const run: WebhookContext = new HandlerContext(context, deadline);
     try {
       const ran = this.#dispatch(event, run);
       // Past `leaseMs` the claim lapses and the sender's retry may run the event again: this run is then
       // abandoned as failed, so a late end writes no mark of its own.
-      if (isThenable(ran)) await raceDeadline(ran, abort, this.#leaseMs, HOST_TIMERS, () => new HandlerTimeoutError('leaseMs', this.#leaseMs));
+      if (isThenable(ran)) await deadline.race(ran, this.#leaseMs, HOST_TIMERS, () => new HandlerTimeoutError('leaseMs', this.#leaseMs));
     } catch (error) {
       try {
         await this.store.release(keys, owner);

@@ -66,7 +66,9 @@ export interface WebhookContext {
    * at `inbox.handlerTimeout` (5 minutes by default; the run counts as failed and is retried) or when
    * `close()` passes `inbox.closeTimeout` (the event runs again at the next start); without one at `leaseMs`
    * (60 s by default), when the claim lapses and the sender's retry may run the event again (the run counts
-   * as failed: 500, claim released). Pass it to `fetch` and database calls so abandoned work stops.
+   * as failed: 500, claim released). Pass it to `fetch` and database calls so abandoned work stops. It is a
+   * getter, made on first read (an AbortController costs microseconds a run): a spread copy of the
+   * context (`{ ...context }`) leaves it out.
    * @example receiver.on('video.completed', (event, { signal }) => fetch(event.video_url!, { signal }));
    */
   signal: AbortSignal;

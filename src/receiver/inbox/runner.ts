@@ -2,7 +2,7 @@
 // handlers, and writes each outcome: done, pending again after the backoff, or dead. No Node module.
 import { HandlerTimeoutError } from '../../protocol/errors.js';
 import type { WebhookEvent } from '../../protocol/events.js';
-import { raceDeadline } from '../deadline.js';
+import { HandlerContext, RunDeadline } from '../deadline.js';
 import { inboxDelay, type BackoffOptions } from './backoff.js';
 import type { InboxTimers } from './options.js';
 import type { InboxBackend, InboxRecord, InboxSource } from './record.js';
@@ -51,8 +51,8 @@ export class InboxRunner {
   /** Identifies this process's claims in a shared (Redis) inbox. */
   readonly #owner = `${crypto.randomUUID()}`;
   readonly #runs = new Set<Promise<void>>();
-  /** The abort of each run still waiting for its handlers: `close()` aborts them at its timeout. */
-  readonly #aborts = new Set<AbortController>();
+  /** The deadline of each run still waiting for its handlers: `close()` stops them at its timeout. */
+  readonly #deadlines = new Set<RunDeadline>();
   /** Outcomes handed to the back end whose writes have not finished. */
   readonly #settling = new Set<Promise<void>>();
   /** Lease renewals sent to the back end whose answer has not come back. */
@@ -112,7 +112,7 @@ export class InboxRunner {
         const finished = await Promise.race([Promise.allSettled([...this.#runs]).then(() => true), timeout]);
         if (!finished) {
           const reason = new HandlerTimeoutError('closeTimeout', closeTimeout);
-          for (const abort of this.#aborts) abort.abort(reason);
+          for (const deadline of this.#deadlines) deadline.stop(reason);
           await Promise.allSettled([...this.#runs]);
         }
       } finally {
@@ -159,21 +159,21 @@ export class InboxRunner {
 
   async #run(record: InboxRecord): Promise<void> {
     const { dispatch, clock, backoff, backend, timers, handlerTimeout } = this.#o;
-    const abort = new AbortController();
-    const context: RunContext = { deliveryId: record.deliveryId, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source, signal: abort.signal };
+    const deadline = new RunDeadline();
+    const context: RunContext = new HandlerContext({ deliveryId: record.deliveryId, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source }, deadline);
     const keeping = this.#keepLease(record.id);
-    this.#aborts.add(abort);
+    this.#deadlines.add(deadline);
     try {
       const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
       if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') {
         // Past the deadline the run fails and frees its slot, though its promise may never settle.
-        await raceDeadline(ran as PromiseLike<unknown>, abort, handlerTimeout, timers, () => new HandlerTimeoutError('handlerTimeout', handlerTimeout));
+        await deadline.race(ran as PromiseLike<unknown>, handlerTimeout, timers, () => new HandlerTimeoutError('handlerTimeout', handlerTimeout));
       }
       Object.assign(record, { state: 'done', nextAttemptAt: null, finishedAt: clock(), lastError: null });
     } catch (error) {
       if (error instanceof HandlerTimeoutError && error.limit === 'closeTimeout') {
         // Abandoned by close(): no outcome, so the run counts as one that a crash ended.
-        this.#aborts.delete(abort);
+        this.#deadlines.delete(deadline);
         keeping.stop();
         return;
       }
@@ -185,7 +185,7 @@ export class InboxRunner {
       if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
     }
-    this.#aborts.delete(abort);
+    this.#deadlines.delete(deadline);
     keeping.stop();
     // Issue 30 item 4: the slot is free once the outcome is handed to the back end (the file's is in
     // memory at once); waiting for its write too held a slot per group commit, and the handlers fell
