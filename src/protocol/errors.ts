@@ -48,19 +48,49 @@ export class InvalidPayloadError extends CliphookError {
 /** What failed while a receiver processed a delivery: a handler, the delivery store, or the inbox. */
 export type WebhookFailureStage = 'handler' | 'store' | 'inbox';
 
+/** The limit a handler ran past: the inbox's `handlerTimeout`, its `closeTimeout` while closing, or (without an inbox) `leaseMs`. */
+export type HandlerTimeoutLimit = 'handlerTimeout' | 'closeTimeout' | 'leaseMs';
+
+/**
+ * A handler still running at its deadline: the reason of the handler's `context.signal`, aborted then, and
+ * the `cause` of the `WebhookHandlerError` (code `handler_timeout`) that `receiver.onError` hears. Past
+ * `handlerTimeout` (inbox) or `leaseMs` (no inbox) the run counts as failed and is retried; past
+ * `closeTimeout` the receiver closed and the event runs again at the next start. The handler's promise is
+ * abandoned, not stopped: stop its work on `signal`.
+ * @example signal.addEventListener('abort', () => console.log(signal.reason.limit)); // 'handlerTimeout'
+ */
+export class HandlerTimeoutError extends CliphookError {
+  declare readonly code: 'handler_timeout';
+  readonly limit: HandlerTimeoutLimit;
+  /** The limit, in milliseconds. */
+  readonly ms: number;
+  constructor(limit: HandlerTimeoutLimit, ms: number) {
+    const why =
+      limit === 'closeTimeout'
+        ? `the receiver closed and \`inbox.closeTimeout\` (${ms} ms) passed: the event runs again at the next start`
+        : limit === 'handlerTimeout'
+          ? `it ran past \`inbox.handlerTimeout\` (${ms} ms): the run counts as failed and its slot is freed`
+          : `it ran past \`leaseMs\` (${ms} ms), when its claim lapses: the run counts as failed`;
+    super('handler_timeout', `The handler was abandoned: ${why}.`);
+    this.limit = limit;
+    this.ms = ms;
+  }
+}
+
 /**
  * A delivery a receiver could not process: a handler threw (`handler_failed`; the claim was released so the
- * sender's retry runs it again), or the delivery store or the inbox did not answer (`store_unavailable`;
- * no handler ran). `stage` says which.
+ * sender's retry runs it again) or ran past its deadline (`handler_timeout`, `cause` a `HandlerTimeoutError`),
+ * or the delivery store or the inbox did not answer (`store_unavailable`; no handler ran). `stage` says which.
  */
 export class WebhookHandlerError extends CliphookError {
-  declare readonly code: 'handler_failed' | 'store_unavailable';
+  declare readonly code: 'handler_failed' | 'handler_timeout' | 'store_unavailable';
   readonly deliveryId: string;
   readonly stage: WebhookFailureStage;
   constructor(deliveryId: string, cause: unknown, stage: WebhookFailureStage = 'handler') {
     // Issue 30 follow-up: a store or inbox that failed was reported as "A handler failed", though none ran.
-    const what = stage === 'handler' ? 'A handler failed' : stage === 'store' ? 'The delivery store failed' : 'The inbox failed';
-    super(stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describe(cause)}`, { cause });
+    const timedOut = stage === 'handler' && cause instanceof HandlerTimeoutError;
+    const what = timedOut ? 'A handler timed out' : stage === 'handler' ? 'A handler failed' : stage === 'store' ? 'The delivery store failed' : 'The inbox failed';
+    super(timedOut ? 'handler_timeout' : stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describe(cause)}`, { cause });
     this.deliveryId = deliveryId;
     this.stage = stage;
   }

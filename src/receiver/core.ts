@@ -1,5 +1,6 @@
-import { WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
+import { HandlerTimeoutError, WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
+import { HandlerContext, HOST_TIMERS, RunDeadline } from './deadline.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
 import { checkNamespace, eventKey } from './event-key.js';
@@ -20,6 +21,8 @@ export type { IngestOptions, IngestOutcome, ReceiverOptions, ReceiverRuntime, We
 export type { ReceiverReply } from './replies.js';
 
 const encoder = new TextEncoder();
+/** A delivery's context before a run gives it its `signal`. */
+type DeliveryContext = Omit<WebhookContext, 'signal'>;
 // Claim owners: unique across processes sharing a store (random prefix) and cheap per request (counter).
 // The prefix is drawn on first use: Workers refuse random values at module scope.
 let ownerPrefix: string | undefined;
@@ -139,7 +142,7 @@ export class ReceiverCore {
       return this.refuse(error);
     }
     const { deliveryId, event } = verified;
-    const context: WebhookContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
+    const context: DeliveryContext = { deliveryId, rawBody, receivedAt: new Date(receivedAt), source: 'webhook', attempt: 1 };
     return replyFor(await this.#claimAndRun(event, context, verified.text));
   }
 
@@ -157,7 +160,7 @@ export class ReceiverCore {
   async ingest(event: WebhookEvent, { source }: IngestOptions): Promise<IngestOutcome> {
     if (source !== 'reconcile') throw new TypeError(`Expected \`source\` to be 'reconcile', got ${JSON.stringify(source)}.`);
     const text = JSON.stringify(event);
-    const context: WebhookContext = {
+    const context: DeliveryContext = {
       deliveryId: `${source}:${event.event}:${event.id}`,
       rawBody: encoder.encode(text),
       receivedAt: new Date(this.#clock()),
@@ -176,7 +179,7 @@ export class ReceiverCore {
    * the event durably, as `text`), mark the key processed. Failures are told to the error listeners here;
    * the caller turns the outcome into its answer.
    */
-  async #claimAndRun(event: WebhookEvent, context: WebhookContext, text: string): Promise<Processed> {
+  async #claimAndRun(event: WebhookEvent, context: DeliveryContext, text: string): Promise<Processed> {
     // One key, from the signed body (event-key.ts): every delivery of one X-Service-Delivery carries one
     // event, so the event key catches its retries too, and a captured request replayed under a forged
     // delivery id finds its event already processed.
@@ -195,9 +198,13 @@ export class ReceiverCore {
     }
     if (outcome !== 'claimed') return outcome;
     if (this.inbox) return this.#queue(this.inbox, keys, event, context, owner, text);
+    const deadline = new RunDeadline();
+    const run: WebhookContext = new HandlerContext(context, deadline);
     try {
-      const ran = this.#dispatch(event, context);
-      if (isThenable(ran)) await ran;
+      const ran = this.#dispatch(event, run);
+      // Past `leaseMs` the claim lapses and the sender's retry may run the event again: this run is then
+      // abandoned as failed, so a late end writes no mark of its own.
+      if (isThenable(ran)) await deadline.race(ran, this.#leaseMs, HOST_TIMERS, () => new HandlerTimeoutError('leaseMs', this.#leaseMs));
     } catch (error) {
       try {
         await this.store.release(keys, owner);
@@ -222,9 +229,11 @@ export class ReceiverCore {
    * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
-  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: WebhookContext, owner: string, text: string): Promise<Processed> {
-    // The body as text: verification decoded it already.
-    const record = newRecord(context.deliveryId, event.event, text, keys, context.source, context.receivedAt.getTime());
+  async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: DeliveryContext, owner: string, text: string): Promise<Processed> {
+    // Identified by its event key, as the claim is: a different event under a delivery id already seen is
+    // a new record, and the same event under another delivery id is the one already stored. The body as
+    // text: verification decoded it already.
+    const record = newRecord(keys[0]!, event.event, text, keys, context.source, context.receivedAt.getTime(), context.deliveryId);
     let added;
     try {
       added = await inbox.enqueue(record);
@@ -248,7 +257,7 @@ export class ReceiverCore {
       },
     );
     this.#marking.add(marking);
-    // Already in the inbox under this delivery id (its mark was lost in a crash): a duplicate delivery.
+    // This event is already in the inbox (its mark was lost in a crash): a duplicate delivery.
     return added === 'exists' ? 'processed' : 'queued';
   }
 

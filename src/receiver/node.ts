@@ -7,9 +7,10 @@ import { honoAdapter, type HonoHandler } from './hono.js';
 import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
 import { FileInboxBackend } from './inbox/file-backend.js';
 import type { ResolvedInboxOptions } from './inbox/options.js';
+import { MemoryInboxBackend, MemoryInboxState } from './inbox/memory-backend.js';
 import type { InboxBackend } from './inbox/record.js';
 import { RedisInboxBackend } from './inbox/redis-backend.js';
-import type { DeliveryStore } from './delivery-store.js';
+import { MemoryDeliveryStore, type DeliveryStore } from './delivery-store.js';
 import { koaAdapter, type KoaMiddleware, type KoaReceiverOptions } from './koa.js';
 import { cursorFor } from './reconcile-cursor.js';
 import { verifyWith } from './verify.js';
@@ -22,10 +23,24 @@ const NODE_RUNTIME: ReceiverRuntime = {
   reconcileCursor: cursorFor,
 };
 
-/** Issue 30 item 1: Redis when `inbox.redis` is given, else a file (by default `inbox.json` beside the delivery store's file). */
+/** The memory inboxes, each beside its delivery store: they share its lifetime, as a file inbox shares its folder. */
+const memoryInboxes = new WeakMap<DeliveryStore, MemoryInboxState>();
+
+/**
+ * Redis when `inbox.redis` is given; memory with `inbox.memory`, or beside a `MemoryDeliveryStore` with no
+ * `file`; else a file (by default `inbox.json` beside the delivery store's file).
+ */
 function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
   const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
   if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs });
+  // A memory store forgets every mark with the process: an inbox beside it on disk would outlive them, and
+  // test files run in parallel would fight over one `.cliphook/inbox.json`.
+  if (options.memory || (options.file === undefined && store instanceof MemoryDeliveryStore)) {
+    if (fsync) throw new TypeError('Expected no `inbox.fsync` beside a MemoryDeliveryStore: that inbox is kept in memory. Give `inbox.file` to keep it on disk.');
+    let state = memoryInboxes.get(store);
+    if (!state) memoryInboxes.set(store, (state = new MemoryInboxState()));
+    return new MemoryInboxBackend({ state, keepDone, keepDoneMs, clock });
+  }
   const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
   return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, clock });
 }

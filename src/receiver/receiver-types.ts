@@ -53,7 +53,8 @@ export interface ReceiverOptions {
   reconcile?: ReconcileSchedule;
   /**
    * A durable inbox (docs/inbox.md): a verified, first-seen event is stored, answered 202 at once, and run
-   * by the handlers from there with local retries. `true` keeps it in `inbox.json` beside the delivery store.
+   * by the handlers from there with local retries. `true` keeps it beside the delivery store: in `inbox.json`
+   * beside its file, or in memory beside a `MemoryDeliveryStore` (for tests: nothing written).
    * @default undefined: handlers run before the reply, as without an inbox
    */
   inbox?: true | InboxOptions;
@@ -74,6 +75,17 @@ export interface WebhookContext {
   source: InboxSource;
   /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
   attempt: number;
+  /**
+   * Aborted when the receiver stops waiting for this run, its reason a `HandlerTimeoutError`: with an inbox
+   * at `inbox.handlerTimeout` (5 minutes by default; the run counts as failed and is retried) or when
+   * `close()` passes `inbox.closeTimeout` (the event runs again at the next start); without one at `leaseMs`
+   * (60 s by default), when the claim lapses and the sender's retry may run the event again (the run counts
+   * as failed: 500, claim released). Pass it to `fetch` and database calls so abandoned work stops. It is a
+   * getter, made on first read (an AbortController costs microseconds a run): a spread copy of the
+   * context (`{ ...context }`) leaves it out.
+   * @example receiver.on('video.completed', (event, { signal }) => fetch(event.video_url!, { signal }));
+   */
+  signal: AbortSignal;
 }
 
 /** How `ingest` ended for one event (issue 30 item 2). */

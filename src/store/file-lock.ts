@@ -87,7 +87,8 @@ export class FileLock {
 
   /**
    * Takes `<file>.lock` for this process, or throws `FileLockedError` naming the live holder.
-   * `what` names the kind of store in the error (`'FileDeliveryStore'`).
+   * `what` names the kind of store in the error, where it reads "one <what> per file" (`'FileDeliveryStore'`,
+   * `'receiver inbox'`).
    */
   static acquire(file: string, what: string, { refreshMs = LOCK_REFRESH_MS, timers = realHeartbeat }: FileLockOptions = {}): FileLock {
     if (!(Number.isFinite(refreshMs) && refreshMs > 0)) throw new TypeError(`Expected \`refreshMs\` to be a positive number, got ${refreshMs}.`);

@@ -29,7 +29,8 @@ function app(inbox: InboxOptions) {
   const send = async (name: 'video.completed' | 'video.failed') => {
     const hook = createTestWebhook(name, { secret: SECRET });
     expect((await receiver.receive(Buffer.from(hook.body), hook.headers)).status).toBe(202);
-    return hook.deliveryId;
+    // The inbox's id of the event (its event key), and the delivery id its handler sees.
+    return { id: `e:${name}:${hook.event.id}`, deliveryId: hook.deliveryId };
   };
   return { receiver, seen, send, fix: () => void (fixed = true) };
 }
@@ -40,8 +41,8 @@ describe('cliphook inbox on a file', () => {
     cleanups.push(remove);
     const file = join(dir, 'inbox.json');
     const first = app({ file });
-    const done = await first.send('video.completed');
-    const dead = await first.send('video.failed');
+    const { id: done } = await first.send('video.completed');
+    const { id: dead, deliveryId: deadDelivery } = await first.send('video.failed');
     await vi.waitFor(async () => expect(await first.receiver.inbox!.stats()).toMatchObject({ done: 1, dead: 1 }));
     await first.receiver.close();
 
@@ -71,7 +72,7 @@ describe('cliphook inbox on a file', () => {
     // The app's next start runs the replayed event, fixed.
     const second = app({ file });
     second.fix();
-    await vi.waitFor(() => expect(second.seen).toEqual([{ deliveryId: dead, source: 'replay' }]));
+    await vi.waitFor(() => expect(second.seen).toEqual([{ deliveryId: deadDelivery, source: 'replay' }]));
     await second.receiver.close();
   });
 
@@ -110,7 +111,7 @@ describe.skipIf(!redis)('cliphook inbox on Redis', () => {
     const prefix = 'cli-inbox:';
     const running = app({ redis: redis!.url, prefix, pollMs: 50 });
     cleanups.push(() => running.receiver.close());
-    const dead = await running.send('video.failed');
+    const { id: dead, deliveryId: deadDelivery } = await running.send('video.failed');
     await vi.waitFor(async () => expect(await running.receiver.inbox!.stats()).toMatchObject({ dead: 1 }));
     const listed = await cli('inbox', 'list', '--redis', redis!.url, '--prefix', prefix);
     expect(listed.stdout).toMatch(new RegExp(`${dead}\\s+video\\.failed\\s+dead`));
@@ -118,7 +119,7 @@ describe.skipIf(!redis)('cliphook inbox on Redis', () => {
     running.fix();
     const replayed = await cli('inbox', 'replay', dead, '--redis', redis!.url, '--prefix', prefix);
     expect(replayed.stdout).toContain('a running receiver takes it');
-    await vi.waitFor(() => expect(running.seen).toEqual([{ deliveryId: dead, source: 'replay' }]));
+    await vi.waitFor(() => expect(running.seen).toEqual([{ deliveryId: deadDelivery, source: 'replay' }]));
     expect((await cli('inbox', 'show', 'dlv_nope', '--redis', redis!.url, '--prefix', prefix)).code).toBe(1);
   });
 });

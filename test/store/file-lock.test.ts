@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileDeliveryStore, FileLockedError } from '../../src/index.js';
+import { FileInboxBackend } from '../../src/receiver/inbox/file-backend.js';
 import { FileLock, LOCK_STALE_MS } from '../../src/store/file-lock.js';
 import { parseProcStat } from '../../src/store/process-identity.js';
 
@@ -148,6 +149,13 @@ describe('FileLock', () => {
     const first = FileLock.acquire(file, 'store');
     cleanups.push(() => first.release());
     expect(() => FileLock.acquire(file, 'store')).toThrow(`process ${process.pid} on ${hostname()}`);
+  });
+
+  it('names the receiver inbox in a sentence that reads: one receiver inbox per file', () => {
+    const inbox = join(dir, 'data', 'inbox.json');
+    const held = FileLock.acquire(inbox, 'test');
+    cleanups.push(() => held.release());
+    expect(() => new FileInboxBackend({ file: inbox, keepDone: 1, keepDoneMs: 1, clock: Date.now })).toThrow(/: one receiver inbox per file, as two processes/);
   });
 
   it("takes over a lock left by a previous life of this process's pid (a restarted process that got the same pid)", () => {

@@ -74,7 +74,7 @@ export class FileInboxBackend implements InboxBackend {
       beforeWrite: () => this.#writeRuns(),
     });
     // Last, so nothing that can throw comes after it and leaves the lock held.
-    this.#lock = FileLock.acquire(file, 'the receiver inbox');
+    this.#lock = FileLock.acquire(file, 'receiver inbox');
     openInboxes.add(this.#path);
   }
 
@@ -107,6 +107,8 @@ export class FileInboxBackend implements InboxBackend {
     const now = this.#clock();
     const done: InboxRecord[] = [];
     for (const record of this.#records.values()) {
+      // A record stored without its delivery id is keyed by it.
+      record.deliveryId ??= record.id;
       // Issue 30 item 1: the process that ran it died (at least once: it runs again).
       if (record.state === 'running') Object.assign(record, { state: 'pending', nextAttemptAt: now });
       this.#counts[record.state]++;

@@ -27,7 +27,7 @@ export class Inbox {
   #closed: Promise<void> | null = null;
 
   /** @internal Made by the receiver. */
-  constructor(backend: InboxBackend, options: ResolvedInboxOptions, runner: Omit<RunnerOptions, 'backend' | 'concurrency' | 'backoff' | 'timers' | 'pollMs' | 'closeTimeout'>, redis: boolean) {
+  constructor(backend: InboxBackend, options: ResolvedInboxOptions, runner: Omit<RunnerOptions, 'backend' | 'concurrency' | 'backoff' | 'timers' | 'pollMs' | 'closeTimeout' | 'handlerTimeout'>, redis: boolean) {
     this.#backend = backend;
     this.#clock = runner.clock;
     this.#maxPending = options.maxPending;
@@ -40,6 +40,7 @@ export class Inbox {
       timers: options.timers,
       pollMs: redis ? options.pollMs : null,
       closeTimeout: options.closeTimeout,
+      handlerTimeout: options.handlerTimeout,
     });
     this.#opened = backend.open();
     // Surfaced by the first request or call, not as an unhandled rejection now.

@@ -1,5 +1,6 @@
 // Issue 30 item 1: the inbox's options, their defaults, and their checks at construction. No Node module.
 import type { RedisLike } from '../redis-delivery-store.js';
+import { MAX_TIMER_MS } from '../deadline.js';
 import { parseLimit } from '../limit.js';
 import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 
@@ -9,13 +10,24 @@ export interface InboxTimers {
   clearTimeout(handle: unknown): void;
 }
 
-/** `createReceiver({ inbox })`: `true` for a file beside the delivery store, or these. */
+/**
+ * `createReceiver({ inbox })`: `true` for an inbox beside the delivery store (a file beside a file store, memory
+ * beside a `MemoryDeliveryStore`), or these.
+ */
 export interface InboxOptions {
   /**
    * The inbox file (its journal `<file>.journal`, its lock `<file>.lock`): one process at a time.
-   * @default 'inbox.json' in the delivery store's folder ('.cliphook/inbox.json')
+   * @default 'inbox.json' in the delivery store's folder ('.cliphook/inbox.json'); memory beside a `MemoryDeliveryStore`
    */
   file?: string;
+  /**
+   * Tests: keep the inbox in memory and write nothing, whatever the delivery store. It lives as long as the
+   * delivery store object (a receiver made again on that store finds its events), so a test file's inbox
+   * is gone with its receiver and store, and test files run in parallel never share one. Already the
+   * default beside a `MemoryDeliveryStore`; not with `file`, `redis` or `fsync`.
+   * @default false (true beside a MemoryDeliveryStore)
+   */
+  memory?: boolean;
   /** A `redis://` URL or a connected ioredis client: one inbox shared by several processes, each event run by one. */
   redis?: string | RedisLike;
   /** Redis only: prefix of every key. @default 'cliphook:inbox:' */
@@ -46,8 +58,21 @@ export interface InboxOptions {
   keepDone?: number;
   /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
   keepDoneMs?: number;
-  /** How long `receiver.close()` waits for running handlers, in milliseconds; the rest run at the next start. @default 10_000 */
+  /**
+   * How long `receiver.close()` waits for running handlers, in milliseconds; then it aborts their
+   * `context.signal` and returns, and their events run again at the next start. @default 10_000
+   */
   closeTimeout?: number;
+  /**
+   * A handler's deadline, in milliseconds: a run still going then has its `context.signal` aborted (reason a
+   * `HandlerTimeoutError`), counts as a failed attempt (`onError` hears `handler_timeout`; retried with backoff,
+   * dead past `retries`) and frees its slot at once, though its promise may never settle; a late settlement
+   * changes nothing. Five minutes is far above what a webhook handler needs (a download and a few writes take
+   * seconds), so only a hung one reaches it, and `concurrency` hung handlers stop the inbox for minutes, not
+   * until a restart. Raise it for handlers that do long work in line; at most 2_147_483_647 (a timer's limit).
+   * @default 300_000 (5 minutes)
+   */
+  handlerTimeout?: number;
   /** Redis only: how often to look for events other processes queued or left stalled, in milliseconds. @default 1000 */
   pollMs?: number;
   /** The timers retries and polls wait on; the time itself is the receiver's `clock`. @default Node's setTimeout */
@@ -56,6 +81,7 @@ export interface InboxOptions {
 
 export interface ResolvedInboxOptions {
   file: string | undefined;
+  memory: boolean;
   redis: string | RedisLike | undefined;
   prefix: string;
   fsync: boolean;
@@ -66,9 +92,13 @@ export interface ResolvedInboxOptions {
   keepDone: number;
   keepDoneMs: number;
   closeTimeout: number;
+  handlerTimeout: number;
   pollMs: number;
   timers: InboxTimers;
 }
+
+/** A handler's deadline in the inbox (`handlerTimeout`): 5 minutes. */
+export const DEFAULT_HANDLER_TIMEOUT = 5 * 60_000;
 
 /** Issue 30 follow-up item 1: 64 MiB of bodies waiting by default, not `maxPending` × `limit` (2.5 GB). */
 export const DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024;
@@ -95,9 +125,10 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   if (inbox !== true && (typeof inbox !== 'object' || inbox === null)) throw new TypeError(`Expected \`inbox\` to be true or an options object, got ${String(inbox)}.`);
   const {
     file,
+    memory = false,
     redis,
     prefix = 'cliphook:inbox:',
-    fsync = false,
+    fsync,
     concurrency = 4,
     retries = DEFAULT_BACKOFF.retries,
     minTimeout = DEFAULT_BACKOFF.minTimeout,
@@ -108,10 +139,16 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     keepDone = 1000,
     keepDoneMs = 86_400_000,
     closeTimeout = 10_000,
+    handlerTimeout = DEFAULT_HANDLER_TIMEOUT,
     pollMs = 1000,
     timers = NODE_TIMERS,
   }: InboxOptions = inbox === true ? {} : inbox;
   if (file !== undefined && redis !== undefined) throw new TypeError('Expected `inbox.file` or `inbox.redis`, not both.');
+  if (typeof memory !== 'boolean') throw new TypeError(`Expected \`inbox.memory\` to be a boolean, got ${JSON.stringify(memory)}.`);
+  if (memory && (file !== undefined || redis !== undefined || fsync !== undefined)) {
+    throw new TypeError('Expected `inbox.memory` alone: a memory inbox has no `file`, `redis` or `fsync`.');
+  }
+  if (fsync !== undefined && typeof fsync !== 'boolean') throw new TypeError(`Expected \`inbox.fsync\` to be a boolean, got ${JSON.stringify(fsync)}.`);
   if (file !== undefined && (typeof file !== 'string' || file.length === 0)) throw new TypeError(`Expected \`inbox.file\` to be a non-empty path, got ${JSON.stringify(file)}.`);
   if (redis !== undefined && typeof redis !== 'string' && typeof (redis as RedisLike)?.eval !== 'function') {
     throw new TypeError('Expected `inbox.redis` to be a redis:// URL or an ioredis client (it has no eval()).');
@@ -123,10 +160,13 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   if (!(Number.isSafeInteger(keepDone) && keepDone >= 0)) throw new TypeError(`Expected \`inbox.keepDone\` to be a non-negative integer, got ${keepDone}.`);
   nonNegative('keepDoneMs', keepDoneMs);
   nonNegative('closeTimeout', closeTimeout);
+  if (!(Number.isFinite(handlerTimeout) && handlerTimeout > 0 && handlerTimeout <= MAX_TIMER_MS)) {
+    throw new TypeError(`Expected \`inbox.handlerTimeout\` to be a positive number of milliseconds up to ${MAX_TIMER_MS}, got ${handlerTimeout}.`);
+  }
   if (!(Number.isFinite(pollMs) && pollMs > 0)) throw new TypeError(`Expected \`inbox.pollMs\` to be a positive number, got ${pollMs}.`);
   if (typeof timers?.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
     throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
   }
   const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
-  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
+  return { file, memory, redis, prefix, fsync: fsync ?? false, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, handlerTimeout, pollMs, timers };
 }

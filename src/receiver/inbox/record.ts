@@ -14,8 +14,17 @@ export type InboxSource = 'webhook' | 'reconcile' | 'replay';
 
 /** One event in the inbox: what the back ends store, and what `receiver.inbox.get(id)` answers. */
 export interface InboxRecord {
-  /** The delivery id (`X-Service-Delivery`) it arrived with. */
+  /**
+   * The event key it was claimed under (`e:video.completed:48213`, event-key.ts): one record per event,
+   * whatever delivery brought it, so `inbox.get(id)` and `inbox.replay(id)` take this.
+   */
   id: string;
+  /**
+   * The delivery id (`X-Service-Delivery`) of the delivery that brought it, `reconcile:<event>:<clip id>`
+   * for a reconciled one: the handler's `context.deliveryId`. A stored record without this field (one
+   * keyed by its delivery id) takes it from `id`.
+   */
+  deliveryId: string;
   /** The event's name, `video.completed` or `video.failed`. */
   name: string;
   /** The exact signed body, as text: the handler's `context.rawBody`, and its event once parsed. */
@@ -94,7 +103,7 @@ export interface InboxBackend {
   close(): Promise<void>;
 }
 
-/** A fresh record for a first-seen event. */
-export function newRecord(id: string, name: string, body: string, keys: readonly string[], source: InboxSource, now: number): InboxRecord {
-  return { id, name, body, keys: [...keys], source, state: 'pending', attempts: 0, receivedAt: now, nextAttemptAt: now, finishedAt: null, lastError: null };
+/** A fresh record for a first-seen event: `id` its event key, `deliveryId` the delivery that brought it (`id` when omitted). */
+export function newRecord(id: string, name: string, body: string, keys: readonly string[], source: InboxSource, now: number, deliveryId = id): InboxRecord {
+  return { id, deliveryId, name, body, keys: [...keys], source, state: 'pending', attempts: 0, receivedAt: now, nextAttemptAt: now, finishedAt: null, lastError: null };
 }

@@ -15,7 +15,7 @@ export interface RedisInboxOptions {
 }
 
 /** The fields of a record's hash, in the order they are written. */
-const FIELDS = ['id', 'name', 'body', 'keys', 'source', 'state', 'attempts', 'receivedAt', 'nextAttemptAt', 'finishedAt', 'lastError'] as const;
+const FIELDS = ['id', 'deliveryId', 'name', 'body', 'keys', 'source', 'state', 'attempts', 'receivedAt', 'nextAttemptAt', 'finishedAt', 'lastError'] as const;
 
 /**
  * The Redis inbox, for several receiver processes sharing one inbox: a record is a hash, each state a
@@ -150,6 +150,8 @@ function decode(row: readonly string[], id?: string): InboxRecord {
   const num = (value: string | undefined) => (value === undefined || value === '' ? null : Number(value));
   return {
     id: id ?? hash.id ?? '',
+    // A record stored without its delivery id is keyed by it.
+    deliveryId: hash.deliveryId ?? id ?? hash.id ?? '',
     name: hash.name ?? '',
     body: hash.body ?? '',
     keys: JSON.parse(hash.keys ?? '[]') as string[],

@@ -1,6 +1,8 @@
 // Issue 30 item 1: the worker. Takes due records from the back end, `concurrency` at a time, runs the
 // handlers, and writes each outcome: done, pending again after the backoff, or dead. No Node module.
+import { HandlerTimeoutError } from '../../protocol/errors.js';
 import type { WebhookEvent } from '../../protocol/events.js';
+import { HandlerContext, RunDeadline } from '../deadline.js';
 import { inboxDelay, type BackoffOptions } from './backoff.js';
 import type { InboxTimers } from './options.js';
 import type { InboxBackend, InboxRecord, InboxSource } from './record.js';
@@ -12,6 +14,8 @@ export interface RunContext {
   receivedAt: Date;
   attempt: number;
   source: InboxSource;
+  /** Aborted at the run's deadline (`handlerTimeout`) or when `close()` gives up on it (`closeTimeout`). */
+  signal: AbortSignal;
 }
 
 export interface RunnerOptions {
@@ -25,6 +29,8 @@ export interface RunnerOptions {
   /** Redis: look for others' events this often; `null` for a file, which only this process fills. */
   pollMs: number | null;
   closeTimeout: number;
+  /** A run still going after this many milliseconds is abandoned and counts as failed. */
+  handlerTimeout: number;
   /** Runs the handlers (the receiver's dispatch); throws or rejects when one failed. */
   dispatch: (event: WebhookEvent, context: RunContext) => unknown;
   /** Whether any handler is registered: recovered events wait for the app's `on()` calls. */
@@ -45,6 +51,8 @@ export class InboxRunner {
   /** Identifies this process's claims in a shared (Redis) inbox. */
   readonly #owner = `${crypto.randomUUID()}`;
   readonly #runs = new Set<Promise<void>>();
+  /** The deadline of each run still waiting for its handlers: `close()` stops them at its timeout. */
+  readonly #deadlines = new Set<RunDeadline>();
   /** Outcomes handed to the back end whose writes have not finished. */
   readonly #settling = new Set<Promise<void>>();
   /** Lease renewals sent to the back end whose answer has not come back. */
@@ -85,15 +93,32 @@ export class InboxRunner {
     void this.#pump();
   }
 
-  /** Takes no more records and waits up to `closeTimeout` for the running ones; the rest stay for the next start. */
+  /**
+   * Takes no more records and waits up to `closeTimeout` for the running ones, then aborts their signals and
+   * abandons them without an outcome: they run again at the next start (file) or once their lease ends
+   * (Redis). The rest stay for the next start.
+   */
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
     if (this.#runs.size > 0) {
+      const { timers, closeTimeout } = this.#o;
+      // The app is awaiting close(), and every inbox timer is unref'd: a host timer holds the process open
+      // until close() returns, else a handler that holds nothing open lets it exit mid-await.
+      const hold = globalThis.setInterval(() => undefined, 1 << 30);
       let timer: unknown;
-      const timeout = new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, this.#o.closeTimeout)));
-      await Promise.race([Promise.allSettled([...this.#runs]), timeout]);
-      this.#o.timers.clearTimeout(timer);
+      try {
+        const timeout = new Promise<false>((resolve) => (timer = timers.setTimeout(() => resolve(false), closeTimeout)));
+        const finished = await Promise.race([Promise.allSettled([...this.#runs]).then(() => true), timeout]);
+        if (!finished) {
+          const reason = new HandlerTimeoutError('closeTimeout', closeTimeout);
+          for (const deadline of this.#deadlines) deadline.stop(reason);
+          await Promise.allSettled([...this.#runs]);
+        }
+      } finally {
+        timers.clearTimeout(timer);
+        globalThis.clearInterval(hold);
+      }
     }
     await Promise.allSettled([...this.#settling]);
   }
@@ -133,14 +158,25 @@ export class InboxRunner {
   }
 
   async #run(record: InboxRecord): Promise<void> {
-    const { dispatch, clock, backoff, backend } = this.#o;
-    const context: RunContext = { deliveryId: record.id, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source };
+    const { dispatch, clock, backoff, backend, timers, handlerTimeout } = this.#o;
+    const deadline = new RunDeadline();
+    const context: RunContext = new HandlerContext({ deliveryId: record.deliveryId, rawBody: encoder.encode(record.body), receivedAt: new Date(record.receivedAt), attempt: record.attempts, source: record.source }, deadline);
     const keeping = this.#keepLease(record.id);
+    this.#deadlines.add(deadline);
     try {
       const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
-      if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') await ran;
+      if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') {
+        // Past the deadline the run fails and frees its slot, though its promise may never settle.
+        await deadline.race(ran as PromiseLike<unknown>, handlerTimeout, timers, () => new HandlerTimeoutError('handlerTimeout', handlerTimeout));
+      }
       Object.assign(record, { state: 'done', nextAttemptAt: null, finishedAt: clock(), lastError: null });
     } catch (error) {
+      if (error instanceof HandlerTimeoutError && error.limit === 'closeTimeout') {
+        // Abandoned by close(): no outcome, so the run counts as one that a crash ended.
+        this.#deadlines.delete(deadline);
+        keeping.stop();
+        return;
+      }
       this.#o.onError(error, context);
       const now = clock();
       const delay = inboxDelay(record.attempts, backoff);
@@ -149,6 +185,7 @@ export class InboxRunner {
       if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
     }
+    this.#deadlines.delete(deadline);
     keeping.stop();
     // Issue 30 item 4: the slot is free once the outcome is handed to the back end (the file's is in
     // memory at once); waiting for its write too held a slot per group commit, and the handlers fell

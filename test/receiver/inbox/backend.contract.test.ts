@@ -1,7 +1,8 @@
-// Issue 30 item 1: the file and Redis inbox back ends pass one contract.
+// Issue 30 item 1: the file, memory and Redis inbox back ends pass one contract.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { InboxError } from '../../../src/index.js';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
+import { MemoryInboxBackend, MemoryInboxState } from '../../../src/receiver/inbox/memory-backend.js';
 import { newRecord, type InboxBackend } from '../../../src/receiver/inbox/record.js';
 import { RedisInboxBackend } from '../../../src/receiver/inbox/redis-backend.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
@@ -32,6 +33,25 @@ const factories: Record<string, (keep?: { keepDone?: number; keepDoneMs?: number
     const file = tmp.file('inbox.json');
     const open = async () => {
       const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, clock });
+      await backend.open();
+      return backend;
+    };
+    let current = await open();
+    cleanups.push(() => current.close());
+    return {
+      backend: current,
+      reopen: async () => {
+        await current.close();
+        current = await open();
+        return current;
+      },
+    };
+  },
+  // The next start in the same process: a receiver made again on the same MemoryDeliveryStore.
+  memory: async ({ keepDone = 100, keepDoneMs = 60_000 } = {}) => {
+    const state = new MemoryInboxState();
+    const open = async () => {
+      const backend = new MemoryInboxBackend({ state, keepDone, keepDoneMs, clock });
       await backend.open();
       return backend;
     };
@@ -189,6 +209,23 @@ describe.each(Object.entries(factories))('InboxBackend contract: %s', (name, mak
     expect(await backend.extend('a', 'w1', now + 5000)).toBe(true);
     expect(await backend.claim(now + 1000, now + 2000, 'w2', 10)).toEqual([]);
     expect(await backend.claim(now + 5000, now + 6000, 'w2', 10)).toHaveLength(1);
+  });
+
+  it('identifies a record by its id (the event key) and keeps the delivery id beside it, across a reopen', async () => {
+    now = T0;
+    const { backend, reopen } = await make();
+    const first = newRecord('e:video.completed:1', 'video.completed', '{"id":1}', ['e:video.completed:1'], 'webhook', now, 'dlv_A');
+    const second = newRecord('e:video.completed:2', 'video.completed', '{"id":2}', ['e:video.completed:2'], 'webhook', now, 'dlv_A');
+    expect(await backend.add(first, 10)).toBe('added');
+    expect(await backend.add(second, 10)).toBe('added'); // another event under a delivery id already seen
+    expect(await backend.add({ ...second, deliveryId: 'dlv_B' }, 10)).toBe('exists');
+    const claimed = await backend.claim(now, now + 1000, 'w', 10);
+    expect(claimed.map((r) => [r.id, r.deliveryId])).toEqual([['e:video.completed:1', 'dlv_A'], ['e:video.completed:2', 'dlv_A']]);
+    await backend.settle({ ...claimed[0]!, state: 'dead', finishedAt: now, lastError: 'bug' }, 'w', now);
+    const other = await reopen();
+    expect(await other.get('e:video.completed:2')).toMatchObject({ deliveryId: 'dlv_A' });
+    expect(await other.replay('e:video.completed:1', now + 1)).toMatchObject({ id: 'e:video.completed:1', deliveryId: 'dlv_A', source: 'replay' });
+    expect((await other.list('pending', 10)).map((r) => r.deliveryId)).toContain('dlv_A');
   });
 
   it('keeps what it acknowledged across a reopen', async () => {

@@ -19,6 +19,9 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
+/** An event's inbox record id: its event key. */
+const keyOf = (hook: { event: WebhookEvent }) => `e:${hook.event.event}:${hook.event.id}`;
+
 async function setup(inbox: Record<string, unknown> = {}, options: { limit?: number } = {}) {
   const tmp = await tempDir();
   cleanups.push(tmp.cleanup);
@@ -83,7 +86,7 @@ describe('receiver inbox', () => {
     const { hook } = await send();
     await receiver.inbox!.idle();
     expect(attempts).toEqual([1]);
-    expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'pending', attempts: 1, lastError: 'boom 1', nextAttemptAt: clock.now() + 1000 });
+    expect(await receiver.inbox!.get(keyOf(hook))).toMatchObject({ state: 'pending', attempts: 1, lastError: 'boom 1', nextAttemptAt: clock.now() + 1000 });
     await clock.advance(999);
     await receiver.inbox!.idle();
     expect(attempts).toEqual([1]);
@@ -96,7 +99,7 @@ describe('receiver inbox', () => {
     expect(attempts).toEqual([1, 2]);
     await clock.advance(1);
     await receiver.inbox!.idle();
-    expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'done', attempts: 3, lastError: null });
+    expect(await receiver.inbox!.get(keyOf(hook))).toMatchObject({ state: 'done', attempts: 3, lastError: null });
     expect(attempts).toEqual([1, 2, 3]);
     expect(errors).toHaveLength(2);
   });
@@ -116,14 +119,14 @@ describe('receiver inbox', () => {
       await clock.advance(10);
     }
     await receiver.inbox!.idle();
-    expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'dead', attempts: 3, lastError: 'bug' });
+    expect(await receiver.inbox!.get(keyOf(hook))).toMatchObject({ state: 'dead', attempts: 3, lastError: 'bug' });
     await clock.advance(60_000);
     await receiver.inbox!.idle();
     expect(runs).toHaveLength(3);
-    expect((await receiver.inbox!.list({ state: 'dead' })).map((r) => r.id)).toEqual([hook.deliveryId]);
+    expect((await receiver.inbox!.list({ state: 'dead' })).map((r) => [r.id, r.deliveryId])).toEqual([[keyOf(hook), hook.deliveryId]]);
     fixed = true;
-    await receiver.inbox!.replay(hook.deliveryId);
-    await vi.waitFor(async () => expect(await receiver.inbox!.get(hook.deliveryId)).toMatchObject({ state: 'done', source: 'replay', attempts: 1 }));
+    await receiver.inbox!.replay(keyOf(hook));
+    await vi.waitFor(async () => expect(await receiver.inbox!.get(keyOf(hook))).toMatchObject({ state: 'done', source: 'replay', attempts: 1 }));
     expect(runs.at(-1)).toEqual({ attempt: 1, source: 'replay' });
     await expect(receiver.inbox!.replay('dlv_nope')).rejects.toBeInstanceOf(InboxError);
   });
@@ -274,7 +277,7 @@ describe('receiver inbox', () => {
     const { delivered_at: _, ...event } = hook.event;
     expect(await receiver.ingest({ ...event, delivered_at: new Date(clock.now()).toISOString() }, { source: 'reconcile' })).toBe('handled');
     const id = `reconcile:video.completed:${hook.event.id}`;
-    await vi.waitFor(async () => expect(await receiver.inbox!.get(id)).toMatchObject({ state: 'done', source: 'reconcile' }));
+    await vi.waitFor(async () => expect(await receiver.inbox!.get(keyOf(hook))).toMatchObject({ deliveryId: id, state: 'done', source: 'reconcile' }));
     expect(seen).toEqual([{ deliveryId: id, source: 'reconcile', attempt: 1 }]);
     expect(await receiver.ingest(hook.event, { source: 'reconcile' })).toBe('duplicate');
     const late = await send(hook);

@@ -1,5 +1,6 @@
 // Issue 30 item 1: the inbox's worker on a stand-in back end, on the simulated clock.
-import { expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { HandlerTimeoutError } from '../../../src/index.js';
 import { DEFAULT_BACKOFF } from '../../../src/receiver/inbox/backoff.js';
 import { newRecord, type InboxBackend, type InboxRecord } from '../../../src/receiver/inbox/record.js';
 import { InboxRunner, type RunnerOptions } from '../../../src/receiver/inbox/runner.js';
@@ -30,7 +31,7 @@ function standIn(records: InboxRecord[]) {
   return { backend, writes, renewals };
 }
 
-function runner(records: InboxRecord[], clock: SimulatedClock, dispatch: RunnerOptions['dispatch'], concurrency = 1) {
+function runner(records: InboxRecord[], clock: SimulatedClock, dispatch: RunnerOptions['dispatch'], concurrency = 1, options: Partial<RunnerOptions> = {}) {
   const stand = standIn(records);
   const run = new InboxRunner({
     backend: stand.backend,
@@ -41,9 +42,11 @@ function runner(records: InboxRecord[], clock: SimulatedClock, dispatch: RunnerO
     timers: clock,
     pollMs: null,
     closeTimeout: 1_000,
+    handlerTimeout: 60_000,
     dispatch,
     ready: () => true,
     onError: () => undefined,
+    ...options,
   });
   return { ...stand, runner: run };
 }
@@ -110,6 +113,7 @@ it('frees a handler slot once the outcome is handed to the back end, not once it
     timers: clock,
     pollMs: null,
     closeTimeout: 1_000,
+    handlerTimeout: 60_000,
     dispatch: (_event, { deliveryId }) => void ran.push(deliveryId),
     ready: () => true,
     onError: () => undefined,
@@ -126,4 +130,121 @@ it('frees a handler slot once the outcome is handed to the back end, not once it
   for (const write of writes) write.finish();
   await closing;
   expect(closed).toBe(true);
+});
+
+describe('a handler past its deadline', () => {
+  // A lease longer than every deadline here: no renewal (which the stand-in leaves unanswered) falls due.
+  const leaseMs = 600_000;
+  const records = (clock: SimulatedClock, ...ids: string[]) => ids.map((id) => newRecord(`e:${id}`, 'video.completed', `{"id":"${id}"}`, [`e:${id}`], 'webhook', clock.now(), `dlv_${id}`));
+
+  it('fails at handlerTimeout, reaching onError with handler_timeout and aborting its signal, and frees its slot though it never settles', async () => {
+    const clock = new SimulatedClock({ frozen: true });
+    const signals = new Map<string, AbortSignal>();
+    const errors: Array<[unknown, string | undefined]> = [];
+    const { runner: run, writes } = runner(
+      records(clock, 'hung', 'next'),
+      clock,
+      (_event, { deliveryId, signal }) => {
+        signals.set(deliveryId, signal);
+        return deliveryId === 'dlv_hung' ? new Promise<void>(() => undefined) : undefined;
+      },
+      1,
+      { leaseMs, handlerTimeout: 5_000, onError: (error, context) => void errors.push([error, context?.deliveryId]) },
+    );
+    run.kick();
+    await run.idle(false);
+    expect([...signals.keys()]).toEqual(['dlv_hung']);
+    await clock.advance(4_999);
+    await flushPromises();
+    expect([...signals.keys()]).toEqual(['dlv_hung']); // the slot is still held
+    expect(signals.get('dlv_hung')!.aborted).toBe(false);
+    await clock.advance(1);
+    await flushPromises(); // the stand-in does no I/O: the runner has done all it can
+    // The slot is free: the next event ran, and the hung one's outcome is a failed attempt, due after the backoff.
+    expect([...signals.keys()]).toEqual(['dlv_hung', 'dlv_next']);
+    expect(writes.map((w) => [w.record.id, w.record.state, w.record.nextAttemptAt])).toEqual([
+      ['e:hung', 'pending', clock.now() + DEFAULT_BACKOFF.minTimeout],
+      ['e:next', 'done', null],
+    ]);
+    expect(writes[0]!.record.lastError).toMatch(/ran past `inbox.handlerTimeout` \(5000 ms\)/);
+    const [error, deliveryId] = errors[0]!;
+    expect(deliveryId).toBe('dlv_hung');
+    expect(error).toBeInstanceOf(HandlerTimeoutError);
+    expect(error).toMatchObject({ code: 'handler_timeout', limit: 'handlerTimeout', ms: 5_000 });
+    expect(signals.get('dlv_hung')!.reason).toBe(error);
+    expect(signals.get('dlv_next')!.aborted).toBe(false);
+    expect(run.active).toBe(0);
+    for (const write of writes) write.finish();
+    await run.idle();
+  });
+
+  it('writes no second outcome when the abandoned handler settles late, resolved or rejected', async () => {
+    const clock = new SimulatedClock({ frozen: true });
+    const ends: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+    const errors: unknown[] = [];
+    const { runner: run, writes } = runner(
+      records(clock, 'a', 'b'),
+      clock,
+      () => new Promise<void>((resolve, reject) => ends.push({ resolve, reject })),
+      2,
+      { leaseMs, handlerTimeout: 1_000, onError: (error) => void errors.push(error) },
+    );
+    run.kick();
+    await run.idle(false);
+    await clock.advance(1_000);
+    await flushPromises();
+    expect(writes.map((w) => [w.record.id, w.record.state])).toEqual([['e:a', 'pending'], ['e:b', 'pending']]);
+    for (const write of writes) write.finish();
+    await run.idle();
+    ends[0]!.resolve();
+    ends[1]!.reject(new Error('too late'));
+    await flushPromises();
+    await run.idle();
+    expect(writes).toHaveLength(2);
+    expect(errors).toHaveLength(2);
+    expect(errors.every((error) => error instanceof HandlerTimeoutError)).toBe(true);
+  });
+
+  it('is dead past retries when every run times out', async () => {
+    const clock = new SimulatedClock({ frozen: true });
+    const { runner: run, writes } = runner(records(clock, 'a'), clock, () => new Promise<void>(() => undefined), 1, {
+      leaseMs,
+      handlerTimeout: 1_000,
+      backoff: { ...DEFAULT_BACKOFF, retries: 0 },
+    });
+    run.kick();
+    await run.idle(false);
+    await clock.advance(1_000);
+    await flushPromises();
+    expect(writes.map((w) => [w.record.state, w.record.finishedAt])).toEqual([['dead', clock.now()]]);
+    writes[0]!.finish();
+    await run.idle();
+  });
+
+  it('close() waits closeTimeout for a hung handler, then aborts its signal and returns without an outcome for it', async () => {
+    const clock = new SimulatedClock({ frozen: true });
+    let signal!: AbortSignal;
+    const errors: unknown[] = [];
+    const { runner: run, writes } = runner(records(clock, 'a'), clock, (_event, context) => ((signal = context.signal), new Promise<void>(() => undefined)), 1, {
+      leaseMs,
+      closeTimeout: 2_000,
+      handlerTimeout: 60_000,
+      onError: (error) => void errors.push(error),
+    });
+    run.kick();
+    await run.idle(false);
+    let closed = false;
+    const closing = run.close().then(() => (closed = true));
+    await clock.advance(1_999);
+    expect(closed).toBe(false);
+    expect(signal.aborted).toBe(false);
+    await clock.advance(1);
+    await closing;
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toMatchObject({ code: 'handler_timeout', limit: 'closeTimeout', ms: 2_000 });
+    // Left running, as a crash leaves it: the next start (file) or the lease's end (Redis) runs it again.
+    expect(writes).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(run.active).toBe(0);
+  });
 });
