@@ -49,7 +49,7 @@ describe('cliphook relay --redis (issue 13)', () => {
     const { port } = server.address() as { port: number };
     await new Promise((resolve) => server.close(resolve));
     const refused = run({ data: undefined, redis: `redis://user:hunter2@127.0.0.1:${port}` });
-    await expect(refused).rejects.toMatchObject({ exitCode: 1, message: expect.stringMatching(new RegExp(`^cannot reach Redis at redis://127\\.0\\.0\\.1:${port}/0 \\(--redis\\): .*ECONNREFUSED`)) });
+    await expect(refused).rejects.toMatchObject({ exitCode: 1, message: expect.stringMatching(new RegExp(`^cannot reach Redis at redis://127\\.0\\.0\\.1:${port} \\(--redis\\): .*ECONNREFUSED`)) });
     expect(((await refused.catch((error: Error) => error)) as Error).message).not.toContain('hunter2');
   });
 
