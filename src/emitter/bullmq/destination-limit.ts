@@ -1,24 +1,46 @@
+import type { Redis } from 'ioredis';
+
+/** Where parked job ids wait, per destination, oldest first: shared by every worker of the queue. */
+export interface ParkedJobs {
+  push(destination: string, jobId: string): Promise<void>;
+  /** The oldest parked job of `destination`, taken off the list; `null` when none is left. */
+  shift(destination: string): Promise<string | null>;
+}
+
+/**
+ * The parked job ids of a queue in Redis, one list per destination under `base`. A list lives twice as
+ * long as a parked job stays delayed: past that, every job in it has come back by itself.
+ */
+export function redisParkedJobs(redis: Redis, base: string, fallbackMs: number): ParkedJobs {
+  return {
+    async push(destination, jobId) {
+      await redis.multi().rpush(`${base}:${destination}`, jobId).pexpire(`${base}:${destination}`, fallbackMs * 2).exec();
+    },
+    shift: (destination) => redis.lpop(`${base}:${destination}`),
+  };
+}
+
 /**
  * The per-destination cap of one BullMQ worker. BullMQ takes jobs in the order they were queued and has
- * no per-group limit outside BullMQ Pro, so a job whose destination is at its cap is parked: moved back
- * to BullMQ's delayed set (its slot goes to the next job) and remembered here; each attempt that ends
- * brings that destination's oldest parked job back to the waiting list. A parked job this worker never
- * brings back (its process died) comes back by itself after `fallbackMs`.
+ * no per-group limit outside BullMQ Pro, so a job whose destination is at its cap in this worker is
+ * parked: moved back to BullMQ's delayed set (its slot goes to the next job) and its id listed in Redis;
+ * each attempt to that destination that ends, in any worker, brings the oldest parked one back to the
+ * waiting list. A parked job nothing brings back comes back by itself when its delay runs out.
  */
 export class DestinationLimit {
   readonly #cap: number;
+  readonly #parked: ParkedJobs;
   readonly #wake: (jobId: string) => Promise<boolean>;
   readonly #running = new Map<string, number>();
-  /** Parked job ids by destination, oldest first. */
-  readonly #parked = new Map<string, Set<string>>();
   #closed = false;
 
   /**
    * `wake` moves a parked job back to the waiting list; it resolves `false` when that job is no longer
-   * delayed (redelivered, finished, or brought back by another process), and the next one is tried.
+   * delayed (redelivered, finished, or brought back already), and the next one is tried.
    */
-  constructor(cap: number, wake: (jobId: string) => Promise<boolean>) {
+  constructor(cap: number, parked: ParkedJobs, wake: (jobId: string) => Promise<boolean>) {
     this.#cap = cap;
+    this.#parked = parked;
     this.#wake = wake;
   }
 
@@ -30,12 +52,11 @@ export class DestinationLimit {
     return true;
   }
 
-  /** Remembers a job that was moved to the delayed set while its destination was at its cap. */
-  parked(destination: string, jobId: string): void {
-    let jobs = this.#parked.get(destination);
-    if (!jobs) this.#parked.set(destination, (jobs = new Set()));
-    jobs.add(jobId);
-    // An attempt that ended while the job was being parked found nothing to bring back.
+  /** Lists a job that was moved to the delayed set while its destination was at its cap here. */
+  async parked(destination: string, jobId: string): Promise<void> {
+    // Unlisted (Redis out of reach), the job still comes back by itself when its delay runs out.
+    if (!(await this.#parked.push(destination, jobId).then(() => true, () => false))) return;
+    // An attempt that ended here while the job was being parked found nothing to bring back.
     if ((this.#running.get(destination) ?? 0) < this.#cap) void this.#wakeOne(destination);
   }
 
@@ -47,20 +68,19 @@ export class DestinationLimit {
     void this.#wakeOne(destination);
   }
 
-  /** Stops bringing parked jobs back: a closing worker takes no more. They come back after `fallbackMs`. */
+  /** Stops bringing parked jobs back: a closing worker takes no more, and the others still do. */
   close(): void {
     this.#closed = true;
-    this.#parked.clear();
   }
 
   async #wakeOne(destination: string): Promise<void> {
-    const jobs = this.#parked.get(destination);
-    while (jobs && jobs.size > 0 && !this.#closed) {
-      const jobId = jobs.values().next().value!;
-      jobs.delete(jobId);
-      if (jobs.size === 0) this.#parked.delete(destination);
-      // A failure to reach Redis leaves the job delayed: it comes back by itself.
-      if (await this.#wake(jobId).catch(() => false)) return;
+    try {
+      while (!this.#closed) {
+        const jobId = await this.#parked.shift(destination);
+        if (jobId === null || (await this.#wake(jobId))) return;
+      }
+    } catch {
+      // Redis out of reach: the parked jobs come back by themselves.
     }
   }
 }

@@ -7,7 +7,7 @@ import type { EmitterEventName } from '../listeners.js';
 import { measured } from '../measure.js';
 import type { ResolvedQueueOptions } from '../options.js';
 import type { DeliveryAttempt } from '../types.js';
-import { DestinationLimit } from './destination-limit.js';
+import { DestinationLimit, redisParkedJobs } from './destination-limit.js';
 import type { RedisRecordStore, StoredRecord, Written } from './record-store.js';
 
 /** The BullMQ side of an emitter: its worker, and what the engine asks of it. */
@@ -108,7 +108,8 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
   const moving = new Set<string>();
   const deferred = new Map<string, StoredRecord>();
   const verdicts = new WeakSet<Error>();
-  const limit = new DestinationLimit(options.maxPerDestination, wake);
+  const parked = redisParkedJobs(connection, `${config.prefix}:${config.name}:emitter:parked`, PARK_FALLBACK_MS);
+  const limit = new DestinationLimit(options.maxPerDestination, parked, wake);
 
   async function deliver(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     const jobId = job.id!;
@@ -116,7 +117,7 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
     // A job queued without its destination (by an older release) is not held to the cap.
     if (to !== undefined && !limit.take(to)) {
       await job.moveToDelayed(Date.now() + PARK_FALLBACK_MS, token);
-      limit.parked(to, jobId);
+      await limit.parked(to, jobId);
       throw new DelayedError();
     }
     try {
