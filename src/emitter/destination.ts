@@ -10,7 +10,8 @@ const cache = new Map<string, string>();
 export function destinationOf(url: string): string {
   let origin = cache.get(url);
   if (origin === undefined) {
-    origin = new URL(url).origin;
+    // A stored URL that no longer parses is its own destination: its attempt fails on the URL check.
+    origin = URL.canParse(url) ? new URL(url).origin : url;
     if (cache.size >= CACHE_LIMIT) cache.clear();
     cache.set(url, origin);
   }
