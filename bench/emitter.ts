@@ -3,10 +3,7 @@
 // 1. Deliveries/s from the file outbox to a local receiver that answers 200, against a bare fetch loop
 //    at the same concurrency, same receiver, same run (target: >= 0.7x).
 // 2. Heap and timers with 100,000 deliveries waiting for their retry (target: one timer, <= 1 KiB each).
-// 3. Isolation: one destination that holds every request 30 s with 1,000 deliveries queued for it, and the
-//    latency of another destination's deliveries against the same alone (target: <= 2x), on the memory
-//    outbox (the slots alone) and the file outbox (whose every write also holds the 1,000 queued
-//    deliveries, so each send waits for a bigger write). `--only isolation` runs these rows alone.
+// One destination's backlog against another's latency is bench/emitter-isolation.ts.
 // The receiver runs in a worker thread, so its work does not count against either side's event loop.
 import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -30,7 +27,6 @@ function option(name: string, fallback: number): number {
   if (!Number.isFinite(value) || value <= 0) throw new TypeError(`Expected --${name} to be a positive number.`);
   return value;
 }
-const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 const DELIVERIES = option('deliveries', 5_000);
 const CONCURRENCY = option('concurrency', 16);
 const ROUNDS = option('rounds', 3);
@@ -200,93 +196,10 @@ async function scheduled(name: string, makeStore: (dir: string) => Outbox): Prom
   return `| ${fmt(pending)} scheduled, ${name} | ${timerCount} timer, ${fmt(perDelivery)} B heap per pending delivery | ${ok ? 'met' : 'NOT met'} (target: 1 timer, <= 1,024 B); sent and first-attempted in ${fmt(seconds, 1)} s |`;
 }
 
-/** A server on 127.0.0.1 that reads each request and never answers it; `stop` cuts every connection. */
-async function startTarpit(): Promise<{ url: string; held: () => number; stop: () => Promise<void> }> {
-  let held = 0;
-  const server = http.createServer((req, res) => {
-    held++;
-    req.resume();
-    // The response's close, not the request's: a request closes once its body is read.
-    res.once('close', () => void held--);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as import('node:net').AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/webhooks`,
-    held: () => held,
-    stop: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
-}
-
-/** Milliseconds from `send()` to `delivered` of `count` deliveries to `url`, one after another. */
-async function latencies(emitter: ReturnType<typeof createEmitter>, url: string, count: number, from: number): Promise<number[]> {
-  const took: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    const delivered = new Promise<void>((resolve) => {
-      const listener = (): void => {
-        emitter.off('delivered', listener);
-        resolve();
-      };
-      emitter.on('delivered', listener);
-    });
-    await emitter.send({ url, secret: SECRET, event: 'video.completed', payload: payload(from + i) });
-    await delivered;
-    took.push(performance.now() - started);
-  }
-  return took;
-}
-
-const ISOLATION_QUEUED = 1_000;
-const ISOLATION_SAMPLES = 200;
-
-/**
- * One destination holds every request 30 s (its attempts' time-out) with 1,000 deliveries queued for it;
- * the median latency of another destination's deliveries then, against the same with the first idle.
- * The emitter runs with its defaults (concurrency 16, maxPerDestination 4) on a file outbox.
- */
-async function isolation(name: string, makeStore: (dir: string) => Outbox): Promise<string> {
-  const receiver = await startReceiver();
-  const tarpit = await startTarpit();
-  const dir = mkdtempSync(join(tmpdir(), 'cliphook-bench-'));
-  const emitter = createEmitter({ store: makeStore(dir), timeoutMs: 30_000, allowPrivateNetworks: true, retainFinished: 2_000 });
-  await emitter.start();
-  await latencies(emitter, receiver.url, ISOLATION_SAMPLES, 1); // warm-up: JIT, sockets
-  const alone = median(await latencies(emitter, receiver.url, ISOLATION_SAMPLES, 1_000));
-  await Promise.all(Array.from({ length: ISOLATION_QUEUED }, (_, i) =>
-    emitter.send({ url: tarpit.url, secret: SECRET, event: 'video.completed', payload: payload(10_000 + i) })));
-  for (let waited = 0; tarpit.held() === 0; waited++) {
-    if (waited > 1_000) throw new Error('the tarpit got no request');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  const started = performance.now();
-  const loaded = median(await latencies(emitter, receiver.url, ISOLATION_SAMPLES, 2_000));
-  const seconds = (performance.now() - started) / 1000;
-  const held = tarpit.held();
-  const waiting = emitter.stats.pending;
-  if (seconds >= 30) throw new Error('the isolation samples outlasted the tarpit\'s 30 s hold: measure fewer');
-  // Stopping first, so no queued attempt begins; cutting the tarpit's connections then ends the ones held.
-  const stopped = emitter.stop();
-  await tarpit.stop();
-  await stopped;
-  await receiver.stop();
-  rmSync(dir, { recursive: true, force: true });
-  const ratio = loaded / alone;
-  return `| isolation, ${name}: another destination's delivery latency while one holds every request 30 s with ${fmt(ISOLATION_QUEUED)} queued (defaults: concurrency 16, maxPerDestination 4) | median ${fmt(loaded, 2)} ms vs ${fmt(alone, 2)} ms alone: ${fmt(ratio, 2)}x | ${ratio <= 2 ? 'met' : 'NOT met'} (target <= 2x); the tarpit held ${held} requests, ${fmt(waiting)} waited |`;
-}
-
-const isolationRows = async (): Promise<string[]> => [
-  await isolation('MemoryOutbox', () => new MemoryOutbox()),
-  await isolation('FileOutbox', (dir) => new FileOutbox({ file: join(dir, 'outbox.json') })),
-];
-const rows = only === 'isolation' ? await isolationRows() : [
+const rows = [
   ...(await throughput()),
   await scheduled('MemoryOutbox', () => new MemoryOutbox()),
   await scheduled('FileOutbox', (dir) => new FileOutbox({ file: join(dir, 'outbox.json') })),
-  ...(await isolationRows()),
 ];
 console.log(`Emitter benchmark: node ${process.version}, ${fmt(DELIVERIES)} deliveries x ${ROUNDS} rounds, ${(await import('node:os')).cpus().length} CPUs\n`);
 console.log('| measurement | result | vs target |');
