@@ -114,7 +114,7 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
   async function deliver(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     const jobId = job.id!;
     const { id, to } = job.data;
-    // A job queued without its destination (by an older release) is not held to the cap.
+    // A job whose data names no destination is not held to the cap: nothing says which one it counts against.
     if (to !== undefined && !limit.take(to)) {
       await job.moveToDelayed(Date.now() + PARK_FALLBACK_MS, token);
       await limit.parked(to, jobId);
