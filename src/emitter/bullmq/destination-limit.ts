@@ -2,21 +2,27 @@ import type { Redis } from 'ioredis';
 
 /** Where parked job ids wait, per destination, oldest first: shared by every worker of the queue. */
 export interface ParkedJobs {
+  /** Lists a job; one listed already keeps its place. */
   push(destination: string, jobId: string): Promise<void>;
   /** The oldest parked job of `destination`, taken off the list; `null` when none is left. */
   shift(destination: string): Promise<string | null>;
 }
 
 /**
- * The parked job ids of a queue in Redis, one list per destination under `base`. A list lives twice as
- * long as a parked job stays delayed: past that, every job in it has come back by itself.
+ * The parked job ids of a queue in Redis: a sorted set per destination under `base`, by the time each was
+ * first parked (a job parked again keeps its place, and is listed once). A set lives twice as long as a
+ * parked job stays delayed after its last push: past that, every job in it has come back by itself.
  */
 export function redisParkedJobs(redis: Redis, base: string, fallbackMs: number): ParkedJobs {
   return {
     async push(destination, jobId) {
-      await redis.multi().rpush(`${base}:${destination}`, jobId).pexpire(`${base}:${destination}`, fallbackMs * 2).exec();
+      const key = `${base}:${destination}`;
+      await redis.multi().zadd(key, 'NX', Date.now(), jobId).pexpire(key, fallbackMs * 2).exec();
     },
-    shift: (destination) => redis.lpop(`${base}:${destination}`),
+    async shift(destination) {
+      const [jobId] = await redis.zpopmin(`${base}:${destination}`);
+      return jobId ?? null;
+    },
   };
 }
 

@@ -48,8 +48,9 @@ const JOB_ATTEMPTS = 1_000_000;
 const MAX_STALLED = 1_000_000;
 
 // How long a job parked for its destination's cap stays delayed unless an attempt that ends brings it back
-// first: only a worker that died before it did leaves it the whole time.
-const PARK_FALLBACK_MS = 60_000;
+// first: the bound on a job whose wake-up was lost (a worker that died, Redis restarted in between). Its
+// cost: a destination that stays full has its parked jobs come back and be parked again this often.
+const PARK_FALLBACK_MS = 15_000;
 
 /** A job's data: its delivery, and that delivery's destination (a URL's origin) for the per-destination cap. */
 interface DeliveryJobData {
@@ -116,8 +117,11 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
     const { id, to } = job.data;
     // A job whose data names no destination is not held to the cap: nothing says which one it counts against.
     if (to !== undefined && !limit.take(to)) {
-      await job.moveToDelayed(Date.now() + PARK_FALLBACK_MS, token);
-      await limit.parked(to, jobId);
+      // Not moved (its lock expired while Redis was away, or Redis is away now): the job is left to BullMQ,
+      // whose stalled check hands it out again once its lock expires. Failing it instead would record a
+      // failure for a delivery that was never attempted.
+      const moved = await job.moveToDelayed(Date.now() + PARK_FALLBACK_MS, token).then(() => true, () => false);
+      if (moved) await limit.parked(to, jobId);
       throw new DelayedError();
     }
     try {
