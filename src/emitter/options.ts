@@ -38,11 +38,20 @@ export interface EmitterOptions {
    */
   timeoutMs?: number;
   /**
-   * Attempts in flight at once, across all URLs; further due deliveries wait their turn. On Redis, per
+   * Attempts in flight at once, across all URLs (each destination up to `maxPerDestination` of them);
+   * further due deliveries wait their turn. On Redis, per
    * process (its BullMQ worker's concurrency): two processes make up to twice as many.
    * @default 16
    */
   concurrency?: number;
+  /**
+   * Attempts in flight at once to one destination (a callback URL's origin: scheme, host and port), so a
+   * receiver that hangs holds this many slots of `concurrency` and the others keep going; due deliveries
+   * are taken in turn across destinations, one each, so a backlog for one never queues ahead of another's.
+   * At least 1; above `concurrency` it is `concurrency`. On Redis, per process, like `concurrency`.
+   * @default a quarter of `concurrency`, rounded up (4 with the default 16)
+   */
+  maxPerDestination?: number;
   /**
    * Allows plain http and callback URLs that are or resolve to loopback, private, link-local, CGNAT,
    * multicast, unspecified or cloud metadata addresses. For local development and tests only.
@@ -107,6 +116,7 @@ export interface EmitterOptions {
 export interface ResolvedCommonOptions {
   timeoutMs: number;
   concurrency: number;
+  maxPerDestination: number;
   allowPrivateNetworks: boolean;
   retrySchedule: readonly number[];
   retainFinished: number;
@@ -137,6 +147,7 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
     redisUrl,
     timeoutMs = 10_000,
     concurrency = 16,
+    maxPerDestination,
     allowPrivateNetworks = false,
     retrySchedule = RETRY_SCHEDULE_MS,
     retainFinished = 1000,
@@ -163,6 +174,9 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
     throw new TypeError(`Expected \`timeoutMs\` to be a positive number of milliseconds up to ${MAX_TIMEOUT_MS}, got ${timeoutMs}.`);
   }
   if (!(Number.isSafeInteger(concurrency) && concurrency >= 1)) throw new TypeError(`Expected \`concurrency\` to be a positive integer, got ${concurrency}.`);
+  if (maxPerDestination !== undefined && !(Number.isSafeInteger(maxPerDestination) && maxPerDestination >= 1)) {
+    throw new TypeError(`Expected \`maxPerDestination\` to be a positive integer, got ${JSON.stringify(maxPerDestination)}.`);
+  }
   if (typeof allowPrivateNetworks !== 'boolean') throw new TypeError(`Expected \`allowPrivateNetworks\` to be a boolean, got ${JSON.stringify(allowPrivateNetworks)}.`);
   if (!Array.isArray(retrySchedule) || !retrySchedule.every((ms) => Number.isFinite(ms) && ms >= 0)) {
     throw new TypeError(`Expected \`retrySchedule\` to be an array of non-negative milliseconds, got ${JSON.stringify(retrySchedule)}.`);
@@ -180,7 +194,8 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   if (lookup !== undefined && typeof lookup !== 'function') throw new TypeError(`Expected \`lookup\` to be a function, got ${typeof lookup}.`);
   if (wrapTransport !== undefined && typeof wrapTransport !== 'function') throw new TypeError(`Expected \`wrapTransport\` to be a function, got ${typeof wrapTransport}.`);
   if (deliveredAt !== undefined && typeof deliveredAt !== 'function') throw new TypeError(`Expected \`deliveredAt\` to be a function, got ${typeof deliveredAt}.`);
-  const common = { timeoutMs, concurrency, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport, deliveredAt };
+  const perDestination = Math.min(maxPerDestination ?? Math.ceil(concurrency / 4), concurrency);
+  const common = { timeoutMs, concurrency, maxPerDestination: perDestination, allowPrivateNetworks, retrySchedule: Object.freeze([...retrySchedule]), retainFinished, clock, logger, fetch, lookup, wrapTransport, deliveredAt };
   if (queue !== undefined) return { ...common, queue };
   if (redisUrl !== undefined) return { ...common, queue: bullmqQueue({ url: redisUrl }) };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left

@@ -5,7 +5,7 @@ import type { ResolvedEmitterOptions } from './options.js';
 import { createRecord, type SendInput } from './new-record.js';
 import { DeliveryBook, type ListOptions } from './records.js';
 import { toDelivery } from './view.js';
-import { DeliveryQueue } from './queue.js';
+import { FairQueue } from './fair-queue.js';
 import type { Listeners, EmitterEvents } from './listeners.js';
 import type { Delivery, DeliveryAttempt, DeliveryRecord } from './types.js';
 
@@ -18,7 +18,7 @@ type Status = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 export class OutboxEngine implements EmitterEngine {
   readonly #options: ResolvedEmitterOptions;
   readonly #book: DeliveryBook;
-  readonly #queue: DeliveryQueue;
+  readonly #queue: FairQueue;
   readonly #attempt: AttemptOptions & { close(): void };
   readonly #inFlight = new Set<Promise<void>>();
   readonly #writes = new Set<Promise<void>>();
@@ -33,7 +33,7 @@ export class OutboxEngine implements EmitterEngine {
     this.#options = resolved;
     this.#book = new DeliveryBook(resolved.retainFinished);
     this.#listeners = listeners;
-    this.#queue = new DeliveryQueue(resolved.clock, () => this.#pump());
+    this.#queue = new FairQueue(resolved.clock, () => this.#pump(), resolved.maxPerDestination);
     this.#attempt = createAttemptOptions(resolved);
   }
 
@@ -173,7 +173,10 @@ export class OutboxEngine implements EmitterEngine {
     this.#pump();
   }
 
-  /** Starts every due delivery there is room for, then arms the one timer for the next. */
+  /**
+   * Starts every due delivery there is room for, taking the destinations in turn (each up to its
+   * `maxPerDestination`), then arms the one timer for the next.
+   */
   #pump(): void {
     if (this.#status !== 'running') return;
     const now = this.#options.clock.now();
@@ -181,9 +184,13 @@ export class OutboxEngine implements EmitterEngine {
       const record = this.#queue.popDue(now);
       if (!record) break;
       // Only a pending record is sent: a stale entry must never start a second attempt of one in flight.
-      if (record.state !== 'pending') continue;
+      if (record.state !== 'pending') {
+        this.#queue.release(record);
+        continue;
+      }
       const run = this.#run(record).finally(() => {
         this.#inFlight.delete(run);
+        this.#queue.release(record);
         this.#pump();
       });
       this.#inFlight.add(run);

@@ -1,66 +1,26 @@
+import { RecordHeap } from './record-heap.js';
 import type { DeliveryRecord, EmitterClock } from './types.js';
 
 // Node's timers overflow above 2^31-1 ms (about 24.8 days) and fire at once; longer waits re-arm.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The pending deliveries, ordered by `nextAttemptAt` in a binary min-heap, with one timer armed for the
- * earliest: 100,000 scheduled retries cost one timer and one array slot each, not a sleeping promise each.
- * Ties go to the older delivery. Records carry no heap index (it would cost ~35 B each); the rare move or
- * removal of a queued record finds it by a linear scan instead.
+ * Arms one timer at a time on `clock` for the time `at` (null: none), calling `onDue` when it fires. The
+ * queues keep their earliest time here: 100,000 scheduled retries cost one timer, not a sleeping promise each.
  */
-export class DeliveryQueue<Queued extends DeliveryRecord = DeliveryRecord> {
-  readonly #heap: Queued[] = [];
+export class DueTimer {
   readonly #clock: EmitterClock;
   readonly #onDue: () => void;
   #timer: unknown = null;
   #timerAt: number | null = null;
 
-  /** `onDue` runs when the earliest delivery's time has come; it pops what it can take. */
   constructor(clock: EmitterClock, onDue: () => void) {
     this.#clock = clock;
     this.#onDue = onDue;
   }
 
-  get size(): number {
-    return this.#heap.length;
-  }
-
-  /** Adds a pending delivery, or moves it when it is already queued (its `nextAttemptAt` changed). */
-  push(record: Queued): void {
-    const slot = this.#heap.indexOf(record);
-    if (slot >= 0) {
-      this.#down(this.#up(slot));
-      return;
-    }
-    this.#heap.push(record);
-    this.#up(this.#heap.length - 1);
-  }
-
-  /** Adds a delivery known not to be queued: no scan. */
-  add(record: Queued): void {
-    this.#heap.push(record);
-    this.#up(this.#heap.length - 1);
-  }
-
-  /** Takes the earliest delivery if it is due at `now`. */
-  popDue(now: number): Queued | undefined {
-    const top = this.#heap[0];
-    if (top === undefined || (top.nextAttemptAt ?? 0) > now) return undefined;
-    this.#removeAt(0);
-    return top;
-  }
-
-  /** Removes a delivery if it is queued. */
-  remove(record: Queued): void {
-    const slot = this.#heap.indexOf(record);
-    if (slot >= 0) this.#removeAt(slot);
-  }
-
-  /** Arms the one timer for the earliest delivery, or clears it when there is nothing to wait for. */
-  arm(): void {
-    const top = this.#heap[0];
-    const at = top ? (top.nextAttemptAt ?? 0) : null;
+  /** Arms the timer for `at`, or clears it for `null`; a timer already armed for `at` is kept. */
+  armAt(at: number | null): void {
     if (at === this.#timerAt) return;
     this.disarm();
     if (at === null) return;
@@ -78,49 +38,54 @@ export class DeliveryQueue<Queued extends DeliveryRecord = DeliveryRecord> {
     this.#timer = null;
     this.#timerAt = null;
   }
+}
 
-  #removeAt(slot: number): void {
-    const heap = this.#heap;
-    const last = heap.pop()!;
-    if (slot < heap.length) {
-      heap[slot] = last;
-      this.#down(this.#up(slot));
-    }
+/**
+ * The pending deliveries, ordered by `nextAttemptAt` (ties to the older delivery), with one timer armed
+ * for the earliest.
+ */
+export class DeliveryQueue<Queued extends DeliveryRecord = DeliveryRecord> {
+  readonly #heap = new RecordHeap<Queued>();
+  readonly #timer: DueTimer;
+
+  /** `onDue` runs when the earliest delivery's time has come; it pops what it can take. */
+  constructor(clock: EmitterClock, onDue: () => void) {
+    this.#timer = new DueTimer(clock, onDue);
   }
 
-  #less(a: Queued, b: Queued): boolean {
-    const ta = a.nextAttemptAt ?? 0;
-    const tb = b.nextAttemptAt ?? 0;
-    return ta < tb || (ta === tb && a.createdAt < b.createdAt);
+  get size(): number {
+    return this.#heap.size;
   }
 
-  /** Moves the item at `slot` towards the root; returns where it ended. */
-  #up(slot: number): number {
-    const heap = this.#heap;
-    const item = heap[slot]!;
-    while (slot > 0) {
-      const parentSlot = (slot - 1) >> 1;
-      const parent = heap[parentSlot]!;
-      if (!this.#less(item, parent)) break;
-      heap[slot] = parent;
-      slot = parentSlot;
-    }
-    heap[slot] = item;
-    return slot;
+  /** Adds a pending delivery, or moves it when it is already queued (its `nextAttemptAt` changed). */
+  push(record: Queued): void {
+    this.#heap.push(record);
   }
 
-  #down(slot: number): void {
-    const heap = this.#heap;
-    const item = heap[slot]!;
-    const half = heap.length >> 1;
-    while (slot < half) {
-      let child = 2 * slot + 1;
-      const right = child + 1;
-      if (right < heap.length && this.#less(heap[right]!, heap[child]!)) child = right;
-      if (!this.#less(heap[child]!, item)) break;
-      heap[slot] = heap[child]!;
-      slot = child;
-    }
-    heap[slot] = item;
+  /** Adds a delivery known not to be queued: no scan. */
+  add(record: Queued): void {
+    this.#heap.add(record);
+  }
+
+  /** Takes the earliest delivery if it is due at `now`. */
+  popDue(now: number): Queued | undefined {
+    const top = this.#heap.peek();
+    if (top === undefined || (top.nextAttemptAt ?? 0) > now) return undefined;
+    return this.#heap.pop();
+  }
+
+  /** Removes a delivery if it is queued. */
+  remove(record: Queued): void {
+    this.#heap.remove(record);
+  }
+
+  /** Arms the one timer for the earliest delivery, or clears it when there is nothing to wait for. */
+  arm(): void {
+    const top = this.#heap.peek();
+    this.#timer.armAt(top ? (top.nextAttemptAt ?? 0) : null);
+  }
+
+  disarm(): void {
+    this.#timer.disarm();
   }
 }

@@ -247,7 +247,8 @@ describe.each(await backends())('the emitter on $name', (backend) => {
           res.end();
         });
       }));
-      const emitter = emitterFor({ concurrency: 3 });
+      // One destination here, so its own cap must not be the lower one.
+      const emitter = emitterFor({ concurrency: 3, maxPerDestination: 3 });
       await emitter.start();
       const sent = await Promise.all(Array.from({ length: 10 }, (_, i) =>
         emitter.send({ url: server.url, secret, event: 'video.completed', payload: completedPayload(i + 1) })));

@@ -171,6 +171,7 @@ export class BullmqEngine implements EmitterEngine {
           if (this.#listeners.has(name)) this.#listeners.emit(name, toDelivery(record), attempt);
         },
         promote: (record) => void this.#promote(record),
+        wake: (jobId) => this.#wake(jobId),
         onError: (error) => this.#bullmqError(error),
       });
       if (this.#status !== 'starting') return;
@@ -256,6 +257,19 @@ export class BullmqEngine implements EmitterEngine {
       if (!/not in the delayed state/.test((error as Error)?.message)) {
         this.#options.logger.warn(`could not bring delivery ${record.id} forward`, { error: (error as Error)?.message });
       }
+    }
+  }
+
+  /** Moves a job parked for its destination's cap back to the waiting list; `false` when it is not delayed. */
+  async #wake(jobId: string): Promise<boolean> {
+    const job = this.#status === 'running' ? await this.#queue?.getJob(jobId) : undefined;
+    if (!job) return false;
+    try {
+      await job.promote();
+      return true;
+    } catch (error) {
+      if (/not in the delayed state/.test((error as Error)?.message)) return false;
+      throw error;
     }
   }
 

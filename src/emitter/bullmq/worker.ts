@@ -2,10 +2,12 @@ import { hostname } from 'node:os';
 import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { attemptDelivery, createAttemptOptions, nextDelay } from '../attempt.js';
+import { destinationOf } from '../destination.js';
 import type { EmitterEventName } from '../listeners.js';
 import { measured } from '../measure.js';
 import type { ResolvedQueueOptions } from '../options.js';
 import type { DeliveryAttempt } from '../types.js';
+import { DestinationLimit, redisParkedJobs } from './destination-limit.js';
 import type { RedisRecordStore, StoredRecord, Written } from './record-store.js';
 
 /** The BullMQ side of an emitter: its worker, and what the engine asks of it. */
@@ -32,6 +34,8 @@ export interface DeliveryWorkerContext {
   take(written: Written): void;
   emit(name: EmitterEventName, record: StoredRecord, attempt?: DeliveryAttempt): void;
   promote(record: StoredRecord): void;
+  /** Moves a delayed job to the waiting list now; `false` when it is not delayed (or gone). */
+  wake(jobId: string): Promise<boolean>;
   onError(error: unknown): void;
 }
 
@@ -43,11 +47,26 @@ const JOB_ATTEMPTS = 1_000_000;
 // by a process that died: it is always made again (at-least-once), never failed by BullMQ behind the record.
 const MAX_STALLED = 1_000_000;
 
-/** Queues the job of a delivery's current round, delayed to its `nextAttemptAt`; a no-op if that job exists. */
+// How long a job parked for its destination's cap stays delayed unless an attempt that ends brings it back
+// first: the bound on a job whose wake-up was lost (a worker that died, Redis restarted in between). Its
+// cost: a destination that stays full has its parked jobs come back and be parked again this often.
+const PARK_FALLBACK_MS = 15_000;
+
+/** A job's data: its delivery, and that delivery's destination (a URL's origin) for the per-destination cap. */
+interface DeliveryJobData {
+  id: string;
+  to?: string;
+}
+
+/**
+ * Queues the job of a delivery's current round, delayed to its `nextAttemptAt`; a no-op if that job exists.
+ * The job carries its destination, so a worker can hold it to its cap before reading the record.
+ */
 export function addDeliveryJob(queue: Queue, record: StoredRecord, now: number): Promise<unknown> {
   const delay = Math.max(0, (record.nextAttemptAt ?? now) - now);
-  if (!measured.jobOptions) return queue.add(JOB_NAME, { id: record.id }, { jobId: record.job });
-  return queue.add(JOB_NAME, { id: record.id }, { jobId: record.job, delay, attempts: JOB_ATTEMPTS, backoff: { type: BACKOFF }, removeOnComplete: true, removeOnFail: true });
+  const data: DeliveryJobData = { id: record.id, to: destinationOf(record.url) };
+  if (!measured.jobOptions) return queue.add(JOB_NAME, data, { jobId: record.job });
+  return queue.add(JOB_NAME, data, { jobId: record.job, delay, attempts: JOB_ATTEMPTS, backoff: { type: BACKOFF }, removeOnComplete: true, removeOnFail: true });
 }
 
 /**
@@ -81,8 +100,8 @@ class RetryLaterError extends Error {
  * retry whose delay the backoff strategy takes from the schedule.
  */
 export async function startWorker(context: DeliveryWorkerContext): Promise<DeliveryWorker> {
-  const { options, records, connection, take, emit, promote, onError } = context;
-  const { Worker, UnrecoverableError } = await import('bullmq');
+  const { options, records, connection, take, emit, promote, wake, onError } = context;
+  const { Worker, UnrecoverableError, DelayedError } = await import('bullmq');
   const { queue: config, clock, retrySchedule, logger } = options;
   const attemptOptions = createAttemptOptions(options);
   let attempting = 0;
@@ -90,8 +109,29 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
   const moving = new Set<string>();
   const deferred = new Map<string, StoredRecord>();
   const verdicts = new WeakSet<Error>();
+  const parked = redisParkedJobs(connection, `${config.prefix}:${config.name}:emitter:parked`, PARK_FALLBACK_MS);
+  const limit = new DestinationLimit(options.maxPerDestination, parked, wake);
 
-  async function deliver(job: Job<{ id: string }>): Promise<void> {
+  async function deliver(job: Job<DeliveryJobData>, token?: string): Promise<void> {
+    const jobId = job.id!;
+    const { id, to } = job.data;
+    // A job whose data names no destination is not held to the cap: nothing says which one it counts against.
+    if (to !== undefined && !limit.take(to)) {
+      // Not moved (its lock expired while Redis was away, or Redis is away now): the job is left to BullMQ,
+      // whose stalled check hands it out again once its lock expires. Failing it instead would record a
+      // failure for a delivery that was never attempted.
+      const moved = await job.moveToDelayed(Date.now() + PARK_FALLBACK_MS, token).then(() => true, () => false);
+      if (moved) await limit.parked(to, jobId);
+      throw new DelayedError();
+    }
+    try {
+      await attemptJob(job);
+    } finally {
+      if (to !== undefined) limit.release(to);
+    }
+  }
+
+  async function attemptJob(job: Job<DeliveryJobData>): Promise<void> {
     const jobId = job.id!;
     const { id } = job.data;
     attempting++;
@@ -187,6 +227,7 @@ export async function startWorker(context: DeliveryWorkerContext): Promise<Deliv
       worker.run().catch(onError);
     },
     async close(force = false) {
+      limit.close();
       try {
         // BullMQ's close() can wait forever on a blocking connection caught reconnecting, as after a Redis
         // restart (taskforcesh/bullmq#4656): the graceful close gets as long as an attempt in flight may
