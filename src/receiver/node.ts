@@ -25,9 +25,11 @@ const NODE_RUNTIME: ReceiverRuntime = {
 /** Issue 30 item 1: Redis when `inbox.redis` is given, else a file (by default `inbox.json` beside the delivery store's file). */
 function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
   const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
-  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs });
+  // A run the process's end interrupted counts against these too.
+  const maxAttempts = options.backoff.retries + 1;
+  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs, maxAttempts });
   const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
-  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, clock });
+  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, maxAttempts, clock });
 }
 
 /**

@@ -14,6 +14,12 @@ export interface FileInboxOptions {
   keepDone: number;
   /** Done records kept at most this long, in milliseconds. */
   keepDoneMs: number;
+  /**
+   * Handler runs an event gets (`retries + 1`): a record found `running` at open had its run ended by
+   * the process's end, which counts; with this many runs it is dead rather than run again. Without it
+   * (`cliphook inbox`), a record found running stays so, for the app's next start to decide.
+   */
+  maxAttempts?: number;
   clock: () => number;
 }
 
@@ -32,8 +38,9 @@ const openInboxes = new Set<string>();
 /**
  * The file inbox: every record in memory, each change appended to a journal with group commit (one
  * write for all the requests of a turn, as FileDeliveryStore does), the snapshot rewritten once the
- * journal is as long as it. One process per file (`<file>.lock`): a record left `running` by a process
- * that died is pending again at the next start, its attempt counted.
+ * journal is as long as it. One process per file (`<file>.lock`). A claim resolves once its `running`
+ * line (with the attempt) is on disk, so a handler that ends the process has its run counted: the next
+ * start runs the record again, or makes it dead once it had `maxAttempts` runs.
  */
 export class FileInboxBackend implements InboxBackend {
   readonly where: string;
@@ -43,12 +50,6 @@ export class FileInboxBackend implements InboxBackend {
   readonly #done = new Set<string>();
   /** Who runs each running record (memory only: after a restart none is running). */
   readonly #owners = new Map<string, string>();
-  /**
-   * Records claimed whose `running` line is not written yet. Issue 30 item 4: it is written by the next
-   * journal write, as before; a run that settles before that write writes one line with its attempt
-   * instead of two. A crash loses the attempt in both cases alike, so crash counting is unchanged.
-   */
-  readonly #unwrittenRuns = new Set<string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
   /** Issue 30 follow-up item 1: UTF-8 bytes of the pending and running bodies, held here in memory. */
   #activeBytes = 0;
@@ -57,21 +58,22 @@ export class FileInboxBackend implements InboxBackend {
   readonly #path: string;
   readonly #keepDone: number;
   readonly #keepDoneMs: number;
+  readonly #maxAttempts: number | undefined;
   readonly #clock: () => number;
 
-  constructor({ file, fsync = false, keepDone, keepDoneMs, clock }: FileInboxOptions) {
+  constructor({ file, fsync = false, keepDone, keepDoneMs, maxAttempts, clock }: FileInboxOptions) {
     this.#path = resolve(file);
     if (openInboxes.has(this.#path)) throw new TypeError(`${file} is already open by another inbox in this process: two inboxes on one file overwrite each other.`);
     this.where = file;
     this.#keepDone = keepDone;
     this.#keepDoneMs = keepDoneMs;
+    this.#maxAttempts = maxAttempts;
     this.#clock = clock;
     this.#journal = new JournalFile<InboxFile, Entry>({
       file,
       fsync,
       snapshot: () => ({ version: 1, records: [...this.#records.values()] }),
       sizeOf: (snapshot) => (Array.isArray(snapshot?.records) ? snapshot.records.length : 0),
-      beforeWrite: () => this.#writeRuns(),
     });
     // Last, so nothing that can throw comes after it and leaves the lock held.
     this.#lock = FileLock.acquire(file, 'the receiver inbox');
@@ -106,17 +108,19 @@ export class FileInboxBackend implements InboxBackend {
     }
     const now = this.#clock();
     const done: InboxRecord[] = [];
+    let recovered = 0;
     for (const record of this.#records.values()) {
-      // Issue 30 item 1: the process that ran it died (at least once: it runs again).
-      if (record.state === 'running') Object.assign(record, { state: 'pending', nextAttemptAt: now });
+      if (record.state === 'running' && this.#recover(record, now)) recovered++;
       this.#counts[record.state]++;
-      if (record.state === 'pending') this.#activeBytes += bodyBytes(record);
+      if (isActive(record.state)) this.#activeBytes += bodyBytes(record);
       if (record.state === 'pending') this.#due.push(record.nextAttemptAt ?? now, record.id);
       if (record.state === 'done') done.push(record);
     }
     done.sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0));
     for (const record of done) this.#done.add(record.id);
     this.#trim(now);
+    // What the next start and `cliphook inbox` then read, rather than deciding again from `running`.
+    if (recovered > 0) await this.#journal.commit();
   }
 
   async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {
@@ -149,12 +153,27 @@ export class FileInboxBackend implements InboxBackend {
       this.#owners.set(record.id, owner);
       record.attempts++;
       record.nextAttemptAt = null;
-      // Written by the next journal write unless it settles first (#writeRuns). Not awaited: a crash
-      // before it reaches the file only means the attempt is not counted.
-      this.#unwrittenRuns.add(record.id);
+      this.#journal.append({ id: record.id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
       out.push({ ...record, keys: [...record.keys] });
     }
-    if (out.length > 0) this.#journal.commit().catch(() => undefined);
+    if (out.length === 0) return out;
+    try {
+      // The run is on disk before its handler starts: a handler that ends the process still counts.
+      await this.#journal.commit();
+    } catch (error) {
+      // Not run: pending again as before, and the line saying so follows the `running` one, still queued.
+      for (const claimed of out) {
+        const record = this.#records.get(claimed.id);
+        if (record?.state !== 'running' || this.#owners.get(record.id) !== owner) continue;
+        this.#owners.delete(record.id);
+        this.#move(record, 'pending');
+        record.attempts--;
+        record.nextAttemptAt = now;
+        this.#due.push(now, record.id);
+        this.#journal.append({ id: record.id, state: 'pending', attempts: record.attempts, nextAttemptAt: now });
+      }
+      throw error;
+    }
     return out;
   }
 
@@ -166,9 +185,7 @@ export class FileInboxBackend implements InboxBackend {
     this.#move(record, state);
     Object.assign(record, { nextAttemptAt, finishedAt, lastError });
     if (state === 'pending') this.#due.push(nextAttemptAt ?? now, record.id);
-    // Its `running` line not written yet: this line carries the attempt instead.
-    if (this.#unwrittenRuns.delete(record.id)) this.#journal.append({ id: record.id, state, attempts: record.attempts, nextAttemptAt, finishedAt, lastError });
-    else this.#journal.append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
+    this.#journal.append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
     if (state === 'done') {
       this.#done.add(record.id);
       this.#trim(now);
@@ -237,13 +254,20 @@ export class FileInboxBackend implements InboxBackend {
     }
   }
 
-  /** As a journal write starts: the `running` line of each record still running whose line is not written. */
-  #writeRuns(): void {
-    for (const id of this.#unwrittenRuns) {
-      const record = this.#records.get(id);
-      if (record?.state === 'running') this.#journal.append({ id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
+  /**
+   * A record found `running` at open: its process ended during that run, which counts. Run again while
+   * runs remain, else dead, as a handler that failed its last run. Without `maxAttempts` it stays running.
+   */
+  #recover(record: InboxRecord, now: number): boolean {
+    if (this.#maxAttempts === undefined) return false;
+    if (record.attempts < this.#maxAttempts) Object.assign(record, { state: 'pending', nextAttemptAt: now });
+    else {
+      const lastError = `The process ended while the inbox was running it (run ${record.attempts} of ${this.#maxAttempts}): a handler that exits or crashes the process?`;
+      Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
     }
-    this.#unwrittenRuns.clear();
+    const { id, state, nextAttemptAt, finishedAt, lastError } = record;
+    this.#journal.append({ id, state, nextAttemptAt, finishedAt, lastError });
+    return true;
   }
 
   #release(): void {

@@ -12,6 +12,12 @@ export interface RedisInboxOptions {
   prefix: string;
   keepDone: number;
   keepDoneMs: number;
+  /**
+   * Handler runs an event gets (`retries + 1`): a stalled record (its lease ended while running) had its
+   * run ended with its process, which counts; with this many runs it is dead rather than claimed again.
+   * Without it (`cliphook inbox`), stalled records are claimed again without a bound.
+   */
+  maxAttempts?: number;
 }
 
 /** The fields of a record's hash, in the order they are written. */
@@ -28,11 +34,13 @@ export class RedisInboxBackend implements InboxBackend {
   readonly #prefix: string;
   readonly #keepDone: number;
   readonly #keepDoneMs: number;
+  readonly #maxAttempts: number;
   readonly #client: Promise<RedisLike>;
   readonly #owns: boolean;
 
-  constructor({ redis, prefix, keepDone, keepDoneMs }: RedisInboxOptions) {
+  constructor({ redis, prefix, keepDone, keepDoneMs, maxAttempts }: RedisInboxOptions) {
     this.#prefix = prefix;
+    this.#maxAttempts = maxAttempts ?? -1;
     this.#keepDone = keepDone;
     this.#keepDoneMs = keepDoneMs;
     this.#owns = typeof redis === 'string';
@@ -60,7 +68,7 @@ export class RedisInboxBackend implements InboxBackend {
   }
 
   async claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]> {
-    const rows = (await this.#run(CLAIM, now, leaseUntil, owner, limit)) as string[][];
+    const rows = (await this.#run(CLAIM, now, leaseUntil, owner, limit, this.#maxAttempts, STALLED_ERROR)) as string[][];
     return rows.map((row) => decode(row));
   }
 
@@ -130,6 +138,9 @@ export class RedisInboxBackend implements InboxBackend {
     }
   }
 }
+
+/** A stalled record's `lastError` once it had its last run (Lua's string.format: runs, maxAttempts). */
+const STALLED_ERROR = 'The process ended while the inbox was running it (run %d of %d), or it stopped renewing its lease: a handler that exits or crashes the process?';
 
 function text(value: number | string | null): string {
   return value === null ? '' : String(value);

@@ -15,23 +15,33 @@ redis.call('INCRBY', p .. 'bytes', ARGV[6])
 redis.call('ZADD', p .. 'pending', ARGV[4], ARGV[2])
 return 'added'`;
 
-// Running records whose lease ended first (their worker died: "stalled"), then due pending ones.
-// ARGV: prefix, now, lease end, owner, limit.
-export const CLAIM = `local p = ARGV[1] local n = tonumber(ARGV[5])
+// Running records whose lease ended first (their worker died: "stalled"), then due pending ones. A
+// stalled record's run counts: once it had maxAttempts runs it is dead, not claimed (BullMQ's
+// maxStalledCount). ARGV: prefix, now, lease end, owner, limit, maxAttempts (-1: no bound), error text.
+export const CLAIM = `local p = ARGV[1] local n = tonumber(ARGV[5]) local max = tonumber(ARGV[6])
 local ids = redis.call('ZRANGEBYSCORE', p .. 'running', '-inf', ARGV[2], 'LIMIT', 0, n)
+local stalled = #ids
 if #ids < n then
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'pending', '-inf', ARGV[2], 'LIMIT', 0, n - #ids)) do table.insert(ids, id) end
 end
 local out = {}
-for _, id in ipairs(ids) do
+for i, id in ipairs(ids) do
   local r = p .. 'r:' .. id
   redis.call('ZREM', p .. 'pending', id)
   redis.call('ZREM', p .. 'running', id)
   if redis.call('EXISTS', r) == 1 then
-    redis.call('HINCRBY', r, 'attempts', 1)
-    redis.call('HSET', r, 'state', 'running', 'owner', ARGV[4], 'leaseUntil', ARGV[3], 'nextAttemptAt', '')
-    redis.call('ZADD', p .. 'running', ARGV[3], id)
-    table.insert(out, redis.call('HGETALL', r))
+    local runs = tonumber(redis.call('HGET', r, 'attempts') or '0')
+    if i <= stalled and max >= 0 and runs >= max then
+      redis.call('HDEL', r, 'owner', 'leaseUntil')
+      redis.call('HSET', r, 'state', 'dead', 'nextAttemptAt', '', 'finishedAt', ARGV[2], 'lastError', string.format(ARGV[7], runs, max))
+      redis.call('ZADD', p .. 'dead', ARGV[2], id)
+      redis.call('DECRBY', p .. 'bytes', redis.call('HGET', r, 'bytes') or 0)
+    else
+      redis.call('HINCRBY', r, 'attempts', 1)
+      redis.call('HSET', r, 'state', 'running', 'owner', ARGV[4], 'leaseUntil', ARGV[3], 'nextAttemptAt', '')
+      redis.call('ZADD', p .. 'running', ARGV[3], id)
+      table.insert(out, redis.call('HGETALL', r))
+    end
   end
 end
 return out`;

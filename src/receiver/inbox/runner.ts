@@ -52,6 +52,8 @@ export class InboxRunner {
   /** Callers of `idle()` waiting for the runner to have nothing in flight. */
   #idleWaiters: IdleWaiter[] = [];
   #timer: unknown = null;
+  /** The look for due records under way: close() lets it start what it claimed before counting runs. */
+  #pumped: Promise<void> = Promise.resolve();
   #pumping = false;
   #again = false;
   #closing = false;
@@ -82,13 +84,14 @@ export class InboxRunner {
       this.#again = true;
       return;
     }
-    void this.#pump();
+    this.#pumped = this.#pump();
   }
 
   /** Takes no more records and waits up to `closeTimeout` for the running ones; the rest stay for the next start. */
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
+    await this.#pumped;
     if (this.#runs.size > 0) {
       let timer: unknown;
       const timeout = new Promise<void>((resolve) => (timer = this.#o.timers.setTimeout(resolve, this.#o.closeTimeout)));

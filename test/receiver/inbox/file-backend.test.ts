@@ -1,7 +1,7 @@
-// Issue 30 item 4: the file inbox writes a run's `running` line only when a journal write starts while the run
-// is still going; a run that settles first writes one line carrying its attempt. A crash counts the attempt
-// exactly as before: what reaches the file is what a write took.
-import { copyFile, readFile } from 'node:fs/promises';
+// The file inbox writes a run's `running` line (with its attempt) before the claim resolves, so a handler that
+// ends the process has its run counted; the next start runs it again, or makes it dead after its last run.
+import { readFileSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
 import { newRecord } from '../../../src/receiver/inbox/record.js';
@@ -23,48 +23,46 @@ async function open() {
   const backend = new FileInboxBackend({ file, keepDone: 100, keepDoneMs: 60_000, clock });
   await backend.open();
   cleanups.push(() => backend.close());
-  const lines = async () => (await readFile(`${file}.journal`, 'utf8')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
   /** What a next start would see had the process died now: a copy of the files, opened by another back end. */
-  const afterCrash = async () => {
+  const afterCrash = async (maxAttempts = 3) => {
     const copy = tmp.file('copy.json');
     await copyFile(`${file}.journal`, `${copy}.journal`);
-    const other = new FileInboxBackend({ file: copy, keepDone: 100, keepDoneMs: 60_000, clock });
+    const other = new FileInboxBackend({ file: copy, keepDone: 100, keepDoneMs: 60_000, maxAttempts, clock });
     await other.open();
     cleanups.push(() => other.close());
     return other;
   };
-  return { backend, lines, afterCrash };
+  /** The journal's lines as they are at this instant, before any other write can start. */
+  const linesNow = () => readFileSync(`${file}.journal`, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { backend, linesNow, afterCrash };
 }
 
 describe('FileInboxBackend journal lines', () => {
-  it('a run that settles before the next write leaves one line with its attempt, no running line', async () => {
-    const { backend, lines } = await open();
+  it('a claim resolves once the run is on disk: a process ended right after still counts it', async () => {
+    const { backend, linesNow, afterCrash } = await open();
     await backend.add(record('a'), 10);
     const [a] = await backend.claim(T0, T0 + 1000, 'w', 10);
-    await backend.settle({ ...a!, state: 'done', finishedAt: T0, lastError: null }, 'w', T0);
-    expect(await lines()).toEqual([
-      expect.objectContaining({ id: 'a', state: 'pending', body: '{"id":"a"}' }),
-      { id: 'a', state: 'done', attempts: 1, nextAttemptAt: null, finishedAt: T0, lastError: null },
-    ]);
+    // No other write, no settle: exactly what a handler calling process.exit() at once leaves.
+    expect(linesNow()).toContainEqual({ id: 'a', state: 'running', attempts: 1, nextAttemptAt: null });
+    expect(a).toMatchObject({ id: 'a', attempts: 1 });
+    expect(await (await afterCrash()).get('a')).toMatchObject({ state: 'pending', attempts: 1 });
   });
 
-  it('a run still going when a write starts has its running line in that write, so a crash counts the attempt', async () => {
-    const { backend, lines, afterCrash } = await open();
+  it('a record found running after its last run is dead at open, with the reason, and runs no more', async () => {
+    const { backend, afterCrash } = await open();
     await backend.add(record('a'), 10);
-    await backend.claim(T0, T0 + 1000, 'w', 10);
-    // Another event's write: the run of 'a' has not settled.
     await backend.add(record('b'), 10);
-    expect(await lines()).toContainEqual({ id: 'a', state: 'running', attempts: 1, nextAttemptAt: null });
-    const next = await afterCrash();
-    expect(await next.get('a')).toMatchObject({ state: 'pending', attempts: 1 });
+    await backend.claim(T0, T0 + 1000, 'w', 1);
+    const next = await afterCrash(1);
+    expect(await next.get('a')).toMatchObject({ state: 'dead', attempts: 1, finishedAt: T0, lastError: expect.stringContaining('The process ended while the inbox was running it (run 1 of 1)') });
+    expect((await next.claim(T0, T0 + 1000, 'w', 10)).map((r) => r.id)).toEqual(['b']);
   });
 
-  it('a retry settled before the write carries the attempt too: the next start sees attempts 1, pending later', async () => {
-    const { backend, lines, afterCrash } = await open();
+  it('a run settled before the next write keeps its attempt: the next start sees attempts 1, pending later', async () => {
+    const { backend, afterCrash } = await open();
     await backend.add(record('a'), 10);
     const [a] = await backend.claim(T0, T0 + 1000, 'w', 10);
     await backend.settle({ ...a!, state: 'pending', nextAttemptAt: T0 + 500, lastError: 'boom' }, 'w', T0);
-    expect((await lines()).filter((line) => line.state === 'running')).toEqual([]);
     expect(await (await afterCrash()).get('a')).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: T0 + 500, lastError: 'boom' });
   });
 });
