@@ -5,7 +5,7 @@ import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
 import { honoAdapter, type HonoHandler } from './hono.js';
 import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
-import { FileInboxBackend } from './inbox/file-backend.js';
+import { FileInboxBackend, warnDeadDropped } from './inbox/file-backend.js';
 import type { ResolvedInboxOptions } from './inbox/options.js';
 import type { InboxBackend } from './inbox/record.js';
 import { RedisInboxBackend } from './inbox/redis-backend.js';
@@ -29,7 +29,8 @@ function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: (
   const maxAttempts = options.backoff.retries + 1;
   if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs, maxAttempts });
   const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
-  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, maxAttempts, clock });
+  const { keepDead, keepDeadMs, onDeadDropped: onDropped = warnDeadDropped } = options;
+  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
 }
 
 /**

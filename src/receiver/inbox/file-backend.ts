@@ -1,129 +1,108 @@
 import { resolve } from 'node:path';
 import { InboxError } from '../../protocol/errors.js';
 import { FileLock } from '../../store/file-lock.js';
-import { JournalFile } from '../../store/journal-file.js';
+import { LineJournal } from '../../store/line-journal.js';
 import { DueHeap } from './due-heap.js';
+import { INBOX_FILE_HEADER, type InboxEntry } from './inbox-file-format.js';
+import { loadInboxFiles, nodeInboxFileIo, unreadable, UnreadableInboxError, type InboxFileIo } from './file-inbox-load.js';
+import { NODE_TIMERS, type FileInboxOptions } from './file-inbox-options.js';
 import type { AddOutcome, InboxBackend, InboxRecord, InboxState, InboxStats } from './record.js';
+import { Retention } from './retention.js';
 
-export interface FileInboxOptions {
-  /** The JSON snapshot; its journal is `<file>.journal`, its lock `<file>.lock`. */
-  file: string;
-  /** `fdatasync` each group commit before the receiver answers. @default false */
-  fsync?: boolean;
-  /** Done records kept at most. */
-  keepDone: number;
-  /** Done records kept at most this long, in milliseconds. */
-  keepDoneMs: number;
-  /**
-   * Handler runs an event gets (`retries + 1`): a record found `running` at open had its run ended by
-   * the process's end, which counts; with this many runs it is dead rather than run again. Without it
-   * (`cliphook inbox`), a record found running stays so, for the app's next start to decide.
-   */
-  maxAttempts?: number;
-  clock: () => number;
-}
-
-/** `{ "version": 1, "records": [InboxRecord, …] }` */
-interface InboxFile {
-  version: 1;
-  records: InboxRecord[];
-}
-
-/** A journal line: a whole record (added, replayed), a change to one (`{ id, state, … }`), or `{ id, purged: true }`. */
-type Entry = Partial<InboxRecord> & { id: string; purged?: true };
+export { warnDeadDropped, type FileInboxOptions } from './file-inbox-options.js';
 
 /** Inboxes open in this process, by absolute path: two on one file would overwrite each other. */
 const openInboxes = new Set<string>();
 
 /**
- * The file inbox: every record in memory, each change appended to a journal with group commit (one
- * write for all the requests of a turn, as FileDeliveryStore does), the snapshot rewritten once the
- * journal is as long as it. One process per file (`<file>.lock`). A claim resolves once its `running`
- * line (with the attempt) is on disk, so a handler that ends the process has its run counted: the next
- * start runs the record again, or makes it dead once it had `maxAttempts` runs.
+ * The file inbox: every record in memory, each change a journal line with group commit (one write for
+ * all the requests of a turn, as FileDeliveryStore does), the snapshot rewritten as a stream of lines
+ * once the journal is as long as it; neither file is ever one string, so neither is bounded by the
+ * largest one. One process per file (`<file>.lock`). A claim resolves once its `running` line (with
+ * the attempt) is on disk, so a handler that ends the process has its run counted: the next start runs
+ * the record again, or makes it dead once it had `maxAttempts` runs.
  */
 export class FileInboxBackend implements InboxBackend {
   readonly where: string;
   readonly #records = new Map<string, InboxRecord>();
   readonly #due = new DueHeap();
-  /** Done ids in the order they finished, oldest first: what the retention drops. */
-  readonly #done = new Set<string>();
+  readonly #retention: Retention;
   /** Who runs each running record (memory only: after a restart none is running). */
   readonly #owners = new Map<string, string>();
   readonly #counts: InboxStats = { pending: 0, running: 0, dead: 0, done: 0 };
-  /** Issue 30 follow-up item 1: UTF-8 bytes of the pending and running bodies, held here in memory. */
+  /** UTF-8 bytes of the pending and running bodies, held here in memory. */
   #activeBytes = 0;
-  readonly #journal: JournalFile<InboxFile, Entry>;
-  readonly #lock: FileLock;
+  readonly #journal: LineJournal;
+  readonly #io: InboxFileIo;
+  readonly #lock: FileLock | null;
   readonly #path: string;
-  readonly #keepDone: number;
-  readonly #keepDoneMs: number;
   readonly #maxAttempts: number | undefined;
+  readonly #readOnly: boolean;
   readonly #clock: () => number;
 
-  constructor({ file, fsync = false, keepDone, keepDoneMs, maxAttempts, clock }: FileInboxOptions) {
+  constructor(options: FileInboxOptions) {
+    const { file, fsync = false, maxAttempts, readOnly = false, clock, timers = NODE_TIMERS, io = nodeInboxFileIo, compactAfterBytes } = options;
     this.#path = resolve(file);
-    if (openInboxes.has(this.#path)) throw new TypeError(`${file} is already open by another inbox in this process: two inboxes on one file overwrite each other.`);
+    if (!readOnly && openInboxes.has(this.#path)) throw new TypeError(`${file} is already open by another inbox in this process: two inboxes on one file overwrite each other.`);
     this.where = file;
-    this.#keepDone = keepDone;
-    this.#keepDoneMs = keepDoneMs;
     this.#maxAttempts = maxAttempts;
+    this.#readOnly = readOnly;
     this.#clock = clock;
-    this.#journal = new JournalFile<InboxFile, Entry>({
+    this.#io = io;
+    this.#retention = new Retention(options, (record) => this.#drop(record));
+    this.#journal = new LineJournal({
       file,
+      header: INBOX_FILE_HEADER,
+      snapshot: () => this.#snapshotLines(),
+      io,
+      timers,
+      clock,
       fsync,
-      snapshot: () => ({ version: 1, records: [...this.#records.values()] }),
-      sizeOf: (snapshot) => (Array.isArray(snapshot?.records) ? snapshot.records.length : 0),
+      ...(compactAfterBytes ? { compactAfterBytes } : {}),
     });
+    if (readOnly) {
+      FileLock.assertFree(file, 'the receiver inbox');
+      this.#lock = null;
+      return;
+    }
     // Last, so nothing that can throw comes after it and leaves the lock held.
     this.#lock = FileLock.acquire(file, 'the receiver inbox');
     openInboxes.add(this.#path);
   }
 
   async open(): Promise<void> {
-    let read;
+    let loaded;
     try {
-      read = await this.#journal.read();
+      loaded = await loadInboxFiles(this.#io, this.#journal.file, this.#journal.journal);
+      // Opened for appending only once what it holds is known good: a refused file is left as it was.
+      if (!this.#readOnly) await this.#journal.read();
     } catch (error) {
       this.#release();
-      // Issue 30 follow-up item 2: not moved aside as the delivery store does: it holds acknowledged events.
-      const cause = (error as Error)?.cause;
-      if (cause instanceof SyntaxError) throw new Error(unreadable(this.where, `is not valid JSON (${cause.message})`), { cause: error });
+      // Not moved aside as the delivery store does: it holds acknowledged events.
+      if (error instanceof UnreadableInboxError) throw new Error(unreadable(this.where, error.why), { cause: error });
       throw error;
     }
-    const snapshot = read.snapshot;
-    if (snapshot !== null && (snapshot.version !== 1 || !Array.isArray(snapshot.records))) {
-      this.#release();
-      throw new Error(unreadable(this.where, 'is not a cliphook inbox file (expected {"version":1,"records":[…]})'));
-    }
-    for (const record of snapshot?.records ?? []) this.#records.set(record.id, record);
-    for (const entry of read.entries) {
-      if (entry === null || typeof entry !== 'object' || typeof entry.id !== 'string') continue;
-      if (entry.purged) this.#records.delete(entry.id);
-      else if (typeof entry.body === 'string') this.#records.set(entry.id, entry as InboxRecord);
-      else {
-        const found = this.#records.get(entry.id);
-        if (found) this.#records.set(entry.id, { ...found, ...entry });
-      }
-    }
+    if (loaded.legacy && !this.#readOnly) this.#journal.rewriteSoon();
     const now = this.#clock();
-    const done: InboxRecord[] = [];
-    let recovered = 0;
-    for (const record of this.#records.values()) {
-      if (record.state === 'running' && this.#recover(record, now)) recovered++;
+    let changed = loaded.legacy;
+    const finished: InboxRecord[] = [];
+    for (const record of loaded.records.values()) {
+      this.#records.set(record.id, record);
+      if (record.state === 'running' && !this.#readOnly && this.#recover(record, now)) changed = true;
       this.#counts[record.state]++;
       if (isActive(record.state)) this.#activeBytes += bodyBytes(record);
       if (record.state === 'pending') this.#due.push(record.nextAttemptAt ?? now, record.id);
-      if (record.state === 'done') done.push(record);
+      if (record.state === 'dead' || record.state === 'done') finished.push(record);
     }
-    done.sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0));
-    for (const record of done) this.#done.add(record.id);
-    this.#trim(now);
+    this.#retention.load(finished);
+    if (this.#readOnly) return;
+    if (this.#retention.trim(now) > 0) changed = true;
     // What the next start and `cliphook inbox` then read, rather than deciding again from `running`.
-    if (recovered > 0) await this.#journal.commit();
+    if (changed) await this.#journal.commit();
   }
 
   async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {
+    this.#writable();
     if (this.#records.has(record.id)) {
       // Its line may still be queued after a failed write: this caller too learns once it is durable.
       await this.#journal.commit();
@@ -136,12 +115,13 @@ export class FileInboxBackend implements InboxBackend {
     this.#counts.pending++;
     this.#activeBytes += bytes;
     this.#due.push(record.nextAttemptAt ?? record.receivedAt, record.id);
-    this.#journal.append(record);
+    this.#append(record);
     await this.#journal.commit();
     return 'added';
   }
 
   async claim(now: number, _leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]> {
+    this.#writable();
     const out: InboxRecord[] = [];
     while (out.length < limit && this.#due.size > 0 && this.#due.peekAt()! <= now) {
       const at = this.#due.peekAt();
@@ -153,7 +133,7 @@ export class FileInboxBackend implements InboxBackend {
       this.#owners.set(record.id, owner);
       record.attempts++;
       record.nextAttemptAt = null;
-      this.#journal.append({ id: record.id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
+      this.#append({ id: record.id, state: 'running', attempts: record.attempts, nextAttemptAt: null });
       out.push({ ...record, keys: [...record.keys] });
     }
     if (out.length === 0) return out;
@@ -170,7 +150,7 @@ export class FileInboxBackend implements InboxBackend {
         record.attempts--;
         record.nextAttemptAt = now;
         this.#due.push(now, record.id);
-        this.#journal.append({ id: record.id, state: 'pending', attempts: record.attempts, nextAttemptAt: now });
+        this.#append({ id: record.id, state: 'pending', attempts: record.attempts, nextAttemptAt: now });
       }
       throw error;
     }
@@ -178,6 +158,7 @@ export class FileInboxBackend implements InboxBackend {
   }
 
   async settle(outcome: InboxRecord, owner: string, now: number): Promise<boolean> {
+    this.#writable();
     const record = this.#records.get(outcome.id);
     if (!record || record.state !== 'running' || this.#owners.get(record.id) !== owner) return false;
     this.#owners.delete(record.id);
@@ -185,10 +166,10 @@ export class FileInboxBackend implements InboxBackend {
     this.#move(record, state);
     Object.assign(record, { nextAttemptAt, finishedAt, lastError });
     if (state === 'pending') this.#due.push(nextAttemptAt ?? now, record.id);
-    this.#journal.append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
-    if (state === 'done') {
-      this.#done.add(record.id);
-      this.#trim(now);
+    this.#append({ id: record.id, state, nextAttemptAt, finishedAt, lastError });
+    if (state === 'done' || state === 'dead') {
+      this.#retention.add(record);
+      this.#retention.trim(now);
     }
     await this.#journal.commit();
     return true;
@@ -206,26 +187,27 @@ export class FileInboxBackend implements InboxBackend {
   }
 
   async replay(id: string, now: number): Promise<InboxRecord> {
+    this.#writable();
     const record = this.#records.get(id);
     if (!record) throw new InboxError('inbox_record_not_found', id, `No event ${JSON.stringify(id)} in the inbox ${this.where}.`);
     if (record.state !== 'dead' && record.state !== 'done') {
       throw new InboxError('inbox_not_replayable', id, `Event ${id} is ${record.state}: only a dead or done event can be replayed.`);
     }
-    if (record.state === 'done') this.#done.delete(id);
+    this.#retention.delete(record);
     this.#move(record, 'pending');
     Object.assign(record, { source: 'replay', attempts: 0, nextAttemptAt: now, finishedAt: null, lastError: null });
     this.#due.push(now, id);
-    this.#journal.append(record);
+    this.#append(record);
     await this.#journal.commit();
     return { ...record, keys: [...record.keys] };
   }
 
   async purge(state: 'dead' | 'done', before: number): Promise<number> {
+    this.#writable();
     let count = 0;
     for (const record of [...this.#records.values()]) {
       if (record.state !== state || (record.finishedAt ?? 0) >= before) continue;
       this.#drop(record);
-      this.#journal.append({ id: record.id, purged: true });
       count++;
     }
     if (count > 0) await this.#journal.commit();
@@ -246,6 +228,7 @@ export class FileInboxBackend implements InboxBackend {
     }
   }
 
+  /** Writes what is queued and closes the journal; its file is closed even when that last write fails. */
   async close(): Promise<void> {
     try {
       await this.#journal.close();
@@ -266,13 +249,25 @@ export class FileInboxBackend implements InboxBackend {
       Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
     }
     const { id, state, nextAttemptAt, finishedAt, lastError } = record;
-    this.#journal.append({ id, state, nextAttemptAt, finishedAt, lastError });
+    this.#append({ id, state, nextAttemptAt, finishedAt, lastError });
     return true;
   }
 
+  #writable(): void {
+    if (this.#readOnly) throw new Error(`The inbox ${this.where} is open read-only.`);
+  }
+
+  #append(entry: InboxEntry): void {
+    this.#journal.queue(JSON.stringify(entry));
+  }
+
+  *#snapshotLines(): Iterable<string> {
+    for (const record of this.#records.values()) yield JSON.stringify(record);
+  }
+
   #release(): void {
-    this.#lock.release();
-    openInboxes.delete(this.#path);
+    this.#lock?.release();
+    if (this.#lock) openInboxes.delete(this.#path);
   }
 
   #move(record: InboxRecord, state: InboxState): void {
@@ -283,22 +278,13 @@ export class FileInboxBackend implements InboxBackend {
     record.state = state;
   }
 
+  /** Forgets a dead or done record, for good: a purge, or the retention. */
   #drop(record: InboxRecord): void {
     this.#records.delete(record.id);
-    this.#done.delete(record.id);
+    this.#retention.delete(record);
     this.#counts[record.state]--;
     if (isActive(record.state)) this.#activeBytes -= bodyBytes(record);
-  }
-
-  /** Issue 30 item 1: done records are kept for `keepDoneMs` and at most `keepDone` of them; the snapshot then forgets them. */
-  #trim(now: number): void {
-    const cutoff = now - this.#keepDoneMs;
-    for (const id of this.#done) {
-      const record = this.#records.get(id);
-      if (record && this.#done.size <= this.#keepDone && (record.finishedAt ?? 0) > cutoff) return;
-      if (record) this.#drop(record);
-      else this.#done.delete(id);
-    }
+    this.#append({ id: record.id, purged: true });
   }
 }
 
@@ -309,16 +295,4 @@ function isActive(state: InboxState): boolean {
 
 function bodyBytes(record: InboxRecord): number {
   return Buffer.byteLength(record.body);
-}
-
-/**
- * Issue 30 follow-up item 2: the one line an operator sees (in every 503's onError, and from `cliphook
- * inbox`) when the snapshot cannot be read: the file, why the receiver refuses, and what to do.
- */
-function unreadable(file: string, why: string): string {
-  return (
-    `The receiver inbox ${file} ${why}. It holds events already acknowledged, so the receiver answers 503 until it opens. ` +
-    `Stop the app, copy ${file} and ${file}.journal, then repair the JSON, or move ${file} aside to start from the journal alone ` +
-    `(the pending and dead events only the file held are then lost): see "A corrupt inbox file" in cliphook's docs/inbox.md.`
-  );
 }

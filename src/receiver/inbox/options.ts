@@ -2,6 +2,7 @@
 import type { RedisLike } from '../redis-delivery-store.js';
 import { parseLimit } from '../limit.js';
 import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { InboxRecord } from './record.js';
 
 /** The timers the inbox waits with: Node's by default; a `SimulatedClock` (cliphook/service) in tests. */
 export interface InboxTimers {
@@ -46,6 +47,19 @@ export interface InboxOptions {
   keepDone?: number;
   /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
   keepDoneMs?: number;
+  /**
+   * File only: dead events kept at most (the oldest go first, each told to `onDeadDropped`); they hold
+   * their bodies in memory, so this bounds what failed events can take. @default 1000
+   */
+  keepDead?: number;
+  /** File only: dead events kept at most this long, in milliseconds. @default 2_592_000_000 (30 days) */
+  keepDeadMs?: number;
+  /**
+   * File only: told of each dead event `keepDead` or `keepDeadMs` drops, with its record (body included),
+   * to log or keep elsewhere. Pending and running events are never dropped.
+   * @default a Node warning (`CLIPHOOK_INBOX_DEAD_DROPPED`) naming the event
+   */
+  onDeadDropped?: (record: InboxRecord) => void;
   /** How long `receiver.close()` waits for running handlers, in milliseconds; the rest run at the next start. @default 10_000 */
   closeTimeout?: number;
   /** Redis only: how often to look for events other processes queued or left stalled, in milliseconds. @default 1000 */
@@ -65,6 +79,9 @@ export interface ResolvedInboxOptions {
   maxPendingBytes: number;
   keepDone: number;
   keepDoneMs: number;
+  keepDead: number;
+  keepDeadMs: number;
+  onDeadDropped: ((record: InboxRecord) => void) | undefined;
   closeTimeout: number;
   pollMs: number;
   timers: InboxTimers;
@@ -107,6 +124,9 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     maxPendingBytes = DEFAULT_MAX_PENDING_BYTES,
     keepDone = 1000,
     keepDoneMs = 86_400_000,
+    keepDead = 1000,
+    keepDeadMs = 2_592_000_000,
+    onDeadDropped,
     closeTimeout = 10_000,
     pollMs = 1000,
     timers = NODE_TIMERS,
@@ -122,11 +142,14 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   const pendingBytes = parseLimit(maxPendingBytes, 'inbox.maxPendingBytes');
   if (!(Number.isSafeInteger(keepDone) && keepDone >= 0)) throw new TypeError(`Expected \`inbox.keepDone\` to be a non-negative integer, got ${keepDone}.`);
   nonNegative('keepDoneMs', keepDoneMs);
+  if (!(Number.isSafeInteger(keepDead) && keepDead >= 0)) throw new TypeError(`Expected \`inbox.keepDead\` to be a non-negative integer, got ${keepDead}.`);
+  nonNegative('keepDeadMs', keepDeadMs);
+  if (onDeadDropped !== undefined && typeof onDeadDropped !== 'function') throw new TypeError('Expected `inbox.onDeadDropped` to be a function (record) => void.');
   nonNegative('closeTimeout', closeTimeout);
   if (!(Number.isFinite(pollMs) && pollMs > 0)) throw new TypeError(`Expected \`inbox.pollMs\` to be a positive number, got ${pollMs}.`);
   if (typeof timers?.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
     throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
   }
   const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
-  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, pollMs, timers };
+  return { file, redis, prefix, fsync, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, keepDead, keepDeadMs, onDeadDropped, closeTimeout, pollMs, timers };
 }
