@@ -27,9 +27,9 @@ function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: (
   const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
   // A run the process's end interrupted counts against these too.
   const maxAttempts = options.backoff.retries + 1;
-  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs, maxAttempts });
-  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
   const { keepDead, keepDeadMs, onDeadDropped: onDropped = warnDeadDropped } = options;
+  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts });
+  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
   return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
 }
 

@@ -48,14 +48,14 @@ export interface InboxOptions {
   /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
   keepDoneMs?: number;
   /**
-   * File only: dead events kept at most (the oldest go first, each told to `onDeadDropped`); they hold
+   * Dead events kept at most (the oldest go first, each told to `onDeadDropped`); a file inbox holds
    * their bodies in memory, so this bounds what failed events can take. @default 1000
    */
   keepDead?: number;
-  /** File only: dead events kept at most this long, in milliseconds. @default 2_592_000_000 (30 days) */
+  /** Dead events kept at most this long, in milliseconds. @default 2_592_000_000 (30 days) */
   keepDeadMs?: number;
   /**
-   * File only: told of each dead event `keepDead` or `keepDeadMs` drops, with its record (body included),
+   * Told of each dead event `keepDead` or `keepDeadMs` drops, with its record (body included),
    * to log or keep elsewhere. Pending and running events are never dropped.
    * @default a Node warning (`CLIPHOOK_INBOX_DEAD_DROPPED`) naming the event
    */

@@ -2,7 +2,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { InboxError } from '../../../src/index.js';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
-import { newRecord, type InboxBackend } from '../../../src/receiver/inbox/record.js';
+import { newRecord, type InboxBackend, type InboxRecord } from '../../../src/receiver/inbox/record.js';
 import { RedisInboxBackend } from '../../../src/receiver/inbox/redis-backend.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
 import { tempDir } from '../../helpers/webhooks.js';
@@ -29,15 +29,18 @@ interface Keep {
   keepDone?: number;
   keepDoneMs?: number;
   maxAttempts?: number;
+  keepDead?: number;
+  keepDeadMs?: number;
+  onDropped?: (record: InboxRecord) => void;
 }
 
 const factories: Record<string, (keep?: Keep) => Promise<Made>> = {
-  file: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6 } = {}) => {
+  file: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6, ...dead }: Keep = {}) => {
     const tmp = await tempDir();
     cleanups.push(tmp.cleanup);
     const file = tmp.file('inbox.json');
     const open = async () => {
-      const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, maxAttempts, clock });
+      const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, maxAttempts, clock, ...dead });
       await backend.open();
       return backend;
     };
@@ -54,10 +57,10 @@ const factories: Record<string, (keep?: Keep) => Promise<Made>> = {
   },
   ...(redis
     ? {
-        redis: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6 } = {}) => {
+        redis: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6, ...dead }: Keep = {}) => {
           const prefix = `inbox${++prefixes}:`;
           const open = async () => {
-            const backend = new RedisInboxBackend({ redis: redis.url, prefix, keepDone, keepDoneMs, maxAttempts });
+            const backend = new RedisInboxBackend({ redis: redis.url, prefix, keepDone, keepDoneMs, maxAttempts, ...dead });
             await backend.open();
             cleanups.push(() => backend.close());
             return backend;
@@ -209,6 +212,24 @@ describe.each(Object.entries(factories))('InboxBackend contract: %s', (name, mak
     expect(await other.add(record('next'), 1, 13)).toBe('added');
     await other.replay('poison', now);
     expect((await other.claim(now, now + 1000, 'w3', 10)).map((r) => [r.id, r.attempts]).sort()).toEqual([['next', 1], ['poison', 1]]);
+  });
+
+  it('keeps dead records by keepDead and keepDeadMs, tells each one dropped, and never drops a pending one', async () => {
+    now = T0;
+    const dropped: string[] = [];
+    const { backend } = await make({ keepDead: 2, keepDeadMs: 1000, maxAttempts: 1, onDropped: (r) => void dropped.push(`${r.id} ${r.state} ${r.lastError}`) });
+    for (const id of ['a', 'b', 'c', 'p']) await backend.add(record(id, now++), 10);
+    const claimed = await backend.claim(now, now + 1000, 'w', 3);
+    for (const r of claimed) await backend.settle({ ...r, state: 'dead', finishedAt: now, lastError: `bug ${r.id}` }, 'w', now++);
+    expect(dropped).toEqual(['a dead bug a']);
+    expect((await backend.list('dead', 10)).map((r) => r.id)).toEqual(['c', 'b']);
+    expect(await backend.get('p')).toMatchObject({ state: 'pending' });
+    // Past keepDeadMs, the next one to die takes the older ones with it, by age.
+    now += 5000;
+    const [p] = await backend.claim(now, now + 1000, 'w', 1);
+    await backend.settle({ ...p!, state: 'dead', finishedAt: now, lastError: 'bug p' }, 'w', now);
+    expect(dropped).toEqual(['a dead bug a', 'b dead bug b', 'c dead bug c']);
+    expect(await backend.stats()).toEqual({ pending: 0, running: 0, dead: 1, done: 0 });
   });
 
   it('a shared back end renews a running claim for its owner only, and then keeps it past the first lease', async () => {
