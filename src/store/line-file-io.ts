@@ -13,6 +13,11 @@ export interface LineFileIo {
   openAppend(file: string): Promise<FileHandle>;
   /** Appends every piece, in order, looping over short writes. */
   append(handle: FileHandle, pieces: readonly Buffer[]): Promise<void>;
+  /**
+   * Appends every piece with synchronous writes, looping over short ones: for an owner that must know a
+   * few lines are in the page cache before it goes on. Optional: without it, such writes go through `append`.
+   */
+  appendSync?(handle: FileHandle, pieces: readonly Buffer[]): void;
   /** Empties the journal after a compaction. */
   truncate(handle: FileHandle): Promise<void>;
   /**

@@ -139,7 +139,7 @@ export class FileInboxBackend implements InboxBackend {
     if (out.length === 0) return out;
     try {
       // The run is on disk before its handler starts: a handler that ends the process still counts.
-      await this.#journal.commit();
+      if (!this.#journal.writeNow()) await this.#journal.commit();
     } catch (error) {
       // Not run: pending again as before, and the line saying so follows the `running` one, still queued.
       for (const claimed of out) {

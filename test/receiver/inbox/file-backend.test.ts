@@ -53,6 +53,16 @@ describe('FileInboxBackend journal lines', () => {
     expect(await (await afterCrash()).get('a')).toMatchObject({ state: 'pending', attempts: 1 });
   });
 
+  it('a claim writes its running line at once, not a turn of the event loop later (handlers start at the pace requests come)', async () => {
+    const { backend, linesNow } = await open();
+    await backend.add(record('a'), 10);
+    let turned = false;
+    setImmediate(() => (turned = true));
+    await backend.claim(T0, T0 + 1000, 'w', 10);
+    expect(turned).toBe(false);
+    expect(linesNow()).toContainEqual({ id: 'a', state: 'running', attempts: 1, nextAttemptAt: null });
+  });
+
   it('a record found running after its last run is dead at open, with the reason, and runs no more', async () => {
     const { backend, afterCrash } = await open();
     await backend.add(record('a'), 10);
@@ -189,6 +199,10 @@ describe('FileInboxBackend files', () => {
       append: async (handle, pieces) => {
         if (failing) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
         return nodeInboxFileIo.append(handle, pieces);
+      },
+      appendSync: (handle, pieces) => {
+        if (failing) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        return nodeInboxFileIo.appendSync!(handle, pieces);
       },
     };
     const backend = new FileInboxBackend({ file: tmp.file('inbox.json'), keepDone: 100, keepDoneMs: 60_000, clock, io });
