@@ -5,7 +5,7 @@ import { fastifyAdapter, type FastifyReceiverPlugin } from './fastify.js';
 import { fetchAdapter } from './fetch.js';
 import { honoAdapter, type HonoHandler } from './hono.js';
 import { DEFAULT_DELIVERIES_FILE, FileDeliveryStore } from './file-delivery-store.js';
-import { FileInboxBackend } from './inbox/file-backend.js';
+import { FileInboxBackend, warnDeadDropped } from './inbox/file-backend.js';
 import type { ResolvedInboxOptions } from './inbox/options.js';
 import { MemoryInboxBackend, MemoryInboxState } from './inbox/memory-backend.js';
 import type { InboxBackend } from './inbox/record.js';
@@ -32,17 +32,20 @@ const memoryInboxes = new WeakMap<DeliveryStore, MemoryInboxState>();
  */
 function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
   const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
-  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs });
+  // A run the process's end interrupted counts against these too.
+  const maxAttempts = options.backoff.retries + 1;
+  const { keepDead, keepDeadMs, onDeadDropped: onDropped = warnDeadDropped } = options;
+  if (redis !== undefined) return new RedisInboxBackend({ redis, prefix, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts });
   // A memory store forgets every mark with the process: an inbox beside it on disk would outlive them, and
   // test files run in parallel would fight over one `.cliphook/inbox.json`.
   if (options.memory || (options.file === undefined && store instanceof MemoryDeliveryStore)) {
     if (fsync) throw new TypeError('Expected no `inbox.fsync` beside a MemoryDeliveryStore: that inbox is kept in memory. Give `inbox.file` to keep it on disk.');
     let state = memoryInboxes.get(store);
     if (!state) memoryInboxes.set(store, (state = new MemoryInboxState()));
-    return new MemoryInboxBackend({ state, keepDone, keepDoneMs, clock });
+    return new MemoryInboxBackend({ state, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
   }
   const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
-  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, clock });
+  return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
 }
 
 /**

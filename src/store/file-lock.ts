@@ -146,6 +146,15 @@ export class FileLock {
     }
   }
 
+  /**
+   * Throws `FileLockedError` naming the holder when a live process holds `<file>.lock`, as `acquire` does,
+   * but takes nothing: no lock is written, and a stale one is left where it is. For a reader that only reads.
+   */
+  static assertFree(file: string, what: string): void {
+    const found = inspect(`${file}.lock`);
+    if (found !== 'gone' && !found.stale) throw new FileLockedError(resolve(file), what, found.holder, Date.now());
+  }
+
   /** Removes the lock file if it is still this lock's; safe to call more than once. */
   release(): void {
     if (this.#released) return;

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
+import { syncFolder } from './json-file.js';
 
 /**
  * The file operations of a `LineJournal`, as a seam: tests wrap the default to count the bytes each
@@ -12,10 +13,18 @@ export interface LineFileIo {
   openAppend(file: string): Promise<FileHandle>;
   /** Appends every piece, in order, looping over short writes. */
   append(handle: FileHandle, pieces: readonly Buffer[]): Promise<void>;
+  /**
+   * Appends every piece with synchronous writes, looping over short ones: for an owner that must know a
+   * few lines are in the page cache before it goes on. Optional: without it, such writes go through `append`.
+   */
+  appendSync?(handle: FileHandle, pieces: readonly Buffer[]): void;
   /** Empties the journal after a compaction. */
   truncate(handle: FileHandle): Promise<void>;
-  /** Writes `pieces` to `temp` in batches, then renames it over `file`; resolves with the bytes written. */
-  replace(file: string, temp: string, pieces: Iterable<Buffer>): Promise<number>;
+  /**
+   * Writes `pieces` to `temp` in batches, then renames it over `file`; resolves with the bytes written.
+   * With `sync`, flushes `temp` to the device before the rename and the folder after it.
+   */
+  replace(file: string, temp: string, pieces: Iterable<Buffer>, sync?: boolean): Promise<number>;
   /** Size in bytes, or -1 when the file does not exist. */
   size(file: string): Promise<number>;
   /** The file's lines, read as a stream: a file may be larger than a string can be. */
@@ -35,7 +44,7 @@ export const nodeLineFileIo: LineFileIo = {
   },
   append: (handle, pieces) => writeAllTo(handle, pieces),
   truncate: (handle) => handle.truncate(0),
-  async replace(file, temp, pieces) {
+  async replace(file, temp, pieces, sync = false) {
     const handle = await open(temp, 'w', 0o600);
     let total = 0;
     try {
@@ -53,6 +62,7 @@ export const nodeLineFileIo: LineFileIo = {
       }
       await writeAllTo(handle, batch);
       total += batchBytes;
+      if (sync) await handle.datasync();
     } catch (error) {
       await handle.close();
       // A half-written snapshot must not keep the space a full disk needs back.
@@ -61,6 +71,7 @@ export const nodeLineFileIo: LineFileIo = {
     }
     await handle.close();
     await rename(temp, file);
+    if (sync) await syncFolder(file);
     return total;
   },
   async size(file) {

@@ -1,6 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { GroupCommit } from './group-commit.js';
+import { syncFolder } from './json-file.js';
 import { nodeLineFileIo, type LineFileIo } from './line-file-io.js';
 
 /** Timers for the retry of failed writes; the relay passes its injected scheduler. */
@@ -27,6 +28,11 @@ export interface LineJournalOptions {
   retryMs?: number;
   /** Called once when writes start failing, and once when they succeed again (`null`). */
   onHealth?: (failure: Error | null) => void;
+  /**
+   * Flush each append to the storage device (`fdatasync`) before its commit resolves, and each snapshot
+   * before its rename. @default false: the page cache, which a process crash does not lose.
+   */
+  fsync?: boolean;
   /** Called when a snapshot could not be written; the lines went to the journal instead. */
   onCompactionFailed?: (error: Error) => void;
   /**
@@ -109,6 +115,7 @@ export class LineJournal {
   readonly #onCompactionFailed: (error: Error) => void;
   readonly #clock: () => number;
   readonly #tail: (() => string[]) | undefined;
+  readonly #fsync: boolean;
   readonly #group = new GroupCommit(() => this.#flush());
   #handle: FileHandle | null = null;
   #queued: QueuedLine[] = [];
@@ -122,8 +129,11 @@ export class LineJournal {
   #failure: { error: Error; since: number } | null = null;
   #retryTimer: unknown = null;
   #closed = false;
+  /** A write (append or compaction) is under way: `writeNow` must not run beside it. */
+  #writing = false;
 
-  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, onHealth = () => undefined, onCompactionFailed = () => undefined, tail }: LineJournalOptions) {
+  constructor({ file, header, snapshot, compactAfterBytes = 64 * 1024 * 1024, io = nodeLineFileIo, timers, clock, retryMs = 5_000, fsync = false, onHealth = () => undefined, onCompactionFailed = () => undefined, tail }: LineJournalOptions) {
+    this.#fsync = fsync;
     this.#onCompactionFailed = onCompactionFailed;
     this.#tail = tail;
     this.#clock = clock;
@@ -154,6 +164,14 @@ export class LineJournal {
     this.#snapshotBytes = Math.max(0, snapshotSize);
     this.#journalBytes = Math.max(0, journalSize);
     this.#handle = await this.#io.openAppend(this.journal);
+    try {
+      // A journal just created is durable only once its folder's entry for it is.
+      if (this.#fsync && journalSize < 0) await syncFolder(this.journal);
+    } catch (error) {
+      await this.#handle.close();
+      this.#handle = null;
+      throw error;
+    }
     // A torn last line (no newline) must not glue itself to the next entry.
     if (journalSize > 0) this.#torn = true;
     return { snapshot: snapshotSize >= 0 ? this.#io.lines(this.file) : null, journal: journalSize > 0 ? this.#io.lines(this.journal) : null };
@@ -180,6 +198,35 @@ export class LineJournal {
     return this.#group.commit();
   }
 
+  /**
+   * Writes what is queued at once, with one synchronous append, when the io has `appendSync`, no write is
+   * under way, writes succeed and `fsync` is off; answers `false` when it cannot (await `commit()` then).
+   * A few lines to the page cache cost microseconds, where a commit waits a turn of the event loop or
+   * more. Throws when the write fails, keeping the lines queued for the next write, as a commit does.
+   */
+  writeNow(): boolean {
+    const handle = this.#handle;
+    if (handle === null || this.#writing || this.#fsync || this.#failure !== null || !this.#io.appendSync) return false;
+    const lines = this.#queued;
+    this.#queued = [];
+    for (const text of this.#tail?.() ?? []) lines.push({ text });
+    try {
+      const { pieces, bytes } = encodeLines(lines);
+      if (pieces.length > 0) {
+        this.#io.appendSync(handle, this.#torn ? [NEWLINE, ...pieces] : pieces);
+        this.#torn = false;
+        this.#journalBytes += bytes;
+      }
+      for (const line of lines) line.text = null;
+      return true;
+    } catch (error) {
+      this.#torn = true;
+      this.#queued = lines.concat(this.#queued);
+      this.#failed(error as Error);
+      throw error;
+    }
+  }
+
   /** Writes what is queued (without compacting) and closes the journal. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -197,6 +244,15 @@ export class LineJournal {
   async #flush(): Promise<void> {
     const handle = this.#handle;
     if (handle === null) throw new Error(`${this.journal} is not open: read() first, and not after close().`);
+    this.#writing = true;
+    try {
+      await this.#write(handle);
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  async #write(handle: FileHandle): Promise<void> {
     const lines = this.#queued;
     this.#queued = [];
     for (const text of this.#tail?.() ?? []) lines.push({ text });
@@ -209,7 +265,7 @@ export class LineJournal {
         this.#compactNow = false;
         try {
           // The snapshot is taken from the owner's state, which already holds `lines`.
-          this.#snapshotBytes = await this.#io.replace(this.file, this.#temp, this.#snapshotPieces());
+          this.#snapshotBytes = await this.#io.replace(this.file, this.#temp, this.#snapshotPieces(), this.#fsync);
           compacted = true;
           this.#nextCompactionAt = 0;
           // If this fails, the journal's lines are only replayed again over a snapshot that holds them.
@@ -228,6 +284,7 @@ export class LineJournal {
         if (pieces.length === 0) pieces.push(NEWLINE);
         appending = true;
         await this.#io.append(handle, this.#torn ? [NEWLINE, ...pieces] : pieces);
+        if (this.#fsync) await handle.datasync();
         this.#torn = false;
         this.#journalBytes += bytes;
       }

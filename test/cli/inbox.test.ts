@@ -1,5 +1,6 @@
 // Issue 30 item 1: `cliphook inbox list|show|replay|purge` on a file inbox (app stopped) and a Redis one (live).
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -91,6 +92,34 @@ describe('cliphook inbox on a file', () => {
     expect(result.stderr).toContain(`lock ${file}.lock`);
   });
 
+  it('list and show read a file left by a killed app without changing it: no lock taken over, no journal written', async () => {
+    const [dir, remove] = await tempDir();
+    cleanups.push(remove);
+    const child = fileURLToPath(new URL('../e2e/inbox-crash.child.ts', import.meta.url));
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, 'hang', dir], { cwd: fileURLToPath(new URL('../../', import.meta.url)) });
+    cleanups.push(async () => void proc.kill('SIGKILL'));
+    const port = await new Promise<string>((resolve) => proc.stdout.on('data', (chunk: Buffer) => /listening (\d+)/.test(String(chunk)) && resolve(/listening (\d+)/.exec(String(chunk))![1]!)));
+    const hooks = [createTestWebhook('video.completed', { secret: 'whsec_crash' }), createTestWebhook('video.failed', { secret: 'whsec_crash' }), createTestWebhook('video.completed', { secret: 'whsec_crash' })];
+    for (const hook of hooks) expect((await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: hook.headers, body: hook.body })).status).toBe(202);
+    proc.kill('SIGKILL');
+    await new Promise((resolve) => proc.once('exit', resolve));
+    const file = join(dir, 'inbox.json');
+    const before = filesOf(dir);
+    expect(Object.keys(before)).toContain('inbox.json.lock');
+
+    const listed = await cli('inbox', 'list', '--json', '--file', file);
+    expect(listed.code).toBe(0);
+    // Two were running (concurrency 2) when it died: shown as the file holds them, for the app's next start to decide.
+    expect((JSON.parse(listed.stdout) as Array<{ state: string }>).map((r) => r.state).sort()).toEqual(['pending', 'running', 'running']);
+    // A record is named by its event key.
+    const key = `e:video.failed:${(JSON.parse(hooks[1]!.body) as { id: number }).id}`;
+    const shown = await cli('inbox', 'show', key, '--file', file);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(key);
+    expect(shown.stdout).toContain(`delivery  ${hooks[1]!.deliveryId}`);
+    expect(filesOf(dir)).toEqual(before);
+  });
+
   it('answers bad input with a one-line message and exit 2 (or 1 for what is not there)', async () => {
     const [dir, remove] = await tempDir();
     cleanups.push(remove);
@@ -101,6 +130,15 @@ describe('cliphook inbox on a file', () => {
     expect((await cli('inbox', 'purge', '--state', 'pending', '--file', file)).code).toBe(2);
     expect((await cli('inbox', 'purge', '--state', 'dead', '--before', 'yesterday', '--file', file)).code).toBe(2);
     expect((await cli('inbox', 'list', '--redis', 'http://x')).code).toBe(2);
+    // A bare number is not a time: `Date.parse('48')` would make it 2048 and purge every event.
+    const bare = await cli('inbox', 'purge', '--state', 'dead', '--before', '48', '--file', file);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bare.stderr).toContain('--before expects an ISO 8601 time (2026-12-01 or 2026-12-01T08:00:00Z) or an age such as 30m, 12h or 7d, got "48"');
+    for (const text of ['48', '2026', 'Dec 1 2026', '2026-13-45', '7 d', '-7d']) expect(() => parseBefore(text)).toThrow(/--before expects/);
+    expect(parseBefore('30m', 3_600_000)).toBe(1_800_000);
+    expect(parseBefore('48h', 3 * 86_400_000)).toBe(86_400_000);
+    expect(parseBefore('2026-12-01')).toBe(Date.parse('2026-12-01T00:00:00Z'));
     expect(parseBefore('7d', 10 * 86_400_000)).toBe(3 * 86_400_000);
     expect(parseBefore('2026-01-01T00:00:00Z')).toBe(Date.parse('2026-01-01T00:00:00Z'));
   });
@@ -123,3 +161,8 @@ describe.skipIf(!redis)('cliphook inbox on Redis', () => {
     expect((await cli('inbox', 'show', 'dlv_nope', '--redis', redis!.url, '--prefix', prefix)).code).toBe(1);
   });
 });
+
+/** Every file in `dir` with its bytes. */
+function filesOf(dir: string): Record<string, string> {
+  return Object.fromEntries(readdirSync(dir).map((name) => [name, readFileSync(join(dir, name), 'latin1')]));
+}

@@ -27,7 +27,7 @@ export async function list(options: InboxCommandOptions & { state?: string; limi
   }
   const limit = Number(options.limit);
   if (!(Number.isSafeInteger(limit) && limit > 0)) throw new ExitError(`--limit expects a positive integer, got ${JSON.stringify(options.limit)}`, 2);
-  const records = await withInbox(options, (inbox) => inbox.list(options.state as InboxState | undefined, limit));
+  const records = await withInbox(options, 'read', (inbox) => inbox.list(options.state as InboxState | undefined, limit));
   if (options.json) return print(JSON.stringify(records, null, 2));
   if (records.length === 0) return print(`No events in the inbox${options.state ? ` with state ${options.state}` : ''}.`);
   const p = palette();
@@ -40,12 +40,13 @@ export async function list(options: InboxCommandOptions & { state?: string; limi
 
 /** `cliphook inbox show <id>`: one event with its state, runs, last error and body. */
 export async function show(id: string, options: InboxCommandOptions): Promise<void> {
-  const record = await withInbox(options, (inbox) => inbox.get(id));
+  const record = await withInbox(options, 'read', (inbox) => inbox.get(id));
   if (!record) throw new ExitError(`no event ${id} in the inbox`, 1);
   if (options.json) return print(JSON.stringify(record, null, 2));
   const p = palette();
   print(`${p.bold(record.id)}  ${p.cyan(record.name)}  ${paint(record.state, p)}`);
   print(`  source    ${record.source}`);
+  print(`  delivery  ${record.deliveryId}`);
   print(`  received  ${iso(record.receivedAt)}`);
   print(`  runs      ${record.attempts}`);
   if (record.nextAttemptAt !== null) print(`  next      ${iso(record.nextAttemptAt)}`);
@@ -63,7 +64,7 @@ export async function show(id: string, options: InboxCommandOptions): Promise<vo
 
 /** `cliphook inbox replay <id>`: a dead or done event runs again (`source: 'replay'`). */
 export async function replay(id: string, options: InboxCommandOptions): Promise<void> {
-  const record = await withInbox(options, (inbox) => inbox.replay(id, Date.now()));
+  const record = await withInbox(options, 'write', (inbox) => inbox.replay(id, Date.now()));
   if (options.json) return print(JSON.stringify(record, null, 2));
   // A file inbox is only read by its app at start (it holds the lock while it runs); a Redis one, live.
   print(options.redis === undefined ? `${id} is pending again: the app runs it at its next start.` : `${id} is pending again: a running receiver takes it within a second.`);
@@ -75,25 +76,33 @@ export async function purge(options: InboxCommandOptions & { state?: string; bef
   if (options.state !== 'dead' && options.state !== 'done') throw new ExitError(`--state expects dead or done (pending and running events are never dropped), got ${JSON.stringify(options.state)}`, 2);
   const before = options.before === undefined ? Date.now() : parseBefore(options.before);
   const state = options.state;
-  const count = await withInbox(options, (inbox) => inbox.purge(state, before));
+  const count = await withInbox(options, 'write', (inbox) => inbox.purge(state, before));
   if (options.json) return print(JSON.stringify({ purged: count }));
   print(`Purged ${count} ${state} event${count === 1 ? '' : 's'} finished before ${iso(before)}.`);
 }
 
-/** `--before`: an ISO 8601 time, or an age such as 30m, 12h or 7d (that long ago). */
+/** An ISO 8601 date, or date and time (with seconds, fraction and offset optional): what `--before` takes besides an age. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/**
+ * `--before`: an ISO 8601 time, or an age such as 30m, 12h or 7d (that long ago). Nothing else: a bare
+ * number is neither (`Date.parse('48')` is the year 2048, which would purge every event).
+ */
 export function parseBefore(text: string, now = Date.now()): number {
   const age = /^(\d{1,6})([smhd])$/.exec(text);
   if (age) return now - Number(age[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as 's' | 'm' | 'h' | 'd'];
-  const at = Date.parse(text);
-  if (!Number.isFinite(at)) throw new ExitError(`--before expects an ISO 8601 time or an age such as 30m, 12h or 7d, got ${JSON.stringify(text)}`, 2);
+  const at = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (!Number.isFinite(at)) throw new ExitError(`--before expects an ISO 8601 time (2026-12-01 or 2026-12-01T08:00:00Z) or an age such as 30m, 12h or 7d, got ${JSON.stringify(text)}`, 2);
   return at;
 }
 
 /**
  * Opens the inbox, runs `use`, closes it. A file inbox is one process's at a time: while the app runs it
- * holds `<file>.lock`, and this refuses in one line rather than writing beside it.
+ * holds `<file>.lock`, and this refuses in one line rather than reading a file being written or writing
+ * beside it. To `read`, a file is opened read-only: a lock left by an app that died stays where it is, and
+ * nothing is written (not even what the app's next start will decide about the events it was running).
  */
-async function withInbox<T>(options: InboxCommandOptions, use: (inbox: InboxBackend) => Promise<T>): Promise<T> {
+async function withInbox<T>(options: InboxCommandOptions, mode: 'read' | 'write', use: (inbox: InboxBackend) => Promise<T>): Promise<T> {
   let inbox: InboxBackend;
   try {
     if (options.redis !== undefined) {
@@ -103,7 +112,7 @@ async function withInbox<T>(options: InboxCommandOptions, use: (inbox: InboxBack
       inbox = new RedisInboxBackend({ redis: options.redis, prefix: options.prefix, keepDone: Number.MAX_SAFE_INTEGER, keepDoneMs: Number.POSITIVE_INFINITY });
     } else {
       if (![options.file, `${options.file}.journal`, `${options.file}.lock`].some((path) => existsSync(path))) throw new ExitError(`no inbox at ${options.file}: give the app's inbox file with --file, or --redis`, 1);
-      inbox = new FileInboxBackend({ file: options.file, keepDone: Number.MAX_SAFE_INTEGER, keepDoneMs: Number.POSITIVE_INFINITY, clock: Date.now });
+      inbox = new FileInboxBackend({ file: options.file, keepDone: Number.MAX_SAFE_INTEGER, keepDoneMs: Number.POSITIVE_INFINITY, clock: Date.now, readOnly: mode === 'read' });
     }
   } catch (error) {
     if (error instanceof FileLockedError) {

@@ -3,6 +3,7 @@ import type { RedisLike } from '../redis-delivery-store.js';
 import { MAX_TIMER_MS } from '../deadline.js';
 import { parseLimit } from '../limit.js';
 import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import type { InboxRecord } from './record.js';
 
 /** The timers the inbox waits with: Node's by default; a `SimulatedClock` (cliphook/service) in tests. */
 export interface InboxTimers {
@@ -59,6 +60,19 @@ export interface InboxOptions {
   /** Done events kept at most this long, in milliseconds. @default 86_400_000 (24 h) */
   keepDoneMs?: number;
   /**
+   * Dead events kept at most (the oldest go first, each told to `onDeadDropped`); a file inbox holds
+   * their bodies in memory, so this bounds what failed events can take. @default 1000
+   */
+  keepDead?: number;
+  /** Dead events kept at most this long, in milliseconds. @default 2_592_000_000 (30 days) */
+  keepDeadMs?: number;
+  /**
+   * Told of each dead event `keepDead` or `keepDeadMs` drops, with its record (body included),
+   * to log or keep elsewhere. Pending and running events are never dropped.
+   * @default a Node warning (`CLIPHOOK_INBOX_DEAD_DROPPED`) naming the event
+   */
+  onDeadDropped?: (record: InboxRecord) => void;
+  /**
    * How long `receiver.close()` waits for running handlers, in milliseconds; then it aborts their
    * `context.signal` and returns, and their events run again at the next start. @default 10_000
    */
@@ -91,6 +105,9 @@ export interface ResolvedInboxOptions {
   maxPendingBytes: number;
   keepDone: number;
   keepDoneMs: number;
+  keepDead: number;
+  keepDeadMs: number;
+  onDeadDropped: ((record: InboxRecord) => void) | undefined;
   closeTimeout: number;
   handlerTimeout: number;
   pollMs: number;
@@ -138,6 +155,9 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     maxPendingBytes = DEFAULT_MAX_PENDING_BYTES,
     keepDone = 1000,
     keepDoneMs = 86_400_000,
+    keepDead = 1000,
+    keepDeadMs = 2_592_000_000,
+    onDeadDropped,
     closeTimeout = 10_000,
     handlerTimeout = DEFAULT_HANDLER_TIMEOUT,
     pollMs = 1000,
@@ -159,6 +179,9 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
   const pendingBytes = parseLimit(maxPendingBytes, 'inbox.maxPendingBytes');
   if (!(Number.isSafeInteger(keepDone) && keepDone >= 0)) throw new TypeError(`Expected \`inbox.keepDone\` to be a non-negative integer, got ${keepDone}.`);
   nonNegative('keepDoneMs', keepDoneMs);
+  if (!(Number.isSafeInteger(keepDead) && keepDead >= 0)) throw new TypeError(`Expected \`inbox.keepDead\` to be a non-negative integer, got ${keepDead}.`);
+  nonNegative('keepDeadMs', keepDeadMs);
+  if (onDeadDropped !== undefined && typeof onDeadDropped !== 'function') throw new TypeError('Expected `inbox.onDeadDropped` to be a function (record) => void.');
   nonNegative('closeTimeout', closeTimeout);
   if (!(Number.isFinite(handlerTimeout) && handlerTimeout > 0 && handlerTimeout <= MAX_TIMER_MS)) {
     throw new TypeError(`Expected \`inbox.handlerTimeout\` to be a positive number of milliseconds up to ${MAX_TIMER_MS}, got ${handlerTimeout}.`);
@@ -168,5 +191,5 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     throw new TypeError('Expected `inbox.timers` to have setTimeout(callback, ms) and clearTimeout(handle).');
   }
   const backoff = checkBackoff({ retries, minTimeout, maxTimeout, factor });
-  return { file, memory, redis, prefix, fsync: fsync ?? false, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, closeTimeout, handlerTimeout, pollMs, timers };
+  return { file, memory, redis, prefix, fsync: fsync ?? false, concurrency, backoff, maxPending, maxPendingBytes: pendingBytes, keepDone, keepDoneMs, keepDead, keepDeadMs, onDeadDropped, closeTimeout, handlerTimeout, pollMs, timers };
 }

@@ -72,7 +72,10 @@ export type AddOutcome = 'added' | 'exists' | 'full';
 export interface InboxBackend {
   /** Names the file or the Redis, for messages. */
   readonly where: string;
-  /** Loads what a previous run left; a record left `running` by a process that died is run again. */
+  /**
+   * Loads what a previous run left. A record left `running` by a process that died had that run counted:
+   * it is run again, or dead once it had `retries + 1` runs (file: here; Redis: when its lease ends).
+   */
   open(): Promise<void>;
   /**
    * Stores `record` durably (resolves once it is), unless `maxPending` records are pending or running, or
@@ -82,6 +85,7 @@ export interface InboxBackend {
   /**
    * Makes up to `limit` due records `running` for `owner` until `leaseUntil` (each one's `attempts` + 1):
    * pending ones whose `nextAttemptAt` has come, and running ones whose lease ended (their worker died).
+   * Resolves once the new attempts are durable, so a handler that ends the process has its run counted.
    */
   claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]>;
   /**

@@ -12,6 +12,18 @@ export interface RedisInboxOptions {
   prefix: string;
   keepDone: number;
   keepDoneMs: number;
+  /**
+   * Handler runs an event gets (`retries + 1`): a stalled record (its lease ended while running) had its
+   * run ended with its process, which counts; with this many runs it is dead rather than claimed again.
+   * Without it (`cliphook inbox`), stalled records are claimed again without a bound.
+   */
+  maxAttempts?: number;
+  /** Dead records kept at most; past it the oldest is dropped and told to `onDropped`. @default Infinity */
+  keepDead?: number;
+  /** Dead records kept at most this long, in milliseconds. @default Infinity */
+  keepDeadMs?: number;
+  /** Told of each dead record the retention drops (never a pending or running one). */
+  onDropped?: (record: InboxRecord) => void;
 }
 
 /** The fields of a record's hash, in the order they are written. */
@@ -28,11 +40,18 @@ export class RedisInboxBackend implements InboxBackend {
   readonly #prefix: string;
   readonly #keepDone: number;
   readonly #keepDoneMs: number;
+  readonly #maxAttempts: number;
+  /** keepDead and keepDeadMs as the scripts take them: -1 for no bound. */
+  readonly #keepDead: [number, number];
+  readonly #onDropped: (record: InboxRecord) => void;
   readonly #client: Promise<RedisLike>;
   readonly #owns: boolean;
 
-  constructor({ redis, prefix, keepDone, keepDoneMs }: RedisInboxOptions) {
+  constructor({ redis, prefix, keepDone, keepDoneMs, maxAttempts, keepDead = Infinity, keepDeadMs = Infinity, onDropped = () => undefined }: RedisInboxOptions) {
     this.#prefix = prefix;
+    this.#maxAttempts = maxAttempts ?? -1;
+    this.#keepDead = [bound(keepDead), bound(keepDeadMs)];
+    this.#onDropped = onDropped;
     this.#keepDone = keepDone;
     this.#keepDoneMs = keepDoneMs;
     this.#owns = typeof redis === 'string';
@@ -60,14 +79,17 @@ export class RedisInboxBackend implements InboxBackend {
   }
 
   async claim(now: number, leaseUntil: number, owner: string, limit: number): Promise<InboxRecord[]> {
-    const rows = (await this.#run(CLAIM, now, leaseUntil, owner, limit)) as string[][];
+    const [rows, dropped] = (await this.#run(CLAIM, now, leaseUntil, owner, limit, this.#maxAttempts, STALLED_ERROR, ...this.#keepDead)) as [string[][], string[][]];
+    this.#dropped(dropped);
     return rows.map((row) => decode(row));
   }
 
   async settle(record: InboxRecord, owner: string, now: number): Promise<boolean> {
     const score = record.state === 'pending' ? (record.nextAttemptAt ?? now) : (record.finishedAt ?? now);
     const fields = ['nextAttemptAt', text(record.nextAttemptAt), 'finishedAt', text(record.finishedAt), 'lastError', text(record.lastError)];
-    return (await this.#run(SETTLE, record.id, owner, record.state, score, now, this.#keepDone, this.#keepDoneMs, ...fields)) === 1;
+    const [kept, dropped] = (await this.#run(SETTLE, record.id, owner, record.state, score, now, this.#keepDone, this.#keepDoneMs, ...this.#keepDead, ...fields)) as [number, string[][]?];
+    this.#dropped(dropped ?? []);
+    return kept === 1;
   }
 
   async extend(id: string, owner: string, leaseUntil: number): Promise<boolean> {
@@ -117,6 +139,10 @@ export class RedisInboxBackend implements InboxBackend {
     if (this.#owns) await (await this.#client).quit();
   }
 
+  #dropped(rows: readonly string[][]): void {
+    for (const row of rows) this.#onDropped(decode(row));
+  }
+
   /** One EVALSHA (EVAL when Redis has not cached the script yet). */
   async #run(script: string, ...argv: Array<string | number>): Promise<unknown> {
     const client = await this.#client;
@@ -129,6 +155,14 @@ export class RedisInboxBackend implements InboxBackend {
       return client.eval(script, ...args);
     }
   }
+}
+
+/** A stalled record's `lastError` once it had its last run (Lua's string.format: runs, maxAttempts). */
+const STALLED_ERROR = 'The process ended while the inbox was running it (run %d of %d), or it stopped renewing its lease: a handler that exits or crashes the process?';
+
+/** A bound as the scripts take it: -1 for none. */
+function bound(value: number): number {
+  return Number.isFinite(value) ? value : -1;
 }
 
 function text(value: number | string | null): string {

@@ -15,34 +15,70 @@ redis.call('INCRBY', p .. 'bytes', ARGV[6])
 redis.call('ZADD', p .. 'pending', ARGV[4], ARGV[2])
 return 'added'`;
 
-// Running records whose lease ended first (their worker died: "stalled"), then due pending ones.
-// ARGV: prefix, now, lease end, owner, limit.
-export const CLAIM = `local p = ARGV[1] local n = tonumber(ARGV[5])
+// Drops the dead records past keepDead (count) or keepDeadMs (age), -1 for no bound, oldest first, and
+// answers them (their hashes) so that each drop is told. Pending and running records are never touched.
+const TRIM_DEAD = `local function trimDead(p, now, keep, keepMs)
+  local old = {}
+  if keepMs >= 0 then old = redis.call('ZRANGEBYSCORE', p .. 'dead', '-inf', '(' .. (now - keepMs)) end
+  if keep >= 0 then
+    local over = redis.call('ZCARD', p .. 'dead') - #old - keep
+    if over > 0 then for _, x in ipairs(redis.call('ZRANGE', p .. 'dead', #old, #old + over - 1)) do table.insert(old, x) end end
+  end
+  local out = {}
+  for _, x in ipairs(old) do
+    table.insert(out, redis.call('HGETALL', p .. 'r:' .. x))
+    redis.call('DEL', p .. 'r:' .. x)
+    redis.call('ZREM', p .. 'dead', x)
+  end
+  return out
+end
+`;
+
+// Running records whose lease ended first (their worker died: "stalled"), then due pending ones. A
+// stalled record's run counts: once it had maxAttempts runs it is dead, not claimed (BullMQ's
+// maxStalledCount). Answers {claimed records, dead records dropped}.
+// ARGV: prefix, now, lease end, owner, limit, maxAttempts (-1: no bound), error text, keepDead, keepDeadMs.
+export const CLAIM = `${TRIM_DEAD}local p = ARGV[1] local n = tonumber(ARGV[5]) local max = tonumber(ARGV[6])
+local died = false
 local ids = redis.call('ZRANGEBYSCORE', p .. 'running', '-inf', ARGV[2], 'LIMIT', 0, n)
+local stalled = #ids
 if #ids < n then
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'pending', '-inf', ARGV[2], 'LIMIT', 0, n - #ids)) do table.insert(ids, id) end
 end
 local out = {}
-for _, id in ipairs(ids) do
+for i, id in ipairs(ids) do
   local r = p .. 'r:' .. id
   redis.call('ZREM', p .. 'pending', id)
   redis.call('ZREM', p .. 'running', id)
   if redis.call('EXISTS', r) == 1 then
-    redis.call('HINCRBY', r, 'attempts', 1)
-    redis.call('HSET', r, 'state', 'running', 'owner', ARGV[4], 'leaseUntil', ARGV[3], 'nextAttemptAt', '')
-    redis.call('ZADD', p .. 'running', ARGV[3], id)
-    table.insert(out, redis.call('HGETALL', r))
+    local runs = tonumber(redis.call('HGET', r, 'attempts') or '0')
+    if i <= stalled and max >= 0 and runs >= max then
+      redis.call('HDEL', r, 'owner', 'leaseUntil')
+      redis.call('HSET', r, 'state', 'dead', 'nextAttemptAt', '', 'finishedAt', ARGV[2], 'lastError', string.format(ARGV[7], runs, max))
+      redis.call('ZADD', p .. 'dead', ARGV[2], id)
+      redis.call('DECRBY', p .. 'bytes', redis.call('HGET', r, 'bytes') or 0)
+      died = true
+    else
+      redis.call('HINCRBY', r, 'attempts', 1)
+      redis.call('HSET', r, 'state', 'running', 'owner', ARGV[4], 'leaseUntil', ARGV[3], 'nextAttemptAt', '')
+      redis.call('ZADD', p .. 'running', ARGV[3], id)
+      table.insert(out, redis.call('HGETALL', r))
+    end
   end
 end
-return out`;
+local dropped = {}
+if died then dropped = trimDead(p, tonumber(ARGV[2]), tonumber(ARGV[8]), tonumber(ARGV[9])) end
+return {out, dropped}`;
 
 // Only the owner of an unexpired-or-not lease writes the outcome; done records past keepDone or
-// keepDoneMs are dropped in the same step. ARGV: prefix, id, owner, state, score, now, keepDone, keepDoneMs, field, value, …
-export const SETTLE = `local p = ARGV[1] local id = ARGV[2] local r = p .. 'r:' .. id
-if redis.call('HGET', r, 'state') ~= 'running' or redis.call('HGET', r, 'owner') ~= ARGV[3] then return 0 end
+// keepDoneMs, and dead ones past keepDead or keepDeadMs, are dropped in the same step. Answers {0} when the
+// owner lost the lease, else {1, dead records dropped}.
+// ARGV: prefix, id, owner, state, score, now, keepDone, keepDoneMs, keepDead, keepDeadMs, field, value, …
+export const SETTLE = `${TRIM_DEAD}local p = ARGV[1] local id = ARGV[2] local r = p .. 'r:' .. id
+if redis.call('HGET', r, 'state') ~= 'running' or redis.call('HGET', r, 'owner') ~= ARGV[3] then return {0} end
 redis.call('ZREM', p .. 'running', id)
 redis.call('HDEL', r, 'owner', 'leaseUntil')
-redis.call('HSET', r, 'state', ARGV[4], unpack(ARGV, 9))
+redis.call('HSET', r, 'state', ARGV[4], unpack(ARGV, 11))
 redis.call('ZADD', p .. ARGV[4], ARGV[5], id)
 if ARGV[4] ~= 'pending' then redis.call('DECRBY', p .. 'bytes', redis.call('HGET', r, 'bytes') or 0) end
 if ARGV[4] == 'done' then
@@ -51,7 +87,9 @@ if ARGV[4] == 'done' then
   if over > 0 then for _, x in ipairs(redis.call('ZRANGE', p .. 'done', #old, #old + over - 1)) do table.insert(old, x) end end
   for _, x in ipairs(old) do redis.call('DEL', p .. 'r:' .. x) redis.call('ZREM', p .. 'done', x) end
 end
-return 1`;
+local dropped = {}
+if ARGV[4] == 'dead' then dropped = trimDead(p, tonumber(ARGV[6]), tonumber(ARGV[9]), tonumber(ARGV[10])) end
+return {1, dropped}`;
 
 // ARGV: prefix, id, now.
 export const REPLAY = `local p = ARGV[1] local id = ARGV[2] local r = p .. 'r:' .. id

@@ -60,6 +60,8 @@ export class InboxRunner {
   /** Callers of `idle()` waiting for the runner to have nothing in flight. */
   #idleWaiters: IdleWaiter[] = [];
   #timer: unknown = null;
+  /** The look for due records under way: close() lets it start what it claimed before counting runs. */
+  #pumped: Promise<void> = Promise.resolve();
   #pumping = false;
   #again = false;
   #closing = false;
@@ -90,7 +92,7 @@ export class InboxRunner {
       this.#again = true;
       return;
     }
-    void this.#pump();
+    this.#pumped = this.#pump();
   }
 
   /**
@@ -101,6 +103,7 @@ export class InboxRunner {
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
+    await this.#pumped;
     if (this.#runs.size > 0) {
       const { timers, closeTimeout } = this.#o;
       // The app is awaiting close(), and every inbox timer is unref'd: a host timer holds the process open

@@ -3,7 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { InboxError } from '../../../src/index.js';
 import { FileInboxBackend } from '../../../src/receiver/inbox/file-backend.js';
 import { MemoryInboxBackend, MemoryInboxState } from '../../../src/receiver/inbox/memory-backend.js';
-import { newRecord, type InboxBackend } from '../../../src/receiver/inbox/record.js';
+import { newRecord, type InboxBackend, type InboxRecord } from '../../../src/receiver/inbox/record.js';
 import { RedisInboxBackend } from '../../../src/receiver/inbox/redis-backend.js';
 import { redisAvailable, startRedis } from '../../helpers/redis.js';
 import { tempDir } from '../../helpers/webhooks.js';
@@ -26,13 +26,22 @@ interface Made {
   reopen: () => Promise<InboxBackend>;
 }
 
-const factories: Record<string, (keep?: { keepDone?: number; keepDoneMs?: number }) => Promise<Made>> = {
-  file: async ({ keepDone = 100, keepDoneMs = 60_000 } = {}) => {
+interface Keep {
+  keepDone?: number;
+  keepDoneMs?: number;
+  maxAttempts?: number;
+  keepDead?: number;
+  keepDeadMs?: number;
+  onDropped?: (record: InboxRecord) => void;
+}
+
+const factories: Record<string, (keep?: Keep) => Promise<Made>> = {
+  file: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6, ...dead }: Keep = {}) => {
     const tmp = await tempDir();
     cleanups.push(tmp.cleanup);
     const file = tmp.file('inbox.json');
     const open = async () => {
-      const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, clock });
+      const backend = new FileInboxBackend({ file, keepDone, keepDoneMs, maxAttempts, clock, ...dead });
       await backend.open();
       return backend;
     };
@@ -48,10 +57,10 @@ const factories: Record<string, (keep?: { keepDone?: number; keepDoneMs?: number
     };
   },
   // The next start in the same process: a receiver made again on the same MemoryDeliveryStore.
-  memory: async ({ keepDone = 100, keepDoneMs = 60_000 } = {}) => {
+  memory: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6, ...dead }: Keep = {}) => {
     const state = new MemoryInboxState();
     const open = async () => {
-      const backend = new MemoryInboxBackend({ state, keepDone, keepDoneMs, clock });
+      const backend = new MemoryInboxBackend({ state, keepDone, keepDoneMs, maxAttempts, clock, ...dead });
       await backend.open();
       return backend;
     };
@@ -68,10 +77,10 @@ const factories: Record<string, (keep?: { keepDone?: number; keepDoneMs?: number
   },
   ...(redis
     ? {
-        redis: async ({ keepDone = 100, keepDoneMs = 60_000 } = {}) => {
+        redis: async ({ keepDone = 100, keepDoneMs = 60_000, maxAttempts = 6, ...dead }: Keep = {}) => {
           const prefix = `inbox${++prefixes}:`;
           const open = async () => {
-            const backend = new RedisInboxBackend({ redis: redis.url, prefix, keepDone, keepDoneMs });
+            const backend = new RedisInboxBackend({ redis: redis.url, prefix, keepDone, keepDoneMs, maxAttempts, ...dead });
             await backend.open();
             cleanups.push(() => backend.close());
             return backend;
@@ -197,6 +206,50 @@ describe.each(Object.entries(factories))('InboxBackend contract: %s', (name, mak
     const again = await other.claim(at, at + 1000, 'w2', 10);
     expect(again.map((r) => [r.id, r.attempts]).sort()).toEqual([['a', 2], ['b', 2]]);
     expect(await backend.settle({ ...again[0]!, state: 'done', finishedAt: at, lastError: null }, 'dead-worker', at).catch(() => false)).toBe(false);
+  });
+
+  it('a record whose process died while running it counts that run, and is dead once it had maxAttempts runs', async () => {
+    now = T0;
+    const { backend, reopen } = await make({ maxAttempts: 2 });
+    await backend.add(record('poison'), 10);
+    now += 1;
+    await backend.add(record('fine'), 10);
+    expect((await backend.claim(now, now + 1000, 'died-1', 1)).map((r) => [r.id, r.attempts])).toEqual([['poison', 1]]);
+    // The process ends while the handler runs: the next start (file) or the lease's end (Redis) runs it again.
+    now += 1000;
+    let other = await reopen();
+    const second = await other.claim(now, now + 1000, 'died-2', 2);
+    expect(second.map((r) => [r.id, r.attempts]).sort()).toEqual([['fine', 1], ['poison', 2]]);
+    await other.settle({ ...second.find((r) => r.id === 'fine')!, state: 'done', finishedAt: now, lastError: null }, 'died-2', now);
+    now += 1000;
+    other = await reopen();
+    // Its second run ended the process too: never a third one.
+    expect(await other.claim(now, now + 1000, 'w3', 10)).toEqual([]);
+    expect(await other.get('poison')).toMatchObject({ state: 'dead', attempts: 2, nextAttemptAt: null, finishedAt: now, lastError: expect.stringMatching(/process ended while .*running it \(run 2 of 2\)/) });
+    expect(await other.stats()).toEqual({ pending: 0, running: 0, dead: 1, done: 1 });
+    expect(await other.nextDue()).toBeNull();
+    // Dead, it frees its place and bytes, and a replay runs it again from attempt 1.
+    expect(await other.add(record('next'), 1, 13)).toBe('added');
+    await other.replay('poison', now);
+    expect((await other.claim(now, now + 1000, 'w3', 10)).map((r) => [r.id, r.attempts]).sort()).toEqual([['next', 1], ['poison', 1]]);
+  });
+
+  it('keeps dead records by keepDead and keepDeadMs, tells each one dropped, and never drops a pending one', async () => {
+    now = T0;
+    const dropped: string[] = [];
+    const { backend } = await make({ keepDead: 2, keepDeadMs: 1000, maxAttempts: 1, onDropped: (r) => void dropped.push(`${r.id} ${r.state} ${r.lastError}`) });
+    for (const id of ['a', 'b', 'c', 'p']) await backend.add(record(id, now++), 10);
+    const claimed = await backend.claim(now, now + 1000, 'w', 3);
+    for (const r of claimed) await backend.settle({ ...r, state: 'dead', finishedAt: now, lastError: `bug ${r.id}` }, 'w', now++);
+    expect(dropped).toEqual(['a dead bug a']);
+    expect((await backend.list('dead', 10)).map((r) => r.id)).toEqual(['c', 'b']);
+    expect(await backend.get('p')).toMatchObject({ state: 'pending' });
+    // Past keepDeadMs, the next one to die takes the older ones with it, by age.
+    now += 5000;
+    const [p] = await backend.claim(now, now + 1000, 'w', 1);
+    await backend.settle({ ...p!, state: 'dead', finishedAt: now, lastError: 'bug p' }, 'w', now);
+    expect(dropped).toEqual(['a dead bug a', 'b dead bug b', 'c dead bug c']);
+    expect(await backend.stats()).toEqual({ pending: 0, running: 0, dead: 1, done: 0 });
   });
 
   it('a shared back end renews a running claim for its owner only, and then keeps it past the first lease', async () => {
