@@ -90,7 +90,7 @@ export class WebhookHandlerError extends CliphookError {
     // Issue 30 follow-up: a store or inbox that failed was reported as "A handler failed", though none ran.
     const timedOut = stage === 'handler' && cause instanceof HandlerTimeoutError;
     const what = timedOut ? 'A handler timed out' : stage === 'handler' ? 'A handler failed' : stage === 'store' ? 'The delivery store failed' : 'The inbox failed';
-    super(timedOut ? 'handler_timeout' : stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describe(cause)}`, { cause });
+    super(timedOut ? 'handler_timeout' : stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describeFailure(cause)}`, { cause });
     this.deliveryId = deliveryId;
     this.stage = stage;
   }
@@ -185,8 +185,18 @@ export class FileLockedError extends CliphookError {
   }
 }
 
-function describe(value: unknown): string {
-  return value instanceof Error ? value.message : String(value);
+/**
+ * A failure's text, always a string, whatever was thrown: an Error whose `message` is not a string, an
+ * object with no `toString`. Messages and stored records are made from it, so an odd throw cannot break them.
+ * @example describeFailure(new Error('boom')) // 'boom'
+ */
+export function describeFailure(value: unknown): string {
+  try {
+    const message = value instanceof Error ? value.message : value;
+    return typeof message === 'string' ? message : String(message);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
 }
 
 /**

@@ -12,7 +12,7 @@ import { Inbox } from './inbox/inbox.js';
 import { resolveInboxOptions } from './inbox/options.js';
 import { newRecord } from './inbox/record.js';
 import { Reconciler } from './reconcile.js';
-import type { ReconcileOptions, ReconcileResult } from './reconcile-options.js';
+import { checkSchedule, type ReconcileOptions, type ReconcileResult } from './reconcile-options.js';
 
 // This module is shared by the Node entry and `cliphook/web`: no Node module, no Buffer, no process.
 
@@ -61,16 +61,18 @@ export class ReceiverCore {
     this.bodyTimeout = checkBodyTimeout(bodyTimeout);
     if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new TypeError(`Expected \`leaseMs\` to be a positive number, got ${leaseMs}.`);
     if (typeof clock !== 'function') throw new TypeError(`Expected \`clock\` to be a function returning milliseconds, got ${typeof clock}.`);
+    // Before the store and the inbox are opened: a refused schedule must leave no lock or connection behind.
+    if (reconcile !== undefined) checkSchedule(reconcile);
     this.#leaseMs = leaseMs;
     this.#clock = clock;
     this.#runtime = runtime;
     const resolved = inbox === undefined ? undefined : resolveInboxOptions(inbox);
-    // Issue 30 follow-up item 1: an event larger than the whole budget would be refused forever.
+    // An event larger than the whole budget would be refused forever.
     if (resolved && resolved.maxPendingBytes < this.limit) throw new TypeError(`Expected \`inbox.maxPendingBytes\` (${resolved.maxPendingBytes}) to be at least \`limit\` (${this.limit}), so that one event always fits.`);
     if (resolved && !runtime.openInbox) throw new TypeError('Expected no `inbox` here: the inbox needs a file or Redis, so the Node entry (cliphook), not cliphook/web.');
     this.store = store ?? runtime.defaultStore(clock);
     if (resolved) {
-      const backend = runtime.openInbox!(resolved, this.store, clock);
+      const backend = runtime.openInbox!(resolved, this.store, clock, this.namespace);
       this.inbox = new Inbox(backend, resolved, {
         leaseMs,
         clock,

@@ -23,15 +23,21 @@ const NODE_RUNTIME: ReceiverRuntime = {
   reconcileCursor: cursorFor,
 };
 
-/** The memory inboxes, each beside its delivery store: they share its lifetime, as a file inbox shares its folder. */
-const memoryInboxes = new WeakMap<DeliveryStore, MemoryInboxState>();
+/**
+ * The memory inboxes, each beside its delivery store (one per namespace): they share its lifetime, as a
+ * file inbox shares its folder.
+ */
+const memoryInboxes = new WeakMap<DeliveryStore, Map<string, MemoryInboxState>>();
 
 /**
  * Redis when `inbox.redis` is given; memory with `inbox.memory`, or beside a `MemoryDeliveryStore` with no
- * `file`; else a file (by default `inbox.json` beside the delivery store's file).
+ * `file`; else a file (by default `inbox.json` beside the delivery store's file). A receiver's `namespace`
+ * gives it an inbox of its own beside the same store: Redis keys under `<prefix><namespace>:`, the default
+ * file `inbox.<namespace>.json`, a memory inbox of its own; an explicit `inbox.file` is taken as given.
  */
-function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend {
-  const { redis, prefix, keepDone, keepDoneMs, fsync } = options;
+function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number, namespace?: string): InboxBackend {
+  const { redis, keepDone, keepDoneMs, fsync } = options;
+  const prefix = namespace === undefined ? options.prefix : `${options.prefix}${namespace}:`;
   // A run the process's end interrupted counts against these too.
   const maxAttempts = options.backoff.retries + 1;
   const { keepDead, keepDeadMs, onDeadDropped: onDropped = warnDeadDropped } = options;
@@ -40,11 +46,13 @@ function openInbox(options: ResolvedInboxOptions, store: DeliveryStore, clock: (
   // test files run in parallel would fight over one `.cliphook/inbox.json`.
   if (options.memory || (options.file === undefined && store instanceof MemoryDeliveryStore)) {
     if (fsync) throw new TypeError('Expected no `inbox.fsync` beside a MemoryDeliveryStore: that inbox is kept in memory. Give `inbox.file` to keep it on disk.');
-    let state = memoryInboxes.get(store);
-    if (!state) memoryInboxes.set(store, (state = new MemoryInboxState()));
+    let states = memoryInboxes.get(store);
+    if (!states) memoryInboxes.set(store, (states = new Map()));
+    let state = states.get(namespace ?? '');
+    if (!state) states.set(namespace ?? '', (state = new MemoryInboxState()));
     return new MemoryInboxBackend({ state, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
   }
-  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), 'inbox.json');
+  const file = options.file ?? join(dirname(store instanceof FileDeliveryStore ? store.file : DEFAULT_DELIVERIES_FILE), namespace === undefined ? 'inbox.json' : `inbox.${namespace}.json`);
   return new FileInboxBackend({ file, fsync, keepDone, keepDoneMs, keepDead, keepDeadMs, onDropped, maxAttempts, clock });
 }
 

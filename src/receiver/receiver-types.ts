@@ -104,7 +104,7 @@ export interface ReceiverRuntime {
   verify(rawBody: Uint8Array, headers: HeaderSource, secrets: readonly string[], tolerance: number | false, now: number): VerifiedRequest | Promise<VerifiedRequest>;
   defaultStore(clock: () => number): DeliveryStore;
   /** The inbox's back end (file or Redis); absent where there is none (`cliphook/web`). */
-  openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number): InboxBackend;
+  openInbox?(options: ResolvedInboxOptions, store: DeliveryStore, clock: () => number, namespace?: string): InboxBackend;
   /**
    * Where `reconcile()` remembers how far it got: beside the store on Node (file, Redis, memory), in memory
    * on the web; one per `namespace` of the store.

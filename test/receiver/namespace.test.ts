@@ -145,4 +145,58 @@ describe('receiver namespace', () => {
       await store.close();
     }
   });
+
+  describe('with an inbox beside the store', () => {
+    /** Two accounts' receivers with `inbox` on one store: each keeps its own inbox and runs its own events only. */
+    async function inboxesApart(storeOf: () => DeliveryStore, inbox: true | { redis: string; prefix: string }) {
+      const make = (secret: string, namespace: string) => {
+        const receiver = createReceiver({ secret, store: storeOf(), namespace, inbox });
+        const seen: string[] = [];
+        receiver.onAny((event) => void seen.push(`${namespace} ${event.id}`));
+        return { receiver, seen };
+      };
+      const a = make(SECRET_A, 'acct_a');
+      const b = make(SECRET_B, 'acct_b');
+      try {
+        const event = completedEvent({ id: 888 });
+        for (const [side, secret, id] of [[a, SECRET_A, 'dlv_ia'], [b, SECRET_B, 'dlv_ib']] as const) {
+          const request = signedRequest(event, { secret, deliveryId: id });
+          expect((await side.receiver.receive(Buffer.from(request.body), request.headers)).status).toBe(202);
+        }
+        await Promise.all([a.receiver.inbox!.idle(), b.receiver.inbox!.idle()]);
+        expect([a.seen, b.seen]).toEqual([['acct_a 888'], ['acct_b 888']]);
+        return [a.receiver.inbox!.where, b.receiver.inbox!.where];
+      } finally {
+        await a.receiver.close();
+        await b.receiver.close();
+      }
+    }
+
+    it('on one FileDeliveryStore file: inbox.<namespace>.json each', async () => {
+      const tmp = await tempDir();
+      try {
+        const file = tmp.file('deliveries.json');
+        const where = await inboxesApart(() => FileDeliveryStore.shared({ file, clock: () => NOW }), true);
+        expect(where).toEqual([tmp.file('inbox.acct_a.json'), tmp.file('inbox.acct_b.json')]);
+      } finally {
+        await tmp.cleanup();
+      }
+    });
+
+    it('on one MemoryDeliveryStore: a memory inbox each', async () => {
+      const store = new MemoryDeliveryStore();
+      expect(await inboxesApart(() => store, true)).toEqual(['memory', 'memory']);
+    });
+
+    it.runIf(redis)('on one Redis: keys under <prefix><namespace>: each', async () => {
+      const prefix = `nsinbox${Date.now()}:`;
+      const store = new RedisDeliveryStore({ url: redis!.url, prefix: `${prefix}d:` });
+      try {
+        const where = await inboxesApart(() => store, { redis: redis!.url, prefix });
+        expect(where.map((w) => w.slice(w.indexOf(prefix)))).toEqual([`${prefix}acct_a:)`, `${prefix}acct_b:)`]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
 });

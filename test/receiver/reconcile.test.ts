@@ -234,6 +234,19 @@ describe('receiver.reconcile on a list', () => {
     expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), reconcile: { ...base, every: 1000 } })).toThrow(/`reconcile.every`/);
   });
 
+  it('refuses a bad schedule before it opens the inbox: no lock or file is left held by the receiver that threw', async () => {
+    const tmp = await tempDir();
+    try {
+      const inbox = { file: tmp.file('inbox.json') };
+      expect(() => createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox, reconcile: { ...base, baseUrl: 'http://api.example.com/v1', every: MIN } })).toThrow(/`baseUrl`/);
+      const next = createReceiver({ secret: SECRET, store: new MemoryDeliveryStore(), inbox });
+      expect(await next.inbox!.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: 0 });
+      await next.close();
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+
   it('refuses a plain-http baseUrl off loopback (the API key and the unsigned items would travel in clear); https anywhere and http on loopback pass', async () => {
     const { receiver } = receiverWith();
     for (const baseUrl of ['http://api.example.com/v1', 'http://10.1.2.3/v1', 'http://192.168.1.5:8080/v1', 'http://[fd00::1]/v1']) {

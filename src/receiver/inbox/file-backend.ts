@@ -50,7 +50,7 @@ export class FileInboxBackend implements InboxBackend {
       ...(compactAfterBytes ? { compactAfterBytes } : {}),
     });
     if (readOnly) {
-      FileLock.assertFree(file, 'the receiver inbox');
+      FileLock.assertFree(file, 'receiver inbox');
       this.#lock = null;
       return;
     }
@@ -71,11 +71,17 @@ export class FileInboxBackend implements InboxBackend {
       if (error instanceof UnreadableInboxError) throw new Error(unreadable(this.where, error.why), { cause: error });
       throw error;
     }
-    if (loaded.legacy && !this.#readOnly) this.#journal.rewriteSoon();
+    // An older format is migrated, and a line cut short is rewritten away: lines appended after it would
+    // leave it in the middle of the journal, where it reads as damage.
+    const rewrite = loaded.legacy || loaded.torn;
+    if (rewrite && !this.#readOnly) this.#journal.rewriteSoon();
     // Read only, a record found running stays so, for the app's next start to decide.
     const changed = this.#records.load(this.#clock(), { records: loaded.records.values(), recover: !this.#readOnly });
-    // What the next start and `cliphook inbox` then read, rather than deciding again from `running`.
-    if (!this.#readOnly && (changed || loaded.legacy)) await this.#journal.commit();
+    if (this.#readOnly || !(changed || rewrite)) return;
+    // What the next start and `cliphook inbox` then read, rather than deciding again from `running`. A
+    // failed write is not the inbox's end: the lines stay queued, the journal tries again, and the next
+    // claim waits for that write (and reports it) before any handler runs.
+    await this.#journal.commit().catch(() => undefined);
   }
 
   async add(record: InboxRecord, maxPending: number, maxPendingBytes = Infinity): Promise<AddOutcome> {

@@ -51,6 +51,11 @@ export interface LoadedInbox {
   records: Map<string, InboxRecord>;
   /** The snapshot was of the older single-document format: the next write should rewrite it. */
   legacy: boolean;
+  /**
+   * The journal holds a line a crash or a full disk cut short (tolerated where it was): the next write
+   * should rewrite the files, since lines appended after it would leave it in the middle.
+   */
+  torn: boolean;
 }
 
 /** The lines of a stream of text; the last one may lack its newline. */
@@ -135,16 +140,17 @@ export async function loadInboxFiles(io: InboxFileIo, file: string, journal: str
       }
     }
   }
-  if ((await io.size(journal)) > 0) await readJournal(io, journal, (entry) => apply(records, entry));
-  return { records, legacy };
+  const torn = (await io.size(journal)) > 0 && (await readJournal(io, journal, (entry) => apply(records, entry)));
+  return { records, legacy, torn };
 }
 
 /**
  * The journal's entries, checked. A line that is not JSON is a write a crash or a full disk cut short:
  * tolerated as the last line, or when a later line starts with it (the failed write, made again in
- * full); anywhere else it is damage, and refused.
+ * full); anywhere else it is damage, and refused. Answers whether a line was cut short.
  */
-async function readJournal(io: InboxFileIo, journal: string, onEntry: (entry: InboxEntry) => void): Promise<void> {
+async function readJournal(io: InboxFileIo, journal: string, onEntry: (entry: InboxEntry) => void): Promise<boolean> {
+  let cutShort = false;
   /** Lines cut short, waiting for the line that repeats them in full. */
   let torn: Array<{ number: number; text: string }> = [];
   let number = 0;
@@ -156,6 +162,7 @@ async function readJournal(io: InboxFileIo, journal: string, onEntry: (entry: In
     const parsed = parseLine(text);
     if (!parsed) {
       torn.push({ number, text });
+      cutShort = true;
       continue;
     }
     if (torn.length > 0) torn = torn.filter((cut) => !text.startsWith(cut.text));
@@ -165,6 +172,7 @@ async function readJournal(io: InboxFileIo, journal: string, onEntry: (entry: In
   }
   const damaged = torn.find((cut) => cut.number !== last);
   if (damaged) throw new UnreadableInboxError(`has a line that is not valid JSON in ${journal} (line ${damaged.number})`);
+  return cutShort;
 }
 
 function apply(records: Map<string, InboxRecord>, entry: InboxEntry): void {

@@ -55,6 +55,9 @@ export function recordProblem(value: unknown): string | null {
     const problem = fieldProblem(field, record[field]);
     if (problem) return `${label(record)}: \`${field}\` is ${JSON.stringify(record[field])}, expected ${problem}`;
   }
+  // Records written before the delivery id was kept beside the event key have none; when present it is checked.
+  const deliveryProblem = 'deliveryId' in record ? fieldProblem('deliveryId', record.deliveryId) : null;
+  if (deliveryProblem) return `${label(record)}: \`deliveryId\` is ${JSON.stringify(record.deliveryId)}, expected ${deliveryProblem}`;
   return null;
 }
 

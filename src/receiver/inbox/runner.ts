@@ -1,6 +1,7 @@
 // Issue 30 item 1: the worker. Takes due records from the back end, `concurrency` at a time, runs the
 // handlers, and writes each outcome: done, pending again after the backoff, or dead. No Node module.
 import { HandlerTimeoutError } from '../../protocol/errors.js';
+import { describeFailure } from '../../protocol/errors.js';
 import type { WebhookEvent } from '../../protocol/events.js';
 import { HandlerContext, RunDeadline } from '../deadline.js';
 import { inboxDelay, type BackoffOptions } from './backoff.js';
@@ -183,7 +184,7 @@ export class InboxRunner {
       this.#o.onError(error, context);
       const now = clock();
       const delay = inboxDelay(record.attempts, backoff);
-      const lastError = error instanceof Error ? error.message : String(error);
+      const lastError = describeFailure(error);
       // Issue 30 item 1: past `retries` the event is dead: kept, visible, replayable, never dropped.
       if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
@@ -290,3 +291,4 @@ export class InboxRunner {
     this.#timer = null;
   }
 }
+

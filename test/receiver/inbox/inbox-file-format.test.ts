@@ -90,6 +90,18 @@ describe('a damaged file inbox is refused, never half read', () => {
     expect(await backend.get('b')).toBeUndefined();
     expect(await backend.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: 1 });
   });
+  it('rewrites a journal whose last line was cut short, so events added after it still open at the next start', async () => {
+    const { file, open } = await files();
+    const a = JSON.stringify(record('a'));
+    await writeFile(`${file}.journal`, `${a}\n${JSON.stringify(record('b')).slice(0, 20)}`);
+    const first = await open();
+    expect(await first.add(record('c'), 100)).toBe('added');
+    await first.close();
+    // The cut line is gone from the files, not left in the middle of the journal.
+    expect(`${await readFile(file, 'utf8')}${await readFile(`${file}.journal`, 'utf8').catch(() => '')}`).not.toContain(JSON.stringify(record('b')).slice(0, 20) + '\n');
+    const second = await open();
+    expect((await second.list(undefined, 10)).map((r) => r.id).sort()).toEqual(['a', 'c']);
+  });
 });
 
 describe('the older format', () => {
