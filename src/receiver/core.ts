@@ -1,6 +1,7 @@
 import { HandlerTimeoutError, WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
-import { HandlerContext, HOST_TIMERS, RunDeadline } from './deadline.js';
+import { HandlerContext, RunDeadline } from './deadline.js';
+import { HOST_TIMERS } from './host-timers.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
 import { checkNamespace, eventKey } from './event-key.js';

@@ -1,25 +1,10 @@
 // A handler's deadline and the context that carries its signal, shared by the direct run (core.ts) and the
 // inbox's runner. No Node module.
+import { MAX_TIMER_MS, type HostTimers } from './host-timers.js';
 import type { InboxSource } from './inbox/record.js';
 
 /** The timers a deadline waits on: the host's, or the inbox's injected ones (a `SimulatedClock` in tests). */
-export interface DeadlineTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The largest delay a host timer keeps: a longer one fires at once (Node, browsers and Workers alike). */
-export const MAX_TIMER_MS = 2_147_483_647;
-
-/** The host's timers, unref'd where the host has that: a handler's deadline alone must not keep a process alive. */
-export const HOST_TIMERS: DeadlineTimers = {
-  setTimeout: (callback, ms) => {
-    const handle = globalThis.setTimeout(callback, ms) as unknown as { unref?: () => void };
-    handle.unref?.();
-    return handle;
-  },
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
+export type DeadlineTimers = HostTimers;
 
 /**
  * One run's deadline: the handler's `signal`, and the race of its promise against the deadline. A promise

@@ -1,4 +1,5 @@
 import { WebhookVerificationError } from '../protocol/errors.js';
+import { MAX_TIMER_MS } from './host-timers.js';
 
 /**
  * The receiver's `bodyTimeout` unless set, in milliseconds. The service does not state how long it waits
@@ -7,8 +8,6 @@ import { WebhookVerificationError } from '../protocol/errors.js';
  * arriving after 30 s comes from a sender that has given up, or from a client holding the connection.
  */
 export const DEFAULT_BODY_TIMEOUT = 30_000;
-/** The longest a Node timer waits; a longer `bodyTimeout` would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 

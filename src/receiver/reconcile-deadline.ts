@@ -1,23 +1,13 @@
 // The deadlines of reconciliation: a signal that aborts after a time or with a parent, and a way to stop
 // waiting on a promise that ignores signals (an injected fetch, a body read, a handler). No Node module.
 import { ReconcileError } from '../protocol/errors.js';
+import { HOST_TIMERS, type HostTimers } from './host-timers.js';
 
-/** Where reconciliation's schedule and deadlines are timed: the global timers, or a simulated clock's. */
-export interface ReconcileTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+/** Where reconciliation's schedule and deadlines are timed: the host's timers, or a simulated clock's. */
+export type ReconcileTimers = HostTimers;
 
-/** The global timers, unref'd on Node: a scheduled run or a deadline alone must not keep a process alive. */
-export const defaultTimers: ReconcileTimers = {
-  setTimeout: (callback, ms) => {
-    const handle = setTimeout(callback, ms) as unknown as { unref?: () => void };
-    handle.unref?.();
-    return handle;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
-
+/** The host's timers, unref'd: a scheduled run or a deadline alone must not keep a process alive. */
+export const defaultTimers: ReconcileTimers = HOST_TIMERS;
 /** A signal and the means to let it go; `clear()` stops the timer and forgets the parents. */
 export interface Deadline {
   readonly signal: AbortSignal;

@@ -4,6 +4,7 @@ import { defaultTimers, type ReconcileTimers } from './reconcile-deadline.js';
 import type { ListOptions } from './reconcile-list.js';
 import { isLoopbackHost } from '../http/loopback.js';
 import { parseUrl } from '../http/url.js';
+import { MAX_TIMER_MS } from './host-timers.js';
 
 export interface ReconcileOptions {
   /** The account's API key (spec 5), sent as `Authorization: Bearer …` to GET /videos. */
@@ -97,8 +98,6 @@ export const DEFAULT_MAX_GENERATION_MS = 30 * 60 * 1000;
 export const MIN_EVERY_MS = 60_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_RUN_TIMEOUT_MS = 15 * 60_000;
-/** The longest delay a timer holds (2^31 - 1 ms): a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** The options of one run, checked and with their defaults. */
 export type ResolvedReconcileOptions = Omit<ListOptions, 'since' | 'signal'> & { since: number | undefined; runTimeout: number };

@@ -1,6 +1,6 @@
-// Issue 30 item 1: the inbox's options, their defaults, and their checks at construction. No Node module.
+// The inbox's options, their defaults, and their checks at construction. No Node module.
 import type { RedisLike } from '../redis-delivery-store.js';
-import { MAX_TIMER_MS } from '../deadline.js';
+import { HOST_TIMERS, MAX_TIMER_MS } from '../host-timers.js';
 import { parseLimit } from '../limit.js';
 import { checkBackoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import type { InboxRecord } from './record.js';
@@ -48,7 +48,7 @@ export interface InboxOptions {
   /** Events pending or running at most; past it a webhook is answered 503 `inbox_full` with Retry-After. @default 10_000 */
   maxPending?: number;
   /**
-   * Issue 30 follow-up item 1: the bodies of the events pending or running, in bytes at most (a number or
+   * The bodies of the events pending or running, in bytes at most (a number or
    * a size like '64mb'); past it a webhook is answered 503 `inbox_full` with Retry-After, as past
    * `maxPending`. A file inbox holds these bodies in memory, so this bounds its memory; at least the
    * receiver's `limit`, so one event always fits.
@@ -117,18 +117,8 @@ export interface ResolvedInboxOptions {
 /** A handler's deadline in the inbox (`handlerTimeout`): 5 minutes. */
 export const DEFAULT_HANDLER_TIMEOUT = 5 * 60_000;
 
-/** Issue 30 follow-up item 1: 64 MiB of bodies waiting by default, not `maxPending` × `limit` (2.5 GB). */
+/** 64 MiB of bodies waiting by default, not `maxPending` × `limit` (2.5 GB). */
 export const DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024;
-
-const NODE_TIMERS: InboxTimers = {
-  setTimeout: (callback, ms) => {
-    const handle = setTimeout(callback, ms) as unknown as { unref?: () => void };
-    // A waiting retry must not keep the process alive: close() keeps it for the next start.
-    handle.unref?.();
-    return handle;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
-};
 
 const positiveInteger = (name: string, value: number) => {
   if (!(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`Expected \`inbox.${name}\` to be a positive integer, got ${value}.`);
@@ -161,7 +151,7 @@ export function resolveInboxOptions(inbox: true | InboxOptions): ResolvedInboxOp
     closeTimeout = 10_000,
     handlerTimeout = DEFAULT_HANDLER_TIMEOUT,
     pollMs = 1000,
-    timers = NODE_TIMERS,
+    timers = HOST_TIMERS,
   }: InboxOptions = inbox === true ? {} : inbox;
   if (file !== undefined && redis !== undefined) throw new TypeError('Expected `inbox.file` or `inbox.redis`, not both.');
   if (typeof memory !== 'boolean') throw new TypeError(`Expected \`inbox.memory\` to be a boolean, got ${JSON.stringify(memory)}.`);
