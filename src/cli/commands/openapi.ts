@@ -1,4 +1,5 @@
 import { openApiDocument } from '../../service/contract/openapi.js';
+import { faultClosedLists } from '../../service/testing/fault-check.js';
 import { ExitError } from '../errors.js';
 import { httpUrlOf } from '../../http/url.js';
 
@@ -11,5 +12,5 @@ export interface OpenApiCommandOptions {
 export function openapi(options: OpenApiCommandOptions, out: (text: string) => void = (text) => process.stdout.write(text)): void {
   const origin = options.origin.replace(/\/+$/, '');
   if (!httpUrlOf(origin)) throw new ExitError(`--origin must be an http(s) URL, got ${JSON.stringify(options.origin)}.`, 2);
-  out(`${JSON.stringify(openApiDocument({ origin }), null, 2)}\n`);
+  out(`${JSON.stringify(openApiDocument({ origin, closedLists: faultClosedLists() }), null, 2)}\n`);
 }

@@ -3,12 +3,10 @@ import { PROBLEM_CODES, type ProblemCode } from '../../protocol/problem.js';
 import { IdempotencyKey, Problem } from './common.js';
 import { API_VERSION, LIMITS } from './limits.js';
 import { bodyOptional, commonProblems, ROUTES, type RouteSpec } from './routes.js';
-import { faultRuleNames } from '../testing/fault-check.js';
-import { FaultActionProblem, FaultMatchOperation, FaultMatchPath } from '../testing/contract/test-helpers.js';
 
 /**
- * The OpenAPI 3.1 document of the service, made from `routes.ts` (and the closed lists of a fault rule that
- * `testing/fault-check.ts` makes from them): zod 4 writes JSON Schema 2020-12,
+ * The OpenAPI 3.1 document of the service, made from `routes.ts` (and the closed lists it is given, see
+ * `OpenApiOptions.closedLists`): zod 4 writes JSON Schema 2020-12,
  * which is OpenAPI 3.1's own dialect, so every schema goes in as it is. Served at GET /v1/openapi.json and
  * written by `cliphook openapi`.
  */
@@ -36,21 +34,14 @@ const HEADERS: Record<string, Json> = {
   'Content-Disposition': { description: 'attachment, with download=1.', schema: { type: 'string' } },
 };
 
-let closed: Map<z.ZodType, readonly string[]> | undefined;
-
 /**
- * The closed lists the contract writes as patterns, because they are made from the routes, which are made
- * from the contract: the document gives each as the enum it is. Made once (the routes do not change).
+ * Schemas the contract writes as patterns whose values are a closed list made from the routes (which are
+ * made from the contract), each with that list: the document gives each as the enum it is.
  */
-function closedLists(): Map<z.ZodType, readonly string[]> {
-  if (closed) return closed;
-  const names = faultRuleNames();
-  return (closed = new Map<z.ZodType, readonly string[]>([[FaultMatchOperation, names.operations], [FaultMatchPath, names.paths], [FaultActionProblem, names.problems]]));
-}
+export type ClosedLists = ReadonlyMap<z.ZodType, readonly string[]>;
 
 /** What zod's JSON Schema writer is told: a closed list is an enum, not its pattern. */
-function writerOptions(io: 'input' | 'output') {
-  const lists = closedLists();
+function writerOptions(io: 'input' | 'output', lists: ClosedLists) {
   return {
     target: TARGET,
     io,
@@ -70,6 +61,12 @@ const bodyName = (route: RouteSpec) => `${route.operationId[0]!.toUpperCase()}${
 export interface OpenApiOptions {
   /** The `servers` entry: where the service answers. @default 'http://127.0.0.1:8080' */
   origin?: string;
+  /**
+   * The closed lists to write as enums: the composition root (GET /v1/openapi.json) and `cliphook openapi`
+   * give the fault rules' (`faultClosedLists`, testing/fault-check.ts), so both write the same document.
+   * @default none: each such schema is written as its pattern
+   */
+  closedLists?: ClosedLists;
 }
 
 /**
@@ -77,10 +74,10 @@ export interface OpenApiOptions {
  * const doc = openApiDocument({ origin: 'http://127.0.0.1:8080' });
  * doc.paths['/v1/videos'].post.operationId // 'createVideo'
  */
-export function openApiDocument({ origin = 'http://127.0.0.1:8080' }: OpenApiOptions = {}): Json & { paths: Record<string, Record<string, Json>> } {
+export function openApiDocument({ origin = 'http://127.0.0.1:8080', closedLists = new Map() }: OpenApiOptions = {}): Json & { paths: Record<string, Record<string, Json>> } {
   const routes: readonly RouteSpec[] = ROUTES;
   const paths: Record<string, Record<string, Json>> = {};
-  for (const route of routes) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route);
+  for (const route of routes) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, closedLists);
   return {
     openapi: '3.1.0',
     info: {
@@ -101,9 +98,9 @@ export function openApiDocument({ origin = 'http://127.0.0.1:8080' }: OpenApiOpt
       },
       headers: Object.fromEntries(Object.entries(HEADERS).map(([name, header]) => [name.replace(/[^A-Za-z0-9]/g, ''), header])),
       parameters: {
-        IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, description: 'Spec 4.1 and 7.', schema: schemaOf(IdempotencyKey, 'input') },
+        IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, description: 'Spec 4.1 and 7.', schema: schemaOf(IdempotencyKey, 'input', closedLists) },
       },
-      schemas: components(routes),
+      schemas: components(routes, closedLists),
     },
   };
 }
@@ -119,16 +116,16 @@ const TAGS: Record<string, string> = {
   Document: 'This document',
 };
 
-function operation(route: RouteSpec): Json {
+function operation(route: RouteSpec, lists: ClosedLists): Json {
   const keyed = route.auth !== 'none';
   const parameters: Json[] = [];
   for (const [name, schema] of Object.entries(route.params?.shape ?? {})) {
     // Described by what it means (an integer id), as a client generator needs it, not by its path text.
-    const described = schemaOf(schema as z.ZodType, 'output', true);
+    const described = schemaOf(schema as z.ZodType, 'output', lists, true);
     parameters.push({ name, in: 'path', required: true, ...(typeof described.description === 'string' ? { description: described.description } : {}), schema: described });
   }
   for (const [name, schema] of Object.entries(route.query?.shape ?? {})) {
-    const described = schemaOf(schema as z.ZodType, 'output', true);
+    const described = schemaOf(schema as z.ZodType, 'output', lists, true);
     const required = !(schema as z.ZodType).safeParse(undefined).success;
     parameters.push({ name, in: 'query', required, ...(typeof described.description === 'string' ? { description: described.description } : {}), schema: described });
   }
@@ -139,7 +136,7 @@ function operation(route: RouteSpec): Json {
   for (const [status, response] of Object.entries(route.responses)) {
     const headers = { ...limitHeaders, ...headerRefs(response.headers ?? []) };
     const content = response.schema
-      ? { 'application/json': { schema: refOrSchema(response.schema, 'output') } }
+      ? { 'application/json': { schema: refOrSchema(response.schema, 'output', lists) } }
       : response.files
         ? Object.fromEntries(response.files.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }]))
         : undefined;
@@ -191,13 +188,13 @@ function idOf(schema: z.ZodType): string | undefined {
   return typeof id === 'string' ? id : undefined;
 }
 
-function refOrSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+function refOrSchema(schema: z.ZodType, io: 'input' | 'output', lists: ClosedLists): Json {
   const id = idOf(schema);
-  return id ? { $ref: `${SCHEMA_REF}${id}` } : schemaOf(schema, io);
+  return id ? { $ref: `${SCHEMA_REF}${id}` } : schemaOf(schema, io, lists);
 }
 
 /** Every schema with an id that the routes use, and the routes' request bodies, as components. */
-function components(routes: readonly RouteSpec[]): Record<string, Json> {
+function components(routes: readonly RouteSpec[], lists: ClosedLists): Record<string, Json> {
   const outputs = z.registry<{ id: string }>();
   const inputs = z.registry<{ id: string }>();
   const add = (registry: typeof outputs, schema: z.ZodType, id?: string) => {
@@ -212,15 +209,15 @@ function components(routes: readonly RouteSpec[]): Record<string, Json> {
   }
   const schemas: Record<string, Json> = {};
   for (const [registry, io] of [[outputs, 'output'], [inputs, 'input']] as const) {
-    const written = z.toJSONSchema(registry, { ...writerOptions(io), uri: (id) => `${SCHEMA_REF}${id}` }) as { schemas: Record<string, Json> };
+    const written = z.toJSONSchema(registry, { ...writerOptions(io, lists), uri: (id) => `${SCHEMA_REF}${id}` }) as { schemas: Record<string, Json> };
     for (const [id, schema] of Object.entries(written.schemas)) schemas[id] = tidy(schema, io === 'input');
   }
   return Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 /** A schema inline (a parameter's); `safeBounds` keeps the integer bounds a request is refused beyond. */
-function schemaOf(schema: z.ZodType, io: 'input' | 'output', safeBounds = false): Json {
-  return tidy(z.toJSONSchema(schema, writerOptions(io)) as Json, safeBounds);
+function schemaOf(schema: z.ZodType, io: 'input' | 'output', lists: ClosedLists, safeBounds = false): Json {
+  return tidy(z.toJSONSchema(schema, writerOptions(io, lists)) as Json, safeBounds);
 }
 
 /** The schemas with an `id` inside `schema`, itself included. */

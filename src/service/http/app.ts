@@ -10,6 +10,7 @@ import { Service } from '../service.js';
 import { linkedSteps, routeSteps } from './deps.js';
 import { operationRunner, type Command } from '../runner/call.js';
 import { faults, journal } from '../testing/steps.js';
+import { faultClosedLists } from '../testing/fault-check.js';
 import { ServiceRouter } from './dispatch.js';
 import { extraRoutes, type ServicePages } from './extras.js';
 import { handlers, type Handlers } from './operations.js';
@@ -53,7 +54,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, site }) };
   const assistant =
     options.assistant === false ? null : new AssistantEndpoint(service, { controls, onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
-  const bound = handlers(service, assistant?.settings ?? null);
+  const bound = handlers(service, assistant?.settings ?? null, faultClosedLists());
   const contract = (ROUTES as readonly RouteSpec[]).map((route) => ({ route, handler: bound[route.operationId as keyof Handlers] as unknown as Handler<Caller> }));
   const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, site, warn: service.warn, report };
   const steps = routeSteps(parts, controls);

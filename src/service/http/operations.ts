@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { openApiDocument } from '../contract/openapi.js';
+import { openApiDocument, type ClosedLists } from '../contract/openapi.js';
 import { pricingView } from '../contract/pricing.js';
 import { ServiceError } from '../contract/problems.js';
 import type { Route } from '../contract/routes.js';
@@ -47,14 +47,15 @@ type RouteOf<O extends Route['operationId']> = Extract<Route, { operationId: O }
 
 const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint is off (serve --no-assistant).');
 
-/**
- * Each operation of the contract bound to its command, one line each, reading like spec section 4's
- * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
- */
 /** The collaborators the route handlers call (issue 31 item 5): what of `Service` they need, not all of it. */
 export type HandlerParts = Pick<Service, 'videos' | 'images' | 'assets' | 'account' | 'media' | 'testClock' | 'testAccounts' | 'requests' | 'faults' | 'webhookChaos' | 'seeds' | 'files' | 'origin' | 'reset'>;
 
-export function handlers(service: HandlerParts, assistant: AssistantSettingsCommands | null): Handlers {
+/**
+ * Each operation of the contract bound to its command, one line each, reading like spec section 4's
+ * table. The pipeline has checked the key, the limits, the Idempotency-Key and the input by then.
+ * `closedLists` is what the composition root gives the OpenAPI document (`OpenApiOptions.closedLists`).
+ */
+export function handlers(service: HandlerParts, assistant: AssistantSettingsCommands | null, closedLists: ClosedLists): Handlers {
   const { videos, images, assets, account, media, testClock, testAccounts, requests, faults } = service;
   return {
     createVideo: ({ caller, body }) => videos.create(caller, videos.command(caller, body)),
@@ -86,7 +87,7 @@ export function handlers(service: HandlerParts, assistant: AssistantSettingsComm
     getAccount: ({ caller }) => account.view(caller),
     getPricing: () => pricingView(),
     getMedia: async ({ params, query, req, res }): Promise<typeof WRITTEN> => sendMedia(res, await media.open(params.file, query, req.headers.range)),
-    getOpenApi: () => documentFor(service.origin),
+    getOpenApi: () => documentFor(service.origin, closedLists),
     topUp: ({ caller, body }) => account.topUp(caller, body.credits),
     listKeys: ({ caller }) => account.keys(caller),
     createKey: ({ caller }) => account.createKey(caller),
@@ -123,10 +124,10 @@ export function sendMedia(res: ServerResponse, answer: MediaAnswer): typeof WRIT
   return WRITTEN;
 }
 
-let document: { origin: string; body: AnswerOf<RouteOf<'getOpenApi'>> } | undefined;
+let document: { origin: string; closedLists: ClosedLists; body: AnswerOf<RouteOf<'getOpenApi'>> } | undefined;
 /** The OpenAPI document for an origin: made once, as it changes with nothing else. */
-function documentFor(origin: string): AnswerOf<RouteOf<'getOpenApi'>> {
+function documentFor(origin: string, closedLists: ClosedLists): AnswerOf<RouteOf<'getOpenApi'>> {
   // The document is built to the contract's own schema of it (openapi.ts), which its tests check.
-  if (document?.origin !== origin) document = { origin, body: openApiDocument({ origin }) as AnswerOf<RouteOf<'getOpenApi'>> };
+  if (document?.origin !== origin || document.closedLists !== closedLists) document = { origin, closedLists, body: openApiDocument({ origin, closedLists }) as AnswerOf<RouteOf<'getOpenApi'>> };
   return document.body;
 }

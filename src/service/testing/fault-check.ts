@@ -2,7 +2,8 @@ import { isProblemCode, PROBLEM_CODES, type ProblemCode } from '../../protocol/p
 import { ServiceError } from '../contract/problems.js';
 import { ASSISTANT_TOOLS, isAssistantTool } from '../contract/assistant.js';
 import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
-import type { FaultRuleInput } from './contract/test-helpers.js';
+import type { z } from 'zod';
+import { FaultActionProblem, FaultMatchOperation, FaultMatchPath, type FaultRuleInput } from './contract/test-helpers.js';
 
 // Whether a fault rule makes sense for the routes it selects (issue 22): its own module, apart from the
 // rules kept in order with their counts (faults.ts), which call it once per rule made.
@@ -33,6 +34,20 @@ export function faultRuleNames(routes: readonly RouteSpec[] = ROUTES): { operati
     paths: [...new Set(faultable.map((route) => route.path))],
     problems: [...new Set(faultable.flatMap((route) => [...answerableCodes(route)]))].sort(),
   };
+}
+
+let closedOfRoutes: ReadonlyMap<z.ZodType, readonly string[]> | undefined;
+
+/**
+ * `faultRuleNames` keyed by the schemas that take them (`match.operation`, `match.path`, `action.problem`):
+ * the `closedLists` option of `openApiDocument`, which the composition root and `cliphook openapi` give so
+ * the document writes each as its enum. Made once (the route table does not change).
+ * @example openApiDocument({ closedLists: faultClosedLists() })
+ */
+export function faultClosedLists(): ReadonlyMap<z.ZodType, readonly string[]> {
+  if (closedOfRoutes) return closedOfRoutes;
+  const names = faultRuleNames();
+  return (closedOfRoutes = new Map<z.ZodType, readonly string[]>([[FaultMatchOperation, names.operations], [FaultMatchPath, names.paths], [FaultActionProblem, names.problems]]));
 }
 
 /** The 400 `invalid_parameter` of a rule, naming the member at fault and, where known, what it may be. */

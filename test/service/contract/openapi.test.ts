@@ -16,7 +16,8 @@ import { parseOrThrow, ServiceError } from '../../../src/service/contract/proble
 import { commonProblems, routeOf, ROUTES, type RouteSpec } from '../../../src/service/contract/routes.js';
 import { ASSISTANT_TOOL_NAMES } from '../../../src/service/contract/assistant.js';
 import type { ProblemCode } from '../../../src/protocol/problem.js';
-import { checkFaultRule } from '../../../src/service/testing/fault-check.js';
+import { checkFaultRule, faultClosedLists } from '../../../src/service/testing/fault-check.js';
+import { openapi as openapiCommand } from '../../../src/cli/commands/openapi.js';
 import { FaultRuleRequest } from '../../../src/service/testing/contract/test-helpers.js';
 import { startService, type StartedService } from '../../../src/service/http/app.js';
 
@@ -26,7 +27,7 @@ const run = promisify(execFile);
 type Operation = { operationId: string; security?: unknown[]; parameters?: unknown[]; requestBody?: unknown; responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }> };
 
 describe('the OpenAPI 3.1 document (issue 21), made from contract/routes.ts', () => {
-  const doc = openApiDocument({ origin: 'http://127.0.0.1:8080' });
+  const doc = openApiDocument({ origin: 'http://127.0.0.1:8080', closedLists: faultClosedLists() });
   const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op: op as unknown as Operation })));
 
   it('has every route of the contract once, with its operationId, and nothing else', () => {
@@ -95,7 +96,7 @@ describe('the OpenAPI 3.1 document (issue 21), made from contract/routes.ts', ()
 });
 
 describe('the rules the document once stated only in words, as schema (issue 29 item 14)', () => {
-  const doc = openApiDocument();
+  const doc = openApiDocument({ closedLists: faultClosedLists() });
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats.default(ajv);
   ajv.addSchema({ $id: 'openapi', components: doc.components } as object, 'openapi');
@@ -298,5 +299,15 @@ describe('a typed client generated from the document (openapi-typescript + opena
     const served = (await res.json()) as { openapi: string; servers: Array<{ url: string }> };
     expect(served.openapi).toBe('3.1.0');
     expect(served.servers[0]!.url).toBe(svc.origin);
+  });
+
+  it('is the document `cliphook openapi` writes, the fault rules’ closed lists as enums in both', async () => {
+    const served = (await (await fetch(`${svc.url}/openapi.json`)).json()) as { components: { schemas: Record<string, { properties: Record<string, { properties: Record<string, { enum?: unknown }> }> }> } };
+    let written = '';
+    openapiCommand({ origin: svc.origin }, (text) => (written += text));
+    expect(JSON.parse(written)).toEqual(served);
+    const rule = served.components.schemas.CreateFaultRuleRequest!.properties;
+    expect(rule.match!.properties.operation!.enum).toEqual(expect.arrayContaining(['getVideo', 'create_clip']));
+    expect(rule.action!.properties.problem!.enum).toEqual(expect.arrayContaining(['upstream_busy']));
   });
 });
