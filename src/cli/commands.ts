@@ -30,7 +30,7 @@ function registerTrigger(program: Command): void {
     .option('--url <url>', 'where to POST the event (required)')
     .addOption(new Option('--secret <secret>', 'the signing secret (required)').env('CLIPHOOK_SECRET'))
     .option('--error-code <code>', 'video.failed only: an error_code of spec 2.9, with its error sentence')
-    // One default in --help, as for listen's flags (issue 29 item 18): the collecting [] printed "(default: [])".
+    // One default in --help, as for listen's flags: without it the collecting [] would print "(default: [])".
     .addOption(new Option('--set <key=value>', 'override a field of the body (repeatable; JSON values are parsed)').argParser(collect).default([], 'none'))
     .option('--json', 'print the delivery as JSON instead of lines')
     .option('--retry', 'follow the retry schedule (30 s, 2 min, 10 min, 30 min, 2 h) instead of one attempt')
@@ -73,7 +73,7 @@ function registerDeliveries(program: Command): void {
     .action(async (id: string, options) => (await import('./commands/deliveries.js')).redeliver(id, options));
 }
 
-/** Issue 30 item 1: the receiver's inbox (`createReceiver({ inbox })`), on its file or its Redis. */
+/** The receiver's inbox (`createReceiver({ inbox })`), on its file or its Redis. */
 function registerInbox(program: Command): void {
   const inbox = program.command('inbox').description("list, show, replay and purge the events in a receiver's inbox (a file inbox only while its app is stopped; a Redis one live)");
   const where = (command: Command) =>
@@ -124,7 +124,7 @@ function registerListen(program: Command): void {
       new Option('--secret <secret>', 'the signing secret: answer events whose signature does not verify with 401 (never forwarded), and re-sign events that waited at the relay with a fresh delivered_at').env('CLIPHOOK_SECRET'),
     )
     .option('--forward-invalid', 'with --secret: forward events whose signature does not verify anyway (debugging signatures only)')
-    // Issue 29 item 18: one default each in --help (the [] that collects the flags printed a second one).
+    // One default each in --help: the [] that collects the flags would otherwise print a second one.
     .addOption(new Option('--methods <methods>', 'HTTP methods to forward, comma-separated (repeatable); others get 405. Each one added lets whoever has the channel URL call it on your app').argParser(collect).default([], 'POST'))
     .addOption(new Option('--events <names>', 'only these X-Service-Event names, comma-separated (repeatable)').argParser(collect).default([], 'every event'))
     .option('--replay <ref>', 'resend a buffered event (sequence number or delivery id) to the local URL, then go on listening')

@@ -21,7 +21,7 @@ const plain: Paint = (text) => text;
  */
 export function palette(stream: NodeJS.WriteStream = process.stdout): Palette {
   const env = process.env;
-  // https://no-color.org: a user's NO_COLOR beats a FORCE_COLOR that a CI runner or a tool set (issue 10).
+  // https://no-color.org: a user's NO_COLOR beats a FORCE_COLOR that a CI runner or a tool set.
   const on = env.NO_COLOR ? false : env.FORCE_COLOR !== undefined ? env.FORCE_COLOR !== '0' : Boolean(stream.isTTY);
   if (!on) return { bold: plain, dim: plain, green: plain, yellow: plain, red: plain, cyan: plain };
   return { bold: code(1, 22), dim: code(2, 22), green: code(32, 39), yellow: code(33, 39), red: code(31, 39), cyan: code(36, 39) };
@@ -88,7 +88,7 @@ export function notRelayedReason(delivery: Delivery): string | null {
 /**
  * Why a delivery that did not reach the app is still on its way, or `null`: a relay with no `cliphook
  * listen` on the channel keeps the event and answers 503 `no_listener` (docs/relay.md), which the emitter
- * counts as a failed attempt but is not a receiver answering 503 (issue 20 item 18).
+ * counts as a failed attempt but is not a receiver answering 503.
  */
 export function bufferedReason(delivery: Delivery): string | null {
   const last = delivery.attempts.at(-1);

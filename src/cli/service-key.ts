@@ -14,7 +14,7 @@ interface KeyRow {
  * only read: serve holds its lock and keeps writing it. Its format is service/core/store.ts's: a snapshot
  * `{ version: 1, tables: { key: [rows] } }` and `<file>.journal`, one `[table, id, row | null]` per line,
  * replayed over it (the latest line of a row wins; a key made since the last snapshot is only there).
- * Issue 20 item 18: `cliphook service` finds the key as the Stripe CLI finds its config.
+ * `cliphook service` finds the key as the Stripe CLI finds its config.
  */
 export async function readServeKey(file: string): Promise<string | null> {
   const snapshot = await readTextIfExists(file);

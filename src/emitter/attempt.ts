@@ -98,7 +98,7 @@ export async function attemptDelivery(record: DeliveryRecord, options: AttemptOp
   try {
     if (options.deliveredAt) at = attemptTime(options.deliveredAt, record, started);
   } catch (error) {
-    // Issue 31 item 5: a public hook that throws fails this attempt (retried on the schedule), never the emitter.
+    // A public hook that throws fails this attempt (retried on the schedule), never the emitter.
     return { attempt: { at, status: null, error: describe(error), latencyMs: clock.now() - started, response: null }, outcome: 'retry' };
   }
   const body = Buffer.from(bodyAt(record.payload, at), 'utf8');

@@ -31,7 +31,8 @@ export class WebhookEmitter {
     try {
       this.#engine = new OutboxEngine(resolved, this.#listeners);
     } catch (error) {
-      // Issue 31 item 5: a refused `wrapTransport` leaves the default outbox's file free (issue 10); a given store stays the caller's.
+      // A refused `wrapTransport` leaves the default outbox's file free for a later createEmitter(); a given store
+      // stays the caller's.
       if (options?.store === undefined) void resolved.store.close();
       throw error;
     }

@@ -199,6 +199,6 @@ export function resolveEmitterOptions(options: EmitterOptions = {}): ResolvedEmi
   if (queue !== undefined) return { ...common, queue };
   if (redisUrl !== undefined) return { ...common, queue: bullmqQueue({ url: redisUrl }) };
   // Last, once nothing can throw: the default outbox holds its file from construction, and one left
-  // open by a refused option would refuse every later createEmitter() in this process (issue 10).
+  // open by a refused option would refuse every later createEmitter() in this process.
   return { ...common, store: givenStore ?? new FileOutbox() };
 }

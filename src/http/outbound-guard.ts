@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { InvalidCallbackUrlError } from '../protocol/errors.js';
 import { classifyAddress } from './address.js';
 
-// The outbound address guard (issue 31 item 5): the emitter's webhooks and the service's own fetches
+// The outbound address guard: the emitter's webhooks and the service's own fetches
 // (client metadata documents, jwks_uri, image URLs) connect only to public addresses through it.
 
 /** `dns.lookup`'s callback form, as `net.connect` calls it. */

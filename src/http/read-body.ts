@@ -84,7 +84,7 @@ export interface DrainTimers {
 /**
  * Reads and discards the rest of a refused request body, so the sender finishes writing and then reads
  * the answer: closing while it still writes gives it EPIPE or ECONNRESET instead of the 413, and an
- * emitter then retries a permanent failure for hours (issue 10). Bounded, so a stranger cannot keep the
+ * emitter then retries a permanent failure for hours. Bounded, so a stranger cannot keep the
  * relay reading: resolves `true` once the body has ended, `false` when it goes past `maxBytes` (counted
  * from now, or announced by `declared`), takes longer than `timeoutMs`, or the sender leaves.
  */

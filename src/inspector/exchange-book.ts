@@ -1,6 +1,6 @@
 // The inspector's exchanges in memory (exchanges.ts says what one is): a book bounded by count and by
 // bytes, that forgets the oldest first and finds the newest by event and outcome. A finished exchange is
-// kept as its record: its log line, made here once, and a few primitives (issue 23).
+// kept as its record: its log line, made here once, and a few primitives (fewer live objects for the collector).
 import { LineSlabs } from './exchange-line.js';
 import { ExchangeRecord, outcomeOf, type HeldExchange, type Outcome } from './exchanges.js';
 
@@ -34,8 +34,8 @@ export class ExchangeBook {
   /**
    * The ids held, in order, from `#head` on, each one's exchange and weight at the same index: ids only
    * grow and the oldest go first, so arrays find one by its id (a binary search) and the oldest without a
-   * hash (issue 23: a map of ids, and a second one of weights, cost hashing and now and then a rehash on
-   * every put; walking a map from its oldest stepped over every entry deleted since its last rehash).
+   * hash (a map of ids, and a second one of weights, would cost hashing and now and then a rehash on
+   * every put; walking a map from its oldest steps over every entry deleted since its last rehash).
    */
   #ids: number[] = [];
   #items: Array<HeldExchange | undefined> = [];
@@ -48,7 +48,7 @@ export class ExchangeBook {
 
   /**
    * `lines: false` keeps finished exchanges as objects: without a log their lines would be made for the
-   * book alone, which cost more CPU than the objects' heap saved (issue 23: 11-12 us per event in process
+   * book alone, which costs more CPU than the objects' heap saves (11-12 us per event in process
    * against 7-8, and 15-21 % of `listen`'s CPU against 6-11 %).
    */
   constructor({ maxEvents, maxTotalBytes, lines = true }: { maxEvents: number; maxTotalBytes: number; lines?: boolean }) {

@@ -13,7 +13,7 @@ const OWN_BUFFER_BYTES = SLAB_BYTES / 4;
 
 /**
  * Where the inspector's lines are kept, as UTF-8: slabs of `SLAB_BYTES`, filled one line after another,
- * each line a view of its slab (issue 23: a buffer of its own per line would be one more allocation, and
+ * each line a view of its slab (a buffer of its own per line would be one more allocation, and
  * the lines of a batch lie side by side, which the log writes as one range). A slab is let go once no
  * line views it: exchanges are forgotten oldest first, so slabs drain in the order they were filled.
  */
@@ -82,8 +82,8 @@ const obj = (value: object | null): string => (value === null ? 'null' : json(va
 
 /**
  * One exchange as its line (with the newline): `{"v":1,` and the members of `Exchange` in its order, bodies
- * as `{b64,size,truncated}`. Joined by hand: copying the exchange into a new object to stringify it was
- * half the inspector's cost per event (issue 23), and a JSON.stringify call per number or flag was most
+ * as `{b64,size,truncated}`. Joined by hand: copying the exchange into a new object to stringify it would be
+ * half the inspector's cost per event, and a JSON.stringify call per number or flag most
  * of the rest. `parseLine` reads it back.
  */
 export function lineOf(exchange: Exchange): string {

@@ -6,8 +6,8 @@ import { ExchangeRecord, type HeldExchange } from './exchanges.js';
 /**
  * The exchanges `listen` saw, on disk beside its state file, so the inspector's list survives a restart.
  * JSON lines, one per finished exchange (bodies base64), appended as replies come: the lines of
- * `WRITE_AFTER_MS` go out in one write, on a file kept open (issue 23: opening, appending and closing the
- * file for each event cost `listen` more than forwarding it). A line is the record's own bytes, made once
+ * `WRITE_AFTER_MS` go out in one write, on a file kept open (opening, appending and closing the
+ * file for each event costs `listen` more than forwarding it). A line is the record's own bytes, made once
  * when its exchange finished (exchange-book.ts): the log makes none. Bounded: once the file holds twice
  * `maxEvents` lines (or twice `maxBytes`), it is rewritten with the lines the inspector still holds (a
  * temporary file, then a rename, so a crash leaves the old file or the new one); after a failed write too,
@@ -107,7 +107,7 @@ export class ExchangeLog {
 
   /**
    * Appends a finished exchange's line. Writes are queued, one at a time, in order; the lines that come
-   * while one is on its way go out together in the next (issue 23: one append of the file per event cost
+   * while one is on its way go out together in the next (one append of the file per event costs
    * `listen` more than forwarding the event).
    */
   append(record: ExchangeRecord): void {
@@ -189,8 +189,8 @@ export class ExchangeLog {
   }
 
   /**
-   * The file made again of the lines the book holds, oldest first: their bytes as they are (issue 23:
-   * making them again doubled the log's cost per event), a temporary file renamed over the old one.
+   * The file made again of the lines the book holds, oldest first: their bytes as they are (making
+   * them again would double the log's cost per event), a temporary file renamed over the old one.
    */
   async #rewrite(): Promise<void> {
     const items: ExchangeRecord[] = [];

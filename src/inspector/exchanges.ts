@@ -42,7 +42,7 @@ export interface Exchange {
   deliveryId: string | null;
   /**
    * The body's top-level `id` (the clip's id in a clip webhook); `undefined` until first asked for, through
-   * `exchangeVideoId` (issue 23: reading it from every body forwarded was a tenth of the inspector's cost).
+   * `exchangeVideoId` (reading it from every body forwarded would be a tenth of the inspector's cost).
    */
   videoId: string | null | undefined;
   /** With `--secret`: whether its signature verified; `null` without a secret. */
@@ -97,7 +97,7 @@ export interface ExchangeSummary {
 }
 
 /**
- * A finished exchange as the inspector keeps it (issue 23): its log line, the bytes `lineOf` made once when
+ * A finished exchange as the inspector keeps it: its log line, the bytes `lineOf` made once when
  * it finished (a view into a slab shared with the lines made around it, which the log writes as they are),
  * and the few primitives the list and its filters read: a handful of live objects where an `Exchange`
  * held 20-30 (headers, bodies, the reply) for collections to copy and trace, and a line the log writes

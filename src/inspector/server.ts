@@ -63,7 +63,7 @@ export async function startInspector({ port = 0, listen, service }: InspectorOpt
   }
 
   const onExchange = (summary: unknown, oldest: number | null) => stream.send('exchange', { summary, oldest });
-  // Listened to only while a page is open: with none, listen makes no row for each event (issue 23).
+  // Listened to only while a page is open: with none, listen makes no row for each event, off its hot path.
   const stream = new EventStream({ onWatch: (watching) => (watching ? listen?.on('exchange', onExchange) : listen?.off('exchange', onExchange)) });
   const serviceEvents = (['delivery', 'clip', 'image'] as const).map((name) => {
     const handler = (summary: unknown) => stream.send(name, { summary, now: service!.now() });

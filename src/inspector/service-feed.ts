@@ -58,7 +58,7 @@ export interface ServiceFeedEvents {
 const MAX_ROWS = 10_000;
 
 /**
- * What the inspector reads of the running service (issue 31 item 5: the few collaborators it needs, not the
+ * What the inspector reads of the running service (the few collaborators it needs, not the
  * whole `Service`): its emitter, the clips' and image jobs' state and rows, its clock and origin.
  */
 export type ServiceFeedParts = Pick<Service, 'emitter' | 'state' | 'store' | 'clock' | 'origin'>;

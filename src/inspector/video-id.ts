@@ -12,7 +12,7 @@ export function videoIdToKeep(body: Buffer, maxBodyBytes: number): string | null
 /**
  * The top-level `id` of a JSON object body, as text: the clip's id in a clip webhook. When `"id"` occurs once,
  * early, as a member name of the top object (a webhook's `{"event":…,"id":…`), it is read there: parsing the
- * whole body for it made a garbage copy of every body forwarded (issue 23). Anything else is `JSON.parse`'s.
+ * whole body for it would make a garbage copy of every body forwarded. Anything else is `JSON.parse`'s.
  */
 export function videoIdOf(body: Buffer): string | null {
   if (body.length === 0 || body.length > 1024 * 1024 || body[0] !== 0x7b) return null;

@@ -87,7 +87,7 @@ export class WebhookHandlerError extends CliphookError {
   readonly deliveryId: string;
   readonly stage: WebhookFailureStage;
   constructor(deliveryId: string, cause: unknown, stage: WebhookFailureStage = 'handler') {
-    // Issue 30 follow-up: a store or inbox that failed was reported as "A handler failed", though none ran.
+    // Named by the stage that failed: a store or inbox that failed is not "A handler failed", since none ran.
     const timedOut = stage === 'handler' && cause instanceof HandlerTimeoutError;
     const what = timedOut ? 'A handler timed out' : stage === 'handler' ? 'A handler failed' : stage === 'store' ? 'The delivery store failed' : 'The inbox failed';
     super(timedOut ? 'handler_timeout' : stage === 'handler' ? 'handler_failed' : 'store_unavailable', `${what} for delivery ${deliveryId}: ${describeFailure(cause)}`, { cause });
@@ -120,7 +120,7 @@ export class DeliveryNotFoundError extends CliphookError {
 export type InboxErrorCode = 'inbox_record_not_found' | 'inbox_not_replayable';
 
 /**
- * An inbox operation on a record that does not allow it (issue 30).
+ * An inbox operation on a record that does not allow it.
  * @example try { await receiver.inbox.replay(id); } catch (error) { if (error instanceof InboxError && error.code === 'inbox_record_not_found') … }
  */
 export class InboxError extends CliphookError {
@@ -206,7 +206,7 @@ export function describeFailure(value: unknown): string {
 export type RelayErrorCode = 'invalid_token' | 'channel_not_found' | 'admin_token_required' | 'relay_refused' | 'relay_unreachable';
 
 /**
- * The relay refused a listener or a channel request (issue 4): a bad token, an unknown or deleted channel.
+ * The relay refused a listener or a channel request: a bad token, an unknown or deleted channel.
  * @example
  * try { await connectListener(options); } catch (error) { if (error instanceof RelayError && error.code === 'invalid_token') … }
  */

@@ -1,4 +1,4 @@
-/** What a person can do about an error (spec section 7, `user_action.kind`); the service's contract lists these (issue 31 item 3). */
+/** What a person can do about an error (spec section 7, `user_action.kind`); the service's contract lists these. */
 export const USER_ACTION_KINDS = Object.freeze(['top_up', 'confirm_consent', 'raise_budget', 'upload_photo', 'contact_support'] as const);
 export type UserActionKind = (typeof USER_ACTION_KINDS)[number];
 
@@ -104,7 +104,7 @@ export const PROBLEM_CODES = {
   delivery_in_progress: spec(503, 'This delivery is still being processed', true),
   // The delivery store (Redis, say) did not answer the claim: nothing ran, so the sender's retry is safe.
   store_unavailable: spec(503, 'Delivery store unavailable', true),
-  // Issue 30 item 1: the receiver's inbox holds `maxPending` events: nothing was taken, the sender's retry is safe.
+  // The receiver's inbox holds `maxPending` events: nothing was taken, the sender's retry is safe.
   inbox_full: spec(503, 'The webhook inbox is full', true),
   // relay (cliphook)
   no_listener: spec(503, 'No listener connected', true),
@@ -114,16 +114,16 @@ export const PROBLEM_CODES = {
   method_not_allowed: spec(405, 'Method not allowed'),
   invalid_path: spec(400, 'Path not allowed under the channel'),
   relay_full: spec(507, 'Relay storage full', true),
-  // Issue 13: a relay on Redis that cannot reach it keeps nothing and says so, rather than hang or claim "buffered".
+  // A relay on Redis that cannot reach it keeps nothing and says so, rather than hang or claim "buffered".
   relay_unavailable: spec(503, 'Relay storage unavailable', true),
-  // inspector (cliphook): the local page of listen, serve and dev (issue 14)
+  // inspector (cliphook): the local page of listen, serve and dev
   host_not_allowed: spec(403, 'Host not allowed'),
   origin_not_allowed: spec(403, 'Cross-origin request refused'),
   unsupported_media_type: spec(415, 'Send application/json'),
   replay_unavailable: spec(409, 'This request cannot be replayed'),
-  // assistant endpoint (cliphook): an OAuth access token without the `mcp` scope (RFC 6750 §3.1, issue 20)
+  // assistant endpoint (cliphook): an OAuth access token without the `mcp` scope (RFC 6750 §3.1)
   insufficient_scope: spec(403, 'Insufficient scope'),
-  // service pages (cliphook): the photo upload link of the assistant endpoint (issue 15)
+  // service pages (cliphook): the photo upload link of the assistant endpoint
   link_used: spec(410, 'Link already used'),
   upload_in_progress: spec(409, 'An upload on this link is in progress', true),
 } as const satisfies Record<string, CodeSpec>;

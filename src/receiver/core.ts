@@ -48,7 +48,7 @@ export class ReceiverCore {
   readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
   readonly #any: WebhookHandler[] = [];
   readonly #errors = new ErrorListeners();
-  /** Issue 30: the durable inbox, when the receiver has one (`inbox` option). */
+  /** The durable inbox, when the receiver has one (`inbox` option). */
   readonly inbox: Inbox | undefined;
   readonly #reconciler: Reconciler;
   /** Marks of queued events still being written (`#queue`): `close()` waits for them. */
@@ -150,7 +150,7 @@ export class ReceiverCore {
   }
 
   /**
-   * Hands an event that did not come as a webhook (issue 30 item 2: one `reconcile()` rebuilt from GET
+   * Hands an event that did not come as a webhook (one `reconcile()` rebuilt from GET
    * /videos) to the same dedupe and handlers. It claims the event key alone, `e:<event>:<clip id>` (in the
    * receiver's `namespace`), so an event a webhook already delivered is a `'duplicate'`, and a webhook
    * arriving after it is one too.
@@ -229,7 +229,7 @@ export class ReceiverCore {
   }
 
   /**
-   * Issue 30 item 1: stores a claimed event in the inbox, then completes the claim, so a later delivery is
+   * Stores a claimed event in the inbox, then completes the claim, so a later delivery is
    * a duplicate. A refusal releases the claim, so the sender's retry is a first delivery, not a duplicate.
    */
   async #queue(inbox: Inbox, keys: readonly string[], event: WebhookEvent, context: DeliveryContext, owner: string, text: string): Promise<Processed> {
@@ -249,7 +249,7 @@ export class ReceiverCore {
       await this.#release(keys, owner);
       return 'full';
     }
-    // Issue 30 item 4: answered once the event is in the inbox, without waiting for the mark's own write
+    // Answered once the event is in the inbox, without waiting for the mark's own write
     // (a second group commit per request): the event is durable and runs from the inbox either way, and a
     // retry the mark missed finds it there ('exists').
     const marking: Promise<void> = this.store.complete(keys).then(

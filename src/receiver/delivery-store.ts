@@ -124,9 +124,9 @@ let turn: Promise<void> | null = null;
 
 /**
  * Resolves once this turn of the event loop has run (one `setImmediate` shared by every caller of the
- * turn). Issue 30 item 4b: the memory store answered each request from inside its socket's read callback,
- * one reply and one wake-up of the sender at a time, and cost more server CPU per request than the file
- * store (91 against 78 µs), whose group commit sends a turn's replies together; now both do. Where there
+ * turn), so the memory store sends a turn's replies together as the file store's group commit does:
+ * answering each request from inside its socket's read callback, one reply and one wake-up of the sender
+ * at a time, costs more server CPU per request than the file store (91 against 78 µs). Where there
  * is no `setImmediate` (Workers) it resolves at once.
  */
 function endOfTurn(): Promise<void> {

@@ -1,4 +1,4 @@
-// The receiver's error listeners (`receiver.onError`), split from core.ts (issue 30 follow-up item 3).
+// The receiver's error listeners (`receiver.onError`), in a module of their own.
 // No Node module: `cliphook/web` shares it.
 import type { WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { WebhookContext } from './receiver-types.js';
@@ -16,7 +16,7 @@ export class ErrorListeners {
 
   /** Tells the listeners; with none, a failure answered with a 5xx (the app's, not the sender's) goes to console.error. */
   emit(error: WebhookVerificationError | WebhookHandlerError, context: Partial<WebhookContext>, status: number): void {
-    // Issue 20 item 15: with no listener a throwing handler was a silent 500. Express's final handler logs
+    // With no listener a throwing handler would be a silent 500. Express's final handler logs
     // such errors by default; a 4xx is the sender's mistake (and anyone may send one), so it is not logged.
     if (this.#listeners.length === 0) {
       if (status >= 500) {

@@ -5,7 +5,7 @@ import { WebhookVerificationError } from '../protocol/errors.js';
 import { bodyError, wireHeaders } from './body.js';
 import type { ReceiverCore, ReceiverReply } from './core.js';
 
-// Issue 32 item 1: structural types only, so the published .d.ts names no Fastify type; Fastify's own
+// Structural types only, so the published .d.ts names no Fastify type; Fastify's own
 // instance, request and reply fit them (methods, so their parameters are compared both ways).
 
 /** The part of a Fastify request the receiver reads. */
@@ -60,7 +60,7 @@ export function fastifyAdapter(receiver: ReceiverCore): FastifyReceiverPlugin {
     if (typeof path !== 'string' || !path.startsWith('/')) {
       throw new TypeError(`Expected \`path\` to be a path starting with '/', got ${JSON.stringify(path)}.`);
     }
-    // Issue 32 item 1: only inside this plugin's context; every content type (or none) arrives as bytes.
+    // Only inside this plugin's context; every content type (or none) arrives as bytes, for the signature.
     instance.removeAllContentTypeParsers();
     instance.addContentTypeParser('*', (request, payload, done) => {
       // A preParsing hook of the app may have replaced the stream: its length is then not the header's.

@@ -19,7 +19,7 @@ export async function readFetchBody(req: Request, limit: number, bodyTimeout: nu
   const declared = header !== null && /^\d{1,15}$/.test(header) ? Number(header) : Number.NaN;
   if (declared > limit) throw tooLarge(limit);
   if (req.bodyUsed) throw new WebhookVerificationError('body_already_parsed', 500, FETCH_PARSED_HINT);
-  // Issue 32 item 4: a declared length within the limit is read whole, without asking for `req.body`:
+  // A declared length within the limit is read whole, without asking for `req.body`:
   // @hono/node-server then reads the Node stream directly instead of building a Request and a web stream
   // (bench/middleware.ts). The server enforces the declared length (Node's parser, Bun, Deno,
   // Workers), so the read stays bounded; a body longer than declared is still refused after it.

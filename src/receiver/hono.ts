@@ -3,7 +3,7 @@ import { wireHeaders } from './body.js';
 import type { ReceiverCore } from './core.js';
 import { fetchAdapter } from './fetch.js';
 
-// Issue 32 item 4: structural types only, so the published .d.ts names no Hono type; Hono's own `Context` fits.
+// Structural types only, so the published .d.ts names no Hono type; Hono's own `Context` fits.
 
 /** The part of a Hono context the receiver reads: the request, and on @hono/node-server its Node request. */
 export interface HonoContextLike {

@@ -3,7 +3,7 @@ import { isAborted } from '../http/body-error.js';
 import { bodyError, readNodeBody, wireHeaders } from './body.js';
 import type { ReceiverCore, ReceiverReply } from './core.js';
 
-// Issue 32 item 2: structural types only, so the published .d.ts names no Koa type and needs no @types/koa.
+// Structural types only, so the published .d.ts names no Koa type and needs no @types/koa.
 
 /** The part of a Koa context the receiver uses; Koa's own `Context` fits it. */
 export interface KoaContextLike {
@@ -62,7 +62,7 @@ export function koaAdapter(receiver: ReceiverCore, options: KoaReceiverOptions =
         ctx.res.destroy();
         return;
       }
-      // Issue 32 item 2: answered here (and logged once by the receiver), not thrown, so Koa's error
+      // Answered here (and logged once by the receiver), not thrown, so Koa's error
       // handler does not log it a second time and replace the problem body with its own.
       result = receiver.refuse(bodyError(error, receiver));
     }

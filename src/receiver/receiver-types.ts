@@ -1,5 +1,4 @@
-// The receiver's public options and the types its handlers see (split from core.ts: issue 30 follow-up
-// item 3). No Node module: `cliphook/web` shares it.
+// The receiver's public options and the types its handlers see. No Node module: `cliphook/web` shares it.
 import type { WebhookEvent } from '../protocol/events.js';
 import type { DeliveryStore } from './delivery-store.js';
 import type { ReconcileSchedule } from './reconcile-options.js';
@@ -46,7 +45,7 @@ export interface ReceiverOptions {
   /** Milliseconds since the epoch. @default Date.now */
   clock?: () => number;
   /**
-   * Reconcile on a timer (issue 30): at start, then `every` milliseconds after each run, until `close()`.
+   * Reconcile on a timer: at start, then `every` milliseconds after each run, until `close()`.
    * @default off
    * @example reconcile: { apiKey: process.env.API_KEY!, baseUrl: 'https://api.example.com/v1', every: 15 * 60_000 }
    */
@@ -69,11 +68,14 @@ export interface WebhookContext {
   /** When this receiver took the request. */
   receivedAt: Date;
   /**
-   * Issue 30: where the event came from: `'webhook'`, `'reconcile'` (one `receiver.reconcile()` built from
+   * Where the event came from: `'webhook'`, `'reconcile'` (one `receiver.reconcile()` built from
    * GET /videos) or `'replay'` (`receiver.inbox.replay(id)`).
    */
   source: InboxSource;
-  /** Issue 30: which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash). Without an inbox, 1. */
+  /**
+   * Which run of the handlers this is, from 1; above 1 when the inbox retries it (or after a crash).
+   * Without an inbox, 1.
+   */
   attempt: number;
   /**
    * Aborted when the receiver stops waiting for this run, its reason a `HandlerTimeoutError`: with an inbox
@@ -88,7 +90,7 @@ export interface WebhookContext {
   signal: AbortSignal;
 }
 
-/** How `ingest` ended for one event (issue 30 item 2). */
+/** How `ingest` ended for one event. */
 export type IngestOutcome = 'handled' | 'duplicate' | 'failed';
 
 /** Where an event given to `ingest` came from. */

@@ -31,7 +31,7 @@ export interface RedisDeliveryStoreOptions {
 // *is* the lease or the retention, so a key that exists is valid by Redis's clock and nothing reads the
 // times; with a clock (tests) the PX gets a minute more and the script compares the times with ARGV[3].
 //
-// The claim is on every webhook's path. Since issue 30 a delivery has one key, and without an injected clock
+// The claim is on every webhook's path. A delivery has one key, and without an injected clock
 // that claim is one `SET key <claim> NX PX <ms> GET` from the client (Redis >= 7.0), atomic by itself, and
 // the mark one `SET key p<now> PX <retention>`: no script. CLAIM below serves several keys (a store shared
 // with an older receiver, or a caller's own) and clock mode: one `SET NX PX GET` per key in one script,
@@ -71,7 +71,7 @@ const RELEASE = `for i = 1, #KEYS do
   if v and string.byte(v) == 99 and string.sub(v, string.find(v, '|', 2, true) + 1) == ARGV[1] then redis.call('DEL', KEYS[i]) end
 end
 return 1`;
-// Issue 30 item 2: reconciliation's cursor, a number that only moves forward, kept without expiry. ARGV: value.
+// Reconciliation's cursor, a number that only moves forward, kept without expiry. ARGV: value.
 const READ_MARK = `return redis.call('GET', KEYS[1])`;
 const RAISE_MARK = `local v = redis.call('GET', KEYS[1])
 if not v or tonumber(v) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
@@ -136,7 +136,7 @@ export class RedisDeliveryStore implements DeliveryStore {
     if (!clock) {
       const value = `c${Date.now() + lease}|${owner}`;
       const set = this.#set(keys);
-      // Issue 30 item 4: a delivery has one key now, and one `SET NX PX GET` is atomic by itself: no script.
+      // A delivery has one key, and one `SET NX PX GET` is atomic by itself: no script.
       if (set) return set(this.#prefix + keys[0]!, value, 'PX', lease, 'NX', 'GET').then(claimOutcome);
       return this.#run(CLAIM, keys, value, lease) as Promise<ClaimOutcome>;
     }

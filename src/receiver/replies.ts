@@ -1,5 +1,5 @@
-// The replies the receiver answers with, built once where they never change (split from core.ts: issue
-// 30 follow-up item 3). No Node module: `cliphook/web` shares it.
+// The replies the receiver answers with, built once where they never change. No Node module: `cliphook/web`
+// shares it.
 import { problem, problemHeaders, type ProblemCode } from '../protocol/problem.js';
 
 /** A framework-free reply: the adapters copy it onto their response type. */
@@ -22,7 +22,7 @@ const jsonReply = (body: string): ReceiverReply =>
   Object.freeze({ status: 200, headers: Object.freeze({ ...JSON_HEADERS, 'content-length': String(encoder.encode(body).byteLength) }), body });
 const ACK = jsonReply('{"received":true}');
 const DUPLICATE = jsonReply('{"received":true,"duplicate":true}');
-// Issue 30 item 1: stored in the inbox, not yet handled: 202 Accepted says exactly that (any 2xx ends the service's retries).
+// Stored in the inbox, not yet handled: 202 Accepted says exactly that (any 2xx ends the service's retries).
 const QUEUED = Object.freeze({ ...jsonReply('{"received":true,"queued":true}'), status: 202 });
 /** Seconds a sender waits after `inbox_full`: the service's own first retry comes after 30 s anyway. */
 const INBOX_FULL_RETRY_AFTER_S = 30;

@@ -19,7 +19,7 @@ export function reconnectDelay(failures: number, { minTimeout, maxTimeout, facto
 /**
  * Whether a connection that closed at `closedAt` was healthy: the relay said hello, then answered a ping
  * (`proved`) or kept it up `HEALTHY_SESSION_MS`. A flaky network cuts healthy connections; the wait after
- * them must not grow (issue 10: 6 cuts in 40 s grew it to 30 s against a healthy relay).
+ * them must not grow (else 6 cuts in 40 s would grow it to 30 s against a healthy relay).
  */
 export function healthySession(helloAt: number | null, proved: boolean, closedAt: number): boolean {
   return helloAt !== null && (proved || closedAt - helloAt >= HEALTHY_SESSION_MS);

@@ -9,7 +9,7 @@ export const RELAY_FILE_HEADER = '{"cliphook":"relay","version":2}';
 
 /**
  * One line of the data file (snapshot and journal alike), one change each, so a write costs the size of
- * the change (issue 10: one JSON document of every buffer cost 0.85 s per write at 167 MB and failed
+ * the change (one JSON document of every buffer costs 0.85 s per write at 167 MB and fails
  * for good past V8's ~512 MiB string limit). Replaying a line twice changes nothing.
  */
 type Line =
@@ -70,8 +70,8 @@ export class ChannelFile {
         else log?.info(`writes to ${file} succeed again`);
       },
       onCompactionFailed: (error) => log?.warn(`cannot rewrite ${file} (${error.message}); changes go on to ${file}.journal`),
-      // After every queued line, so each event's line comes before its acknowledgement (issue 23: a line per
-      // acknowledgement was a JSON document and a buffer per event).
+      // After every queued line, so each event's line comes before its acknowledgement (a line per
+      // acknowledgement would be a JSON document and a buffer per event).
       tail: () => this.#ackLines(),
     });
   }
@@ -93,7 +93,7 @@ export class ChannelFile {
       return await this.#load();
     } catch (error) {
       // The journal was opened by read(): a file refused here must not leave its handle to the garbage
-      // collector (DEP0137, issue 20 item 19). Nothing is queued yet, so closing writes nothing.
+      // collector (DEP0137). Nothing is queued yet, so closing writes nothing.
       await this.#journal.close().catch(() => undefined);
       this.#releaseLock();
       throw error;

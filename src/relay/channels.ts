@@ -47,7 +47,7 @@ export class ChannelStore {
         : new ChannelFile({
             file,
             channels: () => this.#channels.values(),
-            // By sequence number, not a map of lines by event (issue 23: a WeakMap entry per event).
+            // By sequence number, not a map of lines by event, which would cost a WeakMap entry per event.
             holds: (channel, event) => this.#channels.get(channel.id) === channel && channel.events[indexOfSeq(channel.events, event.seq)] === event,
             timers: scheduler,
             clock,
@@ -90,7 +90,7 @@ export class ChannelStore {
   /** Creates a channel; the token is returned once and only its hash is kept. `null` at `maxChannels`. */
   create(): { channel: Channel; token: string } | null {
     if (this.#channels.size >= this.#maxChannels) return null;
-    // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
+    // 144 random bits (128 at least): an id nobody can guess.
     const id = randomBytes(18).toString('base64url');
     const token = `clt_${randomBytes(32).toString('base64url')}`;
     const channel: Channel = { id, tokenHash: hashToken(token), createdAt: this.#clock(), nextSeq: 1, seqLimit: 1, events: [], acked: new Set() };
@@ -256,11 +256,11 @@ export class ChannelStore {
       droppedBytes += size;
       acked.delete(event.seq);
       dropped.push(event.seq);
-      // Only the dropped ones leave the index: rebuilding it walked the whole buffer every tenth of it (issue 23).
+      // Only the dropped ones leave the index: rebuilding it would walk the whole buffer every tenth of it.
       if (event.deliveryId !== null && byDelivery?.get(event.deliveryId) === event) byDelivery.delete(event.deliveryId);
     };
     // A busy channel's oldest tenth is all acknowledged: it goes as one prefix, and the rest is only looked
-    // over for an event that goes too (issue 23: rebuilding the buffer event by event was 2 % of the relay).
+    // over for an event that goes too (rebuilding the buffer event by event costs 2 % of the relay).
     let start = 0;
     while (start < events.length && goes(events[start]!)) drop(events[start++]!);
     let next = start;

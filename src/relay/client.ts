@@ -215,7 +215,7 @@ export class Listener extends EventEmitter<ListenerEvents> {
 
   async #handle(frame: EventFrame, session: Session): Promise<void> {
     // Work for a closed connection is dropped, not done: the relay sends the event again on the new one,
-    // and the new connection's catch-up must not wait behind it (issue 10).
+    // and the new connection's catch-up must not wait behind it.
     if (!this.#isCurrent(session)) return;
     const prepared = this.#hop.prepare(frame);
     this.emit('event', prepared.event);

@@ -50,7 +50,7 @@ export function createForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes
   return forwardTo.protocol === 'https:' ? httpsForwarder(forwardTo, timeoutMs, maxReplyBytes, scheduler) : httpForwarder(forwardTo, timeoutMs, maxReplyBytes, scheduler);
 }
 
-/** `http:` (the local app, almost always): `LocalHttpClient`, a third of node:http's CPU per request (issue 23). */
+/** `http:` (the local app, almost always): `LocalHttpClient`, a third of node:http's CPU per request. */
 function httpForwarder(forwardTo: URL, timeoutMs: number, maxReplyBytes: number, scheduler: Scheduler): Forwarder {
   const client = new LocalHttpClient(forwardTo, maxReplyBytes);
   const plainPath = forwardTo.pathname + forwardTo.search;

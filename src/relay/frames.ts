@@ -91,7 +91,7 @@ export const CLOSE = Object.freeze({
   tooBig: 1009,
   /** RFC 6455 §7.4.1: the peer met a condition it could not handle. */
   internalError: 1011,
-  /** IANA's registry: the relay's Redis came back after an outage; reconnect and catch up (issue 13). */
+  /** IANA's registry: the relay's Redis came back after an outage; reconnect and catch up. */
   serviceRestart: 1012,
   /** The token no longer matches the channel: do not reconnect. */
   invalidToken: 4001,
@@ -154,7 +154,7 @@ export function encodeFrame(frame: ServerFrame | ClientFrame): string | Buffer {
 const json = JSON.stringify;
 
 // An event's headers are written twice in a row, in its data file line and in its frame: the second time
-// reuses the first (a cache of one, by identity; issue 23).
+// reuses the first (a cache of one, by identity).
 let lastHeaders: RawHeaders | null = null;
 let lastHeadersJson = '';
 
@@ -168,7 +168,7 @@ export function headersJson(headers: RawHeaders): string {
 }
 
 // The heads of the two frames sent once per event, joined by hand: copying the frame without its body to
-// stringify the rest cost a third more (issue 23). The members are those of the types, in their order.
+// stringify the rest costs a third more. The members are those of the types, in their order.
 export function eventHead(frame: EventFrame): string {
   const { seq, receivedAt, method, path, query, headers } = frame;
   return `{"type":"event","seq":${json(seq)},"receivedAt":${json(receivedAt)},"method":${json(method)},"path":${json(path)},"query":${json(query)},"headers":${headersJson(headers)},"backlog":${frame.backlog === true},"replay":${frame.replay === true}}`;

@@ -7,7 +7,7 @@ import type { ListenerRefusalCode } from './listener-types.js';
 import { pathRefusal } from './path-guard.js';
 
 /**
- * The listener's own checks on an event before it reaches the local app (issue 10: whoever has the channel
+ * The listener's own checks on an event before it reaches the local app (whoever has the channel
  * URL must not be able to call any method or path of the local app and read its replies). The relay checks
  * paths at its ingress too; this is the second check, on the URL the listener itself builds.
  */

@@ -23,7 +23,7 @@ const HOP_BY_HOP = new Set([
  */
 export function endToEnd(raw: readonly string[]): RawHeaders {
   // Each name lowered once; the names `Connection` lists are looked for only when there is one (once per
-  // event each way through the relay and listen: issue 23).
+  // event each way through the relay and listen).
   let named: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'connection') continue;
@@ -56,7 +56,7 @@ function isHopByHop(name: string): boolean {
 
 /** The first value of header `name` (lowercase; matched case-insensitively) in raw headers, or `undefined`. */
 export function rawHeader(raw: readonly string[], name: string): string | undefined {
-  // Lowered only when the length matches: three look-ups per event lowered every name (issue 23).
+  // Lowered only when the length matches: three look-ups per event would lower every name.
   for (let i = 0; i < raw.length; i += 2) {
     const key = raw[i]!;
     if (key.length === name.length && (key === name || key.toLowerCase() === name)) return raw[i + 1];

@@ -1,5 +1,5 @@
 // No import of `ws` here, not even of its types: `Scheduler` is public (relay/index.ts), and this file's
-// declarations must not need @types/ws, a devDependency, in an app's type-check (issue 20 item 14).
+// declarations must not need @types/ws, a devDependency, in an app's type-check.
 
 /** Timers, injectable so tests drive liveness checks and reply timeouts without waiting. */
 export interface Scheduler {

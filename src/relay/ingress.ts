@@ -43,8 +43,8 @@ export function splitTarget(target: string): { pathname: string; search: string 
 /**
  * `/in/<channel>[/path][?query]` read from the raw request target, byte for byte: no dot segments
  * removed, no `\` turned into `/`, nothing percent-encoded, and an empty query keeps its `?`, so the
- * local app sees the target the sender signed or logged (issue 4: "the extra path, the query … unchanged").
- * The ingress then refuses a path that could leave the channel's prefix (`pathRefusal`, issue 10).
+ * local app sees the target the sender signed or logged, the extra path and the query unchanged.
+ * The ingress then refuses a path that could leave the channel's prefix (`pathRefusal`).
  * @example matchIngressTarget('/in/abc/a/b?') // { channelId: 'abc', path: '/a/b', query: '?' }
  */
 export function matchIngressTarget(target: string): { channelId: string; path: string; query: string } | null {
@@ -69,7 +69,7 @@ export function matchIngress(pathname: string): { channelId: string; path: strin
  * a Redis that cannot be reached: 503 `relay_unavailable`, not kept either.
  */
 export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSeconds, scheduler }: IngressOptions) {
-  // Helpers made once, not per request (issue 23: closures on the hot path).
+  // Helpers made once, not per request: no closures on the hot path.
   const refuse = async (req: IncomingMessage, res: ServerResponse, declared: number, code: ProblemCode, options: ProblemOptions) => {
     const drained = await drainBody(req, declared, { maxBytes: DRAIN_MAX_BYTES, timeoutMs: DRAIN_MAX_MS, timers: scheduler });
     sendProblem(res, code, options, true);
@@ -84,12 +84,12 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
     // Read once, from rawHeaders (as the sender sent it): it caps the read and decides an empty body's header.
     const contentLength = rawHeader(req.rawHeaders, 'content-length');
     const declared = Number(contentLength ?? Number.NaN);
-    // Before anything is read or stored: the path must stay under the channel (issue 10).
+    // Before anything is read or stored: the path must stay under the channel.
     const refusal = pathRefusal(target.path);
     if (refusal) return refuse(req, res, declared, 'invalid_path', { detail: `The path under the channel contains ${refusal}, which could leave the channel's --forward-to path.` });
     let known: boolean;
     try {
-      // The file store answers at once: no promise, no turn of the microtask queue (issue 23).
+      // The file store answers at once: no promise, no turn of the microtask queue.
       const has = store.has(target.channelId);
       known = typeof has === 'boolean' ? has : await has;
     } catch (error) {
@@ -137,7 +137,7 @@ export function createIngress({ store, hub, clock, maxBodyBytes, retryAfterSecon
         // would only fill the buffer, and a 503 would make the sender retry an event nobody asked for.
         return sendFiltered(res);
       case 'full':
-        // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence (issue 10).
+        // 507, not 503 no_listener: a full buffer is the relay's storage, not the listener's absence.
         return sendProblem(res, 'relay_full', { detail: FULL[appended.reason], retryAfter: retryAfterSeconds });
     }
     const { event: stored, remote } = appended;

@@ -4,7 +4,7 @@ import { fn, httpUrl, nonEmptyString, positiveInteger } from './validate.js';
 
 /** Defaults for the local hop. */
 const DEFAULT_LOCAL_TIMEOUT_MS = 8_500;
-// Webhooks are POSTs; anything else through a channel URL is someone calling the local app (issue 10).
+// Webhooks are POSTs; anything else through a channel URL is someone calling the local app.
 const DEFAULT_METHODS: readonly string[] = ['POST'];
 const METHOD = /^[A-Za-z][A-Za-z-]*$/;
 

@@ -34,7 +34,7 @@ interface Connection {
 }
 
 /**
- * A lean HTTP/1.1 client for one `http:` origin, for listen's hop to the local app (issue 23: node:http's
+ * A lean HTTP/1.1 client for one `http:` origin, for listen's hop to the local app (node:http's
  * client, its agent and streams cost `listen` more per event than the rest of forwarding together). Keep-alive
  * connections, one request at a time each, reused newest first; the reply is read by `ReplyParser`. It sends
  * the method, target, headers and body it is given, then `Host`, `Content-Length` (for a body) and

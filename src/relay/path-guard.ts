@@ -3,7 +3,7 @@
  *
  * The listener appends the extra path to its `--forward-to` path by joining strings, so the local app
  * sees it as the sender sent it. That prefix is a boundary only if no part of the extra path can climb
- * out of it once the local app (or a proxy in front of it) normalises the path (issue 10: a channel URL
+ * out of it once the local app (or a proxy in front of it) normalises the path (a channel URL
  * must not open the whole local app). Refused, raw or percent-encoded in any case:
  * - dot segments (`..`, `.`, `%2e%2E`, `.%2e`), which climb out of the prefix;
  * - encoded slashes (`%2f`) and backslashes (`\`, `%5c`), which some servers decode or treat as `/`;

@@ -14,7 +14,7 @@ export const GONE: Outcome = Object.freeze({ kind: 'gone' });
  * One live event waiting for its first reply: the local listeners it was sent to, and the answers due
  * from other relay processes it was published to. It ends once: with the first reply; else, once every
  * listener failed or went away and every process answered, with the first `fail` or with `gone`; or on
- * `timeout()`. The same rule whether the listeners are here or behind another process (issue 13).
+ * `timeout()`. The same rule whether the listeners are here or behind another process.
  */
 export class Pending {
   readonly #waiting: Set<object>;

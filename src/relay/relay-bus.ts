@@ -2,7 +2,7 @@ import type { StoredEvent } from './channel-types.js';
 import type { Outcome } from './pending.js';
 
 /**
- * The other relay processes that share this relay's channels (issue 13): live events go out to the
+ * The other relay processes that share this relay's channels: live events go out to the
  * processes holding listeners of the channel, and their listeners' answers come back to the process
  * whose sender waits. A relay on its data file is alone and has none.
  */

@@ -4,7 +4,7 @@ import type { AppendRefusal, StoredEvent, TokenCheck } from './channel-types.js'
 /**
  * The seam between the relay's HTTP and WebSocket code (server, ingress, hub) and where its channels and
  * buffers live: the data file of one process (`FileRelayStore`) or a Redis shared by several relay
- * processes (`RedisRelayStore`, issue 13). Channels are named by id; every method is async because
+ * processes (`RedisRelayStore`). Channels are named by id; every method is async because
  * Redis is a round trip away, and resolves only once what it promises holds in the backend.
  */
 export interface RelayStore {
@@ -34,7 +34,7 @@ export interface RelayStore {
   keep(id: string, event: StoredEvent): Promise<void>;
   /**
    * Marks an event acknowledged: it is never sent again on a catch-up. Durable soon after, not at once (a loss
-   * costs a redelivery). The file store answers at once, with no promise (issue 23: three promises per event).
+   * costs a redelivery). The file store answers at once, with no promise (else three promises per event).
    */
   ack(id: string, seq: number): Promise<void> | void;
   /** Unacknowledged events, oldest first, that pass `wants`: what a listener is sent on connecting. */

@@ -3,7 +3,7 @@ import { sign } from '../protocol/signature.js';
 import type { EventFrame, RawHeaders } from './frames.js';
 
 /**
- * Re-signing (issue 10: "nothing is lost while you are offline" must hold for an event buffered an hour).
+ * Re-signing, so "nothing is lost while you are offline" holds for an event buffered an hour.
  * A receiver refuses a `delivered_at` outside its replay window (5 minutes by default), so an event that
  * waited at the relay would be refused as stale once it is caught up. With the secret, the listener gives
  * such an event a fresh `delivered_at` and signature. It rewrites only the bytes of that value, keeps

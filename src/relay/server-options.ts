@@ -12,7 +12,7 @@ export interface RelayLogger {
 
 /**
  * The part of a connected ioredis client (`Redis`) the relay calls: scripts and a few commands on it, and
- * pub/sub on one `duplicate()` of it. Issue 29 item 15: written out so the published types name no ioredis.
+ * pub/sub on one `duplicate()` of it. Written out so the published types name no ioredis.
  */
 export interface RelayRedis {
   readonly options: { readonly host?: string | undefined; readonly port?: number | undefined };
@@ -44,7 +44,7 @@ export interface RelayServerOptions {
   /**
    * A connected ioredis client (`RelayRedis` names what the relay calls on it): channels, buffers, sequence numbers, acknowledgements and listener
    * presence live in this Redis, shared by every relay process given the same Redis and `redisPrefix`, so
-   * an event taken by one process reaches a listener connected to another (issue 13). The relay opens one
+   * an event taken by one process reaches a listener connected to another. The relay opens one
    * more connection for pub/sub with `redis.duplicate()` and leaves this client open on `close()`.
    */
   redis?: RelayRedis;

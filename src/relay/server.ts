@@ -96,7 +96,7 @@ export class RelayServer {
    * @example const { url } = await relay.listen(0, '127.0.0.1');
    */
   async listen(port = 8787, host = '127.0.0.1'): Promise<{ url: string }> {
-    // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
+    // A public relay without an admin token lets anyone create channels; only on purpose.
     if (!isLoopbackHost(host) && this.#adminHash === null && !this.#open) {
       throw new TypeError(`Refusing to listen on ${host} without \`adminToken\`: anyone who reaches it could create channels. Set \`adminToken\`, or \`open: true\` to run an open relay on purpose.`);
     }
@@ -216,7 +216,7 @@ export class RelayServer {
     res.end();
   }
 
-  /** 200 while the data file (or Redis) takes writes; 503 saying why while it does not (issues 10, 13), so a monitor notices. */
+  /** 200 while the data file (or Redis) takes writes; 503 saying why while it does not, so a monitor notices. */
   async #health(res: ServerResponse): Promise<void> {
     const health = this.#store.health;
     const persistence = health.ok ? { ok: true } : { ok: false, error: health.error, detail: health.detail, since: new Date(health.since).toISOString() };

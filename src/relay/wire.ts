@@ -3,8 +3,8 @@ import { eventHead, type EventFrame } from './frames.js';
 /**
  * An event frame as a whole WebSocket message, ready for the connection's TCP socket: the RFC 6455 §5.2
  * header (FIN, binary, unmasked, as a server sends) and the frame (`encodeFrame`'s bytes) in one buffer.
- * The hub writes it itself rather than through ws's `send`, which cost a header buffer, two writes and
- * its checks per event (issue 23); ws writes its own frames (pings, pongs, close) whole, one call each, and
+ * The hub writes it itself rather than through ws's `send`, which costs a header buffer, two writes and
+ * its checks per event; ws writes its own frames (pings, pongs, close) whole, one call each, and
  * with permessage-deflate off it never holds a message back, so the two cannot interleave mid-frame.
  */
 export function eventMessage(frame: EventFrame): Buffer {

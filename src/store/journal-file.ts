@@ -27,7 +27,7 @@ export interface JournalFileOptions<S, E = unknown> {
   fsync?: boolean;
   /**
    * Called as each write starts, before it takes the queued entries: an owner may `append` here what it
-   * held back in case a later entry made it unnecessary (the inbox's `running` line, issue 30 item 4).
+   * held back in case a later entry made it unnecessary (the inbox's `running` line).
    */
   beforeWrite?: () => void;
 }
@@ -109,7 +109,7 @@ export class JournalFile<S, E> {
    * Reads the snapshot (`null` when there is none; a JsonFile error when it is not JSON) and the journal's
    * entries. The journal is opened for appending by the first commit, not here: an owner that refuses
    * what it read (not its file, a newer format) and drops this object leaves no file handle open, which
-   * Node would close on garbage collection with a DEP0137 warning (issue 20 item 19).
+   * Node would close on garbage collection with a DEP0137 warning.
    */
   async read(): Promise<{ snapshot: S | null; entries: E[] }> {
     const snapshot = await this.#json.read();

@@ -32,7 +32,7 @@ export interface LineFileIo {
 }
 
 // A snapshot reaches the disk in writes of about this much, so compaction never holds the whole state
-// as one string or one buffer (issue 10: one string per write hit V8's limit at ~512 MiB).
+// as one string or one buffer (one string per write would hit V8's string limit at ~512 MiB).
 const BATCH_BYTES = 1024 * 1024;
 
 /** `node:fs`. */

@@ -60,7 +60,7 @@ const MAX_PIECE_BYTES = 1024 * 1024;
 /**
  * The lines, each followed by a newline, as UTF-8 in a few buffers (written together, with one writev); a
  * line made by a function is made here. A full buffer is kept and a larger one started: growing one buffer
- * by doubling copied a busy second's lines (a few MB) several times over (issue 23).
+ * by doubling would copy a busy second's lines (a few MB) several times over.
  */
 function encodeLines(lines: readonly QueuedLine[]): { pieces: Buffer[]; bytes: number } {
   const pieces: Buffer[] = [];
@@ -99,7 +99,7 @@ function encodeLines(lines: readonly QueuedLine[]): { pieces: Buffer[]; bytes: n
  * compaction's rename and its truncation leaves the journal's lines beside a snapshot that holds them.
  *
  * A failed write keeps its lines queued, reports the failure once through `onHealth`, and is tried
- * again every `retryMs` until one succeeds (issue 10: a relay that cannot persist recovers by itself).
+ * again every `retryMs` until one succeeds, so a relay that cannot persist recovers by itself.
  */
 export class LineJournal {
   readonly file: string;
@@ -185,7 +185,7 @@ export class LineJournal {
   /**
    * Queues one line (JSON, no newline); it reaches the file with the next commit, encoded there with the
    * others into one buffer. A function makes the line only then (and again if that write fails): a line
-   * that waited as a string until the write outlived the young generation (issue 23).
+   * made earlier would wait as a string until the write, long enough to outlive the young generation.
    */
   queue(line: string | (() => string | null)): QueuedLine {
     const entry: QueuedLine = { text: line };

@@ -44,7 +44,7 @@ export function running(body: ProcessMark): boolean {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   const stat = procStat(body.pid);
-  // A zombie (killed, not yet reaped by its parent) still answers kill(0), yet will never write again (issue 10).
+  // A zombie (killed, not yet reaped by its parent) still answers kill(0), yet will never write again.
   if (stat !== null && (stat.state === 'Z' || stat.state === 'X')) return false;
   const started = stat?.started ?? null;
   if (body.started !== null && started !== null) return started === body.started; // else a reused pid

@@ -1,5 +1,5 @@
 import { parseUrl } from '../http/url.js';
-/** The checks and the printing of a Redis URL, one place for every part that takes one (issue 13). */
+/** The checks and the printing of a Redis URL, one place for every part that takes one. */
 
 /** Whether `url` is a `redis://` or `rediss://` URL with a host. */
 export function isRedisUrl(url: unknown): url is string {

@@ -127,7 +127,7 @@ export async function dev(options: DevCommandOptions, io: DevIo = processIo()): 
 
 /**
  * The relay channel dev used last time on this relay URL, kept in `file` as `listen` keeps its own, so a
- * callback URL given to the service (or an app's config) on an earlier run still works (issue 20 item 18);
+ * callback URL given to the service (or an app's config) on an earlier run still works;
  * a new one when the relay no longer knows it (its data file removed) or the relay's port changed.
  */
 async function keptChannel(relay: RelayServer, relayUrl: string, file: string): Promise<SavedChannel> {

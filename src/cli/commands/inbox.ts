@@ -1,4 +1,4 @@
-// Issue 30 item 1: `cliphook inbox list|show|replay|purge`, on a receiver's file or Redis inbox.
+// `cliphook inbox list|show|replay|purge`, on a receiver's file or Redis inbox.
 import { existsSync } from 'node:fs';
 import { FileLockedError, InboxError } from '../../protocol/errors.js';
 import { FileInboxBackend } from '../../receiver/inbox/file-backend.js';

@@ -68,7 +68,7 @@ export async function listen(options: ListenCommandOptions, io: ListenIo = proce
   const p = io.palette;
   const stamp = clockStamp(io, p);
   const emit = (record: object, line: string) => io.out(options.json ? JSON.stringify({ time: io.now().toISOString(), ...record }) : `${stamp()}  ${line}`);
-  // Every event and reply prints a line: only the form asked for is built (issue 23: output on the hot path).
+  // Every event and reply prints a line, so output is on the hot path: only the form asked for is built.
   const say = options.json
     ? (record: () => object) => io.out(JSON.stringify({ time: io.now().toISOString(), ...record() }))
     : (_record: () => object, line: () => string) => io.out(`${stamp()}  ${line()}`);
@@ -158,7 +158,7 @@ const FLAGS: Readonly<Record<string, string>> = {
 /** A library TypeError about an option, as a usage error about the flag the user typed. */
 const asFlagError = (error: TypeError): ExitError => flagError(error, FLAGS);
 
-/** What the developer should know about the flags they started with (issue 10: the channel URL is a capability). */
+/** What the developer should know about the flags they started with (the channel URL is a capability). */
 function startWarnings(options: ListenCommandOptions, methods: string[] | undefined, forwardTo: string): Array<[string, string]> {
   const warnings: Array<[string, string]> = [];
   if (!options.secret) {

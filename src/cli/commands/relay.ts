@@ -40,11 +40,11 @@ export interface RelayIo {
 /**
  * `cliphook relay`: serves channels, the `/in/<channel>` ingress and the listener endpoint until
  * SIGINT/SIGTERM, then closes the listeners and saves the buffer. With `--redis`, channels and buffers are
- * in Redis and several relay processes serve them together (issue 13).
+ * in Redis and several relay processes serve them together.
  */
 export async function relay(options: RelayCommandOptions, io: RelayIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
-  // Issue 10: a public relay without an admin token lets anyone create channels; only on purpose.
+  // A public relay without an admin token lets anyone create channels; only on purpose.
   if (!isLoopbackHost(options.host) && !options.adminToken && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host} without --admin-token (anyone could create channels); set --admin-token, or --open to run an open relay on purpose.`, 2);
   }

@@ -25,18 +25,18 @@ export interface ServeCommandOptions {
   assistant?: boolean;
   apiKey?: string;
   webhookSecret?: string;
-  /** `--admin-token` (or CLIPHOOK_ADMIN_TOKEN): fix the test helpers' admin token (issue 22). */
+  /** `--admin-token` (or CLIPHOOK_ADMIN_TOKEN): fix the test helpers' admin token. */
   adminToken?: string;
   balance?: string;
   publicUrl?: string;
-  /** `--seed <file>`: a seed fixture (issue 22) made at start and at each reset. */
+  /** `--seed <file>`: a seed fixture made at start and at each reset. */
   seed?: string;
   json?: boolean;
   /** `--redis <url>` (or CLIPHOOK_REDIS_URL): rate limits, idempotency records and webhooks shared through Redis. */
   redis?: string;
   /** `--inspect <port>`: the inspector on 127.0.0.1 (`'0'`, the CLI's default, a free port); `false` or not given: none. */
   inspect?: string | false;
-  /** `--open`: listen on a `--host` that is not loopback, on purpose (issue 20 item 7). */
+  /** `--open`: listen on a `--host` that is not loopback, on purpose. */
   open?: boolean;
 }
 
@@ -58,7 +58,7 @@ const FLAGS: Record<string, string> = { adminToken: '--admin-token', apiKey: '--
  */
 export async function serve(options: ServeCommandOptions, io: ServeIo = processIo()): Promise<void> {
   const port = parsePort('--port', options.port);
-  // Issue 20 item 7, as `relay` does: a simulator's back doors face the network only when asked to.
+  // As `relay` does: a simulator's back doors face the network only when asked to.
   if (!isLoopbackHost(options.host) && !options.open) {
     throw new ExitError(`refusing to listen on ${options.host}: ${EXPOSED}; set --open to do so on purpose (in a container, say).`, 2);
   }
@@ -139,7 +139,7 @@ export async function serve(options: ServeCommandOptions, io: ServeIo = processI
     // The assistant endpoint (spec 5.7's {mcp_url}), or null with --no-assistant.
     mcp: app.assistant ? `${app.service.origin}${MCP_PATH}` : null,
   };
-  // Issue 22 names it `admin_token` in the ready line.
+  // `admin_token`, not camelCase like its neighbours: the name docs/service.md gives it in the ready line.
   if (options.json) io.out(JSON.stringify({ type: 'ready', ...info, admin_token: app.service.adminToken }));
   else {
     io.out(`cliphook serve: the Clip and Image Generation Service, simulated (${options.speed}${options.strict ? ', strict' : ''}; data: ${options.data})`);

@@ -33,7 +33,7 @@ export interface ServiceCommandOptions {
 /** Which credential an action sends: the API key, the admin token, or the admin token when given and else the key. */
 type Credential = 'key' | 'admin' | 'either';
 
-/** Issue 31 item 4: the credential follows from the route's `auth`, as the contract declares it. */
+/** The credential follows from the route's `auth`, as the contract declares it. */
 const CREDENTIALS: Record<Exclude<RouteSpec['auth'], 'none'>, Credential> = { key: 'key', settings: 'key', admin: 'admin', admin_or_key: 'either' };
 
 const USAGE =
@@ -44,8 +44,8 @@ const USAGE =
 type Answer<T> = { ok: true; status: number; body: T | null } | { ok: false; status: number; statusText: string; problem: ProblemAnswer | null };
 
 /**
- * `cliphook service …`: the account settings, the test clock and the test helpers (issue 22) of a running
- * `cliphook serve`, from the terminal, through the client typed from the contract's routes (issue 31 item 4):
+ * `cliphook service …`: the account settings, the test clock and the test helpers of a running
+ * `cliphook serve`, from the terminal, through the client typed from the contract's routes:
  * no path is written here. Each prints the answer; a problem ends with exit 1, a usage error with exit 2.
  */
 export async function serviceCommand(action: string, args: string[], options: ServiceCommandOptions, out: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<void> {
@@ -75,7 +75,7 @@ export async function serviceCommand(action: string, args: string[], options: Se
     out(options.json ? JSON.stringify(answer.body) : show(answer.body));
   };
   const number = (text: string | undefined, what: string, usage: string) => {
-    // Issue 29 item 18: a missing number is a usage line, not "got undefined".
+    // A missing number is a usage line, not "got undefined".
     if (text === undefined) throw new ExitError(`usage: cliphook service ${action} ${usage}`, 2);
     if (!/^\d+(\.\d+)?$/.test(text)) throw new ExitError(`${action} needs ${what}, got ${JSON.stringify(text)}.`, 2);
     return Number(text);
@@ -149,7 +149,7 @@ export async function serviceCommand(action: string, args: string[], options: Se
 }
 
 /**
- * Why a request got no answer, in words (issue 29 item 18): fetch says only "fetch failed", its cause
+ * Why a request got no answer, in words: fetch says only "fetch failed", its cause
  * says why. A refused connection is the usual one: no serve at that URL.
  */
 function unreachable(error: unknown): string {

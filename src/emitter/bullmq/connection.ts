@@ -25,8 +25,8 @@ const OWN: RedisDuplicateOptions = { lazyConnect: true, maxRetriesPerRequest: nu
 export async function openRedis(queue: BullmqQueue, logger: EmitterLogger, onBack: () => void): Promise<RedisLinks> {
   const { Redis } = await import('ioredis');
   const { url, connection, where } = queue;
-  // Issue 29 item 15: a client given is typed by what is called on it (RedisClientLike); BullMQ runs on
-  // ioredis, so it is an ioredis client, and so is its duplicate.
+  // A client given is typed by what is called on it (RedisClientLike), so the published types name no ioredis;
+  // BullMQ runs on ioredis, so it is an ioredis client, and so is its duplicate.
   const command = url !== undefined ? new Redis(url, OWN) : isClient(connection!) ? (connection.duplicate(OWN) as Redis) : new Redis({ ...connection, ...OWN });
   const subscriber = command.duplicate();
   let closing = false;

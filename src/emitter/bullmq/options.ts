@@ -68,7 +68,7 @@ export function bullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   if (url !== undefined) assertRedisUrl(url, 'url');
   if (connection !== undefined) {
     if (typeof connection !== 'object' || connection === null) throw new TypeError(`Expected \`connection\` to be an ioredis client or ioredis options, got ${String(connection)}.`);
-    // Issue 29 item 15: ioredis options given as a variable of ioredis's own type may still carry one.
+    // ioredis options given as a variable of ioredis's own type may still carry one.
     const keyPrefix = isClient(connection) ? connection.options.keyPrefix : (connection as { keyPrefix?: unknown }).keyPrefix;
     if (keyPrefix) throw new TypeError(`Expected \`connection\` without \`keyPrefix\` (${JSON.stringify(keyPrefix)}): BullMQ refuses it; use \`prefix\`.`);
   }

@@ -170,7 +170,7 @@ export class RedisRecordStore {
       const next = change(current);
       if (next === null) return { record: current, gone: [], changed: false, before: current };
       const [ok, stored, ...gone] = await this.#put(id, current.v, next);
-      // Written as changed, one version on (issue 23: parsing back the record just sent was a JSON.parse per write).
+      // Written as changed, one version on: parsing back the record just sent would cost a JSON.parse per write.
       if (ok === 1) return { record: { ...next, v: current.v + 1, seq: current.seq, secret: '' }, gone: gone as string[], changed: true, before: current };
       current = stored == null ? undefined : parseRecord(stored as string);
     }
@@ -202,7 +202,7 @@ export class RedisRecordStore {
 /**
  * A published change: the record as written (its `secret` is `''`), or `null`, and the ids forgotten.
  * `known` answers the version this process holds of a delivery: a change no newer is not parsed at all
- * (issue 23: every process parsed the echo of each of its own writes, three per delivery).
+ * (else every process would parse the echo of each of its own writes, three per delivery).
  */
 export function parseChange(message: string, known?: (head: { v: number; job: string }) => boolean): { record: StoredRecord | null; gone: string[] } {
   const cut = message.indexOf('\n');

@@ -1,4 +1,4 @@
-// Issue 30 item 1: the local retry schedule, pure, with p-retry's vocabulary (retries, minTimeout, maxTimeout, factor).
+// The local retry schedule, pure, with p-retry's vocabulary (retries, minTimeout, maxTimeout, factor).
 
 export interface BackoffOptions {
   /** Retries after the first run; the event is dead after `retries + 1` failed runs. @default 5 */

@@ -1,6 +1,6 @@
 /**
  * A min-heap of (due time, id), ties in insertion order: the file inbox's pending records, so taking the
- * next due one costs O(log n) however many wait (issue 30: a request's cost independent of history).
+ * next due one costs O(log n) however many wait: a request's cost stays independent of history.
  * Entries are never removed from the middle; the owner skips a popped entry whose record has moved on.
  */
 export class DueHeap {
@@ -46,7 +46,7 @@ export class DueHeap {
   }
 
   #swap(i: number, j: number): void {
-    // Plain moves, not destructuring swaps: those allocated an array each (issue 31's allocation profile).
+    // Plain moves, not destructuring swaps: those allocate an array each.
     const at = this.#at[i]!;
     this.#at[i] = this.#at[j]!;
     this.#at[j] = at;

@@ -1,4 +1,4 @@
-// Issue 30 item 1: `receiver.inbox`, the public handle on the inbox. No Node module: the back end comes in.
+// `receiver.inbox`, the public handle on the inbox. No Node module: the back end comes in.
 import { INBOX_STATES, type AddOutcome, type InboxBackend, type InboxListOptions, type InboxPurgeOptions, type InboxRecord, type InboxStats } from './record.js';
 import type { ResolvedInboxOptions } from './options.js';
 import { InboxRunner, type RunnerOptions } from './runner.js';

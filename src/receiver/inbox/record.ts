@@ -9,7 +9,7 @@ export type InboxState = 'pending' | 'running' | 'dead' | 'done';
 
 export const INBOX_STATES: readonly InboxState[] = ['pending', 'running', 'dead', 'done'];
 
-/** How an event reached the handlers: a webhook, a reconciliation (issue 30 section 2), or `inbox.replay(id)`. */
+/** How an event reached the handlers: a webhook, a reconciliation, or `inbox.replay(id)`. */
 export type InboxSource = 'webhook' | 'reconcile' | 'replay';
 
 /** One event in the inbox: what the back ends store, and what `receiver.inbox.get(id)` answers. */

@@ -3,7 +3,7 @@
 // `<p>pending` (score: due time), `<p>running` (score: lease end), `<p>dead` and `<p>done` (score: end).
 // Not for Redis Cluster: the scripts touch keys they are not given in KEYS.
 
-// `<p>bytes` counts the body bytes of pending and running records (issue 30 follow-up item 1: `maxPendingBytes`);
+// `<p>bytes` counts the body bytes of pending and running records, for `maxPendingBytes`;
 // each record keeps its own in its `bytes` field. ARGV: prefix, id, maxPending, due, maxPendingBytes (-1: none), bytes, field, value, …
 export const ADD = `local p = ARGV[1] local r = p .. 'r:' .. ARGV[2]
 if redis.call('EXISTS', r) == 1 then return 'exists' end

@@ -1,4 +1,4 @@
-// Issue 30 item 1: the worker. Takes due records from the back end, `concurrency` at a time, runs the
+// The worker. Takes due records from the back end, `concurrency` at a time, runs the
 // handlers, and writes each outcome: done, pending again after the backoff, or dead. No Node module.
 import { HandlerTimeoutError } from '../../protocol/errors.js';
 import { describeFailure } from '../../protocol/errors.js';
@@ -185,15 +185,15 @@ export class InboxRunner {
       const now = clock();
       const delay = inboxDelay(record.attempts, backoff);
       const lastError = describeFailure(error);
-      // Issue 30 item 1: past `retries` the event is dead: kept, visible, replayable, never dropped.
+      // Past `retries` the event is dead: kept, visible, replayable, never dropped.
       if (delay === null) Object.assign(record, { state: 'dead', nextAttemptAt: null, finishedAt: now, lastError });
       else Object.assign(record, { state: 'pending', nextAttemptAt: now + delay, finishedAt: null, lastError });
     }
     this.#deadlines.delete(deadline);
     keeping.stop();
-    // Issue 30 item 4: the slot is free once the outcome is handed to the back end (the file's is in
-    // memory at once); waiting for its write too held a slot per group commit, and the handlers fell
-    // behind the requests under load.
+    // The slot is free once the outcome is handed to the back end (the file's is in
+    // memory at once); waiting for its write too would hold a slot per group commit, and the handlers
+    // would fall behind the requests under load.
     const settling: Promise<void> = backend.settle(record, this.#owner, clock()).then(
       () => this.#settled(settling),
       (error: unknown) => {

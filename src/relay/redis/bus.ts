@@ -24,7 +24,7 @@ interface Watched {
 }
 
 /**
- * The relay processes of one Redis talking to each other over pub/sub (issue 13). Each process subscribes
+ * The relay processes of one Redis talking to each other over pub/sub. Each process subscribes
  * to `ev:<channel>` for the channels it has listeners of, and to `re:<its id>` for the answers to the
  * events it published; `ctl` carries deletions. Listeners are announced in the channel's `:who` set with
  * an expiry renewed every third of it, so the listeners of a process that died stop counting by themselves

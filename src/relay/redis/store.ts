@@ -22,7 +22,7 @@ export interface RedisRelayStoreOptions {
 type Reply = Array<Buffer | number>;
 
 /**
- * The `RelayStore` on Redis, shared by every relay process with the same Redis and prefix (issue 13):
+ * The `RelayStore` on Redis, shared by every relay process with the same Redis and prefix:
  * channels, buffers, sequence numbers (a counter in Redis: never handed out twice, never going back) and
  * acknowledgements, each operation one Lua script (`scripts.ts`). The bounds are the file store's, checked
  * inside the script that appends. What Redis acknowledged is durable as Redis is configured to make it:
@@ -67,7 +67,7 @@ export class RedisRelayStore implements RelayStore {
   }
 
   async create(): Promise<{ id: string; token: string } | null> {
-    // 144 random bits: an id nobody can guess (issue 4 asks for at least 128).
+    // 144 random bits (128 at least): an id nobody can guess.
     const id = randomBytes(18).toString('base64url');
     const token = `clt_${randomBytes(32).toString('base64url')}`;
     const created = await this.#eval('CREATE', id, hashToken(token), this.#options.clock(), this.#options.maxChannels);
