@@ -3,7 +3,7 @@
 import { createServiceApp as createApp, startService as start } from './http/app.js';
 import type { AppOptions, ServiceApp, StartedService, StartOptions } from './http/public.js';
 
-// Issue 31 item 5: the published types name no `Service` (the internal composition root): the app and the
+// The published types name no `Service` (the internal composition root): the app and the
 // started service are typed by http/public.ts, and `Service` itself is not exported.
 
 /**

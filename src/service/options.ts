@@ -34,7 +34,7 @@ export interface ServiceOptions {
   apiKey?: string;
   webhookSecret?: string;
   /**
-   * The admin token of the test helpers (issue 22): `Authorization: Bearer <admin token>` reaches the
+   * The admin token of the test helpers: `Authorization: Bearer <admin token>` reaches the
    * service-wide ones (accounts, reset, the whole journal, rules for any account). 24-200 printable ASCII
    * characters without spaces, as an API key. @default a new random `adm_…` token at each start
    */
@@ -42,7 +42,7 @@ export interface ServiceOptions {
   /** @default 1000 */
   balance?: number;
   /**
-   * A seed fixture made at start (and again at each reset), as `POST /test_helpers/seed` makes one (issue 22):
+   * A seed fixture made at start (and again at each reset), as `POST /test_helpers/seed` makes one:
    * `{ accounts, assets, clips, images }`. A bad one makes `open` reject with the 400's ServiceError (`extra.pointer`).
    */
   seed?: SeedFixture;
@@ -130,8 +130,8 @@ export function serviceEmitter(
     allowPrivateNetworks: !(options.strict ?? false),
     logger: { info: () => undefined, warn: (message) => options.warn?.(message), error: (message) => options.warn?.(message) },
   };
-  // Issue 22: the chaos wraps the built-in transport, so --strict keeps its connect-time address check.
-  // Issue 31 item 5: through the emitter's public options, no longer symbol keys.
+  // The chaos wraps the built-in transport, so --strict keeps its connect-time address check; it goes
+  // through the emitter's public options (`wrapTransport`, `deliveredAt`).
   if (chaos) emitterOptions.wrapTransport = (next) => chaos.wrap(next);
   if (stamp) emitterOptions.deliveredAt = stamp;
   return createEmitter(emitterOptions);

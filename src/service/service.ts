@@ -51,12 +51,12 @@ interface MetaRow {
 
 /**
  * How far the service's own clock is ahead of real time (what the test clock was advanced by), kept so a
- * restart resumes on the same simulated time (issue 20 item 8).
+ * restart resumes on the same simulated time.
  */
 interface ClockRow {
   id: 'clock';
   aheadMs: number;
-  /** How far each account's own time is ahead of the service's (issue 22), by account id; absent for none. */
+  /** How far each account's own time is ahead of the service's, by account id; absent for none. */
   accounts?: Record<string, number>;
 }
 
@@ -101,23 +101,23 @@ export class Service {
   readonly account: AccountCommands;
   readonly media: MediaFiles;
   readonly testClock: ClockCommands;
-  /** Accounts on demand (issue 22's test helpers). */
+  /** Accounts on demand (the test helpers'). */
   readonly testAccounts: TestAccountCommands;
-  /** The request journal (issue 22): what the HTTP adapter records after each answer, redacted and bounded. */
+  /** The request journal: what the HTTP adapter records after each answer, redacted and bounded. */
   readonly journal: RequestJournal;
   readonly requests: RequestJournalCommands;
-  /** Fault rules (issue 22): what the HTTP adapter asks before each request of /v1 and /settings. */
+  /** Fault rules: what the HTTP adapter asks before each request of /v1 and /settings. */
   readonly faultRules: FaultRules;
   readonly faults: FaultRuleCommands;
-  /** Webhook chaos per account (issue 22): `POST /test_helpers/webhook_chaos`. */
+  /** Webhook chaos per account: `POST /test_helpers/webhook_chaos`. */
   readonly webhookChaos: WebhookChaosCommands;
-  /** Seed fixtures (issue 22): `POST /test_helpers/seed`, `startService({ seed })`, `serve --seed`. */
+  /** Seed fixtures: `POST /test_helpers/seed`, `startService({ seed })`, `serve --seed`. */
   readonly seeds: SeedCommands;
   /** What the `seed` option made (ids by name), or `null` without one; made again at each reset. */
   seeded: SeedAnswer | null = null;
   /** The assistant's photo upload links (`start_photo_upload`, the page at /photos/upload/<token>). */
   readonly photoUploads: PhotoUploads;
-  /** The admin token of the test helpers (issue 22): `options.adminToken`, or a new random one. */
+  /** The admin token of the test helpers: `options.adminToken`, or a new random one. */
   readonly adminToken: string;
   /** Reports a failure no answer can carry (a write to Redis after the answer was settled, say). */
   readonly warn: (message: string) => void;
@@ -127,7 +127,7 @@ export class Service {
     const { speed = 'fast', strict = false, origin = 'http://127.0.0.1:8080', random, warn = (message) => console.warn(`cliphook serve: ${message}`) } = options;
     const choice = random ? { random } : {};
     const onError = (error: Error) => warn(`cannot save a change: ${error.message}`);
-    // Issue 31 (the walk): the clock's own methods, bound once, so no closure of the wiring runs on each request.
+    // The clock's own methods, bound once, so no closure of the wiring runs on each request.
     const now = clock.now.bind(clock);
     this.store = store;
     this.clock = clock;
@@ -142,12 +142,12 @@ export class Service {
     const site: Site = this;
 
     // Core: who is calling, and what every resource reads.
-    // Issue 29 items 2 and 9: every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
+    // Every secret that can still sign or authenticate, kept as it changes, is what the journal redacts.
     const secrets = new SecretIndex();
     this.accounts = new Accounts(store, now, secrets);
     const credits = new Credits(this.accounts);
     const serviceNow = clock.nowOf.bind(clock, null);
-    // Issue 29 item 4: an address's failures count on the service's time, whichever account it acts for.
+    // An address's failures count on the service's time, whichever account it acts for.
     const failures = new AuthFailures({ now: serviceNow });
     const limiter = shared?.limiter ?? new RateLimiter({ now, sweepNow: serviceNow, ...(options.rateLimitPerMinute === undefined ? {} : { limit: options.rateLimitPerMinute }) });
     this.gate = new Gate({ accounts: this.accounts, limiter, failures, shared: shared !== undefined, adminToken: this.adminToken, warn, identified: clock.actFor.bind(clock) });
@@ -191,7 +191,7 @@ export class Service {
     this.testAccounts = new TestAccountCommands({
       accounts: this.accounts,
       startingBalance: () => options.balance ?? DEFAULT_BALANCE,
-      // Issue 29 item 8: an account deleted takes all it owns; its files go once that is saved.
+      // An account deleted takes all it owns; its files go once that is saved.
       // Its rows are found by the owner indexes, so the cost is its own rows; its timers go with them.
       owned: (id) => {
         const files = [...owned.of('image_job', id).map((job) => imageFiles.purge(job)), ...owned.of('asset', id).map((asset) => this.assets.drop(asset))];
@@ -202,7 +202,7 @@ export class Service {
       forgotten: (id) => {
         clock.forget(id);
         this.faultRules.clear({ account: id });
-        // The journal's own per-account removal (issue 29 item 5 keeps entries per account).
+        // The journal's own per-account removal (it keeps entries per account).
         this.journal.clear({ account: id });
         // The service's own clock keeps each account's lead in the data file: write it without this one.
         if (options.clock === undefined) this.#saveClock();
@@ -214,12 +214,12 @@ export class Service {
     const webhooks = new ClipWebhooks({ emitter, accounts: this.accounts, store, site, secret: `${meta.mediaSecret}:deliveries`, warn, clock, chaos: chaos && clipChaos(chaos), owned: (id, account) => times.track(id, account), clipsOf: (accountId) => lifecycle.of(accountId) });
     lifecycle.on('terminal', (video) => void webhooks.send(video));
     const ownsEmitter = options.emitter === undefined;
-    // Issue 29 item 3: each attempt of the service's emitter names its account from start (stamp) to end.
+    // Each attempt of the service's emitter names its account from start (stamp) to end.
     const attempted = (delivery: Delivery) => times.ended(delivery.id);
     if (ownsEmitter) emitter.on('attempt', attempted);
     this.#close = [
-      // Issue 20 item 9: a request whose write failed was taken back row by row; the timers kept beside the
-      // rows follow (the indexes are the tables', kept in step by them: issue 31, s5a). Webhooks that waited
+      // A request whose write failed is taken back row by row; the timers kept beside the rows follow (the
+      // indexes are the tables', kept in step by them). Webhooks that waited
       // for the disk go as soon as a write succeeds.
       store.onRollback(() => {
         lifecycle.resync();
@@ -227,7 +227,7 @@ export class Service {
         jobs.resync();
       }),
       store.onWritable(() => webhooks.resume()),
-      // `clock.advance()` sees each outcome (and what it schedules) before moving on. Issue 29 item 3: an
+      // `clock.advance()` sees each outcome (and what it schedules) before moving on. An
       // account's advance waits for its own account's work only (a custom emitter's attempts, which name
       // no account, for all); the service's advance for every account's.
       clock.settleWith(async (account) => {
@@ -287,7 +287,7 @@ export class Service {
   readonly #firstOptions: { balance?: number | undefined; apiKey?: string | undefined; webhookSecret?: string | undefined; seed?: unknown } = {};
 
   /**
-   * Back to a fresh start with the same options (issue 22, `POST /test_helpers/reset`): every account,
+   * Back to a fresh start with the same options (`POST /test_helpers/reset`): every account,
    * clip, image job, asset, idempotency record, journal entry, fault rule and rate window is gone, the
    * service's own clock loses its lead, and the first account comes back as it started: the same key and
    * webhook secret, the starting balance. Resolves once that is saved.
@@ -327,11 +327,11 @@ export class Service {
       await shared?.close();
       throw error;
     }
-    // Issue 20 item 8: the service's own clock resumes as far ahead of real time as it was (the time it
+    // The service's own clock resumes as far ahead of real time as it was (the time it
     // was stopped passes as real time does), before anything in flight is re-armed on it.
     const saved = store.table('meta').get('clock') as ClockRow | undefined;
     if (options.clock === undefined && saved && Number.isFinite(saved.aheadMs) && saved.aheadMs > 0) await clock.advance(saved.aheadMs);
-    // Issue 22: and each account's own time as far ahead of the service's as it was.
+    // And each account's own time as far ahead of the service's as it was.
     if (options.clock === undefined && saved?.accounts) {
       for (const [id, ms] of Object.entries(saved.accounts)) if (/^\d+$/.test(id) && Number.isFinite(ms) && ms > 0) clock.restoreLead(Number(id), ms);
     }

@@ -2,7 +2,7 @@ import type { ProblemCode } from '../../protocol/problem.js';
 import { LIMITS } from './limits.js';
 import { assistantClipPrice, IMAGE_PRICES, MODEL_SPECS, VIDEO_MODELS, type VideoModel } from './pricing.js';
 
-// The assistant endpoint's tools (spec 5.7), as the contract knows them (issue 31 item 2): each is named for
+// The assistant endpoint's tools (spec 5.7), as the contract knows them: each is named for
 // the operation of the document it performs, so the test controls (a fault rule's `match.operation`, the
 // request journal's `operation`) name a tool as they name a route.
 
@@ -39,7 +39,7 @@ export const OPERATION_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
 /**
  * The refusal codes only the assistant's tools answer (spec 5.7's rules and the tools' own checks), with what
  * each means; every other refusal of a tool is a code of `/v1` (`PROBLEM_CODES`), passed on as it is.
- * Issue 31 item 3: declared once here; `refuse` takes only these or a problem code, and docs/service.md's
+ * Declared once here; `refuse` takes only these or a problem code, and docs/service.md's
  * table of them is made from this.
  */
 export const ASSISTANT_CODES = Object.freeze({
@@ -65,7 +65,7 @@ export function assistantCodeTable(): string {
   return ['| code | when |', '|---|---|', ...rows].join('\n');
 }
 
-// Issue 31 item 4: the effects catalogue names models by id and sets durations, so it is contract data.
+// The effects catalogue names models by id and sets durations, so it is contract data.
 
 /** One ready-made clip an assistant can offer by name: a prompt recipe on a fixed model and duration. */
 export interface Effect {
@@ -120,8 +120,8 @@ export function effectPrompt(effect: Effect, subject: string | undefined): strin
 const HOUR_MS = 60 * 60 * 1000;
 
 /**
- * The spec's numbers in the words the tool descriptions, INSTRUCTIONS and the authorization page use (issue
- * 31 item 4: written once, here, from LIMITS and pricing.ts).
+ * The spec's numbers in the words the tool descriptions, INSTRUCTIONS and the authorization page use, written
+ * once, here, from LIMITS and pricing.ts.
  */
 export const ASSISTANT_TEXT = Object.freeze({
   /** The rolling window of the daily limit: '24 hours'. */

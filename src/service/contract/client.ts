@@ -3,7 +3,7 @@ import type { Problem } from './common.js';
 import { ROUTES, type OperationId, type Route, type RouteSpec } from './routes.js';
 import { parseUrl } from '../../http/url.js';
 
-// Issue 31 item 4: a client typed from the route table the OpenAPI document is made from, so a caller
+// A client typed from the route table the OpenAPI document is made from, so a caller
 // names an operation and never writes a path: `cliphook service …` uses it. No dependency: the types are
 // the routes' own zod schemas (what a request takes as input, what a 2xx answers as output).
 

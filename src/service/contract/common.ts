@@ -44,12 +44,13 @@ export function pathId(noun: string) {
 export function queryInteger(name: string, options: { min: number; max?: number; fallback: number; unit?: string }): z.ZodType<number, string | undefined>;
 export function queryInteger(name: string, options: { min: number; max?: number; unit?: string }): z.ZodType<number | undefined, string | undefined>;
 export function queryInteger(name: string, { min, max = Number.MAX_SAFE_INTEGER, fallback, unit = '' }: { min: number; max?: number; fallback?: number; unit?: string }): z.ZodType {
-  // Issue 29 item 14: the bound is said, and documented as `maximum`: 2^53 was refused as "an integer >= 0".
+  // The bound is said in the detail and documented as `maximum`, so a refusal of 2^53 names the range it missed.
   const detail = () => `${name} is an integer from ${min} to ${max}${unit ? ` (${unit})` : ''}.`;
   const number = z.number().int().min(min).max(max);
   const digits = rule(z.string().regex(/^\d{1,16}$/), { code: 'invalid_parameter', detail });
   const parsed = rule(digits.transform(Number).pipe(rule(number, { code: 'invalid_parameter', detail })), { code: 'invalid_parameter', detail });
-  // Issue 29 item 11: `limit=` is no integer, refused as `limit=x` is (an empty `account=` cleared every account's journal).
+  // An empty `limit=` is no integer, refused as `limit=x` is: an empty value never reads as absent (an empty
+  // `account=` taken as absent would clear every account's journal).
   return fallback === undefined ? parsed.optional() : parsed.default(fallback);
 }
 
@@ -59,7 +60,7 @@ export function queryEnum<const T extends readonly [string, ...string[]]>(name: 
 }
 
 /** Spec 4.1 and 7: the `Idempotency-Key` header, 1-255 printable ASCII characters (0x21-0x7E). */
-// Issue 31 item 3: built from LIMITS (a constant, never input), so the length is said once.
+// Built from LIMITS (a constant, never input), so the length is said once.
 export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${LIMITS.idempotencyKeyChars}}$`);
 /** The header's rule in words, for details and descriptions. */
 export const IDEMPOTENCY_KEY_RULE = `1-${LIMITS.idempotencyKeyChars} printable ASCII characters (0x21-0x7E)`;
@@ -68,7 +69,7 @@ export const IdempotencyKey = rule(
   { code: 'invalid_idempotency_key', detail: () => `Idempotency-Key takes ${IDEMPOTENCY_KEY_RULE}.` },
 );
 
-/** The longest image_urls entry, as spec 4.1 bounds callback_url (issue 20 item 11: nothing a client sends is kept unbounded). */
+/** The longest image_urls entry, as spec 4.1 bounds callback_url: nothing a client sends is kept unbounded. */
 export const MAX_IMAGE_URL = LIMITS.callbackUrlChars;
 
 /** `null` for a public http(s) URL or an `asset://<id>` URI; otherwise why the URL is refused. */

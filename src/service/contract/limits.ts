@@ -1,6 +1,6 @@
 // Section 8 of the spec (and the numbers of 5.7 and 2.9 it restates), as data: every other part of the
 // service, the tool descriptions, the route summaries and docs/service.md's limits table read them here.
-// Issue 31 item 3: test/service/contract/literals.test.ts fails on a copy of one outside contract/.
+// test/service/contract/literals.test.ts fails on a copy of one outside contract/, so each is said once.
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -42,7 +42,7 @@ export const LIMITS = Object.freeze({
   imagePhotos: 3,
   /** "Batch size: 1-5 items". */
   batchItems: 5,
-  /** "callback_url length: 2048 characters" (issue 20 item 11: an image_urls entry is bounded alike). */
+  /** "callback_url length: 2048 characters" (an image_urls entry is bounded alike). */
   callbackUrlChars: 2048,
   /** "Idempotency-Key: 1-255 printable ASCII characters; replay window 24 hours". */
   idempotencyKeyChars: 255,

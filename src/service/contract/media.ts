@@ -14,7 +14,7 @@ export const MediaPath = z.object({
 const signature = { code: 'invalid_signature', detail: () => 'The link is not signed by this service, or was changed.' } as const;
 
 export const MediaQuery = z.object({
-  // Issue 29 item 14: the 12 digits the signer reads, as the maximum the document gives.
+  // The 12 digits the signer reads, as the maximum the document gives.
   exp: rule(z.string().regex(/^\d{1,12}$/).transform(Number).pipe(z.int().min(0).max(999_999_999_999)), signature).meta({ description: 'Expiry, Unix seconds.' }),
   sig: rule(z.string().regex(/^[0-9a-f]{64}$/), signature),
   download: z.string().meta({ description: '1: download instead of play.' }).optional(),

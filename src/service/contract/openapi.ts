@@ -234,7 +234,7 @@ function withIds(schema: z.ZodType, seen = new Set<unknown>()): z.ZodType[] {
 /**
  * Drops what OpenAPI does not need: `$schema` and `$id` of components, and the bounds zod puts on every
  * integer of an answer. A request's integers keep them (`safeBounds`): the service refuses 2^53 and beyond,
- * and a validator of the document must too (issue 29 item 14).
+ * and a validator of the document must too.
  */
 function tidy(value: Json, safeBounds = false): Json {
   const walk = (node: unknown): unknown => {

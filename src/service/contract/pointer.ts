@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { refusalOf, type Refusal, type RefusalOptions } from '../contract/problems.js';
 
 // JSON Pointers (RFC 6901) for refusals of bodies written as files, where "clips[3].duration" is less
-// useful than "/clips/3/duration" (a route's `pointer: true`, issue 22's seed fixture).
+// useful than "/clips/3/duration" (a route's `pointer: true`, such as the test helpers' seed fixture).
 
 /**
  * The JSON Pointer of a path: `''` for the whole document, `~` and `/` escaped as `~0` and `~1`.

@@ -16,7 +16,7 @@ import { BatchRequest, VideoListQuery, VideoPath, VideoRequest } from './videos.
 /**
  * Who may call a route: `key` is the bearer API key with every check of spec 4 (60 a minute, 402 below
  * 10 credits); `settings` is the key without the balance floor (the account settings and the test
- * helpers are how one tops up); `none` is public. The test helpers of issue 22: `admin` is the admin
+ * helpers are how one tops up); `none` is public. The test helpers: `admin` is the admin
  * token only (`Authorization: Bearer <admin token>`, printed by `serve`; service-wide helpers: accounts,
  * reset, seed); `admin_or_key` is the admin token, which reaches every account, or an account's API key
  * without the balance floor, which reaches only that account's own entries and rules (the journal, fault
@@ -68,7 +68,7 @@ export interface RouteSpec {
   deprecated?: boolean;
 }
 
-/** A JSON answer; its schema's type is kept, so a handler's answer and a client are typed by it (issue 31 item 4). */
+/** A JSON answer; its schema's type is kept, so a handler's answer and a client are typed by it. */
 const json = <S extends z.ZodType>(description: string, schema: S, headers?: ResponseSpec['headers']): ResponseSpec & { schema: S } => (headers ? { description, schema, headers } : { description, schema });
 const created = <S extends z.ZodType>(description: string, schema: S) => json(description, schema, ['Idempotent-Replayed']);
 
@@ -265,7 +265,7 @@ export function commonProblems(route: RouteSpec): ProblemCode[] {
   if (route.auth !== 'none') codes.push('invalid_auth_header', 'invalid_api_key', 'rate_limit_exceeded');
   if (route.auth === 'key') codes.push('insufficient_credits');
   if (route.idempotent) codes.push('invalid_idempotency_key', 'idempotency_in_progress', 'idempotency_key_reused', 'insufficient_credits');
-  // Issue 29 item 13: a JSON body must say so (Content-Type: application/json or a +json type).
+  // A JSON body must say so (Content-Type: application/json or a +json type).
   if (route.body) codes.push('invalid_json', 'body_too_large', 'unsupported_media_type');
   // Redis (serve --redis) that does not answer a rate-limit or idempotency lookup: nothing was done.
   if (route.auth !== 'none') codes.push('upstream_busy');

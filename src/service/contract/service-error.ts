@@ -1,6 +1,6 @@
 import type { ProblemCode } from '../../protocol/problem.js';
 
-// Issue 29 item 15: the error `cliphook/service` publishes, apart from the zod mapper of problems.ts (which
+// The error `cliphook/service` publishes, apart from the zod mapper of problems.ts (which
 // re-exports it), so its declaration names no zod.
 
 /** Why a request was refused: a code of spec section 7 (or one of ours, documented), a sentence, extra members. */

@@ -7,7 +7,7 @@ import { rule } from './problems.js';
 
 /**
  * The top-up page (`GET`; `POST` with a bearer key and JSON is the `topUp` route): the URL of spec 7's
- * `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`. Issue 31 item 1: named once.
+ * `user_action: { kind: 'top_up', url }` and of the assistant's `get_topup_link`, named once so they agree.
  */
 export const TOP_UP_PAGE_PATH = '/settings/top-up';
 

@@ -6,7 +6,7 @@ import { API_DISCOUNT, assistantClipPrice, clipPrice, IMAGE_MEGAPIXELS, IMAGE_PR
 import { commonProblems, ROUTES, type RouteSpec } from './routes.js';
 
 // The docs' tables of the service, made from the contract: docs/service.md holds them between markers,
-// `npm run docs` writes them, and a test fails when they are stale (issue 21).
+// `npm run docs` writes them, and a test fails when they are stale.
 
 /**
  * The codes the spec itself names (section 7's table, 4.7, 4.12 and the task-level text), so the code table
@@ -80,7 +80,7 @@ const per = (ms: number) => `per ${span(ms).replace(/^1 /, '')}`;
 
 const page = ({ min, max, default: fallback }: { min: number; max: number; default: number }) => `${min}-${max} (default ${fallback})`;
 
-/** Issue 31 item 3: the limits table of docs/service.md, made from LIMITS, so the docs restate no number. */
+/** The limits table of docs/service.md, made from LIMITS, so the docs restate no number. */
 export function limitsTable(): string {
   const { clipSeconds: clip, assistant } = LIMITS;
   const types = ASSET_MIME_TYPES.map((type) => type.slice('image/'.length).replace('jpeg', 'jpg')).join(', ');
@@ -111,7 +111,7 @@ export function limitsTable(): string {
   return ['| limit | value | spec |', '|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
 }
 
-/** Issue 31 item 3: the price table of docs/service.md (spec 2.13), made from pricing.ts. */
+/** The price table of docs/service.md (spec 2.13), made from pricing.ts, so the docs restate no price. */
 export function priceTable(): string {
   const lengths = [5, 10, 15, 30];
   const clips = VIDEO_MODELS.map((model) => {
@@ -147,6 +147,6 @@ export function withTable(doc: string, name: string, table: string): string {
 /** docs/service.md with its contract tables made afresh. */
 export function withContractTables(doc: string): string {
   const tables = withTable(withTable(withTable(withTable(doc, 'endpoints', endpointTable()), 'codes', codeTable()), 'limits', limitsTable()), 'prices', priceTable());
-  // Issue 31 items 3 and 4: the codes only the assistant's tools answer, and its effects catalogue.
+  // The codes only the assistant's tools answer, and its effects catalogue.
   return withTable(withTable(tables, 'assistant-codes', assistantCodeTable()), 'effects', effectsTable());
 }

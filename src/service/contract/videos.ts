@@ -38,7 +38,7 @@ export const MAX_BATCH_ITEMS = LIMITS.batchItems;
 export const MAX_CALLBACK_URL = LIMITS.callbackUrlChars;
 /**
  * The longest prompt (spec: not shown). 2,000 characters: what clip models read, and it bounds what a
- * stranger can make the service store and list (issue 20 item 11).
+ * stranger can make the service store and list.
  */
 export const MAX_PROMPT = 2000;
 

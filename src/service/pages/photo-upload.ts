@@ -16,7 +16,7 @@ import { html, isSameOrigin, renderPage, sendPage, wantsHtml, type SafeHtml } fr
 import type { Site } from '../core/site.js';
 
 /**
- * The photo upload page of the assistant endpoint (spec 5.7, issue 15): GET shows a form where a person
+ * The photo upload page of the assistant endpoint (spec 5.7): GET shows a form where a person
  * picks a photo and says who is in it; POST stores it as an asset of the link's account through POST
  * /assets' own command (`AssetCommands.accept`), with the consent required. The token in the path is the credential.
  * A browser (`Accept: text/html`) gets pages; the page's script and other clients get JSON and problem+json.
@@ -40,7 +40,7 @@ const MESSAGES: Partial<Record<string, string>> = {
   origin_not_allowed: 'Uploads are taken from this page only. Open the link again and send the photo from there.',
 };
 
-/** What the photo upload page needs of the service (issue 31 item 5: not the whole `Service`). */
+/** What the photo upload page needs of the service, not the whole `Service`. */
 export interface PhotoUploadParts {
   /** Where the page is served: uploads are taken from its own origin only. */
   site: Site;
@@ -52,7 +52,7 @@ export interface PhotoUploadParts {
   /** Who a link acts for: its account with its oldest live key (as an assistant signed in with OAuth), or `null` for an account gone. */
   callerOf(accountId: number): Caller | null;
   /**
-   * The chain a page's upload runs (issue 31 item 1): the journal, the answer, fault rules (as
+   * The chain a page's upload runs, as a route's does: the journal, the answer, fault rules (as
    * `uploadAsset`), one unit of work, the command. No key, rate limit or 402 floor: the link's token is
    * the credential, checked here; no Idempotency-Key: a link takes one photo.
    */
@@ -154,7 +154,7 @@ function refuse(req: IncomingMessage, res: ServerResponse, result: Result, uploa
 const notice = (kind: 'error' | 'success', text: string): SafeHtml =>
   html`<div class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}" tabindex="-1" id="message-box"><p>${text}</p></div>`;
 
-/** The page's words for each consent of the contract, in its order (issue 31 item 3: the values are not restated). */
+/** The page's words for each consent of the contract, in its order, so the values are not restated. */
 const CONSENT_WORDS: Readonly<Record<SubjectConsent, { label: string; hint: string }>> = {
   self: { label: 'Me', hint: 'I am in the photo, or the person my assistant acts for is.' },
   permission: { label: 'Someone who agreed', hint: 'The people in the photo agreed to its use in a video clip.' },

@@ -6,7 +6,7 @@ import type { JsonBody, RunRequest } from '../runner/chain.js';
 /** What a page does with an outcome that is no answer (a fault rule's cut or hang): as /v1's routes do, by the same function. */
 export { unanswered } from '../http/pipeline.js';
 
-// Issue 31 item 1: a page performs its operation through the runner's chain, as the route does; the page
+// A page performs its operation through the runner's chain, as the route does; the page
 // gives the request (its form's fields) and turns the outcome into a page.
 
 /**

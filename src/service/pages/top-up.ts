@@ -19,11 +19,14 @@ export async function showTopUp(res: ServerResponse): Promise<undefined> {
   return sendPage(res, 200, topUpPage({}));
 }
 
-/** What the top-up form needs of the service (issue 31 item 5: not the whole `Service`). */
+/** What the top-up form needs of the service, not the whole `Service`. */
 export interface TopUpParts {
   /** Where the page is served: the form is taken from its own origin only. */
   site: Site;
-  /** The chain of the settings' routes (issue 31 item 1): the journal, the key (401), its rate limit (429), fault rules, the parse, one unit of work. */
+  /**
+   * The chain of the settings' routes: the journal, the key (401), its rate limit (429), fault rules, the parse,
+   * one unit of work.
+   */
   run: OperationRun;
   /** `POST /settings/top-up`'s own command. */
   topUp: Command;
@@ -46,7 +49,7 @@ export async function receiveTopUp(parts: TopUpParts, req: IncomingMessage, res:
   if (!(/^\d+$/.test(credits) && amount >= 1 && amount <= MAX_TOP_UP)) {
     return sendPage(res, 400, topUpPage({ error: `Credits is a whole number from 1 to ${MAX_TOP_UP.toLocaleString('en')}.`, credits }));
   }
-  // The key goes as the credential, never in the body the journal keeps; the address's failed sign-ins count too (issue 20 item 6).
+  // The key goes as the credential, never in the body the journal keeps; the address's failed sign-ins count too.
   const request = new PageRequest(req, res, `Bearer ${(read.form.get('api_key') ?? '').trim()}`, { credits: amount });
   await parts.run(routeOf('topUp'), parts.topUp, request, (outcome) => {
     const gone = unanswered(req, res, outcome);

@@ -35,7 +35,7 @@ export class CutAnswerError extends Error {
 }
 
 /**
- * Webhook chaos at the wire (issue 22): the service's emitter sends through `wrap(transport)`, which makes
+ * Webhook chaos at the wire: the service's emitter sends through `wrap(transport)`, which makes
  * each attempt of a registered delivery the requests `planAttempt` lists — copies, a concurrent twin, a
  * backdated replay, the previous secret's signature, an answer thrown away — and answers the emitter as
  * `attemptOutcome` decides. Deliveries nobody registered pass through untouched. In memory: a restart

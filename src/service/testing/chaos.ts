@@ -1,7 +1,7 @@
 import { classifyReply, type ReplyClass } from '../../protocol/schedule.js';
 import { CHAOS_MODES, type ChaosMode } from './contract/chaos-modes.js';
 
-// Webhook chaos (issue 22): deliveries made the ways a real network and a real sender make them, so a
+// Webhook chaos: deliveries made the ways a real network and a real sender make them, so a
 // receiver's defences are exercised one by one — the dedupe by X-Service-Delivery (duplicate, concurrent,
 // cut), the replay window on the signed delivered_at (late), secrets kept through a rotation (previous
 // secret) and order-independence (out of order). Pure planning: the wiring sends what the plan says.
@@ -38,7 +38,7 @@ export function knownModes(names: readonly string[]): ChaosMode[] {
 
 /**
  * The modes of a clip's webhook (its prompt's and its account's together), or an account's as sent: each
- * once, in the order given. Issue 29 item 18: `svc.webhookChaos` answers the modes in the order sent.
+ * once, in the order given, as `svc.webhookChaos` answers the modes in the order sent.
  * @example combineModes(['webhook_late', 'webhook_duplicate', 'webhook_late']) // ['webhook_late', 'webhook_duplicate']
  */
 export function combineModes(...lists: ReadonlyArray<readonly ChaosMode[]>): ChaosMode[] {

@@ -2,7 +2,7 @@ import type { ClipChaos } from '../resources/videos/webhooks.js';
 import { batchRelease, chaosModesOf, combineModes, knownModes } from './chaos.js';
 import type { WebhookChaos } from './chaos-transport.js';
 
-// Issue 31 item 5: the webhook chaos a clip's webhooks use (resources/videos/webhooks.ts), made from the test
+// The webhook chaos a clip's webhooks use (resources/videos/webhooks.ts), made from the test
 // controls and handed in by the composition root, so resources/ import nothing of testing/.
 
 /** The clips' view of webhook chaos over the emitter's chaos transport. */

@@ -2,7 +2,7 @@ import { PROBLEM_CODES, problemHeaders, type Problem, type ProblemCode } from '.
 import { ServiceError } from '../contract/problems.js';
 import { headersOf, problemOf } from '../http/respond.js';
 
-// What a fault rule's `{ problem: code }` answers (issue 22): the problem the service itself answers for
+// What a fault rule's `{ problem: code }` answers: the problem the service itself answers for
 // that code — status, members, extra members by code (spec 7) and Retry-After — and nothing is done.
 
 /**
@@ -75,7 +75,7 @@ function partsOf(code: ProblemCode, context: FaultProblemContext): FaultParts {
  * @example faultProblem('upstream_busy', { ruleId: 'flt_1', instance: '/v1/videos/7', origin }) // { status: 503, headers: { 'retry-after': '5', … }, body: { code: 'upstream_busy', retryable: true, retry_after: 5, … } }
  */
 export function faultProblem(code: ProblemCode, context: FaultProblemContext): { status: number; headers: Record<string, string>; body: Problem } {
-  // Issue 31 item 1: the service's one problem builder, on the error the fault step throws.
+  // The service's one problem builder, on the error the fault step throws.
   const error = faultError(code, context);
   const body = problemOf(error, context);
   return { status: body.status, headers: { ...problemHeaders(body), ...headersOf(error) }, body };

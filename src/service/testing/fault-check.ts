@@ -5,7 +5,7 @@ import { commonProblems, ROUTES, type RouteSpec } from '../contract/routes.js';
 import type { z } from 'zod';
 import { FaultActionProblem, FaultMatchOperation, FaultMatchPath, type FaultRuleInput } from './contract/test-helpers.js';
 
-// Whether a fault rule makes sense for the routes it selects (issue 22): its own module, apart from the
+// Whether a fault rule makes sense for the routes it selects: its own module, apart from the
 // rules kept in order with their counts (faults.ts), which call it once per rule made.
 
 /** The codes a route can answer: its own and those of its auth and body (spec 7), as the document lists them. */
@@ -67,7 +67,7 @@ export function checkFaultRule(input: Pick<FaultRuleInput, 'match' | 'action'>, 
   const { operation, method, path } = input.match;
   let selected: RouteSpec[];
   if (operation !== undefined) {
-    // Issue 31 item 2: an assistant tool is faulted as the operation it performs (its codes), on /mcp only.
+    // An assistant tool is faulted as the operation it performs (its codes), on /mcp only.
     const performs = isAssistantTool(operation) ? ASSISTANT_TOOLS[operation] : operation;
     selected = faultable.filter((route) => route.operationId === performs);
     if (selected.length === 0) throw refuse('match.operation', `No operation ${operation} to fault: it is an operationId of the document, not a test helper, or an assistant tool.`, names.operations);

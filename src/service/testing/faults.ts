@@ -7,7 +7,7 @@ import { answerableCodes, checkFaultRule, faultableRoutes, refuse } from './faul
 
 export { answerableCodes, checkFaultRule, faultableRoutes };
 
-// Fault rules of issue 22 (WireMock's faults, for this service's contract): which requests fail, wait,
+// Fault rules (WireMock's faults, for this service's contract): which requests fail, wait,
 // lose their answer or hang. Pure: this module keeps the rules in order with their counts (a rule is
 // checked by fault-check.ts) and says which action a request gets; the wiring takes the action (fault-answer.ts builds a problem).
 
@@ -66,7 +66,7 @@ export interface FaultCaller {
 
 /**
  * The most fault rules one account holds (made with its key or by the admin token for it), and the most
- * service-wide rules (the admin's, without `match.account`): issue 29 item 6, where 20,001 rules took ~40 MB.
+ * service-wide rules (the admin's, without `match.account`), so memory stays bounded (20,001 rules take ~40 MB).
  * Defined by the contract, whose document states it.
  */
 export { MAX_FAULT_RULES };
@@ -143,10 +143,13 @@ export class FaultRules {
   readonly #routes: readonly RouteSpec[];
   readonly #accountExists: (id: number) => boolean;
   readonly #maxRules: number;
-  /** Each account's rules, and the service-wide ones (`null`), in the order made: a request is tried against two lists (issue 29 item 6). */
+  /**
+   * Each account's rules, and the service-wide ones (`null`), in the order made: a request is tried against two
+   * lists, not every account's rules.
+   */
   readonly #scopes = new Map<number | null, Rule[]>();
   readonly #byId = new Map<string, Rule>();
-  /** The rules kept, by id, as a plain map: the fault step reads its size and, with none, calls nothing here (issue 31: the walk). */
+  /** The rules kept, by id, as a plain map: the fault step reads its size and, with none, calls nothing here. */
   readonly kept: ReadonlyMap<string, unknown> = this.#byId;
   #seq = 0;
 
@@ -220,7 +223,7 @@ export class FaultRules {
    * request in `hits` (and, past `after`, draws for it). Test helper routes are never matched.
    */
   decide(request: FaultRequest): FaultDecision | null {
-    // A tool call (issue 31 item 2) is matched by a rule that names the tool only, never by a method or a path.
+    // A tool call is matched by a rule that names the tool only, never by a method or a path.
     const faultable = faultableRoutes(this.#routes);
     let route = faultable.find((candidate) => candidate.operationId === request.operation);
     const tool = !route && isAssistantTool(request.operation);

@@ -1,6 +1,6 @@
-// Issue 29 item 1: the journal's `path` filter turned each `{x}` into a regular expression, and 16 of them
-// against a long path blocked the event loop for good. A template is now matched segment by segment, with
-// no expression built from it: its cost is the path's length, whatever the filter holds.
+// The journal's `path` filter matches a template segment by segment, with no regular expression built
+// from it (one per `{x}` can block the event loop on a long path): its cost is the path's length, whatever
+// the filter holds.
 
 // The bounds of a `path` filter (at most 2,048 characters and 32 segments) are the contract's, which states them.
 import { MAX_PATH_FILTER_CHARS, MAX_PATH_FILTER_SEGMENTS } from './contract/test-helpers.js';

@@ -2,15 +2,15 @@ import { JOURNAL_CAP } from './contract/test-helpers.js';
 import type { SecretIndex } from './redact.js';
 import type { JournalEntry } from './contract/helper-types.js';
 
-// What the request journal (journal.ts) takes and answers, and the bounds of what it keeps (issue 29 items
-// 2 and 5). Apart from the journal itself so that module stays one concern: keeping and finding entries.
+// What the request journal (journal.ts) takes and answers, and the bounds of what it keeps.
+// Apart from the journal itself so that module stays one concern: keeping and finding entries.
 
 export { JOURNAL_CAP };
-/** Entries kept of one account (issue 29 item 5). */
+/** Entries kept of one account, so no other's requests wipe them. */
 export const JOURNAL_ACCOUNT_CAP = JOURNAL_CAP;
 /** Entries kept of requests that named no valid key (no key, a refused one, a public route), apart from every account's. */
 export const JOURNAL_KEYLESS_CAP = JOURNAL_CAP;
-/** Entries kept of the admin token's requests, apart from the key-less ones and every account's (issue 29 follow-up item 4). */
+/** Entries kept of the admin token's requests, apart from the key-less ones and every account's. */
 export const JOURNAL_ADMIN_CAP = JOURNAL_CAP;
 /** Entries kept of every account together; past it the oldest of any account goes. */
 export const JOURNAL_TOTAL_CAP = 4 * JOURNAL_CAP;

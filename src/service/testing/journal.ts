@@ -5,7 +5,7 @@ import {
 } from './journal-types.js';
 import { createRedactor, isSecretName, REDACTED, SecretIndex, type Redactor } from './redact.js';
 
-// The request journal of issue 22 (WireMock's, for this service): what each request sent and what it was
+// The request journal (WireMock's, for this service): what each request sent and what it was
 // answered, newest first, so a test can ask "did my app send the same Idempotency-Key when it retried
 // after a 503?". Bounded: each account's entries apart from every other's (the lanes below), each entry
 // cut to fixed sizes, and redacted before it is kept (redact.ts), so no secret is ever stored, let alone
@@ -29,7 +29,7 @@ export class RequestJournal {
   readonly accountCap: number;
   readonly keylessCap: number;
   readonly adminCap: number;
-  /** The known secrets every entry is redacted against (issue 29 item 2: looked up, never searched for one by one). */
+  /** The known secrets every entry is redacted against: looked up, never searched for one by one. */
   readonly secrets: SecretIndex;
   readonly #redactor: Redactor;
   readonly #lanes: JournalLanes<JournalEntry>;
@@ -127,7 +127,7 @@ function toEntry(request: JournalRecord, redactor: Redactor): JournalEntry {
 
 /**
  * The body as kept: redacted first (so no secret survives a cut), then its JSON cut to `MAX_BODY_CHARS`.
- * Issue 29 item 2: only what can be kept is walked and scanned, however large the body.
+ * Only what can be kept is walked and scanned, however large the body.
  */
 function bodyOf(body: unknown, redactor: Redactor): { value: unknown; cut: boolean } {
   if (body === undefined || body === null) return { value: null, cut: false };
@@ -156,7 +156,10 @@ function matcher(filter: JournalFilter): (entry: JournalEntry) => boolean {
     (filter.account === undefined || entry.account === filter.account);
 }
 
-/** An entry frozen whole: its own members are strings, numbers and its query; only its body nests (issue 31: not a walk of every member). */
+/**
+ * An entry frozen whole: its own members are strings, numbers and its query; only its body nests, so freezing
+ * it is not a walk of every member.
+ */
 function frozen(entry: JournalEntry): JournalEntry {
   for (const value of Object.values(entry.query)) if (Array.isArray(value)) Object.freeze(value);
   Object.freeze(entry.query);
@@ -172,8 +175,8 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-// Issue 29 item 5: where the request journal keeps its entries. One ring for everyone let 1,000 requests
-// without a key wipe every account's history; here each account has a lane of its own, requests that
+// Where the request journal keeps its entries. One ring for everyone would let 1,000 requests without a
+// key wipe every account's history, so each account has a lane of its own, requests that
 // named no valid key have theirs, and only accounts' entries count towards the total of accounts.
 
 /** One entry held: in its lane's order and, for an account's, in the order of every account's. */
@@ -201,7 +204,7 @@ interface JournalLaneCaps {
   account: number;
   /** Entries of requests that named no valid key. */
   keyless: number;
-  /** Entries of the admin token's requests (issue 29 follow-up item 4). @default keyless */
+  /** Entries of the admin token's requests. @default keyless */
   admin?: number;
   /** Entries of every account together. */
   total: number;
@@ -215,7 +218,7 @@ class JournalLanes<E> {
   readonly caps: Readonly<JournalLaneCaps>;
   readonly #lanes = new Map<number, Lane<E>>();
   #keyless: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
-  /** Issue 29 follow-up item 4: the admin token's requests, in a lane of their own, so a flood of key-less ones leaves them. */
+  /** The admin token's requests, in a lane of their own, so a flood of key-less ones leaves them. */
   #admin: Lane<E> = { account: null, oldest: null, newest: null, size: 0 };
   /** The oldest and newest of every account's entries. */
   #allOldest: Node<E> | null = null;

@@ -1,4 +1,4 @@
-// Redaction for the request journal (issue 22): no API key, webhook secret, bearer token or admin token
+// Redaction for the request journal: no API key, webhook secret, bearer token or admin token
 // ever appears in what the journal keeps or answers. Three nets, because any one alone misses something:
 // members named like a secret (`api_key`, `webhook_secret`, `access_token`, `sig`) lose their value
 // whatever it is; strings are scanned for the shapes of this service's secrets (`sk_…`, `whsec_…`, a JWT,
@@ -6,7 +6,7 @@
 // out wherever they occur, even where nothing else would spot them (a key chosen by the user, pasted into
 // a prompt).
 //
-// Issue 29 item 2: a text is scanned once, left to right, and at each character the known secrets are
+// A text is scanned once, left to right, and at each character the known secrets are
 // looked up by their first characters in a hash map (`SecretIndex`), so the cost is the text's length
 // whatever the number of keys ever made; and a scan stops once it has made as much as the caller keeps.
 
@@ -36,7 +36,7 @@ export function isSecretName(name: string): boolean {
  * The secrets to cut out wherever they occur, in named groups (an API key's token and webhook secrets,
  * the admin token) that their owner replaces as they change. A text is searched for them with one hash
  * lookup per character (by the secret's first `MIN_SECRET_LENGTH` characters) and one per distinct length
- * under that prefix, never one per secret (issue 29 item 2).
+ * under that prefix, never one per secret.
  * @example
  * const secrets = new SecretIndex();
  * secrets.set('key_1', ['my-own-chosen-key-0123', 'my-own-signing-secret']);
@@ -50,7 +50,7 @@ export class SecretIndex {
   readonly #groups = new Map<string, string[]>();
   /**
    * The first two characters of the prefixes held (as one number), with how many prefixes start so: a place
-   * whose two characters start none is passed with one lookup and no substring (issue 31: the journal records
+   * whose two characters start none is passed with one lookup and no substring (so the journal records
    * cheaply; a prompt's characters rarely start a secret).
    */
   readonly #pairs = new Map<number, number>();
@@ -219,7 +219,7 @@ export function createRedactor(secrets: SecretIndex | Iterable<string> = []): Re
   const text = (input: string, maxChars = Infinity): string => {
     let out = '';
     let from = 0;
-    // Issue 29 item 2: a JWT that failed at a word start fails at every later one of the same base64url
+    // A JWT that failed at a word start fails at every later one of the same base64url
     // run (they share its end), so they are not tried again: `eyJ-eyJ-…` costs its length, not its square.
     let jwtFrom = 0;
     let i = 0;

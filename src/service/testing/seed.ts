@@ -8,7 +8,7 @@ import type { ProblemCode } from '../../protocol/problem.js';
 import { checkClipCallback } from '../core/callback-url.js';
 import { jsonPointer } from '../contract/pointer.js';
 
-// Seeding (issue 22): the fixture is checked whole before anything is made (every error, each with its
+// Seeding: the fixture is checked whole before anything is made (every error, each with its
 // JSON Pointer), then turned into an ordered list of steps that the service's wiring executes. Nothing
 // here creates anything: a fixture that fails makes nothing.
 
@@ -60,7 +60,7 @@ export interface FixtureCheckOptions {
 }
 
 /**
- * Issue 29 item 10: each clip's `callback_url` by the rule of `POST /v1/videos` (core/callback-url.ts), so
+ * Each clip's `callback_url` by the rule of `POST /v1/videos` (core/callback-url.ts), so
  * `--strict` refuses a loopback or plain-http one here too; a member that already failed is not told twice.
  */
 function callbacks(clips: unknown, strict: boolean, errors: Map<string, SeedError>): void {

@@ -5,20 +5,20 @@ import type { FaultRules } from './faults.js';
 import type { RequestJournal } from './journal.js';
 import type { Site } from '../core/site.js';
 
-// Issue 31 item 5: the test controls plug into the runner as two steps; the runner's own steps know none of them.
+// The test controls plug into the runner as two steps; the runner's own steps know none of them.
 
 /** What the test controls read of a run of the service (runner/chain.ts). */
 export type ControlledRun = ChainControlledRun<Caller>;
 
 /** The fault step's collaborators: the rules, and the origin a 402's top-up link names. */
 export interface FaultStepParts {
-  /** `kept`, where given, lets a run with no rule kept ask nothing (issue 31: the walk). */
+  /** `kept`, where given, lets a run with no rule kept ask nothing. */
   rules: Pick<FaultRules, 'decide'> & Partial<Pick<FaultRules, 'kept'>>;
   site: Site;
 }
 
 /**
- * Issue 22: a fault rule acts after the credential and its rate window, before anything else is done: a
+ * A fault rule acts after the credential and its rate window, before anything else is done: a
  * problem (nothing done), a real delay, a cut (before, or after the operation took effect) or a hang.
  */
 export function faults({ rules, site }: FaultStepParts): Step<ControlledRun> {
@@ -34,7 +34,7 @@ export function faults({ rules, site }: FaultStepParts): Step<ControlledRun> {
     return next();
   };
   // Plain (no promise of its own) when no rule acts, as for nearly every request; with no rule kept at all
-  // it asks the rules nothing (issue 31: no fault rules, no fault code on the request's path).
+  // it asks the rules nothing (no fault rules, no fault code on the request's path).
   return named('faults', (run, next) => {
     if (rules.kept?.size === 0) return next();
     const fault = rules.decide({ operation: run.operation, account: run.caller?.account.id ?? null });
@@ -55,7 +55,7 @@ export function realDelay(ms: number, onClose: (listener: () => void) => () => v
   });
 }
 
-/** Called once a run has been answered (or its connection ended): the request journal (issue 22). */
+/** Called once a run has been answered (or its connection ended): the request journal. */
 export function journal({ journal: requests, now }: { journal: Pick<RequestJournal, 'record'>; now(): number }): Step<ControlledRun> {
   return named('journal', async (run, next) => {
     try {

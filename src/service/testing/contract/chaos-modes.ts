@@ -1,4 +1,4 @@
-// Issue 29 item 15: the chaos modes in a module without zod, so testing/chaos.ts (whose declarations the
+// The chaos modes in a module without zod, so testing/chaos.ts (whose declarations the
 // service's options reach) names no zod through test-helpers.ts, which re-exports them.
 
 /** The webhook chaos modes, as prompt markers `simulate:<mode>` or an account's modes (docs/service.md "Webhook chaos"). */

@@ -1,4 +1,4 @@
-// Issue 29 item 15: what the test helpers take and answer, as plain TypeScript types, so the published
+// What the test helpers take and answer, as plain TypeScript types, so the published
 // declarations name no zod. Each is exactly the `z.input` (a request) or `z.output` (an answer) of its schema
 // in test-helpers.ts and seed.ts, and named as the OpenAPI document names that schema where it names one (the
 // parts of a schema the document inlines — a fault rule's action, a seed's entries, a chaos mode — are named here);

@@ -9,14 +9,14 @@ import { DURATION_RANGES, MAX_CALLBACK_URL, MODEL_ALIASES, VIDEO_STATUSES, Video
 import { parseUrl } from '../../../http/url.js';
 
 // The seed fixture of POST /test_helpers/seed, `serve --seed file.json` and `startService({ seed })`
-// (issue 22): a known starting state, named so the test can find what was made. The rules that span
+// is a known starting state, named so the test can find what was made. The rules that span
 // entries (names, references, the spec's rules of a finished clip) are here, so every way in runs them;
 // a refusal names its place with a JSON Pointer (testing/seed.ts).
 
 /** The name by which a fixture entry names the configured first account. */
 export const DEFAULT_ACCOUNT = 'default';
 /**
- * The most entries of each kind one fixture holds. Image jobs are fewer (issue 29 item 6): a done job's
+ * The most entries of each kind one fixture holds. Image jobs are fewer: a done job's
  * pictures are made inside the request (each kind drawn once, the rest linked), ~1 s per 1,000 jobs.
  */
 export const SEED_LIMITS = { accounts: 100, assets: 1000, clips: 10_000, images: 1000 } as const;

@@ -5,16 +5,16 @@ import {
   JournalQuery, MAX_FAULT_RULES, ResetResponse, TestAccount, TestAccountList, TestAccountPath, WebhookChaos, WebhookChaosRequest,
 } from './test-helpers.js';
 
-// The test helpers of issue 22 as routes (routes.ts spreads the served ones, SERVED_TEST_HELPER_ROUTES, into ROUTES, which checks them against
-// RouteSpec; this file imports nothing of routes.ts, so there is no import cycle). `admin` routes are
-// service-wide and take the admin token only; `admin_or_key` ones take the admin token, or an API key
+// The test helpers as routes (routes.ts spreads the served ones, SERVED_TEST_HELPER_ROUTES, into ROUTES, which
+// checks them against RouteSpec; this file imports nothing of routes.ts, so there is no import cycle). `admin`
+// routes are service-wide and take the admin token only; `admin_or_key` ones take the admin token, or an API key
 // for its own account's entries and rules.
 
 const json = <S extends z.ZodType>(description: string, schema: S) => ({ description, schema });
 const ADMIN = ' (admin token)';
 const EITHER = ' (admin token: every account; API key: its own)';
 
-/** The routes of issue 22's test helpers, the clock's first. */
+/** The routes of the test helpers, the clock's first. */
 export const TEST_HELPER_ROUTES = [
   {
     operationId: 'getClock', method: 'GET', path: '/test_helpers/clock', tag: 'Test helpers', auth: 'admin_or_key',
@@ -72,7 +72,7 @@ export const TEST_HELPER_ROUTES = [
   },
   {
     operationId: 'createFaultRule', method: 'POST', path: '/test_helpers/faults', tag: 'Test helpers', auth: 'admin_or_key', body: FaultRuleRequest,
-    // Issue 29 follow-up item 5: the bound a client meets as a 400, stated in the document.
+    // The bound a client meets as a 400, stated in the document.
     summary: `Make matching requests fail, wait, lose their answer or hang; at most ${MAX_FAULT_RULES} rules per account and ${MAX_FAULT_RULES} service-wide${EITHER}`,
     responses: { 201: json('The rule, first among those made later.', FaultRule) },
     problems: ['invalid_parameter'],

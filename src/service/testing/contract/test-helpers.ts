@@ -6,7 +6,7 @@ import { CHAOS_MODES } from './chaos-modes.js';
 
 export { CHAOS_MODES, type ChaosMode } from './chaos-modes.js';
 
-// The test helpers (issue 22): what a user's tests call to control the service — Stripe's test clocks,
+// The test helpers: what a user's tests call to control the service — Stripe's test clocks,
 // accounts on demand, reset, the request journal, fault rules and webhook chaos. The seed fixture is in
 // seed.ts. Every refusal has a code: the spec names none for these, so it is invalid_parameter (or
 // not_found for an unknown id), as for the query parameters of /v1.
@@ -92,9 +92,12 @@ export const ResetResponse = z
 
 /** Entries the journal keeps (newest kept, oldest dropped). */
 export const JOURNAL_CAP = 1000;
-/** The most fault rules of one account, and of the service-wide ones (issue 29 item 6; testing/faults.ts re-exports it). */
+/**
+ * The most fault rules of one account, and of the service-wide ones, so rules kept stay bounded (testing/faults.ts
+ * re-exports it).
+ */
 export const MAX_FAULT_RULES = 100;
-/** The longest journal `path` filter taken (issue 29 item 1; testing/journal-filter.ts re-exports it). */
+/** The longest journal `path` filter taken, so a filter's cost is bounded (testing/journal-filter.ts re-exports it). */
 export const MAX_PATH_FILTER_CHARS = 2048;
 /** The most `/`-separated segments of a journal `path` filter (the document's paths have at most 5). */
 export const MAX_PATH_FILTER_SEGMENTS = 32;
@@ -108,7 +111,7 @@ const PATH_PATTERN = new RegExp(`^\\/[\\x21-\\x7e]{0,${MAX_PATH_FILTER_CHARS - 1
 export const JournalQuery = z.object({
   method: queryEnum('method', HTTP_METHODS),
   path: rule(z.string().regex(PATH_PATTERN), { code: 'invalid_parameter', detail: () => `path is a path (/v1/videos/7) or a path template (/v1/videos/{id}), at most ${MAX_PATH_FILTER_CHARS} characters.` })
-    // Issue 29 follow-up item 5: the bounds the journal enforces (journal-filter.ts), stated where a client reads them.
+    // The bounds the journal enforces (journal-filter.ts), stated where a client reads them.
     .optional().meta({ description: `A path (/v1/videos/7) or a path template of this document (/v1/videos/{id}), matched segment by segment; at most ${MAX_PATH_FILTER_CHARS} characters and ${MAX_PATH_FILTER_SEGMENTS} segments.` }),
   operation: rule(z.string().regex(OPERATION_NAME_PATTERN), { code: 'invalid_parameter', detail: () => 'operation is an operationId of this document (getVideo) or an assistant tool (create_clip).' })
     .optional().meta({ description: `An operationId of this document (getVideo), or the name of an assistant tool of /mcp (${ASSISTANT_TOOL_NAMES.join(', ')}).` }),
@@ -178,7 +181,7 @@ export const FaultMatch = z
       ctx.addIssue({ code: 'custom', path: ['operation'], message: 'match takes operation, or method and/or path: not both.', params: cross('invalid_parameter', { parameter: 'match.operation' }) });
     }
   })
-  // Issue 29 item 14: the superRefine's rule as JSON Schema too, so a validator of the document enforces it.
+  // The superRefine's rule as JSON Schema too, so a validator of the document enforces it.
   .meta({
     description: 'Which requests: operation, or method and/or path; and account. Test helper routes cannot be matched.',
     dependentSchemas: { operation: { properties: { method: false, path: false } } },
@@ -206,7 +209,7 @@ export const FaultAction = z
       ctx.addIssue({ code: 'custom', path: ['retry_after'], message: 'action.retry_after goes with action.problem.', params: cross('invalid_parameter', { parameter: 'action.retry_after' }) });
     }
   })
-  // Issue 29 item 14: exactly one action, and retry_after with problem, as JSON Schema too.
+  // Exactly one action, and retry_after with problem, as JSON Schema too.
   .meta({
     description: 'Exactly one of problem, delay_ms, cut and hang.',
     oneOf: (['problem', 'delay_ms', 'cut', 'hang'] as const).map((name) => ({ required: [name] })),

@@ -3,10 +3,10 @@ import type { Outcome } from '../../runner/chain.js';
 import { CallRequest, type CallInput, type Command, type OperationRun } from '../../runner/call.js';
 import type { HelperId, TestHelpers } from './test-helpers.js';
 
-// Issue 31 item 1: startService()'s helpers in process, on the route chain. Apart from the published
+// startService()'s helpers in process, on the route chain. Apart from the published
 // `TestHelpers` type (test-helpers.ts), so the package's declarations name no runner type.
 
-/** What the helpers need of the service (issue 31 item 5: not the whole `Service`). */
+/** What the helpers need of the service, not the whole `Service`. */
 export interface HelperParts {
   /** The chain every route runs (http/app.ts): the journal, the answer, the admin token, fault rules, the parse, the unit of work. */
   run: OperationRun;
@@ -17,7 +17,7 @@ export interface HelperParts {
 }
 
 /**
- * The test helpers of a service, acting as the admin token does. Issue 31 item 1: each call runs the
+ * The test helpers of a service, acting as the admin token does. Each call runs the
  * route's own chain in process, so it is journalled (as the admin's `METHOD /test_helpers/…`), checked by
  * the contract and saved as one unit of work, a failed write refused with 503; fault rules never select a
  * test helper, over HTTP or here.
@@ -32,7 +32,7 @@ export function testHelpersOf({ run, commands, adminToken }: HelperParts): TestH
       request.settle(answer);
     });
     if (outcome?.kind === 'json') return outcome.body as T;
-    // The refusal the answer step made the problem of (issue 31 item 1): the command's own error, with its stack.
+    // The refusal the answer step made the problem of: the command's own error, with its stack.
     if (outcome?.kind === 'problem') throw outcome.error;
     // A test helper is never faulted (testing/fault-check.ts), so it never goes unanswered.
     throw new Error(`${operationId} was not answered (${outcome?.kind ?? 'no outcome'}).`);

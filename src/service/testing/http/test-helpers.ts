@@ -3,7 +3,7 @@ import type {
   TestAccount, TestAccountList, TestClock, WebhookChaos, WebhookChaosRequest,
 } from '../contract/helper-types.js';
 
-// Issue 29 item 15: typed by the plain types of helper-types.ts (each exactly its schema's), so the
+// Typed by the plain types of helper-types.ts (each exactly its schema's), so the
 // published declarations name no zod.
 
 /** A filter of the request journal, as `GET /test_helpers/requests` takes it (numbers or strings). */
@@ -17,7 +17,7 @@ export interface JournalFilter {
 }
 
 /**
- * The test helpers of issue 22 on the `startService` handle: what the admin token reaches over HTTP, in
+ * The test helpers on the `startService` handle: what the admin token reaches over HTTP, in
  * process. Each call checks its input by the contract, as the route does (a `ServiceError` with the route's
  * code for bad input: `invalid_parameter`, the seed's `pointer`), runs the same command in one unit of
  * work, and resolves with the body the route answers.

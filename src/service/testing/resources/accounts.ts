@@ -9,18 +9,21 @@ export interface TestAccountCommandsOptions {
   startingBalance: () => number;
   /**
    * Removes the rows an account owns besides its own and its keys (clips, assets, image jobs, upload links,
-   * `Idempotency-Key` records, assistants; issue 29 item 8), inside the request's unit of work, and returns
+   * `Idempotency-Key` records, assistants), inside the request's unit of work, and returns
    * what to do once that removal is saved (remove their files). @default nothing else is owned
    */
   owned?: (id: number) => () => void;
   /** Saves the removal before anything outside the data file goes. @default nothing to save */
   commit?: () => Promise<void>;
-  /** Told an account was deleted, once that is saved: its own time and timers, fault rules and journal entries go too (issues 22, 29). */
+  /**
+   * Told an account was deleted, once that is saved: its own time and timers, fault rules and journal entries go
+   * too.
+   */
   forgotten?: (id: number) => void;
 }
 
 /**
- * Accounts on demand (issue 22): what `POST/GET/DELETE /test_helpers/accounts` do, without HTTP. Each
+ * Accounts on demand: what `POST/GET/DELETE /test_helpers/accounts` do, without HTTP. Each
  * account has its own key, webhook secret, balance, rate window, idempotency records and daily limits, as
  * every command already scopes them by account.
  */
@@ -45,7 +48,7 @@ export class TestAccountCommands {
   }
 
   /**
-   * Deletes an account and all it owns (issue 29 item 8): its keys are 401 at once, its clips' webhooks no
+   * Deletes an account and all it owns: its keys are 401 at once, its clips' webhooks no
    * longer go, and its rows leave the data file. Nothing outside the data file (files, fault rules, journal,
    * its time) goes until that is saved, so a failed write takes the whole removal back. The configured
    * first account stays (reset brings it back to its start): deleting it is 400.

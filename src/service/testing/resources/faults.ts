@@ -3,7 +3,7 @@ import type { Caller } from '../../core/gate.js';
 import type { FaultRules } from '../../testing/faults.js';
 
 /**
- * Fault rules' helpers (issue 22), without HTTP: `POST`, `GET` and `DELETE /test_helpers/faults`. The admin
+ * Fault rules' helpers, without HTTP: `POST`, `GET` and `DELETE /test_helpers/faults`. The admin
  * token (`caller` null) makes rules for any account (or every one) and sees them all; an API key makes,
  * sees and deletes only its own account's.
  */

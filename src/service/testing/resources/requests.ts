@@ -4,7 +4,7 @@ import { pathFilterProblem } from '../../testing/journal-filter.js';
 import type { JournalFilter, RequestJournal } from '../../testing/journal.js';
 
 /**
- * The request journal's helpers (issue 22), without HTTP: `GET` and `DELETE /test_helpers/requests`. The
+ * The request journal's helpers, without HTTP: `GET` and `DELETE /test_helpers/requests`. The
  * admin token (`caller` null) reads and clears every account's entries, or one account's with `account`;
  * an API key only its own account's.
  */
@@ -17,7 +17,7 @@ export class RequestJournalCommands {
 
   /** The matching entries, newest first. */
   list(caller: Caller | null, filter: JournalFilter) {
-    // Issue 29 item 1: the filter is bounded, so what it costs is bounded too.
+    // The filter is bounded, so what it costs is bounded too.
     const problem = filter.path === undefined ? null : pathFilterProblem(filter.path);
     if (problem) throw new ServiceError('invalid_parameter', problem, { extra: { parameter: 'path' } });
     return { data: this.#journal.list({ ...filter, account: scope(caller, filter.account) }) };

@@ -7,8 +7,8 @@ import type { ImageJob, ImageRenderer } from '../../resources/images/job.js';
 type Rendered = Awaited<ReturnType<ImageRenderer['render']>>;
 
 /**
- * The renderer of one seed (issue 29 item 6: 20 seeded jobs took 9 s, 10,000 would have taken hours inside
- * one request): each kind of picture (type, ratio, quality, words drawn, a character's pose) is drawn once,
+ * The renderer of one seed (drawing every picture, 20 seeded jobs take 9 s and 10,000 would take hours
+ * inside one request): each kind of picture (type, ratio, quality, words drawn, a character's pose) is drawn once,
  * and every further image of that kind is the same picture under its own tokens, hard-linked (copied where
  * links are refused), so deleting one job's images leaves the others'. A seed's renders are thus at most
  * 5 ratios × 2 qualities × (1 scene + 4 poses) = 50, whatever the number of jobs.

@@ -29,13 +29,13 @@ export interface SeedCommandsOptions {
   files: Files;
   videos: VideoLifecycle;
   images: ImageJobs;
-  /** What draws an image job's pictures: the service's; a seed draws each kind once (`SeedPictures`, issue 29 item 6). */
+  /** What draws an image job's pictures: the service's; a seed draws each kind once (`SeedPictures`). */
   renderer: ImageRenderer;
   /** The starting balance of an account the fixture gives none: the service's (`--balance`, 1000). */
   startingBalance: () => number;
-  /** `--strict`: a clip's `callback_url` is checked as `POST /v1/videos` then checks it (issue 29 item 10). @default false */
+  /** `--strict`: a clip's `callback_url` is checked as `POST /v1/videos` then checks it. @default false */
   strict?: boolean;
-  /** Puts what is made for an account on its own time (issue 22). @default no accounts' times */
+  /** Puts what is made for an account on its own time. @default no accounts' times */
   clock?: LaneClock;
 }
 
@@ -48,7 +48,7 @@ export interface SeedAnswer {
 }
 
 /**
- * Seeding (issue 22) without HTTP: `POST /test_helpers/seed`, `startService({ seed })` and `serve --seed`.
+ * Seeding without HTTP: `POST /test_helpers/seed`, `startService({ seed })` and `serve --seed`.
  * The fixture is checked whole first (a refusal is 400 with `pointer`, testing/seed.ts), then made as one
  * unit of the store: a step that fails takes every row of the fixture back. Nothing is charged.
  */
@@ -66,7 +66,7 @@ export class SeedCommands {
     const { accounts, assets, files, videos, images } = this.#options;
     const clock: LaneClock = this.#options.clock ?? { now: Date.now, setTimeout: () => undefined, clearTimeout: () => undefined };
     const made = new Map<string, { account: Account; key: ApiKey }>();
-    // Issue 29 item 7: records without a prototype, so a name such as `__proto__` is a member like any other.
+    // Records without a prototype, so a name such as `__proto__` is a member like any other.
     const answer: SeedAnswer = { accounts: byName(), assets: byName(), clips: byName(), images: byName() };
     const pictures = new SeedPictures(this.#options.renderer, files);
     const owner = (who: SeedOwner) => {
@@ -89,7 +89,7 @@ export class SeedCommands {
       } else if (step.kind === 'clip') {
         const { account, key } = owner(step.account);
         const simulation = parseSimulation(step.prompt);
-        // Made on its account's time (issue 22), whoever seeds it: the admin's is the service's.
+        // Made on its account's time, whoever seeds it: the admin's is the service's.
         const video = onTimeOf(clock, account.id, () => videos.seed(
           {
             accountId: account.id, keyId: key.id, prompt: step.prompt, model: step.model, duration: step.duration, ratio: step.ratio, resolution: MODEL_SPECS[step.model].resolution,

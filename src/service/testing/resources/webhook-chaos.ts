@@ -5,7 +5,7 @@ import type { Caller } from '../../core/gate.js';
 import { combineModes } from '../../testing/chaos.js';
 
 /**
- * Webhook chaos per account (issue 22): what `POST /test_helpers/webhook_chaos` does, without HTTP. An API
+ * Webhook chaos per account: what `POST /test_helpers/webhook_chaos` does, without HTTP. An API
  * key sets its own account's modes; the admin token names the account. The modes replace the earlier ones
  * and apply to webhooks handed to the emitter from now on, besides each clip's prompt markers.
  */
