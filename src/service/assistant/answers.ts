@@ -13,7 +13,7 @@ export function userActionOf(code: ToolCode): UserActionKind | undefined {
   return Object.hasOwn(PROBLEM_CODES, code) ? (PROBLEM_CODES[code as keyof typeof PROBLEM_CODES] as { userAction?: UserActionKind }).userAction : undefined;
 }
 
-/** A refusal; issue 31 item 3: its code is declared in contract/ (a problem code, or one of `ASSISTANT_CODES`). */
+/** A refusal; its code is declared in contract/ (a problem code, or one of `ASSISTANT_CODES`). */
 export const refuse = (code: ToolCode, message: string, details?: Record<string, unknown>): ToolAnswer => ({ ok: false, code, message, ...(details ? { details } : {}) });
 
 /**

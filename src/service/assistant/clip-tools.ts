@@ -191,7 +191,7 @@ async function createClip(ctx: ToolContext, tool: string, args: ClipArgs, plan: 
     { assistant: ctx.assistant, account: caller.account },
     { tool, args: rest, idempotencyKey: key, kind: 'clip', price, maxCredits: maxCreditsValue },
     async (): Promise<Made> => {
-      // Issue 31 item 1: priced once, above; the command charges that price.
+      // Priced once, above; the command charges that price, so the check against max_credits and the charge agree.
       const made = await parts.videos.create(caller, command, { price: () => price });
       return { id: made.id, value: made };
     },

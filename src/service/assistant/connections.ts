@@ -38,9 +38,9 @@ export class AssistantConnections {
   readonly #table: Table<AssistantRow>;
   readonly #store: ServiceStore<ConnectionTables>;
   readonly #now: () => number;
-  // Issue 29 follow-up: rows by grant, by client and by account, so a request's lookup reads its own rows, not
-  // every connection ever made. Issue 31 (s5a): indexes of the table, which keeps them in step (an account's
-  // deletion, a rollback), so nothing here checks a row on read or files one by hand.
+  // Rows by grant, by client and by account, so a request's lookup reads its own rows, not every connection
+  // ever made. They are indexes of the table, which keeps them in step (an account's deletion, a rollback),
+  // so nothing here checks a row on read or files one by hand.
   readonly #byGrant: TableIndex<AssistantRow, string>;
   readonly #byClient: TableIndex<AssistantRow, string>;
   readonly #byAccount: TableIndex<AssistantRow, number>;

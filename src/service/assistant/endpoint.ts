@@ -33,10 +33,10 @@ const INSTRUCTIONS =
   `create_clip returns at once; get_clip waits up to ${LIMITS.assistant.toolWaitSeconds} s for the clip to end. ` +
   "The assistant cannot send photos: start_photo_upload gives a link for the person to upload one, and get_photo says when it is ready for create_clip's photo_ids.";
 
-/** The 13 tools (spec 5.7), defined once (issue 31 item 6). */
+/** The 13 tools (spec 5.7), defined once, not per request (each request has its own MCP server). */
 const TOOLS: readonly ToolDefinition[] = [...CLIP_TOOLS, ...ACCOUNT_TOOLS, ...PHOTO_TOOLS];
 
-// Issue 31 item 1: a request to /mcp is let in by steps of the runner, in order: the DNS rebinding rule, who
+// A request to /mcp is let in by steps of the runner, in order: the DNS rebinding rule, who
 // the bearer credential names (an API key through the gate of /v1, or an OAuth access token), the body, then
 // /v1's own `limits` (60 a minute, 429) and `floor` (402) steps for every message but those that cost nothing.
 
@@ -58,12 +58,12 @@ export interface McpRun {
   readonly exchange: { caller: Caller | null };
   /** The body of a POST, read whole. */
   body: Buffer | undefined;
-  /** Whether the message counts against the 60 a minute and meets the floor (issue 20 item 12). */
+  /** Whether the message counts against the 60 a minute and meets the floor (see `uncounted`). */
   counted: boolean;
 }
 
 /**
- * The MCP transport's DNS rebinding rule for `/mcp` (issue 20 item 4): "servers MUST validate the Origin
+ * The MCP transport's DNS rebinding rule for `/mcp`: "servers MUST validate the Origin
  * header… if the Origin header is present and invalid, servers MUST respond with HTTP 403". A page on
  * `evil.example` that makes its name resolve to 127.0.0.1 still sends `Host: evil.example` and
  * `Origin: http://evil.example`, so both are checked, as the inspector checks `Host`.
@@ -105,7 +105,7 @@ export interface SignInStepParts {
 }
 
 /**
- * Who the bearer credential names (spec 5.7; 401): an API key, looked up by `/v1`'s gate (issue 31 item 1), with
+ * Who the bearer credential names (spec 5.7; 401): an API key, looked up by `/v1`'s gate (one rule for both), with
  * its assistant connection (a key disconnected from the assistant endpoint still works on `/v1` only), or an
  * OAuth access token the account holder approved.
  */
@@ -156,7 +156,7 @@ export const mcpLimits = (gate: Parameters<typeof limits>[0]): Step<McpRun> => w
 export const mcpFloor = (gate: Parameters<typeof floor>[0]): Step<McpRun> => whenCounted(floor<McpRun>(gate));
 
 /**
- * The requests that do not count against the 60 a minute (issue 20 item 12): GET and DELETE, which a
+ * The requests that do not count against the 60 a minute: GET and DELETE, which a
  * stateless server answers 405 whatever they carry, and `notifications/initialized`, which every
  * 2025-era client sends after `initialize` and which does nothing here. Anything else counts, a batch
  * included.
@@ -195,12 +195,12 @@ export class AssistantEndpoint {
   /** Where a refusal's failures are told: a failed write (`warn`), anything unexpected (`report`). */
   readonly #failures: ToolAnswerParts;
   readonly #handler: McpHttpHandler;
-  /** Issue 31 item 1: origin › identify › body › limits › floor › mcp, the steps of one request to /mcp. */
+  /** The steps of one request to /mcp: origin › identify › body › limits › floor › mcp. */
   readonly #request: (run: EndpointRun) => Promise<void>;
-  /** Issue 31 item 2: the chain every tool call runs, with the test controls of /v1 (journal, fault rules). */
+  /** The chain every tool call runs, with the test controls of /v1 (journal, fault rules). */
   readonly #toolChain: (run: ToolRun) => Promise<void>;
 
-  /** `parts` is what the endpoint uses of the service (issue 31 item 5): the service itself satisfies it. */
+  /** `parts` is what the endpoint uses of the service, not all of it: the service itself satisfies it. */
   constructor(parts: AssistantParts, { controls, onError, fetchClientMetadata }: { controls: AssistantControls; onError: (error: Error) => void; fetchClientMetadata?: typeof fetch | undefined }) {
     this.#parts = parts;
     this.#failures = { warn: parts.warn, report: onError, site: parts };
@@ -230,7 +230,7 @@ export class AssistantEndpoint {
       (ctx) => {
         const call = ctx.authInfo?.extra?.call as McpCall | undefined;
         if (!call) throw new Error('The assistant endpoint was reached without a caller.');
-        // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised (issue 20 item 12).
+        // Stateless: nothing could ever send `notifications/tools/list_changed`, so it is not advertised.
         const server = new McpServer({ name: 'cliphook', version: API_VERSION }, { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false } } });
         // The SDK serves one request per server (it refuses one still serving, and keeps the request's protocol
         // version and client on it), so each request has its own; the tools themselves are defined once.
@@ -242,10 +242,10 @@ export class AssistantEndpoint {
 
   /**
    * Answers one request at /mcp; `undefined` once it wrote the response, else the refusal to answer: a Host or
-   * Origin that is neither this machine nor the service (403, issue 20 item 4), the credential (401 with the
+   * Origin that is neither this machine nor the service (403), the credential (401 with the
    * challenge that points to the sign-in, 403 insufficient_scope), the body (413), then the 60 a minute (429)
-   * and the balance floor (402) of `/v1` for every message but those that cost nothing (issue 20 item 12);
-   * a change that could not be saved on the way is 503 upstream_busy, anything unexpected 500 (issue 31 item 1).
+   * and the balance floor (402) of `/v1` for every message but those that cost nothing;
+   * a change that could not be saved on the way is 503 upstream_busy, anything unexpected 500, as on /v1.
    */
   async serve(req: IncomingMessage, res: ServerResponse): Promise<Result | undefined> {
     // `caller` is set by the identify step, before any step reads it.
@@ -261,7 +261,7 @@ export class AssistantEndpoint {
 
   /**
    * The router's handler of `/mcp`: `serve`, and a refusal written by `refused` (the writer of the service's
-   * other pages). Issue 31 (the walk): a call let in runs nothing of the router's other routes.
+   * other pages). A call let in runs nothing of the router's other routes.
    */
   route(refused: (req: IncomingMessage, res: ServerResponse, result: Result) => void): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
     return async (req, res) => {
@@ -274,7 +274,7 @@ export class AssistantEndpoint {
   }
 
   /**
-   * What an admission step threw as the answer of `/mcp`: the service's one mapping (issue 31 item 1: a
+   * What an admission step threw as the answer of `/mcp`: the service's one mapping (a
    * failed write 503 and warned, anything else 500 and reported) and its one problem builder, with the
    * challenge of a 401 or 403 that points to the sign-in.
    */
@@ -315,7 +315,7 @@ export class AssistantEndpoint {
     const call: McpCall = { context: { parts: this.#parts, spending: this.spending, caller, assistant: assistant.id }, transport };
     const authInfo = { token: '', clientId: caller.assistant?.clientId ?? caller.key.id, scopes: [], extra: { call } };
     const response = await this.#handler.fetch(request, { authInfo });
-    // A fault rule cut the connection (issue 31 item 2): nothing more to send.
+    // A fault rule cut the connection: nothing more to send.
     if (res.destroyed) {
       void response.body?.cancel().catch(() => undefined);
       return;

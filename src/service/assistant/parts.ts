@@ -15,7 +15,7 @@ import type { ServiceTables } from '../service.js';
 import type { Caller } from '../core/gate.js';
 import type { ControlledRun, Step } from '../runner/chain.js';
 
-// Issue 31 item 5: what each part of the assistant endpoint uses of the service, one interface per consumer
+// What each part of the assistant endpoint uses of the service, one interface per consumer
 // (as `RouteParts` for /v1), so none takes the whole `Service`. The service satisfies them all as it is.
 
 /** The service's origin, known once it listens (and read again: it may change). */
@@ -59,8 +59,8 @@ export interface AssistantParts extends ToolParts, SpendingParts, SignInParts {
 }
 
 /**
- * The test controls, plugged in by the composition root (http/app.ts) as the steps /v1 runs (issue 31 item
- * 5: the assistant imports nothing of testing/): the request journal, and the fault rules.
+ * The test controls, plugged in by the composition root (http/app.ts) as the steps /v1 runs, so the
+ * assistant imports nothing of testing/: the request journal, and the fault rules.
  */
 export interface AssistantControls {
   readonly journal: Step<ControlledRun<Caller>>;

@@ -54,7 +54,7 @@ export class AssistantSignIn {
         fetch: this.#fetch,
         clientInUse: (clientId) => this.connections.hasLive(clientId),
         approvedBy: (accountId, clientId) => this.connections.hasLive(clientId, Number(accountId)),
-        // Issue 29 follow-up item 3: a grant the library revoked (refresh token reuse) ends its connection, as a disconnect does.
+        // A grant the library revoked (refresh token reuse) ends its connection, as a disconnect does.
         grantRevoked: async (grantId) => {
           const row = this.connections.forGrant(grantId);
           if (row) await this.disconnect(row);
@@ -82,8 +82,8 @@ export class AssistantSignIn {
   /**
    * Who an OAuth access token in `authorization` names, with its assistant connection: the bearer credential
    * of a request to `/mcp` that is no API key (those the gate of `/v1` looks up first, endpoint.ts). With the
-   * client's `address`, a token that is not valid either counts against it, or is refused (429, issue 20 item
-   * 6) once the address failed too often; a valid one never is (issue 29 item 4).
+   * client's `address`, a token that is not valid either counts against it, or is refused (429) once the
+   * address failed too often; a valid one never is, so a stranger's guesses cannot lock its holder out.
    */
   async byToken(authorization: string | undefined, address: string | undefined): Promise<Identified> {
     const { gate, accounts, clock } = this.#parts;
@@ -91,18 +91,18 @@ export class AssistantSignIn {
     const found = await (await this.oauth()).provider.AccessToken.find(token).catch(() => undefined);
     const audiences = found ? [found.aud].flat() : [];
     if (!found || found.isExpired || !audiences.includes(this.resource)) {
-      // Issue 29 item 4: only a credential found invalid meets the failure limit.
+      // Only a credential found invalid meets the failure limit, so others' guesses never lock a valid one out.
       gate.guessed(address);
       throw new ServiceError('invalid_api_key', 'This bearer token is not an API key, nor an OAuth access token for this endpoint (it may have expired: refresh it).');
     }
-    // Issue 20 item 3: the token must carry the endpoint's scope (a token of `scope=""` once could).
+    // The token must carry the endpoint's scope (RFC 6750 §3.1): a token of `scope=""` grants no access to it.
     if (!found.scopes.has(MCP_SCOPE)) throw new ServiceError('insufficient_scope', `This access token does not carry the ${MCP_SCOPE} scope; sign in again asking for scope=${MCP_SCOPE}.`);
     const assistant = found.grantId ? this.connections.forGrant(found.grantId) : undefined;
     const account = assistant ? accounts.get(assistant.accountId) : undefined;
     if (!assistant || !account || String(account.id) !== found.accountId) throw new ServiceError('invalid_api_key', 'This assistant was disconnected in the account settings. Sign in again.');
     const key = accounts.withLiveKey(account.id)?.key;
     if (!key) throw new ServiceError('invalid_api_key', 'The account has no live API key for the assistant to act with; create one in the account settings.');
-    // The account's own time from here on (issue 22), as the gate does for a key: its daily limit, waits and rate window.
+    // The account's own time from here on, as the gate does for a key: its daily limit, waits and rate window.
     clock.actFor(account.id);
     return { account, key, limitName: `assistant:${assistant.id}`, assistant };
   }

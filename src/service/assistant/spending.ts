@@ -10,7 +10,7 @@ import { VideoLifecycle } from '../resources/videos/lifecycle.js';
 import { refuse, type ToolAnswer } from './answers.js';
 
 // The spending limits (spec 5.7 and 8) are LIMITS.assistant's; an `idempotency_key` is remembered as /v1's
-// Idempotency-Key (LIMITS.idempotencyWindowMs). Issue 31 item 4.
+// Idempotency-Key (LIMITS.idempotencyWindowMs).
 const { concurrentClips, repeatWindowMs, dailyWindowMs } = LIMITS.assistant;
 
 /** Who is spending: one assistant connection (an API key used on `/mcp`, or an OAuth approval) of one account. */
@@ -45,9 +45,9 @@ export interface SpendRow {
 }
 
 /**
- * The first answer of a spending call as an earlier version kept it (2 minutes, or 24 hours for an
- * `idempotency_key`); now the service's Idempotency-Key records keep it (issue 31 item 1), and a data
- * file's rows move there when it is opened.
+ * The first answer of a spending call as an older data file keeps it (2 minutes, or 24 hours for an
+ * `idempotency_key`): read only to move it, when the file is opened, into the service's Idempotency-Key
+ * records, which keep these answers.
  */
 export interface CallRow {
   /** sha256 of the assistant, the tool and its arguments (or its `idempotency_key`). */
@@ -74,7 +74,7 @@ export class AssistantSpending {
   readonly #limit: (assistant: string, account: Account) => number;
   readonly #spends: Table<SpendRow>;
   readonly #keys: SpendingParts['idempotency'];
-  // Issue 31 (s5a): indexes of the assistant_spend table, which keeps them in step (a rollback included).
+  // Indexes of the assistant_spend table, which keeps them in step (a rollback included).
   /** Each assistant's charges, oldest first. */
   readonly #ledger: TableIndex<SpendRow, string>;
   /** Charges by clip id: a clip's refund updates its charge at once, so a later deletion keeps the right figure. */
@@ -89,7 +89,7 @@ export class AssistantSpending {
     this.#limit = limit;
     this.#spends = parts.store.table('assistant_spend') as unknown as Table<SpendRow>;
     this.#keys = parts.idempotency;
-    // Issue 31 item 1: first answers kept by an earlier version move into the one engine, with their windows.
+    // First answers an older data file kept in assistant_call move into the one engine, with their windows.
     const calls = parts.store.table('assistant_call') as unknown as Table<CallRow>;
     const records = parts.store.table('idempotency');
     for (const call of [...calls.values()]) {
@@ -138,7 +138,7 @@ export class AssistantSpending {
       const pending = this.#pending.get(id);
       if (pending) return pending.then((answer) => (answer.ok ? { ok: true, value: { ...answer.value, replayed: true } } : answer));
     }
-    // Issue 31 item 1: the repeat rules are keys of the service's one Idempotency-Key engine, each with its
+    // The repeat rules are keys of the service's one Idempotency-Key engine, each with its
     // window; the fingerprint is the scope, so the same idempotency_key with reworded arguments is a repeat.
     const leases: KeyLease[] = [];
     for (const { id, windowMs } of keys) {
@@ -166,7 +166,7 @@ export class AssistantSpending {
     const { price, maxCredits } = request;
     try {
       if (price > maxCredits) {
-        // Issue 31: one code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
+        // One code per rule, the API's (spec 4.7 and 7: 422 cost_exceeds_max, with the cost).
         return refuse('cost_exceeds_max', `This costs ${price} credits, more than max_credits (${maxCredits}). Nothing was charged; ask the person before raising max_credits.`, { cost: price, max_credits: maxCredits });
       }
       if (request.kind === 'clip' && this.runningClips(who.assistant) >= concurrentClips) {
@@ -226,8 +226,8 @@ export class AssistantSpending {
 
   /**
    * Drops the assistant's charges past two days (they count no more); first answers go with the Idempotency-Key
-   * records' sweep. Only its own, on its account's own time (issue 22: another account's clock may run days
-   * ahead, and once forgot this one's day), so a call's cost does not grow with other assistants' history.
+   * records' sweep. Only its own, on its account's own time (another account's clock may run days ahead,
+   * and would forget this one's day), so a call's cost does not grow with other assistants' history.
    */
   #forgetOld(assistant: string, now: number): void {
     for (const spend of this.#ledger.get(assistant)) if (now - spend.at >= KEEP_SPENDS_MS) this.#spends.remove(spend.id);

@@ -10,10 +10,10 @@ import type { Site } from '../core/site.js';
 import type { ToolParts } from './parts.js';
 import type { AssistantSpending } from './spending.js';
 
-// Issue 31 item 2: an assistant's tool call runs on the runner's chain, named for its tool, so the request
-// journal and the fault rules see it as they see a route of /v1. The credential, the 60 a minute and the
-// floor ran for the HTTP request that carries it (endpoint.ts). Issue 31 item 6: the tools are defined once,
-// at start; a request's MCP server only puts each on the chain for its caller (`serveTools`).
+// An assistant's tool call runs on the runner's chain, named for its tool, so the request journal and the
+// fault rules see it as they see a route of /v1. The credential, the 60 a minute and the floor ran for the
+// HTTP request that carries it (endpoint.ts). The tools are defined once, at start; a request's MCP server
+// only puts each on the chain for its caller (`serveTools`).
 
 /** What a tool call reads: the service's parts, the spending rules, and who is calling. */
 export interface ToolContext {
@@ -49,7 +49,7 @@ export const tool = <A = unknown>(name: AssistantTool, config: ToolConfig, run: 
 });
 
 /**
- * `schema` with its JSON Schema made on first use and kept (issue 31 item 6): the SDK converts a tool's
+ * `schema` with its JSON Schema made on first use and kept: the SDK converts a tool's
  * schemas on each server it is registered on (its `tools/list`, and the called tool's input on every
  * `tools/call`), and a server serves one request. Validation is the schema's own.
  */
@@ -96,7 +96,7 @@ export interface ToolAnswerParts {
 /**
  * The answer of a tool call: the tool's result, or a refusal the assistant can read of what it threw (a
  * `ServiceError`, a fault rule's problem, a failed write as 503 upstream_busy, told to `warn`; anything else
- * 500, told to `report`); a fault rule's cut or hang ends or holds the connection. Issue 31 item 1: the one
+ * 500, told to `report`); a fault rule's cut or hang ends or holds the connection. The one
  * place a tool's error becomes its refusal (the tools do not catch).
  */
 export function toolAnswer(parts: ToolAnswerParts): Step<ToolRun> {
@@ -190,7 +190,7 @@ export function contractInput<T extends z.ZodObject>(schema: T): StandardSchemaW
 
 /** Parses a tool's arguments with the contract's schema, or throws its refusal. */
 export function parseInput<T extends z.ZodType>(schema: T, args: unknown): z.output<T> {
-  // Zod's fast path for valid arguments; the contract's mapping (parseOrThrow) only for a refusal (issue 31: the walk).
+  // Zod's fast path for valid arguments; the contract's mapping (parseOrThrow), slower, only for a refusal.
   const valid = schema.safeParse(args ?? {});
   return valid.success ? valid.data : parseOrThrow(schema, args ?? {});
 }

@@ -21,7 +21,7 @@ import type { AppOptions as PublicAppOptions, ServiceApp as PublicServiceApp, St
 
 export type { ServiceAssistant } from './public.js';
 
-/** The app with the service under it: for the CLI and the service's own tests, not published (issue 31 item 5). */
+/** The app with the service under it: for the CLI and the service's own tests, not published. */
 export interface ServiceApp extends PublicServiceApp {
   readonly service: Service;
 }
@@ -29,7 +29,7 @@ export interface ServiceApp extends PublicServiceApp {
 /** `createServiceApp`'s options, and in the service's own code a service already open. */
 export type AppOptions = PublicAppOptions & { service?: Service };
 
-/** The in-process test helpers of each app, for startService (issue 31 item 1: they run on the app's chain). */
+/** The in-process test helpers of each app, for startService (they run on the app's chain). */
 const helpersOf = new WeakMap<ServiceApp, TestHelpers>();
 
 /**
@@ -46,11 +46,11 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const service = options.service ?? (await Service.open(options));
   const warn = options.warn ?? ((message: string) => console.warn(`cliphook serve: ${message}`));
   const report = (error: Error) => warn(`request failed: ${error.stack ?? error.message}`);
-  // Issue 31 (the walk): bound once, as service.ts binds them, so the request's path runs no closure of this wiring.
+  // Bound once, as service.ts binds them, so the request's path runs no closure of this wiring.
   const now = service.clock.now.bind(service.clock);
   // The parts read the origin off the service where they name it: it is set once the server listens.
   const site = service;
-  // Issue 31 item 5: the composition root plugs the test controls (testing/steps.ts) into the chain.
+  // The composition root plugs the test controls (testing/steps.ts) into the chain.
   const controls = { journal: journal({ journal: service.journal, now }), faults: faults({ rules: service.faultRules, site }) };
   const assistant =
     options.assistant === false ? null : new AssistantEndpoint(service, { controls, onError: (error) => warn(`assistant endpoint: ${error.message}`), fetchClientMetadata: options.fetchClientMetadata });
@@ -59,7 +59,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   const parts = { gate: service.gate, idempotency: service.idempotency, store: service.store, now, site, warn: service.warn, report };
   const steps = routeSteps(parts, controls);
   const runRoute = routeRunner(steps);
-  // Issue 31 item 1: the pages and startService()'s helpers run their operation through the same chain.
+  // The pages and startService()'s helpers run their operation through the same chain.
   const runOperation = operationRunner(steps);
   const commands = bound as unknown as Record<string, Command>;
   const pages: ServicePages = {
@@ -75,9 +75,9 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   };
   const router = new ServiceRouter(contract, extraRoutes(service, assistant, pages), runRoute, report);
   const app = ((req, res) => service.clock.scope(() => {
-    // Each request acts for nobody until its credential names an account, whose own time it then reads (issue 22).
+    // Each request acts for nobody until its credential names an account, whose own time it then reads.
     // The assistant's authorization server (oidc-provider) answers its own paths: /oauth/… and its metadata.
-    // Issue 31 (the walk): only a path under one of the OAuth paths' first segments asks (never /v1/…, /mcp).
+    // Only a path under one of the OAuth paths' first segments asks (never /v1/…, /mcp).
     const url = req.url ?? '/';
     const second = url.indexOf('/', 1);
     if (assistant && second !== -1 && OAUTH_ROOTS.has(url.slice(1, second)) && isOAuthPath(url.split('?', 1)[0]!)) {
@@ -104,7 +104,7 @@ export async function createServiceApp(options: AppOptions = {}): Promise<Servic
   return app;
 }
 
-/** The started service with the service under it: for the service's own tests, not published (issue 31 item 5). */
+/** The started service with the service under it: for the service's own tests, not published. */
 export interface StartedService extends PublicStartedService {
   service: Service;
 }

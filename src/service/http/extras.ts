@@ -40,10 +40,10 @@ function sendFile(res: ServerResponse, file: { path: string; mime: string } | nu
   createReadStream(file.path).on('error', () => res.destroy()).pipe(res);
 }
 
-/** What the routes outside the contract read of the service (issue 31 item 5): its file links and origin. */
+/** What the routes outside the contract read of the service: its file links and origin. */
 export type ExtraParts = Pick<Service, 'assets' | 'images' | 'media' | 'origin'>;
 
-/** The pages' collaborators, made by the composition root (http/app.ts) with the runner's chain (issue 31 item 1). */
+/** The pages' collaborators, made by the composition root (http/app.ts) with the runner's chain. */
 export interface ServicePages {
   topUp: TopUpParts;
   photoUploads: PhotoUploadParts;
@@ -81,19 +81,19 @@ export function extraRoutes(service: ExtraParts, assistant: AssistantEndpoint | 
     // The page a 402's user_action and the assistant's get_topup_link send a person to.
     { method: 'GET', path: TOP_UP_PAGE_PATH, handle: (_req, res) => void showTopUp(res) },
     { method: 'POST', path: TOP_UP_FORM_PATH, handle: (req, res) => void receiveTopUp(pages.topUp, req, res) },
-    // The service's pages (issue 15): their CSS and scripts by file name, and the assistant's photo upload link.
+    // The service's pages: their CSS and scripts by file name, and the assistant's photo upload link.
     { method: 'GET', path: `${PAGE_FILES_PATH}/{file}`, handle: answer((_req, res, params) => pageFileRoute({ params }, res)) },
     { method: 'GET', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => showPhotoUpload(pages.photoUploads, { req, params }, res)) },
     { method: 'POST', path: `${PHOTO_UPLOAD_PATH}/{token}`, handle: answer((req, res, params) => receivePhotoUpload(pages.photoUploads, { req, params }, res)) },
   ];
   if (!assistant) return routes;
-  // Issue 31 (the walk): the endpoint's own handler, so a call runs nothing of this module.
+  // The endpoint's own handler, so a call runs nothing of this module.
   const mcp = assistant.route(write);
   for (const method of ['POST', 'GET', 'DELETE']) routes.push({ method, path: MCP_PATH, handle: mcp });
   routes.push(
     // Public metadata, readable from any origin (browser-based assistants discover the sign-in with it).
     { method: 'GET', path: PROTECTED_RESOURCE_PATH, handle: (_req, res) => sendJson(res, 200, assistant.signIn.protectedResourceMetadata(), { 'access-control-allow-origin': '*' }) },
-    // RFC 9728 §3.3: the bare form would name the resource `{origin}`, which has no document (issue 20 item 5).
+    // RFC 9728 §3.3: the bare form would name the resource `{origin}`, which has no document.
     {
       method: 'GET',
       path: ROOT_PROTECTED_RESOURCE_PATH,

@@ -15,7 +15,7 @@ type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
 
 /** What one route's handler gets: its caller, and its path, query and body as the contract parsed them. */
 export interface InputOf<R extends Route> {
-  /** `null` on a public route, and for the admin token on a test helper (issue 22: every account). */
+  /** `null` on a public route, and for the admin token on a test helper (it acts for every account). */
   caller: R['auth'] extends 'none' | 'admin' ? null : R['auth'] extends 'admin_or_key' ? Caller | null : Caller;
   params: Out<R extends { params: infer P } ? P : undefined>;
   query: Out<R extends { query: infer Q } ? Q : undefined>;
@@ -28,7 +28,7 @@ export interface InputOf<R extends Route> {
 type SuccessSchemas<R extends Route> = { [S in keyof R['responses']]: `${S & number}` extends `2${string}` ? (R['responses'][S] extends { schema: infer T extends z.ZodType } ? T : never) : never }[keyof R['responses']];
 
 /**
- * What a route's handler answers (issue 31 item 4): what its 2xx schema takes (`z.input`, the view before
+ * What a route's handler answers: what its 2xx schema takes (`z.input`, the view before
  * the schema's transforms), or `WRITTEN` for a route whose 2xx is a file it wrote itself.
  */
 export type AnswerOf<R extends Route> = [SuccessSchemas<R>] extends [never] ? typeof WRITTEN : z.input<SuccessSchemas<R>>;
@@ -47,7 +47,7 @@ type RouteOf<O extends Route['operationId']> = Extract<Route, { operationId: O }
 
 const assistantOff = () => new ServiceError('not_found', 'The assistant endpoint is off (serve --no-assistant).');
 
-/** The collaborators the route handlers call (issue 31 item 5): what of `Service` they need, not all of it. */
+/** The collaborators the route handlers call: what of `Service` they need, not all of it. */
 export type HandlerParts = Pick<Service, 'videos' | 'images' | 'assets' | 'account' | 'media' | 'testClock' | 'testAccounts' | 'requests' | 'faults' | 'webhookChaos' | 'seeds' | 'files' | 'origin' | 'reset'>;
 
 /**

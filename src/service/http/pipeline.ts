@@ -22,7 +22,7 @@ export type Handler<C> = (input: { caller: C; params: any; query: any; body: any
 export type RouteRun = (route: RouteSpec, handler: Handler<Caller>, rawParams: Record<string, string>, query: Record<string, string>, req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
 
 /**
- * The HTTP adapter of the runner (issue 31 item 1): turns a request of a contract route into a run of
+ * The HTTP adapter of the runner: turns a request of a contract route into a run of
  * the chain of `steps`, and the run's outcome into the response. The steps know no node:http.
  */
 export function routeRunner(steps: readonly Step<GateRun>[]): RouteRun {
@@ -139,7 +139,7 @@ function send(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Prom
  * What node:http does with an outcome that is no answer: a cut (`drop`, a fault rule) or an answer that
  * failed once begun (`abort`) ends the connection; a `hang` leaves it open until the client goes (resolves
  * then). `undefined` for an answer (JSON, a problem, written), which the caller writes as it does: a route
- * as JSON, a page as a page. Issue 31 item 1: the one place for /v1's routes and the pages.
+ * as JSON, a page as a page. The one place for /v1's routes and the pages.
  */
 export function unanswered(req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> | undefined {
   switch (outcome.kind) {
@@ -159,7 +159,7 @@ export function unanswered(req: IncomingMessage, res: ServerResponse, outcome: O
   }
 }
 
-// The JSON body of a request (issue 31: read here, by the adapter that asks for it, not in a module of its own).
+// The JSON body of a request: read here, by the adapter that asks for it, not in a module of its own.
 
 /** The largest JSON body the API takes (spec 8: "not shown"); a larger one is 413 body_too_large. */
 export const MAX_JSON_BYTES = LIMITS.jsonBodyBytes;
@@ -168,7 +168,7 @@ export const MAX_JSON_BYTES = LIMITS.jsonBodyBytes;
  * The deepest nesting of arrays and objects a JSON body may have; a deeper one is 400 invalid_json. The
  * API's deepest body (a batch item's image_urls) is 4 levels; bounding it here, once, means nothing
  * downstream (the Idempotency-Key's canonical hash, validation) recurses on a depth a stranger chose
- * (issue 20 item 10: 10,000 levels overflowed the stack).
+ * (10,000 levels would overflow the stack).
  */
 export const MAX_JSON_DEPTH = 32;
 
@@ -183,7 +183,7 @@ export function isJsonMediaType(header: string | undefined): boolean {
   return type === 'application/json' || /^application\/[a-z0-9!#$&^_.-][a-z0-9!#$&^_.+-]{0,120}\+json$/.test(type);
 }
 
-/** The 415 of a body whose `Content-Type` is not JSON (issue 29 item 13). */
+/** The 415 of a body whose `Content-Type` is not JSON. */
 function notJson(header: string | undefined): ServiceError {
   const sent = header === undefined ? 'with no Content-Type' : `as ${JSON.stringify(header.slice(0, 100))}`;
   return new ServiceError('unsupported_media_type', `The body was sent ${sent}; send it as application/json (Content-Type: application/json).`);
@@ -196,7 +196,7 @@ function notJson(header: string | undefined): ServiceError {
 export async function readJsonBody(req: IncomingMessage): Promise<JsonBody> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   const type = req.headers['content-type'];
-  // Issue 29 item 13: a body sent as text/plain (fetch's default for a string) or untyped is refused, before
+  // A body sent as text/plain (fetch's default for a string) or untyped is refused, before
   // anything is charged, so an integration that forgets the header fails here and not in production.
   if (declared > 0 && !isJsonMediaType(type)) {
     req.resume();

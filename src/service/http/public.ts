@@ -5,12 +5,12 @@ import type { ServiceOptions } from '../options.js';
 import type { SeedResult } from '../testing/contract/helper-types.js';
 import type { TestHelpers } from '../testing/http/test-helpers.js';
 
-// Issue 31 item 5: the types `cliphook/service` publishes for createServiceApp and startService. They name
+// The types `cliphook/service` publishes for createServiceApp and startService. They name
 // no `Service` (the internal composition root, with its stores and state machines): http/app.ts extends
 // them with it for the CLI and the service's own tests.
 
 /**
- * The assistant endpoint as an app sees it. Issue 29 item 15: the published declarations name no
+ * The assistant endpoint as an app sees it. The published declarations name no
  * OAuth-server, Koa or MCP SDK type, so the endpoint's own class stays internal (`assistantEndpoint`).
  */
 export interface ServiceAssistant {
@@ -61,11 +61,14 @@ export interface StartedService extends TestHelpers {
   origin: string;
   apiKey: string;
   webhookSecret: string;
-  /** The test helpers' admin token (issue 22): `Authorization: Bearer <adminToken>` on /test_helpers/accounts, reset, the whole journal. */
+  /**
+   * The test helpers' admin token: `Authorization: Bearer <adminToken>` on /test_helpers/accounts, reset,
+   * the whole journal.
+   */
   adminToken: string;
   /** The simulated clock every time rule reads: `advance()` it instead of waiting. */
   clock: SimulatedClock;
-  /** The ids the `seed` option's fixture made, by name (issue 22); `null` without one. */
+  /** The ids the `seed` option's fixture made, by name; `null` without one. */
   readonly seeded: SeedResult | null;
   /** The emitter that sends the clips' webhooks: its deliveries (`list`, `get`, `redeliver`), as `cliphook deliveries` shows them. */
   emitter: WebhookEmitter;

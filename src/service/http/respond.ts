@@ -4,7 +4,7 @@ import type { ServiceError } from '../contract/problems.js';
 import { topUpUrl } from '../contract/settings.js';
 
 // How the service's answers are written: JSON bodies, and every refusal as the problem of spec section 7;
-// and the tap on them the test suite checks against the OpenAPI document (issue 31: one module, not two).
+// and the tap on them the test suite checks against the OpenAPI document, in one module.
 
 /** Writes a JSON answer (a problem as `application/problem+json`). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -31,7 +31,7 @@ export interface ProblemContext {
 
 /**
  * The problem body of a service error: its code's status and title, its sentence, its extra members, and a
- * 402's top-up link. Issue 31 item 1: the one builder of the service's problems (/v1, /mcp, the pages, the
+ * 402's top-up link. The one builder of the service's problems (/v1, /mcp, the pages, the
  * fault rules' answers).
  */
 export function problemOf(error: ServiceError, { origin, instance }: ProblemContext): Problem {

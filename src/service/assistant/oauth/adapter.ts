@@ -44,7 +44,7 @@ type Keyed = { grantId?: string; uid?: string; userCode?: string };
 /**
  * oidc-provider's storage on the service's own store: every record in one table of the data file, so a
  * connected assistant's tokens survive `serve` restarting. Lookups by grant, session uid and user code,
- * and the registered clients, are indexes of that table (issue 31: kept in step by the table, so a
+ * and the registered clients, are indexes of that table (kept in step by the table, so a
  * disconnect taken back with its unit of work leaves them right). Records past `expiresAt` are treated as
  * absent and swept as they are met.
  */
@@ -100,7 +100,7 @@ export class StoreAdapterFactory {
       },
       find: async (id) => {
         const payload = this.#live(key(id))?.payload;
-        // Issue 29 item 19: a refresh token rotated away moments ago is taken again (the SDK 1.x refreshes once per
+        // A refresh token rotated away moments ago is taken again (the SDK 1.x refreshes once per
         // request that met a 401, all with the same token); later, the library sees it used and revokes the grant.
         if (model === 'RefreshToken' && typeof payload?.consumed === 'number' && this.#now() < (payload.consumed + OAUTH_TTL.rotatedRefreshGrace) * 1000) {
           const { consumed: _consumed, ...unused } = payload;
@@ -128,7 +128,7 @@ export class StoreAdapterFactory {
       },
       revokeByGrantId: async (grantId) => {
         if (this.revokeGrant(grantId)) await this.#store.commit();
-        // Issue 29 follow-up item 3: the library revoked the grant itself (a refresh token used twice): its
+        // The library revoked the grant itself (a refresh token used twice): its
         // connection is disconnected as by the settings, not left listed live without tokens. Once per grant:
         // the library calls this for each of its models at once.
         if (this.#revoking.has(grantId)) return;
@@ -171,8 +171,8 @@ export class StoreAdapterFactory {
   }
 
   /**
-   * Counts one wrong API key on a sign-in's consent page and returns how many it has had (issue 20 item 6:
-   * counted on the sign-in itself, so it cannot be reset by not following a redirect). 0 once it is gone.
+   * Counts one wrong API key on a sign-in's consent page and returns how many it has had: counted on the
+   * sign-in itself, so it cannot be reset by not following a redirect. 0 once it is gone.
    */
   recordFailure(uid: string): number {
     const id = `Interaction:${uid}`;

@@ -71,8 +71,8 @@ export class ConsentPage {
     if (limit !== null && !isDailyLimit(limit)) {
       return this.#send(res, 400, shown, { error: `The daily limit is a whole number of credits from 0 to ${DAILY_LIMITS.max.toLocaleString('en')}, or empty for the default.`, limit: rawLimit });
     }
-    // Wrong keys count per sign-in (below) and per address, as on /v1 (issue 20 item 6); a right key is
-    // never refused by the address's count (issue 29 item 4).
+    // Wrong keys count per sign-in (below) and per address, as on /v1, so guessing is bounded; a right key is
+    // never refused by the address's count, so a stranger's guesses cannot lock its holder out.
     const address = req.socket.remoteAddress;
     const who = this.#parts.accounts.authenticate(`Bearer ${(form.get('api_key') ?? '').trim()}`);
     if (typeof who === 'string') {
@@ -141,7 +141,7 @@ export class ConsentPage {
     const action = `${this.#parts.origin}/oauth/consent/${encodeURIComponent(shown.uid)}`;
     const name = shown.clientName ?? 'An assistant without a name';
     const notice: SafeHtml | null = error ? html`<div class="notice error" role="alert" id="form-error"><p>${error}</p></div>` : null;
-    // Issue 29 item 19: such a client gets a refresh token without asking for offline_access; the person is told here.
+    // A refresh_token client stays connected without asking for offline_access (provider.ts); the person is told here.
     const lasting: SafeHtml | null = shown.staysConnected
       ? html`<p>It stays connected, without asking you again, until you disconnect it in the account settings or it goes ${OAUTH_TTL.refreshToken / 86_400} days unused.</p>`
       : null;

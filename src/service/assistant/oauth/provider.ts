@@ -100,7 +100,7 @@ export class OAuthServer {
         jwks: OAUTH_PATHS.jwks,
       },
       scopes: [...KNOWN_SCOPES],
-      // The library calls a parameter's validator with its context, before any interaction (issue 20 item 3).
+      // The library calls a parameter's validator with its context, before any interaction: the scope is settled there.
       extraParams: { scope: async (ctx: KoaContextWithOIDC) => settleScope(ctx, errors) },
       claims: { openid: ['sub'] },
       // The authorization code flow only: no implicit or hybrid response types.
@@ -123,10 +123,10 @@ export class OAuthServer {
       clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
       findAccount: async (_ctx, sub) => (accountExists(sub) ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
       interactions: { url: (_ctx, interaction) => `${OAUTH_PATHS.consent}/${interaction.uid}` },
-      // Issue 29 item 19: a client registered for the refresh_token grant gets a refresh token whether or not it
+      // A client registered for the refresh_token grant gets a refresh token whether or not it
       // asked for `offline_access` (the MCP SDK 1.x never does), so the person is not asked again every hour.
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-      // Issue 29 item 19: such a grant lasts as its connection does (until disconnected, or 30 days unused), not as the
+      // Such a grant lasts as its connection does (until disconnected, or 30 days unused), not as the
       // browser's session on the consent page, which the person never sees nor ends (the library's default binds it).
       expiresWithSession: async (ctx, code) => !code.scopes.has('offline_access') && !ctx.oidc.client?.grantTypeAllowed('refresh_token'),
       // Public clients: each use gives a new refresh token, and a used one sent again revokes the grant (RFC 9700 §4.14.2).
@@ -167,7 +167,7 @@ export class OAuthServer {
         ctx.body = errorPage(out as unknown as Record<string, string>);
       },
       // Every fetch the library makes (a stranger's `client_id=https://…` among them) refuses private and
-      // loopback addresses before connecting (issue 20 item 1); the library's own check runs after connect.
+      // loopback addresses before connecting; the library's own check runs only after connect.
       fetch: guardedFetch({ transport: options.fetch }) as never,
     };
     this.provider = new ProviderClass(issuer, configuration);
@@ -184,7 +184,7 @@ export class OAuthServer {
    * does: any case, a trailing slash ignored).
    */
   handle(req: IncomingMessage, res: ServerResponse): void {
-    // Issue 20 item 5: every URL the library publishes (the metadata's endpoints, the resume redirect) is
+    // Every URL the library publishes (the metadata's endpoints, the resume redirect) is
     // built from the request's host and scheme; they are the issuer's, never what a client's headers say.
     const issuer = new URL(this.issuer);
     for (const name of ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port']) delete req.headers[name];
@@ -241,7 +241,7 @@ export class OAuthServer {
 }
 
 /**
- * The scope of an authorization request, settled before the consent page (issue 20 item 3): an unknown
+ * The scope of an authorization request, settled before the consent page: an unknown
  * scope is `invalid_scope`; a request that names no scope of the endpoint (none at all, as OAuth 2.1
  * allows, or only `offline_access` or `openid`) gets the default, `mcp`. The library drops
  * `offline_access` from a request without `prompt=consent` (OpenID Connect's rule); here such a request
