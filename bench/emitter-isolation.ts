@@ -12,11 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { redisAvailable, startRedis } from '../test/helpers/redis.js';
 import type { EmitterOptions, WebhookEmitter } from '../src/index.js';
 import { intOption, median, table, template } from './lib.js';
 import { code } from './parts/code.js';
+import { startReceiver } from './parts/receiver-thread.js';
 
 // The emitter as users run it: the built package (bench/parts/code.ts).
 const { bullmqQueue, createEmitter, FileOutbox, MemoryOutbox } = await code<typeof import('../src/index.js')>('index.js');
@@ -30,20 +30,6 @@ const payload = (id: number): Record<string, unknown> => {
   const { event: _e, delivered_at: _d, ...rest } = body;
   return { ...rest, id };
 };
-
-/** A receiver answering 200 on 127.0.0.1, in its own thread. */
-async function startReceiver(): Promise<{ url: string; stop: () => Promise<number> }> {
-  const worker = new Worker(
-    `const { createServer } = require('node:http');
-     const { parentPort } = require('node:worker_threads');
-     const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"received":true}'); }); });
-     server.keepAliveTimeout = 60000;
-     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
-    { eval: true },
-  );
-  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
-  return { url: `http://127.0.0.1:${port}/webhooks`, stop: () => worker.terminate() };
-}
 
 /** A server on 127.0.0.1 that reads each request and never answers it; `stop` cuts every connection. */
 async function startTarpit(): Promise<{ url: string; held: () => number; stop: () => Promise<void> }> {

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Worker } from 'node:worker_threads';
 import type { Outbox } from '../src/index.js';
 import { code } from './parts/code.js';
+import { startReceiver } from './parts/receiver-thread.js';
 
 // The emitter as users run it: the built package (bench/parts/code.ts).
 const { createEmitter, FileOutbox, MemoryOutbox, sign } = await code<typeof import('../src/index.js')>('index.js');
@@ -38,20 +38,6 @@ const payload = (id: number): Record<string, unknown> => {
   const { event: _e, delivered_at: _d, ...rest } = template;
   return { ...rest, id };
 };
-
-/** A receiver answering 200 `{"received":true}` on 127.0.0.1, in its own thread. */
-async function startReceiver(): Promise<{ url: string; stop: () => Promise<number> }> {
-  const worker = new Worker(
-    `const { createServer } = require('node:http');
-     const { parentPort } = require('node:worker_threads');
-     const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"received":true}'); }); });
-     server.keepAliveTimeout = 60000;
-     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
-    { eval: true },
-  );
-  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
-  return { url: `http://127.0.0.1:${port}/webhooks`, stop: () => worker.terminate() };
-}
 
 /** The baseline: `concurrency` loops of bare `fetch` POSTs of a signed body, as a hand-written sender would. */
 async function bareFetch(url: string, total: number): Promise<number> {
