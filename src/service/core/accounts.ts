@@ -9,7 +9,7 @@ export const MIN_BALANCE_TO_CREATE_KEYS = LIMITS.minBalanceToCreateKeys;
 
 export interface Account {
   id: number;
-  /** A label (issue 22's test accounts; seed fixtures name accounts by it). The first account's is `default`. */
+  /** A label (the test helpers' accounts; seed fixtures name accounts by it). The first account's is `default`. */
   name?: string;
   balance: number;
   /** Whether the account has ever topped up (the assistant's daily limit depends on it, spec 5.7). */
@@ -17,8 +17,10 @@ export interface Account {
   createdAt: number;
   /** API usage (spec 4.16). */
   usage: { requests: number; creditsSpent: number; creditsRefunded: number; videosCreated: number };
-  /** The webhook chaos modes of every clip of the account (issue 22, `POST /test_helpers/webhook_chaos`); absent for none. */
-  /** Issue 22's webhook chaos modes for this account (testing/contract's `ChaosMode`: core keeps them, the test controls read them). */
+  /**
+   * The webhook chaos modes of every clip of the account (`POST /test_helpers/webhook_chaos`); absent for none.
+   * They are testing/contract's `ChaosMode` names: core keeps them, the test controls read them.
+   */
   webhookChaos?: string[];
 }
 
@@ -30,7 +32,10 @@ export interface ApiKey {
   token: string;
   /** The webhook signing secret of the tasks this key creates (spec 5.5), `whsec_…`. */
   webhookSecret: string;
-  /** The secret before the last rotation (issue 22's `webhook_previous_secret` chaos); absent in older data files and on a key never rotated. */
+  /**
+   * The secret before the last rotation (for the `webhook_previous_secret` chaos mode); absent in older data
+   * files and on a key never rotated.
+   */
   previousWebhookSecret?: string;
   createdAt: number;
   revokedAt: number | null;
@@ -50,7 +55,7 @@ export const newApiKey = (): string => `sk_${randomBytes(24).toString('base64url
 export const newWebhookSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
 
 /**
- * The shortest API key a user may choose (issue 20 item 6): 24 characters, so a key typed by hand is not
+ * The shortest API key a user may choose: 24 characters, so a key typed by hand is not
  * one a guesser finds (generated keys are 35: `sk_` and 32 characters of 192 random bits).
  */
 export const MIN_API_KEY_LENGTH = 24;
@@ -61,9 +66,9 @@ export function isValidToken(token: unknown): token is string {
 }
 
 /**
- * Where the accounts file each key's secrets, so the request journal can redact them (issue 29 items 2 and 9):
- * the journal's `SecretIndex`, handed in by the composition root (issue 31 item 5: core imports nothing of
- * testing/). Groups are key ids, and `service` for the service's own secrets.
+ * Where the accounts file each key's secrets, so the request journal can redact them: the journal's
+ * `SecretIndex`, handed in by the composition root so that core imports nothing of testing/. Groups are
+ * key ids, and `service` for the service's own secrets.
  */
 export interface KeySecrets {
   set(group: string, secrets: Iterable<unknown>): void;
@@ -83,9 +88,9 @@ export class Accounts {
   readonly #keys: Table<ApiKey>;
   readonly #store: ServiceStore<AccountTables>;
   readonly #now: () => number;
-  /** Issue 29 items 2 and 9: every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
+  /** Every key's token and the webhook secrets it can still sign with, by key id, for the journal's redaction. */
   readonly secrets: KeySecrets;
-  // Issue 31 (s5a): indexes of the key table, which keeps them in step (a rollback, an account deleted, a reset).
+  // Indexes of the key table, which keeps them in step (a rollback, an account deleted, a reset).
   /** Live keys by token (one key per token); revoked keys are filed under none. */
   readonly #byToken: TableIndex<ApiKey, string>;
   /** Every key (revoked ones too) by account, in the order made: `keysOf` is a lookup, not a scan of every key ever made. */
@@ -175,13 +180,16 @@ export class Accounts {
     return [...this.#accounts.values()].sort((a, b) => a.id - b.id);
   }
 
-  /** Deletes an account and its keys (issue 22): its keys answer 401 invalid_api_key from the next request on. */
+  /**
+   * Deletes an account and its keys (`DELETE /test_helpers/accounts/{id}`): its keys answer 401
+   * invalid_api_key from the next request on.
+   */
   remove(accountId: number): boolean {
     for (const key of this.keysOf(accountId)) this.#keys.remove(key.id);
     return this.#accounts.remove(accountId);
   }
 
-  /** The account's keys, revoked ones too, in the order made: one lookup (issue 29 follow-up item 1). */
+  /** The account's keys, revoked ones too, in the order made: one index lookup, not a scan of every key. */
   keysOf(accountId: number): ApiKey[] {
     return this.#byAccount.get(accountId);
   }

@@ -31,10 +31,10 @@ interface Window {
 }
 
 /**
- * Counts failed authentications per client address (issue 20 item 6: unknown API keys were never limited,
- * 700-990 guesses a second). Once an address has failed `limit` times in its window, every credential it
+ * Counts failed authentications per client address, so no client can guess API keys at hundreds a second.
+ * Once an address has failed `limit` times in its window, every credential it
  * sends that is not valid is refused (429 with `Retry-After`) until the window ends. It is asked only
- * about credentials already found invalid (issue 29 item 4): a valid key or the admin token is never
+ * about credentials already found invalid: a valid key or the admin token is never
  * refused, so no local process can lock out another by sending wrong keys. IPv6 addresses count per /64,
  * the block one subscriber holds. Memory is bounded: windows end on the injected clock, at most
  * `maxAddresses` are counted and as many locked, and a flood of fresh addresses never unlocks one.
@@ -50,7 +50,7 @@ export class AuthFailures {
   /** Addresses at the limit, in the order they got there. */
   readonly #locked = new Map<string, Window>();
 
-  /** Forgets every window (issue 22's reset). */
+  /** Forgets every window (`POST /test_helpers/reset`). */
   clear(): void {
     this.#counting.clear();
     this.#locked.clear();
@@ -72,7 +72,7 @@ export class AuthFailures {
     const key = addressKey(address);
     const window = this.#live(this.#locked, key) ?? this.#live(this.#counting, key);
     if (window && window.count >= this.limit) return this.#refusal(window);
-    // Issue 29 item 4: a full table of live locks (a flood of addresses) refuses every guess rather than
+    // A full table of live locks (a flood of addresses) refuses every guess rather than
     // unlock one, until the oldest lock ends.
     this.#expire(this.#locked);
     const oldest = this.#locked.values().next().value;
@@ -87,7 +87,7 @@ export class AuthFailures {
     let window = this.#live(this.#counting, key);
     if (!window) {
       this.#expire(this.#counting);
-      // Issue 29 item 4: a new count forgets the oldest count, never a lock.
+      // A new count forgets the oldest count, never a lock, so a flood of fresh addresses unlocks no one.
       if (this.#counting.size >= this.#maxAddresses) this.#counting.delete(this.#counting.keys().next().value!);
       this.#counting.set(key, (window = { start: this.#now(), count: 0 }));
     }

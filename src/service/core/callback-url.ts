@@ -10,7 +10,7 @@ export interface CheckedCallback {
 
 /**
  * A clip's callback URL as the service takes it (spec 4.1), the one rule of `POST /v1/videos` and of a
- * seed fixture (issue 29 item 10): https, at most 2048 characters, no credentials; under `--strict` no
+ * seed fixture: https, at most 2048 characters, no credentials; under `--strict` no
  * private or loopback host; outside it plain http for a loopback host only, with a warning. Host names are
  * checked again when the webhook connects. Throws 400 `invalid_callback_url`.
  * @example checkClipCallback('http://127.0.0.1:3000/hooks', { strict: false }) // { url, warning: { code: 'callback_url_not_https', … } }

@@ -85,7 +85,7 @@ const twoTurns = async () => {
  * `advance()` moves it forward, firing what falls due in time order, each at its own instant. It fits
  * the emitter's `clock` option, so advancing also brings webhook retries due.
  *
- * Each account has its own time besides (issue 22): the service's plus the account's lead. `now()` and
+ * Each account has its own time besides: the service's plus the account's lead. `now()` and
  * `setTimeout()` act for the account of the current request or timer (`as()`, `scope()` + `actFor()`),
  * `advance(ms, { account })` moves one account's time only, and `advance(ms)` the service's and so every
  * account's. A timer fires on its account's time and acts for that account.
@@ -111,7 +111,7 @@ export class SimulatedClock {
   /** Further settle conditions registered by the service (its webhooks in flight), told whose advance asks. */
   readonly #settlers = new Set<(account: number | null) => Promise<void>>();
   /**
-   * Issue 29 item 3: one account's `advance()` calls run one after another, after any of the service's;
+   * One account's `advance()` calls run one after another, after any of the service's;
    * the service's run after every account's. Two accounts' advances never wait for each other.
    */
   #advancing: Promise<void> = Promise.resolve();
@@ -137,7 +137,7 @@ export class SimulatedClock {
 
   /**
    * Simulated milliseconds since the epoch: the time of the account the current request or timer acts for
-   * (issue 22: each account reads its own time), else the service's.
+   * (each account reads its own time), else the service's.
    */
   now(): number {
     return this.#baseNow() + this.#lanes.leadOf(this.account);
@@ -234,9 +234,9 @@ export class SimulatedClock {
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way at its own instant, in order,
    * settling after each. Resolves once time has reached the target and what it fired has settled. With
-   * `account`, only that account's time moves (issue 22, as a Stripe test clock moves only what is attached
+   * `account`, only that account's time moves (as a Stripe test clock moves only what is attached
    * to it): its timers and what its lane sources hold; every other account's time stays. It runs after the
-   * account's earlier advances and any of the service's, never behind another account's (issue 29 item 3).
+   * account's earlier advances and any of the service's, never behind another account's.
    */
   advance(ms: number, { account }: { account?: number | null } = {}): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new RangeError(`Expected a number of milliseconds >= 0, got ${String(ms)}.`));
@@ -257,7 +257,7 @@ export class SimulatedClock {
    * Adds a condition `advance()` waits for after each timer it fires, as Stripe's test clocks wait for the
    * work an advance starts: the service registers its webhook attempts in flight, so a retry schedule
    * walked by `advance()` sees each attempt's outcome before time moves on. It is told whose advance asks:
-   * an account's (wait for that account's work only, issue 29 item 3) or `null`, the service's (wait for
+   * an account's (wait for that account's work only) or `null`, the service's (wait for
    * every account's). Returns the unregister.
    */
   settleWith(settle: (account: number | null) => Promise<void>): () => void {
@@ -272,7 +272,7 @@ export class SimulatedClock {
   }
 
   /**
-   * Drops a running clock's lead: simulated time is real time again (issue 22's reset). Timers keep their
+   * Drops a running clock's lead: simulated time is real time again (`POST /test_helpers/reset`). Timers keep their
    * simulated due times, so they fire that much later in real time. A frozen clock is left as it is.
    */
   rewind(): void {

@@ -1,7 +1,7 @@
 import type { Account, Accounts } from './accounts.js';
 
 // Balances: the one place a balance changes, apart from the accounts and keys it is kept with (STYLE: one
-// concern a module; merged into accounts.ts for issue 31's walk, then split again).
+// concern a module).
 
 /** Refused: the balance cannot cover `required` (spec 7: 402 with `required` and `balance`). */
 export interface Shortfall {

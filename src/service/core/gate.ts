@@ -32,20 +32,26 @@ export interface GateOptions {
   failures: AuthFailures;
   /** Count windows by the key's token hash (every process on Redis numbers its own key ids). @default false */
   shared?: boolean;
-  /** The admin token of the test helpers (issue 22): `Authorization: Bearer <admin token>`. @default none: no request is the admin */
+  /**
+   * The admin token of the test helpers: `Authorization: Bearer <admin token>`.
+   * @default none: no request is the admin
+   */
   adminToken?: string;
-  /** Told the account a key names once it is known, before its rate window is read: the request acts for it (its own time, issue 22). */
+  /**
+   * Told the account a key names once it is known, before its rate window is read: the request acts for it
+   * (its own time).
+   */
   identified?(accountId: number): void;
   warn(message: string): void;
 }
 
-/** Who a credential of a test helper route names (issue 22): the admin (every account), or an account's key. */
+/** Who a credential of a test helper route names: the admin (every account), or an account's key. */
 export type AdminOrKey = { admin: true } | { admin: false; who: Identified };
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
- * The checks every keyed request passes first (spec 4, 5.3-5.4, 8 and issue 20 item 6), without HTTP: who
+ * The checks every keyed request passes first (spec 4, 5.3-5.4 and 8), without HTTP: who
  * the bearer key is (401, and 429 to a wrong one from an address that failed too often), 60 requests a
  * minute per key (the decision; 503 when Redis does not answer) and the balance floor of 10 credits (402). Each refusal
  * is a `ServiceError`; the adapters add the headers (`WWW-Authenticate`, `X-RateLimit-*`).
@@ -62,8 +68,8 @@ export class Gate {
   }
 
   /**
-   * Whether `address` may still present a credential that is not valid (issue 20 item 6); throws 429 when
-   * it may not. Ask it only once the credential was found invalid (issue 29 item 4): a valid one always passes.
+   * Whether `address` may still present a credential that is not valid; throws 429 when
+   * it may not. Ask it only once the credential was found invalid: a valid one always passes.
    */
   allowAttempt(address: string | undefined): void {
     if (address === undefined) return;
@@ -77,7 +83,7 @@ export class Gate {
     if (address !== undefined) this.#options.failures.fail(address);
   }
 
-  /** A credential found invalid: 429 when `address` failed too often (issue 20 item 6), else counted against it. */
+  /** A credential found invalid: 429 when `address` failed too often, else counted against it. */
   guessed(address: string | undefined): void {
     this.allowAttempt(address);
     this.failed(address);
@@ -85,7 +91,7 @@ export class Gate {
 
   /**
    * Who an `Authorization` header names (spec 5.4): 401 invalid_auth_header or invalid_api_key otherwise.
-   * Issue 29 item 4: the key is looked up first, so a valid one is never refused by the failure limit.
+   * The key is looked up first, so a valid one is never refused by the failure limit.
    */
   identify(authorization: string | undefined, address?: string): Identified {
     const who = this.lookup(authorization);
@@ -101,13 +107,13 @@ export class Gate {
   /**
    * Who the API key of an `Authorization` header names, or why it names no one, refusing nothing and counting
    * no failure: `identify`'s lookup, for an entry point that takes other bearer credentials too (`/mcp`'s OAuth
-   * access tokens, issue 31 item 1), which counts a guess only once none of them matched.
+   * access tokens), which counts a guess only once none of them matched.
    */
   lookup(authorization: string | undefined): Identified | 'invalid_auth_header' | 'invalid_api_key' {
     const who = this.#options.accounts.authenticate(authorization);
     if (typeof who === 'string') return who;
     this.#options.identified?.(who.account.id);
-    // Issue 31 (speed): named members; `{ ...who, limitName }` cost V8 ~0.5 µs a request (a copy, then a member added).
+    // Named members: `{ ...who, limitName }` costs V8 ~0.5 µs a request (a copy, then a member added).
     return { account: who.account, key: who.key, limitName: this.limitName(who.key) };
   }
 
@@ -119,7 +125,7 @@ export class Gate {
   }
 
   /**
-   * Who a test helper's credential names (issue 22): the admin token, or with `orKey` an API key (spec 5.4,
+   * Who a test helper's credential names: the admin token, or with `orKey` an API key (spec 5.4,
    * as `identify`). Anything else is 401: `invalid_auth_header` without a bearer token, `invalid_api_key`
    * for a token that is not the admin's (a live API key on an admin-only helper included, though it does
    * not count as a failed attempt of the address). Only a token that is neither meets the failure limit.
@@ -141,7 +147,7 @@ export class Gate {
   /**
    * Counts one request in its caller's window (spec 4, 8): the decision, whose headers every answer carries;
    * a request refused by it is `allowed: false` (the adapter answers 429). 503 when the limiter on Redis
-   * does not answer. Issue 31: with the limiter in memory the answer is not a promise (no async frame per request).
+   * does not answer. With the limiter in memory the answer is not a promise (no async frame per request).
    */
   admit(who: Identified): Admitted | Promise<Admitted> {
     let decision: RateDecision | Promise<RateDecision>;
@@ -175,7 +181,7 @@ export interface Admitted {
 
 function admitted(who: Identified, decision: RateDecision): Admitted {
   if (decision.allowed) who.account.usage.requests++;
-  // Named members, not a rest copy: the caller's shape is the same on every request (issue 31, speed).
+  // Named members, not a rest copy (a copy per request costs V8 time): the caller's shape is the same every time.
   const caller: Caller = who.assistant === undefined ? { account: who.account, key: who.key } : { account: who.account, key: who.key, assistant: who.assistant };
   return { caller, decision };
 }
@@ -185,7 +191,8 @@ export function insufficient(account: Account, required: number, detail?: string
   return new ServiceError('insufficient_credits', detail ?? `This costs ${required} credits; the balance is ${account.balance}.`, { extra: { required, balance: account.balance } });
 }
 
-// The rate limit of spec 4 and 8, the gate's second check (issue 31: here, not in a module of its own).
+// The rate limit of spec 4 and 8, the gate's second check: here, not in a module of its own, so a request loads
+// fewer files.
 
 /** Spec section 8: 60 requests per minute per API key. */
 export const RATE_LIMIT = LIMITS.requestsPerWindow;
@@ -207,8 +214,8 @@ export interface RateLimiterOptions {
   /** Milliseconds since the epoch: the service's simulated clock. */
   now: () => number;
   /**
-   * The time ended windows are dropped by: the service's own, which no account's time is behind (issue 22:
-   * an account ahead of the others must not end their windows). @default `now`
+   * The time ended windows are dropped by: the service's own, which no account's time is behind
+   * (an account ahead of the others must not end their windows). @default `now`
    */
   sweepNow?: () => number;
   /** @default 60 */
@@ -231,7 +238,7 @@ export class RateLimiter {
   readonly #windows = new Map<string, { start: number; count: number }>();
   #sweepAt = 0;
 
-  /** Forgets every window (issue 22's reset). */
+  /** Forgets every window (`POST /test_helpers/reset`). */
   clear(): void {
     this.#windows.clear();
   }

@@ -20,11 +20,11 @@ export interface IdempotencyRow {
   fingerprint: string;
   createdAt: number;
   response: StoredResponse;
-  /** How long it is replayed (issue 31 item 1: the assistant's repeat of the same arguments, 2 minutes). @default 24 h */
+  /** How long it is replayed (the assistant's repeat of the same arguments: 2 minutes). @default 24 h */
   windowMs?: number;
 }
 
-/** What one key's rules are, beyond the fingerprint (issue 31 item 1: the assistant's repeats are keys too). */
+/** What one key's rules are, beyond the fingerprint (the assistant's repeats are keys too). */
 export interface KeyRules {
   /** How long the first answer is replayed. @default 24 h (spec 7) */
   windowMs?: number;
@@ -78,7 +78,7 @@ export class Idempotency {
   #sweepAt = 0;
 
   /** With `shared`, the records are also kept in Redis, so every process on it sees every key. */
-  /** The time past records are dropped by: the service's own, which no account's time is behind (issue 22). */
+  /** The time past records are dropped by: the service's own, which no account's time is behind. */
   readonly #sweepNow: () => number;
 
   constructor({ table, now, sweepNow = now, shared }: { table: Table<IdempotencyRow>; now: () => number; sweepNow?: () => number; shared?: SharedIdempotency }) {
@@ -91,12 +91,12 @@ export class Idempotency {
   /** Looks in this process first, then, for a key it does not know, in Redis. */
   /**
    * `sharedScope` names the caller in Redis (the hash of its API key: account ids are each process's
-   * own); it defaults to `scope`. Given as a function, it is called only with Redis (issue 31: no Redis,
+   * own); it defaults to `scope`. Given as a function, it is called only with Redis (no Redis,
    * no Redis code on the request's path).
    */
   begin(scope: string, key: string, fingerprint: string, sharedScope: string | (() => string) = scope): IdempotencyStart | Promise<IdempotencyStart> {
     const local = this.#beginHere(scope, key, fingerprint);
-    // Issue 31: in this process only, the answer is at once (no promise per request).
+    // In this process only, the answer is at once (no promise per request).
     if (local.kind !== 'fresh' || !this.#shared) return local;
     return this.#beginShared(this.#shared, local, key, fingerprint, sharedScope);
   }
@@ -116,7 +116,7 @@ export class Idempotency {
 
   /**
    * Looks in this process only, at once (no Redis): what the assistant's spending rules use, so a repeat
-   * that arrives while the first call runs finds it running (issue 31 item 1).
+   * that arrives while the first call runs finds it running.
    */
   beginHere(scope: string, key: string, fingerprint: string, rules: KeyRules = {}): IdempotencyStart {
     return this.#beginHere(scope, key, fingerprint, rules);
@@ -175,7 +175,7 @@ export function fingerprint(method: string, path: string, body: unknown): string
 
 /**
  * JSON with object keys sorted at every depth: the one canonical form of a request (an Idempotency-Key's
- * fingerprint, and the assistant's repeat of the same arguments, issue 31 item 1). A member whose value is
+ * fingerprint, and the assistant's repeat of the same arguments). A member whose value is
  * `undefined` is left out, as `JSON.stringify` leaves it out.
  */
 export function canonicalJson(value: unknown): string {

@@ -1,4 +1,4 @@
-// The simulated clock's lanes (clock.ts): the service's own time and each account's (issue 22), each with how
+// The simulated clock's lanes (clock.ts): the service's own time and each account's, each with how
 // far it is ahead of the service's and its pending timers, in a binary min-heap by (at, seq), so the earliest
 // fires first and timers due at the same instant fire in the order they were set. The clock moves time and
 // arms the real timer; this module only keeps what is pending where.
@@ -22,7 +22,7 @@ export function peek(heap: Timer[]): Timer | undefined {
 
 /** Adds a timer. */
 export function push(heap: Timer[], timer: Timer): void {
-  // The new timer rises through a hole: no swap (a destructuring swap allocated an array per level, issue 31).
+  // The new timer rises through a hole: no swap (a destructuring swap allocates an array per level).
   let i = heap.length;
   heap.push(timer);
   while (i > 0) {
@@ -61,7 +61,7 @@ function before(a: Timer, b: Timer): boolean {
   return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }
 
-/** An account's own time (issue 22): how far it is ahead of the service's, and its timers. */
+/** An account's own time: how far it is ahead of the service's, and its timers. */
 export interface Lane {
   lead: number;
   /** Pending timers in a binary min-heap by (at, seq); cancelled ones are dropped when they surface. */

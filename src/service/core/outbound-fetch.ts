@@ -22,8 +22,8 @@ export class OutboundRefusedError extends Error {
 
 /**
  * A `fetch` for requests a stranger can make the service send: the authorization server's client ID
- * metadata documents (`client_id=https://…`, fetched before anyone signed in) and any `jwks_uri` (issue
- * 20 item 1). https only, no credentials, and no private, loopback, link-local or metadata address:
+ * metadata documents (`client_id=https://…`, fetched before anyone signed in) and any `jwks_uri`.
+ * https only, no credentials, and no private, loopback, link-local or metadata address:
  * a literal address (in any spelling: `127.1`, `0x7f000001`, `[::ffff:127.0.0.1]`, `0`…, which the URL
  * parser turns into the dotted form) and `localhost` are refused here, and a name is checked by the
  * outbound connect-time guard the webhooks use too (`guardLookup`, http/outbound-guard.ts), which refuses a private answer before the socket

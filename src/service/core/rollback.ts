@@ -1,6 +1,6 @@
 import type { Row, Table } from './table.js';
 
-// How the service store takes back what one command changed when its write failed (issue 20 item 9): each
+// How the service store takes back what one command changed when its write failed: each
 // change of a row is kept as the row's JSON before and after it, and undone newest first, in place, onto
 // the row as it is now, so what others changed since (a refund, a clip's transition) stands.
 

@@ -6,7 +6,7 @@ export type Speed = 'fast' | 'realistic';
 
 /**
  * `simulate:<code>` markers in a prompt: how a user's tests make the service fail on purpose, every way
- * the spec says it can (issue 11), as Stripe's magic test card numbers do.
+ * the spec says it can, as Stripe's magic test card numbers do.
  *
  * - `simulate:<error_code>` (any value of spec 2.9): the clip is accepted and charged, then ends `error`
  *   with that error_code, refunded, with a `video.failed` webhook. A retry of a retryable one succeeds;
@@ -33,7 +33,7 @@ export type Simulation =
   | { kind: 'task'; code: VideoErrorCode; sticky: boolean }
   | { kind: 'request'; code: RequestCode };
 
-/** The word every marker starts with: a prompt without it has none, and is not parsed (issue 31: the walk). */
+/** The word every marker starts with: a prompt without it has none, and is not parsed (a plain one costs a search). */
 export const SIMULATE_WORD = 'simulate:';
 
 const MARKER = /(?:^|[^\w:])simulate:((?:request:)?[a-z_]+)(:sticky)?(?![\w:])/g;

@@ -92,7 +92,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
             file,
             ...(compactAfter === undefined ? {} : { compactAfter }),
             snapshot: () => this.#snapshot(),
-            // Issue 31 (speed): a compaction joins each row's JSON as last put instead of serialising every row again.
+            // A compaction joins each row's JSON as last put instead of serialising every row again.
             stringify: (state) => (state instanceof PutRows ? state.text() : JSON.stringify(state)),
             sizeOf: (state) => (state instanceof PutRows ? state.rows : Object.values(state.tables ?? {}).reduce((sum, rows) => sum + rows.length, 0)),
             onBadLine: () => void this.#badLines++,
@@ -133,7 +133,7 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
     return (this.#seq[table] ?? 1) - 1;
   }
 
-  /** Starts a table's ids again from 1 (issue 22's reset, once the table is empty). */
+  /** Starts a table's ids again from 1 (`POST /test_helpers/reset`, once the table is empty). */
   restartIds(table: keyof T & string): void {
     delete this.#seq[table];
   }
@@ -178,11 +178,11 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
 
   /**
    * Runs one command (an HTTP request's handler, a task's creation) so that it is saved whole or leaves no
-   * trace (issue 20 item 9): every row it puts or removes, through its awaits, is recorded; when one of its
+   * trace: every row it puts or removes, through its awaits, is recorded; when one of its
    * writes fails (or the write of what it left unsaved, made here at its end), or it throws, each of its
    * changes is undone, newest first, onto the rows as they are now, and the error is thrown on (a failed
    * write as a `StoreWriteError`): the caller answers 503, and nothing changed, in memory or on disk.
-   * Each table's indexes follow the rows undone (issue 31, s5a); timers kept beside the rows are re-armed
+   * Each table's indexes follow the rows undone; timers kept beside the rows are re-armed
    * or dropped by the `onRollback` listeners. A unit inside
    * another records its own changes and is taken back on its own.
    */
@@ -321,8 +321,8 @@ export class ServiceStore<T extends { [K in keyof T]: Row }> {
 
   /**
    * The state a compaction writes. Mid-run it is each row's JSON as last put (its shadow, kept for
-   * rollbacks anyway): exactly what the journal it replaces holds, with no row serialised again (issue 31:
-   * re-serialising every row cost as much as the puts themselves). At close, the rows as they are.
+   * rollbacks anyway): exactly what the journal it replaces holds, with no row serialised again
+   * (re-serialising every row costs as much as the puts themselves). At close, the rows as they are.
    */
   #snapshot(): StateFile | PutRows {
     if (!this.#closing) return new PutRows(this.#seq, [...this.#tables.keys()].map((name) => [name, this.#shadowsOf(name)]));

@@ -34,7 +34,7 @@ type Bivariant<A extends unknown[], T> = { bivariant(...args: A): T }['bivariant
 type Filed<K> = K | readonly K[] | undefined;
 
 /**
- * Rows of one table by a key computed from each row (issue 31, s5a): the table keeps it in step on every
+ * Rows of one table by a key computed from each row: the table keeps it in step on every
  * `put`, `remove` and `load` (a unit of work's rollback and a data file's load included), so its owner
  * never rebuilds or undoes it. Rows are changed in place and then put again, so the keys a row is filed
  * under are the ones `keysOf` gave at its last put, not the ones its object would give now.
@@ -64,7 +64,7 @@ export class TableIndex<R extends Row, K extends IndexKey> {
     this.unique = unique;
   }
 
-  // Issue 31 (walk): the steps a put and a lookup take are written out here rather than in small helpers,
+  // The steps a put and a lookup take are written out here rather than in small helpers,
   // so one request runs a handful of this module's functions, not a dozen.
 
   /** The rows filed under `key`, in filing order (a new array). */
@@ -260,7 +260,7 @@ export class Table<R extends Row> {
   }
 
   #put(row: R, checkUnique: boolean): R {
-    // Issue 31 (s5a): every index's keys first, so a bad key or a unique key already held refuses the put before anything changes.
+    // Every index's keys first, so a bad key or a unique key already held refuses the put before anything changes.
     const list = this.#list;
     const planned = this.#planned;
     for (let i = 0; i < list.length; i++) planned[i] = checkUnique ? list[i]!.plan(row) : list[i]!.plan(row, false);

@@ -53,7 +53,7 @@ export class ClockCommands {
   /**
    * POST /test_helpers/clock/advance `{ seconds }`: answers once what it set going has settled. Time cannot
    * be taken back once what fell due has run, so the data file is tried first: when it cannot be written
-   * the answer is 503 and the clock has not moved (issue 20 item 9). Once moved, the advance stands even if
+   * the answer is 503 and the clock has not moved. Once moved, the advance stands even if
    * saving what it did fails then: that is queued and written when the disk lets it.
    */
   async advance(seconds: number, account: number | null) {

@@ -4,7 +4,7 @@ import type { Caller } from '../core/gate.js';
 import { compose, type Exchange, type JsonBody, type KeyLease, type Outcome, type RunRequest, type Step } from './chain.js';
 import type { GateRun } from './steps.js';
 
-// Issue 31 item 1: the runner's adapter for what is not a request of a contract route: the service's pages
+// The runner's adapter for what is not a request of a contract route: the service's pages
 // (a form's fields) and startService()'s helpers (a call in process). The same steps run; only the request
 // and how the outcome is sent differ.
 

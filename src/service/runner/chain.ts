@@ -2,7 +2,7 @@ import type { Problem } from '../../protocol/problem.js';
 import type { ServiceError } from '../contract/problems.js';
 import type { RouteSpec } from '../contract/routes.js';
 
-// Issue 31 item 1: one chain of named steps every operation runs, whoever calls it. A step is a small
+// One chain of named steps every operation runs, whoever calls it. A step is a small
 // function of the run and the rest of the chain; one that answers early does not call `next`.
 
 /** A request's JSON body (`undefined` when it has none), or the refusal of what was sent. */
@@ -14,11 +14,14 @@ export const WRITTEN = Symbol('written');
 /** A fresh Idempotency-Key: kept with the operation's commit (`finish`), then told to other processes (`share`). */
 export interface KeyLease {
   finish(response: { status: number; body: unknown } | null): void;
-  /** Nothing to wait for (no promise) when no other process shares the keys (issue 31: the bench's figures). */
+  /**
+   * Nothing to wait for (no promise) when no other process shares the keys: a promise per request shows in
+   * the bench's figures.
+   */
   share(response: { status: number; body: unknown } | null): Promise<void> | void;
 }
 
-/** What the runner learnt of one request, for the request journal (issue 22). */
+/** What the runner learnt of one request, for the request journal. */
 export interface Exchange<C> {
   /** The admitted caller; `null` for a public route, the admin token, or a request refused before. */
   caller: C | null;
@@ -32,14 +35,14 @@ export interface Exchange<C> {
   code: string | null;
   /** No answer was sent: a fault rule cut the connection or let it hang. */
   dropped: boolean;
-  /** The admin token was admitted (issue 29 follow-up item 4: the journal keeps its requests apart). */
+  /** The admin token was admitted (the journal keeps its requests apart). */
   admin: boolean;
 }
 
 /** How a run ends, for its adapter to send. */
 export type Outcome =
   | { kind: 'json'; status: number; body: unknown; headers: Record<string, string> }
-  /** A refusal: its problem body, and the error it was made of (startService()'s helpers throw it, issue 31 item 1). */
+  /** A refusal: its problem body, and the error it was made of (startService()'s helpers throw it). */
   | { kind: 'problem'; body: Problem; headers: Record<string, string>; error: ServiceError }
   /** No answer: the connection is cut (a fault rule). */
   | { kind: 'drop' }
@@ -76,7 +79,7 @@ export interface RunRequest {
 /** One operation's run: its request, what the steps found, and what it answers. */
 export interface Run<C> {
   readonly route: RouteSpec;
-  /** The operation's name: the route's operationId (or an assistant tool's name, issue 31 item 2). */
+  /** The operation's name: the route's operationId (or an assistant tool's name). */
   readonly operation: string;
   readonly request: RunRequest;
   readonly exchange: Exchange<C>;
@@ -106,8 +109,8 @@ export interface Run<C> {
 export type Step<R> = ((run: R, next: () => Promise<void>) => Promise<void>) & { readonly stepName?: string };
 
 /**
- * What the test controls read of a run (issue 31 item 5: the composition root plugs them in as steps): a
- * route's request on `/v1`, or an assistant's tool call on `/mcp` (item 2: its operation is the tool's name).
+ * What the test controls read of a run (the composition root plugs them in as steps): a
+ * route's request on `/v1`, or an assistant's tool call on `/mcp` (its operation is the tool's name).
  */
 export interface ControlledRun<C> {
   readonly operation: string;
@@ -162,5 +165,5 @@ export function successOf(route: RouteSpec): number {
   return status;
 }
 
-/** Each route's 2xx status, found once (issue 31: not a scan of its responses per request). */
+/** Each route's 2xx status, found once (not a scan of its responses per request). */
 const SUCCESS = new WeakMap<RouteSpec, number>();

@@ -2,8 +2,8 @@ import { ServiceError } from '../contract/problems.js';
 import { StoreWriteError } from '../core/store.js';
 
 /**
- * The one place an error that is not a refusal becomes one (issue 31 item 1): a change the data file could
- * not take was taken back whole (issue 20 item 9: 503, nothing changed or charged); anything else is 500.
+ * The one place an error that is not a refusal becomes one: a change the data file could
+ * not take was taken back whole (503, nothing changed or charged); anything else is 500.
  */
 export function failureOf(error: unknown, { warn, report }: { warn(message: string): void; report(error: Error): void }): ServiceError {
   if (error instanceof ServiceError) return error;

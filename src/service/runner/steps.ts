@@ -12,7 +12,7 @@ import { named, successOf, WRITTEN, type JsonBody, type KeyLease, type Outcome, 
 import { failureOf } from './failure.js';
 import type { Site } from '../core/site.js';
 
-// Issue 31 item 1: the runner's steps, each a small function of the run and the rest of the chain, in the
+// The runner's steps, each a small function of the run and the rest of the chain, in the
 // order a route runs them: answer, identify, limits, idempotency, floor, parse, unit, command (the test
 // controls' journal and faults plug in from testing/steps.ts). One module, so one request loads few files.
 
@@ -40,7 +40,7 @@ export function identify(gate: Pick<Gate, 'identify' | 'identifyAdmin'>): Step<G
   });
 }
 
-/** What the limits step reads and writes of a run: a route's, or a request to the assistant endpoint (issue 31 item 1). */
+/** What the limits step reads and writes of a run: a route's, or a request to the assistant endpoint. */
 export interface LimitsRun {
   who?: Identified | undefined;
   caller: Caller;
@@ -81,7 +81,7 @@ export interface AnswerParts {
 }
 
 /**
- * The answer of a run (issue 31 item 1: the one error → problem mapping): the command's value with the
+ * The answer of a run (the one error → problem mapping): the command's value with the
  * route's 2xx status, an early step's outcome (a replay, a fault), or the problem of what was thrown. A
  * fault rule's `cut: after` sends none of them.
  */
@@ -188,7 +188,7 @@ export function parseInput(): Step<GateRun> {
     const { route, request } = run;
     const params = route.params ? parse(route.params, request.params, route, 'not_found') : {};
     const query = route.query ? parse(route.query, request.query, route) : {};
-    // A body the idempotency step read is not waited for again (issue 31: one read, no second async frame).
+    // A body the idempotency step read is not waited for again (one read, no second async frame).
     if (route.body) return run.json ? parsed(run, run.json, route.body, params, query, next) : withBody(run, route.body, params, query, next);
     if (!route.multipart && request.method !== 'GET' && request.method !== 'HEAD') request.discard();
     run.input = { params, query, body: undefined };
@@ -233,14 +233,14 @@ export const command: Step<GateRun> = named('command', (run, next) => {
 
 /** Parses a part of the request with its schema, or throws the refusal the contract names for it. */
 export function parse(schema: z.ZodType, value: unknown, route: RouteSpec, fallback: 'not_found' | 'invalid_json' | 'invalid_parameter' = 'invalid_parameter'): unknown {
-  // Issue 31 (speed): a parse with a context (`reportInput`) skips zod's compiled fast path (1.4 µs more on a
+  // A parse with a context (`reportInput`) skips zod's compiled fast path (1.4 µs more on a
   // path, 1.7 on a clip's body); the inputs the refusal quotes are needed only for what fails, parsed again.
   const valid = schema.safeParse(value);
   if (valid.success) return valid.data;
   const parsed = schema.safeParse(value, { reportInput: true });
   if (parsed.success) return parsed.data;
   const options = { fallback: fallback === 'invalid_json' ? 'invalid_parameter' : fallback, ...(route.indexed ? { indexed: route.indexed } : {}) } as const;
-  // A body written as a file (issue 22's seed fixture) names the member at fault with a JSON Pointer.
+  // A body written as a file (a seed fixture) names the member at fault with a JSON Pointer.
   const refusal = route.pointer && fallback === 'invalid_json' ? pointerRefusal(schema, parsed.error.issues, value, options) : refusalOf(schema, parsed.error.issues, value, options);
   // A body that is not an object at all is malformed, not a bad member (spec 7: invalid_json).
   if (fallback === 'invalid_json' && parsed.error.issues[0]?.path.length === 0) throw new ServiceError('invalid_json', route.indexed ? `The body must be a JSON object with ${route.indexed}.` : 'The body must be a JSON object.');

@@ -10,7 +10,7 @@ export interface ServiceRedis {
 
 /**
  * A connected ioredis client as the service takes it (`redis`): Lua scripts for the shared rate limits and
- * idempotency records, and a `duplicate()` for the BullMQ queue of its webhooks. Issue 29 item 15: written
+ * idempotency records, and a `duplicate()` for the BullMQ queue of its webhooks. Written
  * out, so the published types name no ioredis; an ioredis `Redis` fits.
  */
 export interface ServiceRedisClient extends ServiceRedis, RedisClientLike {}

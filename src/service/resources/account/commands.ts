@@ -83,7 +83,7 @@ export class AccountCommands {
    */
   rotateSecret(caller: Caller, id: string) {
     const key = this.#ownKey(caller, id);
-    // The secret it replaces is kept, so webhook chaos can sign with it (`webhook_previous_secret`, issue 22).
+    // The secret it replaces is kept, so webhook chaos can sign with it (`webhook_previous_secret`).
     key.previousWebhookSecret = key.webhookSecret;
     this.#options.accounts.update(key, { webhookSecret: newWebhookSecret() });
     return { id: key.id, webhook_secret: key.webhookSecret };

@@ -69,7 +69,7 @@ export class Assets extends EventEmitter<AssetEvents> {
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
   readonly #onError: (error: Error) => void;
-  // Issue 31 (s5a): indexes of the asset table, which keeps them in step, so no lookup reads every account's assets.
+  // Indexes of the asset table, which keeps them in step, so no lookup reads every account's assets.
   /** public_url tokens to assets: the public file route looks here on every request. */
   readonly #byToken: TableIndex<Asset, string>;
   /** Assets by their bytes: an upload's dedupe and whether a stored file is still used. */

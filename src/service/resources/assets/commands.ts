@@ -54,7 +54,7 @@ export class AssetCommands {
   }
 
   /**
-   * Keeps an upload (spec 4.12, 3.2): its pixels must decode within the limit (issue 20 item 2), its form
+   * Keeps an upload (spec 4.12, 3.2): its pixels must decode within the limit (pixels.ts), its form
    * fields follow the contract, `simulate` may refuse it or plan its rejection, and the same bytes from the
    * same account are the same asset (`deduped`). The received file is removed on every refusal.
    * `requireConsent`: the photo upload page, where who is in the photo must be said (422 consent_required).

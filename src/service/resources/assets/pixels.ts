@@ -4,8 +4,8 @@ import sharp from 'sharp';
 /**
  * The most pixels a reference photo may have (spec 4.12 names no limit): 50 megapixels, what a 48-50 MP
  * phone camera takes, and twelve times the largest image the service makes (hd, about 4.2 MP, spec 2.13).
- * A larger one is 413 too_large when it is uploaded. Issue 20 item 2: a header claiming 100000×100000 in
- * 84 bytes used to be kept, and every job that used it never ended.
+ * A larger one is 413 too_large when it is uploaded: a header claiming 100000×100000 in 84 bytes would
+ * otherwise be kept, and no job that used it would ever end.
  */
 export const MAX_ASSET_PIXELS = 50_000_000;
 

@@ -22,7 +22,7 @@ export function assetUri(asset: Asset): string | null {
 export function uploadView(asset: Asset, deduped: boolean, origin: string) {
   return {
     id: asset.id,
-    // Issue 31 item 4: an upload answers pending or trusted only; accept() refuses bytes that were rejected (spec 2.6).
+    // An upload answers pending or trusted only; accept() refuses bytes that were rejected (spec 2.6).
     status: asset.status as 'pending' | 'trusted',
     asset_uri: assetUri(asset),
     public_url: assetPublicUrl(origin, asset),

@@ -134,7 +134,7 @@ export class ImageFiles {
     const match = /^([A-Za-z0-9_-]{1,64})(?:\.(png|jpg|webp))?$/.exec(name);
     if (!match) return undefined;
     const [, token, ext] = match;
-    // Issue 29 follow-up item 2: the token names its job in the jobs' index; no scan of every job.
+    // The token names its job in the jobs' index; no scan of every job.
     const job = this.#options.jobs.byToken(token!);
     for (const image of job?.images ?? []) {
       const file = this.path(image);

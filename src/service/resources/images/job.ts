@@ -1,4 +1,4 @@
-// Issue 12 / spec 2.7, 3.3: an image job, its row and the rules read off it (its statuses, its images' `animate`,
+// Spec 2.7, 3.3: an image job, its row and the rules read off it (its statuses, its images' `animate`,
 // the limits of spec 8, a description's simulate: markers). The state machine that moves it is jobs.ts.
 import { IMAGE_ERROR_CODES, type ANIMATE_VALUES, type IMAGE_JOB_STATUSES, type ImageCommand, type ImageErrorCode } from '../../contract/images.js';
 import { LIMITS } from '../../contract/limits.js';
@@ -66,7 +66,7 @@ export const JOB_WINDOW_MS = LIMITS.imageJobWindowMs;
 /** Spec 2.7: a character photo is trusted for 30 days. */
 export const CHARACTER_TRUST_MS = LIMITS.characterTrustMs;
 
-/** `simulate:fail:<error_code>` and `simulate:partial` in a description (issue 12). */
+/** `simulate:fail:<error_code>` and `simulate:partial` in a description. */
 export function parseImageSimulation(description: string): { failWith: ImageErrorCode } | { partial: true } | null {
   const fail = /(?:^|\s)simulate:fail:([a-z_]+)(?!\S)/.exec(description);
   if (fail && (IMAGE_ERROR_CODES as readonly string[]).includes(fail[1]!)) return { failWith: fail[1] as ImageErrorCode };

@@ -44,8 +44,8 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
   /** Jobs whose files are being made, with their account: `clock.advance()` waits for them (the service registers it). */
   readonly #rendering = new Map<number, number>();
   /**
-   * Issue 29 follow-up item 2: jobs by file token and by account, so a file link, a list and the limits read
-   * no other account's jobs; indexes of the table, which keeps them in step (issue 31, s5a).
+   * Jobs by file token and by account, so a file link, a list and the limits read
+   * no other account's jobs; indexes of the table, which keeps them in step.
    */
   readonly #byToken: TableIndex<ImageJob, string>;
   readonly #byAccount: TableIndex<ImageJob, number>;
@@ -141,7 +141,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
 
 
   /**
-   * A job made in any state by a seed fixture (issue 22), charging nothing: a generating one ends on its
+   * A job made in any state by a seed fixture, charging nothing: a generating one ends on its
    * plan; a done or partial one has its `made` images rendered now (by `renderer`, default the service's); a failed one has none.
    */
   async seed(account: Account, keyId: string, command: ImageCommand, { status, made, errorCode, renderer }: { status: ImageJobStatus; made: number; errorCode: ImageErrorCode | null; renderer?: ImageRenderer }): Promise<ImageJob> {
@@ -151,7 +151,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     this.#timers.delete(job.id);
     const now = this.#options.clock.now();
     job.plan = { endAt: now, make: status === 'failed' ? 0 : made, failWith: errorCode ?? (status === 'failed' ? 'failed' : null) };
-    // Issue 29 item 6: a seed passes its own renderer, which draws each kind of picture once.
+    // A seed passes its own renderer, which draws each kind of picture once.
     const { refund: _refund, ...fields } = await this.#make(job, [], renderer);
     Object.assign(job, fields);
     return this.#jobs.put(job);
@@ -189,7 +189,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
     return this.#rendering.size > 0;
   }
 
-  /** Whether a job of `account` is having its files made now (issue 29 item 3: what its own advance waits for). */
+  /** Whether a job of `account` is having its files made now (what its own advance waits for). */
   busyOf(account: number): boolean {
     for (const owner of this.#rendering.values()) if (owner === account) return true;
     return false;
@@ -238,7 +238,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
    * Ends a job: its images made, then its state, refund and charge set in one synchronous step. Any failure
    * on the way (a photo that cannot be decoded, a file that cannot be written, a record an older version
    * left) ends it `failed` instead, with nothing charged (spec 2.10, 3.3): a job never stays `generating`
-   * and never holds its reservation or a concurrency slot (issue 20 item 2). The end is saved in the
+   * and never holds its reservation or a concurrency slot. The end is saved in the
    * background: a failed write stays queued and is written with the next commit.
    */
   async #finish(job: ImageJob): Promise<void> {
@@ -251,7 +251,7 @@ export class ImageJobs extends EventEmitter<{ ended: [job: ImageJob] }> {
       await this.#options.renderer.discard?.(made).catch(() => undefined);
       end = { images: [], status: 'failed', errorCode: 'failed', creditsCharged: 0, creditsRefunded: job.creditsReserved, completedAt: this.#endOf(job), refund: job.creditsReserved };
     }
-    // Issue 29 item 8: its row went while it rendered (its account deleted): nothing to write back.
+    // Its row went while it rendered (its account deleted): nothing to write back.
     if (this.#jobs.get(job.id) === undefined) {
       await this.#options.renderer.discard?.(end.images ?? []).catch(() => undefined);
       return;

@@ -4,7 +4,7 @@ import type { Asset } from '../assets/assets.js';
 import type { ServiceStore, Table, TableIndex } from '../../core/store.js';
 import type { SubjectConsent } from '../../contract/common.js';
 
-/** How long an upload link works (issue 15), on the service's simulated clock. */
+/** How long an upload link works, on the service's simulated clock. */
 export const PHOTO_UPLOAD_TTL_MS = 60 * 60 * 1000;
 
 /** Expired links are kept this long (so the page can say "expired" rather than "unknown"), then dropped. */
@@ -59,7 +59,7 @@ const hashToken = (token: string): string => createHash('sha256').update(token).
 export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   readonly #table: Table<PhotoUpload>;
   readonly #now: () => number;
-  // Issue 31 (s5a): indexes of the photo_upload table, which keeps them in step (a rollback included).
+  // Indexes of the photo_upload table, which keeps them in step (a rollback included).
   /** Token hashes to uploads: the page looks here on every request. */
   readonly #byHash: TableIndex<PhotoUpload, string>;
   /** The upload that made each asset: a clip's consent reads it, whatever other accounts uploaded. */
@@ -67,10 +67,10 @@ export class PhotoUploads extends EventEmitter<PhotoUploadEvents> {
   /** The links not used yet: what the pruning reads, never the used ones a photo's consent keeps (one key). */
   readonly #unused: TableIndex<PhotoUpload, 'unused'>;
 
-  /** The time long-expired links are dropped by: the service's own, which no account's time is behind (issue 22). */
+  /** The time long-expired links are dropped by: the service's own, which no account's time is behind. */
   readonly #sweepNow: () => number;
 
-  /** An account's time: a link (opened without a key) expires on its owner's time (issue 22). */
+  /** An account's time: a link (opened without a key) expires on its owner's time. */
   readonly #nowOf: (account: number) => number;
 
   constructor(store: ServiceStore<PhotoUploadTables>, now: () => number, { sweepNow = now, nowOf = () => now() }: { sweepNow?: () => number; nowOf?: (account: number) => number } = {}) {

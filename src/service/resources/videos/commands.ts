@@ -227,13 +227,13 @@ const SIMULATED: Record<RequestCode, string> = {
 
 const BUSY: ReadonlySet<RequestCode> = new Set(['upstream_busy', 'no_session_available', 'generation_paused', 'moderation_pending']);
 
-/** A prompt's `simulate:` marker; a prompt without the word is not parsed (issue 31: the walk of a plain clip). */
+/** A prompt's `simulate:` marker; a prompt without the word is not parsed (a plain clip's prompt costs one search). */
 function simulationIn(prompt: string): Simulation | null {
   return prompt.includes(SIMULATE_WORD) ? parseSimulation(prompt) : null;
 }
 
 /**
- * The refusal a prompt's request-level `simulate:<code>` marker asks for (issue 11), or `null`: how a
+ * The refusal a prompt's request-level `simulate:<code>` marker asks for, or `null`: how a
  * user's tests make a valid clip request fail the way the spec says it can. `index` is a batch item's.
  */
 function simulatedRefusal(simulation: Simulation | null, index?: number): ServiceError | null {

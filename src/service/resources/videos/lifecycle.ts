@@ -101,7 +101,10 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   readonly #options: LifecycleOptions;
   readonly #random: () => number;
   readonly #timers = new Map<number, unknown>();
-  /** Each account's clips, so its list and its account view read no other account's clips; the table keeps it in step (issue 31, s5a). */
+  /**
+   * Each account's clips, so its list and its account view read no other account's clips; the table keeps it
+   * in step.
+   */
   readonly #byAccount: TableIndex<Video, number>;
 
   constructor(options: LifecycleOptions) {
@@ -129,8 +132,8 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
     const { pending, rendering, timeout } = TIMINGS[this.#options.speed];
     const startAt = now + this.#between(pending);
     const endAt = input.outcome === 'upstream_timeout' ? startAt + timeout : startAt + this.#between(rendering);
-    // Issue 31 (speed): one literal, every member named. `{ outcome, ...fields }` then `{ ...fields, id, … }`
-    // cost V8 ~15 µs a clip (a rest copy, then ten members added one by one); the order is the one it gave.
+    // One literal, every member named: `{ outcome, ...fields }` then `{ ...fields, id, … }` costs V8 ~15 µs
+    // a clip (a rest copy, then ten members added one by one). The members keep the order those spreads give.
     const video = this.#videos.put({
       accountId: input.accountId,
       keyId: input.keyId,
@@ -164,7 +167,7 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   /**
-   * A clip made in any state by a seed fixture (issue 22), charging nothing: pending and generating ones
+   * A clip made in any state by a seed fixture, charging nothing: pending and generating ones
    * follow the plan from now (their webhook goes when they end); done, error and cancelled ones ended now,
    * with no webhook. A done clip's signed links work; an error one with a retryable code can be retried.
    */
@@ -226,9 +229,9 @@ export class VideoLifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   /**
-   * Brings the timers back in line with the rows after a request's changes were taken back (issue 20 item
-   * 9): a cancel undone rearms its clip, a creation undone leaves none armed. The clip index needs nothing:
-   * the table keeps it in step (issue 31, s5a).
+   * Brings the timers back in line with the rows after a request's changes were taken back: a cancel undone
+   * rearms its clip, a creation undone leaves none armed. The clip index needs nothing: the table keeps it
+   * in step.
    */
   resync(): void {
     for (const id of [...this.#timers.keys()]) {

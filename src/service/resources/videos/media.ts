@@ -63,7 +63,10 @@ export class MediaFiles {
     return this.#file(video, file, download === '1', range);
   }
 
-  /** A link's expiry is read on the time of the account whose clip it is (issue 22): another account's advance does not expire it. */
+  /**
+   * A link's expiry is read on the time of the account whose clip it is: another account's advance does not
+   * expire it.
+   */
   #actForOwner(file: string): void {
     const match = MEDIA_FILE.exec(file);
     const owner = match ? this.#options.lifecycle.get(Number(match[1]))?.accountId : undefined;

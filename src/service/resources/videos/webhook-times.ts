@@ -14,7 +14,7 @@ export interface WebhookTimesOptions {
 }
 
 /**
- * Webhooks on their account's time (issue 22). The emitter keeps one queue on the service's time, so this
+ * Webhooks on their account's time. The emitter keeps one queue on the service's time, so this
  * does the two things an account's own time needs of it: each attempt's `delivered_at` is the account's
  * time (the emitter's stamp), and an account's `advance()` brings its deliveries' retries when they fall due
  * on its time, in order with its clips' timers (a lane source of the clock). A retry scheduled at service
@@ -26,7 +26,7 @@ export class WebhookTimes implements LaneSource {
   readonly #attempts = new Map<string, { account: number; lead: number }>();
   /** Deliveries being brought forward now, with their account: not offered again until the emitter has taken them. */
   readonly #firing = new Map<string, number>();
-  /** Deliveries whose attempt began (the emitter's stamp) and has not ended, with their account (issue 29 item 3). */
+  /** Deliveries whose attempt began (the emitter's stamp) and has not ended, with their account. */
   readonly #attempting = new Map<string, number>();
   /** The account of each delivery handed to the emitter (its clip's), so a rotated-away secret still finds it. */
   readonly #owners = new Map<string, number>();
@@ -90,7 +90,7 @@ export class WebhookTimes implements LaneSource {
 
   /**
    * Whether a retry of `account` is being brought forward, or an attempt of its webhooks is in flight:
-   * what its own advance waits for (issue 29 item 3), not what other accounts' webhooks do.
+   * what its own advance waits for, not what other accounts' webhooks do.
    */
   busyOf(account: number): boolean {
     for (const owner of this.#firing.values()) if (owner === account) return true;

@@ -18,7 +18,7 @@ export interface ClipWebhooksOptions {
   warn: (message: string) => void;
   /** Where a webhook that could not be handed over is tried again (1 s, doubling to 60 s): the service's clock. */
   clock: LaneClock;
-  /** Webhook chaos (issue 22), when the service made its own emitter (a custom one sends plainly). */
+  /** Webhook chaos, when the service made its own emitter (a custom one sends plainly). */
   chaos?: ClipChaos | undefined;
   /** Told the account of each delivery handed to the emitter (its webhook retries run on that account's time). */
   owned?: (deliveryId: string, accountId: number) => void;
@@ -36,8 +36,8 @@ export interface BatchClip {
 }
 
 /**
- * Issue 22's webhook chaos as a clip's webhook uses it. The test controls (testing/clip-chaos.ts) provide
- * it and the composition root hands it in (issue 31 item 5: resources/ import nothing of testing/). Modes
+ * Webhook chaos as a clip's webhook uses it. The test controls (testing/clip-chaos.ts) provide
+ * it and the composition root hands it in, so resources/ import nothing of testing/. Modes
  * are the test controls' names; an unknown one is ignored.
  */
 export interface ClipChaos {
@@ -88,7 +88,7 @@ export class ClipWebhooks {
     return ((this.#options.emitter.stats as { inFlight?: number } | undefined)?.inFlight ?? 0) > 0;
   }
 
-  /** Whether a webhook of `account` is being handed to the emitter (issue 29 item 3: what its own advance waits for). */
+  /** Whether a webhook of `account` is being handed to the emitter (what its own advance waits for). */
   sendingOf(account: number): boolean {
     return this.#sending.has(account);
   }
@@ -99,7 +99,7 @@ export class ClipWebhooks {
     else this.#sending.delete(account);
   }
 
-  /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes (issue 22); none without chaos. */
+  /** The chaos modes of a clip's webhook: its prompt's markers and its account's modes; none without chaos. */
   modesOf(video: Video, extra: readonly string[] = []): readonly string[] {
     const { chaos, accounts } = this.#options;
     return chaos ? chaos.modesOf(video.prompt, accounts.get(video.accountId)?.webhookChaos ?? [], extra) : [];
@@ -107,7 +107,7 @@ export class ClipWebhooks {
 
   /**
    * Hands the clip's webhook to the emitter once; a clip without callback_url, or already queued, sends
-   * nothing. A clip of a batch whose webhooks go out of order (issue 22) waits for the batch.
+   * nothing. A clip of a batch whose webhooks go out of order waits for the batch.
    */
   async send(video: Video): Promise<void> {
     if (!video.callbackUrl || video.webhookQueued) return;
@@ -187,7 +187,7 @@ export class ClipWebhooks {
       await store.commit();
       return id;
     } catch (error) {
-      // Issue 20 item 9: an outbox that cannot be written (a read-only data folder) is tried again by
+      // An outbox that cannot be written (a read-only data folder) is tried again by
       // itself, so the webhook goes once the disk takes it, not only after a restart.
       warn(`cannot send the webhook of clip ${video.id} yet: ${(error as Error).message}`);
       if (!video.webhookQueued) this.#retryLater();
