@@ -1,6 +1,7 @@
 import { HandlerTimeoutError, WebhookHandlerError, WebhookVerificationError } from '../protocol/errors.js';
 import type { EventOf, WebhookEvent, WebhookEventName } from '../protocol/events.js';
 import { HandlerContext, RunDeadline } from './deadline.js';
+import { Handlers, isThenable } from './handlers.js';
 import { HOST_TIMERS } from './host-timers.js';
 import type { DeliveryStore } from './delivery-store.js';
 import { ErrorListeners, type ErrorListener } from './error-listeners.js';
@@ -45,8 +46,7 @@ export class ReceiverCore {
   readonly #leaseMs: number;
   readonly #clock: () => number;
   readonly #runtime: ReceiverRuntime;
-  readonly #handlers = new Map<WebhookEventName, WebhookHandler<never>[]>();
-  readonly #any: WebhookHandler[] = [];
+  readonly #handlers = new Handlers();
   readonly #errors = new ErrorListeners();
   /** The durable inbox, when the receiver has one (`inbox` option). */
   readonly inbox: Inbox | undefined;
@@ -77,8 +77,8 @@ export class ReceiverCore {
       this.inbox = new Inbox(backend, resolved, {
         leaseMs,
         clock,
-        dispatch: (event, context) => this.#dispatch(event, context),
-        ready: () => this.#any.length > 0 || this.#handlers.size > 0,
+        dispatch: (event, context) => this.#handlers.dispatch(event, context),
+        ready: () => this.#handlers.ready,
         // With a context a handler run failed; without one the inbox itself (opening it, a poll, a settle).
         onError: (error, context) => this.#errors.emit(new WebhookHandlerError(context?.deliveryId ?? 'inbox', error, context ? 'handler' : 'inbox'), context ?? {}, context ? 500 : 503),
       }, resolved.redis !== undefined);
@@ -105,18 +105,14 @@ export class ReceiverCore {
 
   /** Runs `handler` for every verified, first-time delivery of the named event. */
   on<N extends WebhookEventName>(name: N, handler: WebhookHandler<EventOf<N>>): this {
-    if (typeof handler !== 'function') throw new TypeError(`Expected a handler function for ${name}.`);
-    const list = this.#handlers.get(name) ?? [];
-    list.push(handler as WebhookHandler<never>);
-    this.#handlers.set(name, list);
+    this.#handlers.add(name, handler as WebhookHandler<never>);
     this.inbox?.kick();
     return this;
   }
 
   /** Runs `handler` for every verified, first-time delivery, whatever the event. */
   onAny(handler: WebhookHandler): this {
-    if (typeof handler !== 'function') throw new TypeError('Expected a handler function.');
-    this.#any.push(handler);
+    this.#handlers.add(null, handler as WebhookHandler<never>);
     this.inbox?.kick();
     return this;
   }
@@ -204,16 +200,12 @@ export class ReceiverCore {
     const deadline = new RunDeadline();
     const run: WebhookContext = new HandlerContext(context, deadline);
     try {
-      const ran = this.#dispatch(event, run);
+      const ran = this.#handlers.dispatch(event, run);
       // Past `leaseMs` the claim lapses and the sender's retry may run the event again: this run is then
       // abandoned as failed, so a late end writes no mark of its own.
       if (isThenable(ran)) await deadline.race(ran, this.#leaseMs, HOST_TIMERS, () => new HandlerTimeoutError('leaseMs', this.#leaseMs));
     } catch (error) {
-      try {
-        await this.store.release(keys, owner);
-      } catch {
-        // The claim then expires with its lease; the outcome is the handler's failure either way.
-      }
+      await this.#release(keys, owner);
       this.#errors.emit(new WebhookHandlerError(context.deliveryId, error), context, 500);
       return 'failed';
     }
@@ -291,22 +283,4 @@ export class ReceiverCore {
     await Promise.all([...this.#marking]);
     await this.store.close();
   }
-
-  /** Runs the handlers; a single one is called directly, so its own promise is the only one awaited. */
-  #dispatch(event: WebhookEvent, context: WebhookContext): unknown {
-    const named = this.#handlers.get(event.event);
-    const any = this.#any;
-    const count = (named?.length ?? 0) + any.length;
-    if (count === 0) return undefined; // acknowledged and recorded, so it is not retried forever
-    if (count === 1) return ((named?.[0] ?? any[0]) as WebhookHandler)(event, context);
-    const runs = [...(named ?? []), ...any].map(async (handler) => (handler as WebhookHandler)(event, context));
-    return Promise.allSettled(runs).then((results) => {
-      const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-      if (failed) throw failed.reason;
-    });
-  }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as PromiseLike<unknown>).then === 'function';
 }

@@ -4,6 +4,7 @@ import { HandlerTimeoutError } from '../../protocol/errors.js';
 import { describeFailure } from '../../protocol/errors.js';
 import type { WebhookEvent } from '../../protocol/events.js';
 import { HandlerContext, RunDeadline } from '../deadline.js';
+import { isThenable } from '../handlers.js';
 import { inboxDelay, type BackoffOptions } from './backoff.js';
 import type { InboxTimers } from './options.js';
 import type { InboxBackend, InboxRecord, InboxSource } from './record.js';
@@ -169,9 +170,9 @@ export class InboxRunner {
     this.#deadlines.add(deadline);
     try {
       const ran = dispatch(JSON.parse(record.body) as WebhookEvent, context);
-      if (ran !== null && typeof ran === 'object' && typeof (ran as PromiseLike<unknown>).then === 'function') {
+      if (isThenable(ran)) {
         // Past the deadline the run fails and frees its slot, though its promise may never settle.
-        await deadline.race(ran as PromiseLike<unknown>, handlerTimeout, timers, () => new HandlerTimeoutError('handlerTimeout', handlerTimeout));
+        await deadline.race(ran, handlerTimeout, timers, () => new HandlerTimeoutError('handlerTimeout', handlerTimeout));
       }
       Object.assign(record, { state: 'done', nextAttemptAt: null, finishedAt: clock(), lastError: null });
     } catch (error) {
